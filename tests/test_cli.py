@@ -1,0 +1,104 @@
+"""The `perfzoo` command: the dataset table, one dataset's summary, forwarding, one-line errors."""
+
+import json
+import subprocess
+import sys
+import types
+
+import pytest
+
+from perfzoo.cli import main
+from perfzoo.datasets import EXTERNAL
+
+
+def run(*args):
+    """`python -m perfzoo.cli ARGS` in a fresh process: (exit status, stdout, stderr)."""
+    done = subprocess.run([sys.executable, "-m", "perfzoo.cli", *args], capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_datasets_table_lists_every_dataset(capsys):
+    assert main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:6] == ["name", "rows", "ok", "oom", "timeout", "failed"]
+    for name in EXTERNAL:
+        assert any(line.startswith(name + " ") for line in lines)
+    vtrain = next(line for line in lines if line.startswith("vtrain-a100 "))
+    assert vtrain.split()[1:6] == ["1440", "1440", "0", "0", "0"]
+    assert "2024-09-26..2024-09-26" in vtrain and "n_gpus 2..8" in vtrain
+    titan = next(line for line in lines if line.startswith("published-torchtitan "))
+    assert titan.split()[1:4] == ["60", "58", "2"]
+
+
+def test_datasets_json(capsys):
+    assert main(["datasets", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    by_name = {row["name"]: row for row in rows}
+    assert all({"name", "rows"} <= set(row) for row in rows)
+    assert by_name["vtrain-a100"]["rows"] == 1440
+    assert by_name["published-llm"]["rows"] == by_name["published-mosaicml"]["rows"] + by_name["published-torchtitan"]["rows"]
+
+
+def test_datasets_show(capsys):
+    assert main(["datasets", "show", "vtrain-a100"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("vtrain-a100\n")
+    for part in ("1440 (ok 1440", "metrics.throughput (tokens/s, higher is better)",
+                 "config.n_gpus: 2 .. 8", "train <= 4 (720 rows)", "config.tp", "vTrain"):
+        assert part in out
+    assert main(["datasets", "--json", "show", "published-torchtitan"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["oom"] == 2 and shown["target"] == "metrics.throughput_per_device" and shown["card"]
+
+
+def test_unknown_dataset_is_one_line_and_non_zero(capsys):
+    assert main(["datasets", "show", "no-such-dataset"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("perfzoo: error: unknown dataset 'no-such-dataset'")
+    assert "vtrain-a100" in lines[0]
+
+
+def test_bad_input_in_a_fresh_process_has_no_traceback(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    for args, expected in [
+        (["datasets", "show", str(empty)], "the file is empty"),
+        (["datasets", "show", str(tmp_path / "absent.csv")], "absent.csv: no such file"),
+        (["datasets", "show", "vtrain-a100", "--external-dir", str(tmp_path)], "vtrain_ground_truth_single.csv not found"),
+    ]:
+        code, out, err = run(*args)
+        assert code == 1 and out == ""
+        assert err.count("\n") == 1 and err.startswith("perfzoo: error: ") and expected in err
+        assert "Traceback" not in err
+
+
+def test_missing_external_data_still_lists_the_table(tmp_path, capsys):
+    assert main(["datasets", "--external-dir", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "unavailable: vtrain_ground_truth_single.csv not found" in captured.out
+    assert "perfzoo datasets show NAME" in captured.err
+
+
+def test_commands_forward_to_their_module(monkeypatch):
+    seen = []
+    monkeypatch.setitem(sys.modules, "perfzoo.tune", types.SimpleNamespace(main=lambda argv: seen.append(argv) or 3))
+    assert main(["tune", "--trials", "5"]) == 3
+    assert seen == [["--trials", "5"]]
+
+
+def test_a_command_not_landed_yet_says_so(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "perfzoo.tune", None)  # import fails as if the module did not exist
+    assert main(["tune"]) == 2
+    assert capsys.readouterr().err.strip() == "perfzoo tune: not available yet"
+
+
+def test_help_and_usage_errors():
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    with pytest.raises(SystemExit) as done:
+        main(["datasets", "show"])  # NAME_OR_PATH missing
+    assert done.value.code == 2
