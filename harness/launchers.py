@@ -1,0 +1,310 @@
+"""Launchers: how jobs get onto ranks. Workloads and the worker never know which one ran them.
+
+A :class:`Launcher` takes :class:`~harness.jobs.JobSpec` s and yields
+:class:`~harness.jobs.JobOutcome` s. Both built-in launchers use the same protocol: a fresh
+job directory holding ``job.json``, rank reports under ``results/``, and the worker
+(:mod:`harness.worker`) as the process entry point.
+
+- :class:`LocalTorchrunLauncher`: one fresh ``torchrun --standalone`` process group per job
+  on this machine (gloo on CPU, NCCL on GPU). A job past its wall-clock limit has its whole
+  process tree killed (SIGTERM, then SIGKILL after a grace period; torchrun starts each rank
+  in its own session, so the tree is walked, not just the process group).
+- :class:`InProcessBatchLauncher`: many world-size-1 jobs run one after another inside one
+  worker process, which saves the interpreter, ``import torch`` and process-group start per
+  job. Same failure handling: per-job timeouts kill the worker; after any job that did not end
+  ``ok`` the worker exits and a fresh one takes the remaining jobs.
+
+A cluster launcher (e.g. Slurm: ``srun ... python -m torch.distributed.run --nnodes ...
+-m harness.worker job.json`` on a shared file system) subclasses :class:`Launcher`, builds
+its command in :meth:`Launcher.run`, and reuses :func:`harness.jobs.merge` on the reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from abc import ABC, abstractmethod
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+
+from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail, write_json_atomic
+
+KILL_GRACE_S = 3.0
+POLL_S = 0.02
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def kill_tree(pid: int, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM a process, its descendants and their process groups; SIGKILL what is left."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return
+    groups = set()
+    for p in procs:
+        try:
+            groups.add(os.getpgid(p.pid))
+        except (ProcessLookupError, OSError):
+            pass
+    groups.discard(os.getpgid(0))  # never signal our own group
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for g in groups:
+            try:
+                os.killpg(g, sig)
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+        for p in procs:
+            try:
+                p.send_signal(sig)
+            except psutil.NoSuchProcess:
+                pass
+        if sig == signal.SIGTERM:
+            _, alive = psutil.wait_procs(procs, timeout=grace_s)
+            if not alive:
+                return
+            procs = alive
+    psutil.wait_procs(procs, timeout=grace_s)
+
+
+def worker_env(device: str, nproc: int, extra: Optional[dict] = None) -> dict:
+    """The environment for ranks: quiet torchrun, and on CPU one thread per rank.
+
+    One intra-op thread per CPU rank (unless ``OMP_NUM_THREADS`` is set) makes a CPU rank
+    the analogue of one GPU: a 2-rank job uses 2 cores, a 1-rank job 1, and oversubscribed
+    OpenMP spinning on a shared machine cannot wreck a measurement.
+    """
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+        env["OMP_NUM_THREADS"] = "1"
+    env.setdefault("LOGLEVEL", "WARNING")
+    env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
+    # the harness must import from this checkout even when run from elsewhere
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.update(extra or {})
+    return env
+
+
+class Launcher(ABC):
+    """Runs jobs and says what happened to each. Subclasses implement :meth:`run`."""
+
+    name = "launcher"
+
+    def __init__(self, workdir: Optional[str] = None, keep_dirs: bool = False):
+        self.workdir = workdir
+        self.keep_dirs = keep_dirs
+
+    def _job_dir(self, spec: JobSpec) -> Path:
+        d = Path(tempfile.mkdtemp(prefix=f"perfzoo-{spec.job_id[:8]}-", dir=self.workdir))
+        (d / "results").mkdir()
+        (d / "job.json").write_text(spec.to_json())
+        return d
+
+    def _cleanup(self, d: Path) -> None:
+        if not self.keep_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+    @abstractmethod
+    def run(self, spec: JobSpec) -> JobOutcome:
+        """Run one job to its end (ok, oom, timeout or failed); never raises for job failures."""
+
+    def run_many(self, specs: Iterable[JobSpec]) -> Iterator[JobOutcome]:
+        """Run jobs in order, yielding each outcome as soon as it is known."""
+        for spec in specs:
+            yield self.run(spec)
+
+
+class LocalTorchrunLauncher(Launcher):
+    """One fresh ``torchrun --standalone --nproc-per-node N`` per job on this machine."""
+
+    name = "torchrun"
+
+    def command(self, spec: JobSpec, job_file: Path) -> list[str]:
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc-per-node={spec.nproc}", "--monitor-interval=0.1",
+                f"--log-dir={job_file.parent / 'torchelastic'}",
+                "-m", "harness.worker", str(job_file)]
+
+    def run(self, spec: JobSpec) -> JobOutcome:
+        d = self._job_dir(spec)
+        log_path = d / "log.txt"
+        started = _now()
+        t0 = time.perf_counter()
+        timed_out = False
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(self.command(spec, d / "job.json"), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, env=worker_env(spec.device, spec.nproc),
+                                    start_new_session=True)
+            try:
+                exit_code = proc.wait(timeout=spec.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_tree(proc.pid)
+                try:
+                    exit_code = proc.wait(timeout=KILL_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    exit_code = None
+            except BaseException:  # Ctrl-C / SIGTERM of the sweep: leave nothing running
+                kill_tree(proc.pid, grace_s=1.0)
+                self._cleanup(d)
+                raise
+        wall = time.perf_counter() - t0
+        log_tail = tail(log_path.read_text(errors="replace"))
+        reports = read_rank_reports(d / "results")
+        outcome = merge(spec, reports, exit_code=exit_code, timed_out=timed_out, log_tail=log_tail,
+                        started_at=started, ended_at=_now(), wall_time_s=wall, launcher=self.name)
+        self._cleanup(d)
+        return outcome
+
+
+class InProcessBatchLauncher(Launcher):
+    """Runs world-size-1 jobs inside one long-lived worker process (see the module docstring).
+
+    ``batch_size`` jobs are handed to a worker at a time; ``threads`` is the worker's torch
+    thread count on CPU (default: ``OMP_NUM_THREADS`` if set, else 1, like a torchrun rank).
+    """
+
+    name = "inprocess"
+    worker_flag = "--batch"
+    world_size_1_only = True
+
+    def __init__(self, workdir: Optional[str] = None, keep_dirs: bool = False, batch_size: int = 50,
+                 threads: Optional[int] = None):
+        super().__init__(workdir, keep_dirs)
+        self.batch_size = batch_size
+        self.threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 1)
+        self.worker_starts: list[float] = []  # seconds from spawn to 'ready', per worker started
+
+    def run(self, spec: JobSpec) -> JobOutcome:
+        return next(iter(self.run_many([spec])))
+
+    def run_many(self, specs: Iterable[JobSpec]) -> Iterator[JobOutcome]:
+        pending: list[JobSpec] = []
+        for spec in specs:
+            if self.world_size_1_only and spec.nproc != 1:
+                raise ValueError(f"in-process mode runs world-size-1 jobs only; job {spec.job_id} "
+                                 f"has nproc={spec.nproc} (use the torchrun launcher)")
+            pending.append(spec)
+            if len(pending) >= self.batch_size:
+                yield from self._run_batch(pending)
+                pending = []
+        if pending:
+            yield from self._run_batch(pending)
+
+    def _run_batch(self, specs: list[JobSpec]) -> Iterator[JobOutcome]:
+        remaining = [(s, self._job_dir(s)) for s in specs]
+        while remaining:
+            batch_dir = Path(tempfile.mkdtemp(prefix="perfzoo-batch-", dir=self.workdir))
+            batch_file = batch_dir / "batch.json"
+            device = remaining[0][0].device
+            threads = self.threads if device == "cpu" and self.world_size_1_only else 0
+            batch_file.write_text(json.dumps({"threads": threads,
+                                              "jobs": [{"spec": json.loads(s.to_json()), "dir": str(d)}
+                                                       for s, d in remaining]}))
+            log_path = batch_dir / "log.txt"
+            t_spawn = time.perf_counter()
+            log = open(log_path, "wb")
+            extra = {"OMP_NUM_THREADS": str(self.threads)} if self.world_size_1_only and device == "cpu" else {}
+            proc = subprocess.Popen([sys.executable, "-m", "harness.worker", self.worker_flag, str(batch_file)],
+                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=worker_env(device, 1, extra), start_new_session=True)
+            ready_seen = False
+            finished_here = 0
+            try:
+                while remaining:
+                    spec, d = remaining[0]
+                    if not ready_seen and batch_file.with_suffix(".ready").exists():
+                        ready_seen = True
+                        self.worker_starts.append(time.perf_counter() - t_spawn)
+                    started = d / "started.json"
+                    done = d / "done.json"
+                    if done.exists():
+                        yield self._finish(spec, d, started, done, exit_code=None, timed_out=False,
+                                           log_path=log_path)
+                        remaining.pop(0)
+                        finished_here += 1
+                        continue
+                    if started.exists():
+                        t_start = json.loads(started.read_text())["t"]
+                        if time.time() - t_start > spec.timeout_s:
+                            kill_tree(proc.pid)
+                            proc.wait()
+                            yield self._finish(spec, d, started, None, exit_code=proc.returncode,
+                                               timed_out=True, log_path=log_path)
+                            remaining.pop(0)
+                            break  # start a fresh worker for the rest
+                    code = proc.poll()
+                    if code is not None:
+                        if done.exists():
+                            continue  # finished between the checks above
+                        if started.exists() or finished_here == 0:
+                            # the worker died in this job (or before it could run any job)
+                            yield self._finish(spec, d, started, None, exit_code=code, timed_out=False,
+                                               log_path=log_path)
+                            remaining.pop(0)
+                        break  # a fresh worker takes the rest
+                    time.sleep(POLL_S)
+            except BaseException:
+                kill_tree(proc.pid, grace_s=1.0)
+                for _, d in remaining:
+                    self._cleanup(d)
+                raise
+            finally:
+                if proc.poll() is None and not remaining:
+                    proc.wait(timeout=30)
+                log.close()
+                shutil.rmtree(batch_dir, ignore_errors=True)
+
+    def _finish(self, spec: JobSpec, d: Path, started: Path, done: Optional[Path], exit_code,
+                timed_out: bool, log_path: Path) -> JobOutcome:
+        t_end = time.time()
+        t_start = json.loads(started.read_text())["t"] if started.exists() else t_end
+        done_info = json.loads(done.read_text()) if done is not None else {}
+        wall = done_info.get("wall_s", t_end - t_start)
+        if exit_code is None:
+            exit_code = done_info.get("exit_code")
+        log_tail = tail(log_path.read_text(errors="replace")) if log_path.exists() else ""
+        outcome = merge(spec, read_rank_reports(d / "results"), exit_code=exit_code, timed_out=timed_out,
+                        log_tail=log_tail, started_at=datetime.fromtimestamp(t_start, timezone.utc),
+                        ended_at=datetime.fromtimestamp(t_start + wall, timezone.utc) if done else _now(),
+                        wall_time_s=wall, launcher=self.name)
+        if self.worker_starts:
+            outcome.annotations["batch_worker_start_s"] = round(self.worker_starts[-1], 4)
+        self._cleanup(d)
+        return outcome
+
+
+class WarmTorchrunLauncher(InProcessBatchLauncher):
+    """A fresh torchrun-standalone process group per job, ranks forked from a warm worker.
+
+    One worker process (``python -m harness.worker --batch-torchrun``) imports torch, FSDP
+    and the workloads once, then runs each job through ``torch.distributed.launcher.api.
+    elastic_launch`` -- the function behind ``torchrun`` -- with the ``--standalone``
+    settings (c10d rendezvous on a free localhost port, a new run id, no restarts) and
+    ``start_method='fork'``: every job gets new rank processes, a new rendezvous and a new
+    process group, but the ranks skip the interpreter start and the imports. Timeouts kill
+    the worker and everything under it; a fresh worker takes the remaining jobs. Rank
+    failures (oom, crash) are reported by the ranks and do not touch the worker.
+    """
+
+    name = "torchrun-warm"
+    worker_flag = "--batch-torchrun"
+    world_size_1_only = False
+
+
+LAUNCHERS = {"torchrun": LocalTorchrunLauncher, "torchrun-warm": WarmTorchrunLauncher,
+             "inprocess": InProcessBatchLauncher}

@@ -1,0 +1,332 @@
+"""``python -m perfzoo.collect``: run profiling jobs and append one job record each to a store.
+
+Examples
+--------
+Random configs from a built-in space, 2 ranks each, into a store directory::
+
+    python -m perfzoo.collect --workload fsdp --space fsdp-ads --n 100 --seed 0 --out runs/fsdp
+
+Explicit configs (one JSON object per line, or ``{"config": {...}}`` lines from the searcher)::
+
+    python -m perfzoo.collect --workload llm --configs proposals.jsonl --out runs/llm
+
+Killed and started again with the same arguments, it skips every job already in the store
+(job ids hash the config, the hardware and the repeat index) and loses nothing: each
+record is fsynced as soon as its job ends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shlex
+import signal
+import statistics
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Optional, Sequence
+
+from perfzoo import spaces as _spaces
+
+DEFAULT_SPACE = {"fsdp": "fsdp-ads", "llm": "llm-small"}
+
+
+class UsageError(Exception):
+    """A mistake on the command line or in a configs file (exit status 2, one line)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m perfzoo.collect",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+               "  python -m perfzoo.collect --workload fsdp --n 100 --seed 0 --out runs/fsdp\n"
+               "  python -m perfzoo.collect --workload llm --configs proposals.jsonl --repeat 3 --out runs/llm\n"
+               "exit status: 0 done (failed jobs are records, not errors), 1 interrupted (run again "
+               "to resume), 2 usage error",
+        description="Run real training jobs (one torchrun process group each, or many world-size-1 "
+                    "jobs in one worker) and append one job record per job to a record store. "
+                    "Resumable: finished job ids are skipped.")
+    p.add_argument("--workload", choices=["fsdp", "llm"],
+                   help="workload to run (default: the space's workload)")
+    p.add_argument("--space", help=f"search space (one of {_spaces.names()}; default: fsdp-ads for fsdp, "
+                                   "llm-small for llm)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--n", type=int, help="run N random distinct configs from the space")
+    src.add_argument("--configs", metavar="FILE.jsonl",
+                     help="run these configs: one JSON object per line, or {\"config\": {...}} lines")
+    p.add_argument("--nproc", type=int, help="ranks per job (default: each config's own world size; "
+                                            "with --n, only configs of this world size are drawn)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cpu (gloo) or cuda (NCCL)")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each config (repeat index 0..R-1; default 1)")
+    p.add_argument("--timeout", type=float, default=120.0, help="wall-clock limit per job in seconds (default 120)")
+    p.add_argument("--out", required=True, metavar="DIR", help="record store directory (created if needed)")
+    p.add_argument("--seed", type=int, default=0, help="seed for --n sampling (default 0)")
+    p.add_argument("--steps", type=int, default=6, help="measured steps per job (default 6)")
+    p.add_argument("--warmup", type=int, default=2, help="warm-up steps per job, not measured (default 2)")
+    p.add_argument("--mode", choices=["auto", "torchrun", "inprocess"], default="auto",
+                   help="torchrun: a fresh torchrun per job; inprocess: world-size-1 jobs run in one "
+                        "worker process; auto (default): inprocess for world size 1, torchrun otherwise")
+    p.add_argument("--warm", action="store_true",
+                   help="CPU: launch each torchrun job from a warm worker (the same torchrun-standalone "
+                        "launch, ranks forked instead of re-importing torch: about half the overhead)")
+    p.add_argument("--batch-size", type=int, default=50, help="jobs per in-process or warm worker (default 50)")
+    p.add_argument("--sweep-id", help="sweep id stored in each record (default: derived from the arguments)")
+    p.add_argument("--dry-run", action="store_true", help="validate and list the jobs, run nothing")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+# configs ---------------------------------------------------------------------------------
+
+def read_configs(path: str) -> list[tuple[str, dict]]:
+    """``[(where, config)]`` from a JSONL file of configs or ``{"config": {...}}`` lines."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"--configs {path}: no such file")
+    out = []
+    for i, line in enumerate(p.read_text().splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        where = f"{path} line {i}"
+        try:
+            obj = json.loads(s)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if isinstance(obj, dict) and isinstance(obj.get("config"), dict):
+            obj = obj["config"]
+        if not isinstance(obj, dict):
+            raise UsageError(f"{where}: expected a JSON object of knobs or {{\"config\": {{...}}}}")
+        out.append((where, obj))
+    if not out:
+        raise UsageError(f"--configs {path}: the file holds no configs")
+    return out
+
+
+def resolve_configs(args, space: _spaces.Space) -> list[dict]:
+    """Validated, complete configs (a :class:`UsageError` names the first bad one)."""
+    wkey = space.world_size_key
+    if args.configs:
+        configs = []
+        for where, raw in read_configs(args.configs):
+            raw = dict(raw)
+            if args.nproc is not None:
+                if wkey in raw and int(raw[wkey]) != args.nproc:
+                    raise UsageError(f"{where}: knob '{wkey}' = {raw[wkey]} but --nproc {args.nproc}")
+                raw.setdefault(wkey, args.nproc)
+            try:
+                configs.append(space.validate(raw))
+            except _spaces.SpaceError as exc:
+                raise UsageError(f"{where}: {exc}") from None
+        return configs
+    if args.n is None or args.n < 1:
+        raise UsageError("--n must be at least 1")
+    if args.nproc is None:
+        return space.sample(args.n, seed=args.seed)
+    dim = space._dims.get(wkey)
+    allowed = dim.values if dim is not None else (space.constants.get(wkey),)
+    if not any(_spaces._same(args.nproc, v) for v in allowed):
+        raise UsageError(f"--nproc {args.nproc}: space '{space.name}' allows {wkey} in {list(allowed)}")
+    if dim is None:
+        return space.sample(args.n, seed=args.seed)
+    sub = _spaces.Space(name=space.name, workload=space.workload,
+                        dimensions=[d for d in space.dimensions if d.name != wkey],
+                        constants={**space.constants, wkey: args.nproc}, derived=space.derived,
+                        constraints=space.constraints, world_size_key=wkey)
+    return [space.validate({k: c[k] for k in c}) for c in sub.sample(args.n, seed=args.seed)]
+
+
+# running ---------------------------------------------------------------------------------
+
+def _sweep_id(args, space_name: str, configs: list[dict]) -> str:
+    if args.sweep_id:
+        return args.sweep_id
+    h = hashlib.sha256(json.dumps([args.workload, space_name, args.repeat, configs],
+                                  sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{space_name}-{h}"
+
+
+class Tally:
+    """Counts and figures for the progress bar and the summary table."""
+
+    def __init__(self):
+        self.status = Counter()
+        self.throughput: list[float] = []
+        self.overhead = Counter()
+        self.overhead_n = Counter()
+        self.measured_s = 0.0
+        self.wall_s = 0.0
+        self.unit = ""
+
+    def add(self, rec) -> None:
+        self.status[rec.status] += 1
+        m = rec.metrics
+        self.wall_s += m.wall_time_s or 0.0
+        if rec.status == "ok" and m.throughput is not None:
+            self.throughput.append(m.throughput)
+            self.unit = m.throughput_unit or self.unit
+            launcher = rec.annotations.get("launcher", "?")
+            if rec.annotations.get("overhead_s") is not None:
+                self.overhead[launcher] += rec.annotations["overhead_s"]
+                self.overhead_n[launcher] += 1
+
+    def postfix(self) -> str:
+        return " ".join(f"{k}={self.status[k]}" for k in ("ok", "oom", "timeout", "failed"))
+
+    def table(self, elapsed_s: float, skipped: int, out: str) -> str:
+        n = sum(self.status.values())
+        rows = [("jobs run", f"{n}"), ("skipped (already in store)", f"{skipped}")]
+        rows += [(f"  {k}", f"{self.status[k]}") for k in ("ok", "oom", "timeout", "failed")]
+        if self.throughput:
+            t = sorted(self.throughput)
+            rows.append((f"p90 throughput ({self.unit})",
+                         f"min {t[0]:,.1f}  median {statistics.median(t):,.1f}  max {t[-1]:,.1f}"))
+        for launcher in sorted(self.overhead_n):
+            rows.append((f"overhead per ok job ({launcher})",
+                         f"{self.overhead[launcher] / self.overhead_n[launcher]:.2f} s (wall - measured steps)"))
+        rows.append(("elapsed", f"{elapsed_s:,.1f} s" + (f"  ({3600 * n / elapsed_s:,.0f} jobs/hour)"
+                                                         if elapsed_s > 0 and n else "")))
+        rows.append(("store", out))
+        width = max(len(r[0]) for r in rows)
+        return "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
+
+
+def _sigterm_to_interrupt(signum, frame):  # pragma: no cover - exercised by the resume test
+    raise KeyboardInterrupt
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args, argv)
+    except UsageError as exc:
+        print(f"perfzoo.collect: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args, argv: list[str]) -> int:
+    space_name = args.space or DEFAULT_SPACE.get(args.workload or "", None)
+    if space_name is None:
+        raise UsageError("give --workload or --space")
+    try:
+        space = _spaces.get(space_name)
+    except _spaces.SpaceError as exc:
+        raise UsageError(str(exc)) from None
+    if args.workload and args.workload != space.workload:
+        raise UsageError(f"--space {space.name} is a space of the '{space.workload}' workload, "
+                         f"not '{args.workload}'")
+    args.workload = space.workload
+    for name in ("repeat", "steps"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name} must be at least 1")
+    if args.warmup < 0 or args.timeout <= 0:
+        raise UsageError("--warmup must be >= 0 and --timeout > 0")
+    configs = resolve_configs(args, space)
+    if args.mode == "inprocess":
+        bad = [c for c in configs if int(c[space.world_size_key]) != 1]
+        if bad:
+            raise UsageError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
+                             f"{space.world_size_key} = {bad[0][space.world_size_key]} (use --mode torchrun or auto)")
+
+    from harness.environment import capture_hardware, capture_software, hardware_key, relevant_env
+    from harness.jobs import JobSpec, to_record
+    from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
+    from harness.workloads import get_workload
+    from perfzoo.records import job_id_for
+    from perfzoo.store import RecordStore
+
+    if args.warm and args.device != "cpu":
+        raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
+    store = RecordStore(args.out)
+    done_ids = store.job_ids()
+    sweep_id = _sweep_id(args, space.name, configs)
+    provenance = "python -m perfzoo.collect " + shlex.join(argv)
+    unit = get_workload(args.workload).THROUGHPUT_UNIT
+    software = capture_software()
+    inproc = InProcessBatchLauncher(batch_size=args.batch_size)
+    hardware_cache: dict[int, dict] = {}
+
+    def hardware_for(n: int) -> dict:
+        if n not in hardware_cache:
+            hardware_cache[n] = capture_hardware(args.device, n)
+        return hardware_cache[n]
+
+    jobs_in, jobs_tr, skipped = [], [], 0
+    for cfg in configs:
+        nproc = int(cfg[space.world_size_key])
+        hw = hardware_for(nproc)
+        for r in range(args.repeat):
+            jid = job_id_for(args.workload, cfg, hardware_key(hw), r)
+            if jid in done_ids:
+                skipped += 1
+                continue
+            spec = JobSpec(workload=args.workload, config=cfg, job_id=jid, nproc=nproc, device=args.device,
+                           steps=args.steps, warmup=args.warmup, timeout_s=args.timeout, repeat=r)
+            use_inproc = args.mode == "inprocess" or (args.mode == "auto" and nproc == 1)
+            (jobs_in if use_inproc else jobs_tr).append(spec)
+    total = len(jobs_in) + len(jobs_tr)
+    print(f"perfzoo.collect: {space.name} ({args.workload}), {len(configs)} configs x {args.repeat} "
+          f"repeat(s): {total} jobs to run ({len(jobs_in)} in-process, {len(jobs_tr)} "
+          f"torchrun{' (warm)' if args.warm else ''}), "
+          f"{skipped} already in {args.out}", file=sys.stderr)
+    if args.dry_run:
+        for spec in jobs_in + jobs_tr:
+            print(json.dumps({"job_id": spec.job_id, "nproc": spec.nproc, "repeat": spec.repeat,
+                              "config": spec.config}))
+        return 0
+
+    tally = Tally()
+    t0 = time.perf_counter()
+    previous = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="job", desc=f"collect {space.name}", dynamic_ncols=True)
+    interrupted = False
+    try:
+        streams = []
+        if jobs_in:
+            streams.append((inproc.run_many(jobs_in), inproc.threads))
+        if jobs_tr:
+            tr = WarmTorchrunLauncher(batch_size=args.batch_size) if args.warm else LocalTorchrunLauncher()
+            streams.append((tr.run_many(jobs_tr), None))
+        for stream, threads in streams:
+            for outcome in stream:
+                n = outcome.spec.nproc
+                env_extra = {"OMP_NUM_THREADS": str(threads)} if threads else None
+                sw = dict(software, env=relevant_env(worker_env(args.device, n, env_extra)))
+                rec = to_record(outcome, hardware=hardware_for(n), software=sw, provenance=provenance,
+                                sweep_id=sweep_id, throughput_unit=unit)
+                store.append(rec)
+                tally.add(rec)
+                if bar is not None:
+                    bar.set_postfix_str(tally.postfix(), refresh=False)
+                    bar.update(1)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if bar is not None:
+            bar.close()
+    print(tally.table(time.perf_counter() - t0, skipped, args.out))
+    if interrupted:
+        print("perfzoo.collect: interrupted; run the same command again to resume", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""``python -m perfzoo.collect``: user errors, resuming a killed sweep, timeouts, the summary."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from perfzoo import spaces
+from perfzoo.collect import main
+from perfzoo.store import RecordStore
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def llm_raw(**over):
+    raw = dict(n_layers=2, hidden_dim=128, n_heads=4, n_kv_heads=2, ffn_dim=256, vocab_size=2048,
+               seq_len=64, micro_batch_size=1, precision="fp32", activation_checkpointing="none",
+               compile=False, fsdp="full_shard", n_gpus=1)
+    raw.update(over)
+    return raw
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+# user errors: rejected before anything is launched -------------------------------------------
+
+@pytest.mark.parametrize("bad, message", [
+    ({"n_kv_heads": 3}, "line 2: space 'llm-small': knob 'n_kv_heads' = 3 is not allowed; "
+                        "allowed values are [1, 2, 4, 8]"),
+    ({"n_heads": 2, "n_kv_heads": 4}, "n_heads = 2 is not divisible by n_kv_heads = 4"),
+    ({"global_batch_size": 5, "micro_batch_size": 2}, "global_batch_size = 5 is not divisible by micro_batch_size x dp"),
+    ({"fsdp": "zero3"}, "knob 'fsdp' = 'zero3' is not allowed"),
+])
+def test_invalid_config_is_rejected_before_launch(tmp_path, capsys, bad, message):
+    configs = write_jsonl(tmp_path / "c.jsonl", [llm_raw(), llm_raw(**bad)])
+    code = main(["--workload", "llm", "--configs", configs, "--out", str(tmp_path / "store")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith("perfzoo.collect: error: ") and message in err
+    assert len(err.splitlines()) == 1
+    assert not (tmp_path / "store").exists()  # nothing launched, nothing written
+
+
+def test_other_user_errors_are_one_line(tmp_path, capsys):
+    bad_json = tmp_path / "bad.jsonl"
+    bad_json.write_text('{"n_layers": 2,\n')
+    cases = [
+        (["--workload", "llm", "--configs", str(bad_json)], "bad.jsonl line 1: not valid JSON"),
+        (["--workload", "llm", "--configs", str(tmp_path / "missing.jsonl")], "no such file"),
+        (["--workload", "fsdp", "--space", "llm-small", "--n", "1"], "is a space of the 'llm' workload"),
+        (["--space", "nope", "--n", "1"], "unknown search space 'nope'"),
+        (["--workload", "fsdp", "--n", "1", "--nproc", "3"], "--nproc 3: space 'fsdp-ads' allows world_size in [2]"),
+        (["--workload", "llm", "--n", "2", "--mode", "inprocess", "--nproc", "2"], "world-size-1 jobs only"),
+    ]
+    for args, message in cases:
+        assert main(args + ["--out", str(tmp_path / "s")]) == 2, args
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_searcher_lines_and_dry_run(tmp_path, capsys):
+    configs = write_jsonl(tmp_path / "p.jsonl", [{"config": llm_raw()}, {"config": llm_raw(n_gpus=2)},
+                                                  llm_raw(seq_len=128)])
+    assert main(["--workload", "llm", "--configs", configs, "--repeat", "2", "--dry-run",
+                 "--out", str(tmp_path / "s")]) == 0
+    out = capsys.readouterr()
+    jobs = [json.loads(line) for line in out.out.splitlines()]
+    assert len(jobs) == 6 and len({j["job_id"] for j in jobs}) == 6
+    assert sorted(j["nproc"] for j in jobs) == [1, 1, 1, 1, 2, 2]
+    assert all(spaces.get("llm-small").validate(j["config"]) == j["config"] for j in jobs)
+    assert "4 in-process, 2 torchrun" in out.err
+    # --n with --nproc draws only configs of that world size, seeded
+    assert main(["--workload", "llm", "--n", "5", "--nproc", "2", "--dry-run", "--out", str(tmp_path / "s")]) == 0
+    drawn = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(drawn) == 5 and all(j["config"]["n_gpus"] == 2 for j in drawn)
+
+
+# real sweeps -----------------------------------------------------------------------------
+
+def _collect(args, **kw):
+    env = dict(os.environ, **kw.pop("env", {}))
+    return subprocess.Popen([sys.executable, "-m", "perfzoo.collect", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_resumes_without_duplicates(tmp_path):
+    store_dir = tmp_path / "store"
+    args = ["--workload", "llm", "--n", "4", "--nproc", "1", "--seed", "7", "--steps", "2", "--warmup", "1",
+            "--out", str(store_dir), "--no-progress"]
+    proc = _collect(args)
+    store = RecordStore(store_dir)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if (store_dir / "records.jsonl").exists() and len(store) >= 1:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the sweep finished before it could be killed: " + proc.stderr.read()
+    family = psutil.Process(proc.pid).children(recursive=True)
+    proc.kill()  # SIGKILL: no clean-up at all, as if the machine had pulled the plug
+    proc.wait()
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    first = len(RecordStore(store_dir))
+    assert 1 <= first < 4
+
+    again = _collect(args)
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    assert f"{first} already in" in err
+    records = RecordStore(store_dir).records()
+    assert len(records) == 4
+    assert len({r.job_id for r in records}) == 4
+    lines = (store_dir / "records.jsonl").read_text().splitlines()
+    assert len(lines) == 4  # nothing written twice, no torn line
+    assert "jobs run" in out and "ok" in out  # the summary table
+    assert all(r.provenance.startswith("python -m perfzoo.collect --workload llm") for r in records)
+    assert len({r.sweep_id for r in records}) == 1
+
+
+@pytest.mark.slow
+def test_collect_records_timeouts_and_goes_on(tmp_path):
+    configs = write_jsonl(tmp_path / "c.jsonl", [llm_raw(), llm_raw(seq_len=128)])
+    proc = _collect(["--workload", "llm", "--configs", configs, "--timeout", "4", "--steps", "2",
+                     "--out", str(tmp_path / "s"), "--no-progress"], env={"PERFZOO_TEST_HANG": "1"})
+    t0 = time.time()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    records = RecordStore(tmp_path / "s").records()
+    assert [r.status for r in records] == ["timeout", "timeout"]
+    assert all(r.failure.kind == "timeout" for r in records)
+    assert time.time() - t0 < 2 * (4 + 6) + 20
+    assert "timeout" in out
