@@ -138,7 +138,9 @@ class Dataset:
         of :data:`SCALE_CANDIDATES` present; ``scale_threshold``, the second-largest scale
         (train on every smaller scale, predict the largest); ``group_columns``, those of
         :data:`GROUP_CANDIDATES` present; ``feature_columns``, the ``config.*`` and
-        :data:`HARDWARE_FEATURES` columns that take more than one value (not model_name).
+        :data:`HARDWARE_FEATURES` columns with any known value (not model_name). Columns that
+        are constant here are kept: analytic estimates need them (vTrain's ``seq_len``), and
+        a predictor applied to other data must see them.
 
         >>> from perfzoo.external import read_published
         >>> path = external_data_dir() / "torchtitan_benchmarks.csv"
@@ -161,7 +163,7 @@ class Dataset:
         if feature_columns is None:
             candidates = [c for c in frame.columns if c.startswith("config.")] + list(HARDWARE_FEATURES)
             feature_columns = [c for c in candidates if c in frame.columns and c not in NOT_FEATURES
-                               and frame[c].nunique(dropna=True) > 1]
+                               and frame[c].notna().any()]
         return cls(name=name, frame=frame, target=target, target_unit=target_unit,
                    time_column=time_column, scale_column=scale_column,
                    scale_threshold=scale_threshold, group_columns=tuple(group_columns),

@@ -1,0 +1,482 @@
+"""Feature encoding and target transforms: the one place predictors get their inputs from.
+
+A predictor declares an *encoding* (its ``encoding`` class attribute) and a *target*
+(its ``target`` parameter); :class:`FeatureEncoder` and :class:`TargetTransform` do the rest.
+Both are fitted on the training frame and remember what they saw (columns, kinds,
+categories, medians, bin edges), so predicting on a new frame, one row, or a frame that
+lacks an optional column gives the same encoding as in training.
+
+Encodings (:data:`ENCODINGS`)
+-----------------------------
+``native``   numeric columns as is, plus ``log2`` of size-like ones (``log.<column>``), plus
+             the analytic estimates (``analytic.*``); categoricals as pandas ``category``
+             with the fitted categories (unseen -> missing). A DataFrame, for LightGBM,
+             CatBoost and HistGradientBoosting, which split on categories natively.
+``numeric``  the same numbers (missing -> the training median) with categoricals one-hot
+             (unseen -> all zeros): a float matrix, for scikit-learn GBR / random forest.
+``scaled``   ``numeric``, standardised (training mean and standard deviation): for ridge,
+             k-NN, MLP, Gaussian process.
+``onehot``   every config column one-hot, numbers included (a value is a category; columns
+             with more than ``max_onehot`` distinct values are cut at training quantiles);
+             no analytic columns: the CubicML paper's ads-predictor input.
+
+Which columns: the ``config.*`` and ``hardware.*`` columns of the frame (all columns when it
+has none of those); columns with no value in training are dropped. A column is numeric when
+all its values are numbers (booleans are categorical, as in the paper).
+
+Missing columns at predict time: an *optional* column (every ``hardware.*`` column, the
+optional keys of the config vocabulary in :data:`OPTIONAL_KEYS`, and any column that had
+missing values in training) is treated as unknown; a missing required column raises
+``ValueError`` naming it.
+
+Targets (:data:`TARGETS`)
+-------------------------
+``raw`` (throughput), ``log`` (natural log), ``per_device`` (throughput / devices),
+``log_per_device`` and ``log_ratio`` (log of measured over analytic throughput: a residual
+model that inherits the analytic model's scaling). Devices are ``config.n_gpus``, else
+``hardware.accelerator_count``, else ``config.world_size``.
+
+Example
+-------
+>>> import pandas as pd
+>>> X = pd.DataFrame({"config.n_layers": [2, 4, 8], "config.precision": ["bf16", "fp32", "bf16"]})
+>>> enc = FeatureEncoder("native").fit(X)
+>>> enc.transform(X.iloc[[1]])["config.precision"].tolist()
+['fp32']
+>>> enc.transform(pd.DataFrame({"config.n_layers": [4], "config.precision": ["fp8"]}))["config.precision"].isna().tolist()
+[True]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from perfzoo import analytic
+
+ENCODINGS = ("native", "numeric", "scaled", "onehot")
+TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio")
+
+# size-like keys: also given as log2 (trees do not care, linear models and distances do)
+SIZE_KEYS = frozenset({
+    "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size", "n_params",
+    "n_experts", "experts_per_token", "seq_len", "global_batch_size", "micro_batch_size",
+    "grad_accum", "n_gpus", "tp", "pp", "cp", "dp", "ep", "vp", "width", "n_tables",
+    "rows_per_table", "emb_dim", "local_batch", "world_size", "memory_budget_gib",
+    "accelerator_count", "accelerator_memory_gib", "nodes", "cpu_cores", "ram_gib",
+})
+
+# keys a config may leave out (docs/architecture.md); every hardware.* column is optional too
+OPTIONAL_KEYS = frozenset({
+    "model_name", "ffn_dim", "n_kv_heads", "vocab_size", "n_params", "n_experts",
+    "experts_per_token", "grad_accum", "dp", "cp", "ep", "vp", "fsdp", "precision",
+    "activation_checkpointing", "compile", "memory_budget_gib", "fsdp_api", "gated_mlp",
+    "tie_embeddings", "sequence_parallel", "flash_attention", "zero_stage",
+})
+
+# analytic estimate -> how it becomes a feature
+_ANALYTIC_LOG = (
+    "n_params", "flops_per_token", "tokens_per_step", "flops_per_device_step", "memory_bytes",
+    "activation_bytes", "compute_time_s", "step_time_s", "throughput", "throughput_per_device",
+)
+_ANALYTIC_LOG1P = ("comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_bytes")
+_ANALYTIC_RAW = ("memory_fraction", "bubble")
+ANALYTIC_FEATURES = tuple(
+    [f"analytic.log_{c}" for c in _ANALYTIC_LOG]
+    + [f"analytic.log1p_{c}" for c in _ANALYTIC_LOG1P]
+    + [f"analytic.{c}" for c in _ANALYTIC_RAW]
+    + ["analytic.log_state_bytes"]
+)
+
+def base_key(column: str) -> str:
+    """``'config.hidden_dim'`` -> ``'hidden_dim'``."""
+    return column.split(".", 1)[1] if column.startswith(("config.", "hardware.")) else column
+
+
+def is_optional(column: str) -> bool:
+    """Whether a predictor may be asked to predict on a frame without this column."""
+    return column.startswith("hardware.") or base_key(column) in OPTIONAL_KEYS
+
+
+def analytic_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The analytic estimates of :func:`perfzoo.analytic.estimate` as model features
+    (:data:`ANALYTIC_FEATURES`): logs of sizes, times and throughputs, ``log1p`` of
+    communication bytes, memory fraction and bubble as they are; a dict of arrays."""
+    est = analytic.estimate_arrays(X)
+    out = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in _ANALYTIC_LOG:
+            v = est[c]
+            out[f"analytic.log_{c}"] = np.where(v > 0, np.log(np.where(v > 0, v, 1.0)), np.nan)
+        for c in _ANALYTIC_LOG1P:
+            out[f"analytic.log1p_{c}"] = np.log1p(est[c])
+        for c in _ANALYTIC_RAW:
+            out[f"analytic.{c}"] = est[c]
+        state = est["param_bytes"] + est["grad_bytes"] + est["optimizer_bytes"]
+        out["analytic.log_state_bytes"] = np.where(state > 0, np.log(np.where(state > 0, state, 1.0)), np.nan)
+    return out
+
+
+def n_devices(X: pd.DataFrame) -> np.ndarray:
+    """Devices per job: ``config.n_gpus``, else ``hardware.accelerator_count``, else
+    ``config.world_size``; 1 where none is known."""
+    out = np.full(len(X), np.nan)
+    for c in ("config.n_gpus", "hardware.accelerator_count", "config.world_size", "n_gpus", "world_size"):
+        if c in X.columns:
+            v = pd.to_numeric(X[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            out = np.where(np.isnan(out), v, out)
+    return np.where(np.isnan(out) | (out <= 0), 1.0, out)
+
+
+# ----------------------------------------------------------------------------------------
+# value helpers
+# ----------------------------------------------------------------------------------------
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
+
+
+def _cat_str(v: Any) -> Optional[str]:
+    """A category's canonical text (``True`` -> ``'True'``, ``2.0`` -> ``'2'``); None if missing."""
+    if _is_missing(v):
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return "True" if v else "False"
+    if isinstance(v, (float, np.floating)) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _column_kind(col: pd.Series) -> str:
+    """``numeric`` or ``categorical`` (booleans and text are categorical)."""
+    if pd.api.types.is_bool_dtype(col):
+        return "categorical"
+    if pd.api.types.is_numeric_dtype(col):
+        return "numeric"
+    values = col.dropna().unique()
+    if len(values) and all(_is_number(v) for v in values):
+        return "numeric"
+    return "categorical"
+
+
+def _to_float(col: Optional[pd.Series], n: int) -> np.ndarray:
+    if col is None:
+        return np.full(n, np.nan)
+    if pd.api.types.is_bool_dtype(col):
+        return col.to_numpy(dtype=float)
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _codes(col: Optional[pd.Series], categories: Sequence[str], n: int) -> np.ndarray:
+    """Index of each value in the fitted ``categories`` (-1: missing or unseen)."""
+    if col is None:
+        return np.full(n, -1, dtype=np.int64)
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    lookup = {c: i for i, c in enumerate(categories)}
+    table = np.array([lookup.get(_cat_str(u), -1) for u in uniques] + [-1], dtype=np.int64)
+    return table[codes]
+
+
+def _log2(v: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(v > 0, np.log2(np.where(v > 0, v, 1.0)), np.nan)
+
+
+# ----------------------------------------------------------------------------------------
+# the encoder
+# ----------------------------------------------------------------------------------------
+
+
+class FeatureEncoder:
+    """Turns a frame of configs into what one family of predictors consumes.
+
+    Parameters
+    ----------
+    encoding : one of :data:`ENCODINGS`
+    analytic : bool
+        Add the analytic estimates (:func:`analytic_features`); ignored by ``onehot``.
+    log_sizes : bool
+        Add ``log2`` of size-like numeric columns (names in :data:`SIZE_KEYS`, or positive
+        columns spanning a factor of 16 or more).
+    max_onehot : int
+        ``onehot`` only: numeric columns with more distinct values are cut into this many
+        quantile bins.
+
+    Attributes (after ``fit``)
+    --------------------------
+    input_columns_ : the frame columns used; ``kinds_``: column -> numeric / categorical;
+    categories_ : column -> fitted categories; ``feature_names_``: the output columns;
+    optional_ : the input columns that may be missing at predict time.
+    """
+
+    def __init__(self, encoding: str = "native", analytic: bool = True, log_sizes: bool = True, max_onehot: int = 32):
+        if encoding not in ENCODINGS:
+            raise ValueError(f"unknown encoding {encoding!r}; choose one of {ENCODINGS}")
+        self.encoding = encoding
+        self.analytic = analytic
+        self.log_sizes = log_sizes
+        self.max_onehot = max_onehot
+
+    # -- fitting --------------------------------------------------------------------------
+    def fit(self, X: pd.DataFrame) -> "FeatureEncoder":
+        X = check_frame(X)
+        cols = [c for c in X.columns if str(c).startswith(("config.", "hardware."))] or list(X.columns)
+        cols = [c for c in cols if X[c].notna().any()]
+        self.input_columns_ = cols
+        self.kinds_ = {c: _column_kind(X[c]) for c in cols}
+        self.optional_ = {c for c in cols if is_optional(c) or X[c].isna().any()}
+        n = len(X)
+        self.categories_: dict[str, list[str]] = {}
+        self.bins_: dict[str, np.ndarray] = {}
+        self.log_columns_: list[str] = []
+        onehot = self.encoding == "onehot"
+        for c in cols:
+            if self.kinds_[c] == "categorical" or onehot:
+                if self.kinds_[c] == "numeric":
+                    v = _to_float(X[c], n)
+                    distinct = np.unique(v[~np.isnan(v)])
+                    if len(distinct) > self.max_onehot:
+                        qs = np.quantile(v[~np.isnan(v)], np.linspace(0, 1, self.max_onehot + 1)[1:-1])
+                        self.bins_[c] = np.unique(qs)
+                        self.categories_[c] = [str(i) for i in range(len(self.bins_[c]) + 1)]
+                        continue
+                    self.categories_[c] = [_cat_str(x) for x in distinct]
+                else:
+                    uniques = pd.unique(X[c].dropna())
+                    self.categories_[c] = sorted({_cat_str(u) for u in uniques})
+            elif self.log_sizes:
+                v = _to_float(X[c], n)
+                pos = v[~np.isnan(v)]
+                if len(pos) and pos.min() > 0 and (base_key(c) in SIZE_KEYS or pos.max() / pos.min() >= 16):
+                    self.log_columns_.append(c)
+        self.use_analytic_ = bool(self.analytic) and not onehot
+        self.analytic_columns_: list[str] = []
+        if self.use_analytic_:
+            an = analytic_features(X)
+            self.analytic_columns_ = [c for c, v in an.items() if np.isfinite(v).any()]
+        num = self._numeric_block(X, fit=True)
+        if self.encoding in ("numeric", "scaled"):
+            self.medians_ = {k: (float(np.nanmedian(v)) if np.isfinite(v).any() else 0.0) for k, v in num.items()}
+        if self.encoding == "scaled":
+            mat = self._dense(X, num)
+            self.mean_ = mat.mean(axis=0)
+            std = mat.std(axis=0)
+            self.scale_ = np.where(std > 1e-12, std, 1.0)
+        self.feature_names_ = self._names()
+        return self
+
+    def _names(self) -> list[str]:
+        if self.encoding == "onehot":
+            return [f"{c}={v}" for c in self.input_columns_ for v in self.categories_[c]]
+        numeric = [c for c in self.input_columns_ if self.kinds_[c] == "numeric"]
+        numeric += [f"log.{c}" for c in self.log_columns_] + list(self.analytic_columns_)
+        cats = [c for c in self.input_columns_ if self.kinds_[c] == "categorical"]
+        if self.encoding == "native":
+            return numeric + cats
+        return numeric + [f"{c}={v}" for c in cats for v in self.categories_[c]]
+
+    # -- transforming ---------------------------------------------------------------------
+    def _present(self, X: pd.DataFrame) -> dict[str, Optional[pd.Series]]:
+        missing = [c for c in self.input_columns_ if c not in X.columns]
+        required = [c for c in missing if c not in self.optional_]
+        if required:
+            raise ValueError(
+                f"the frame lacks column(s) {required} that the predictor was fitted on and that "
+                "are not optional; add them (e.g. pass dataset.X) or refit without them"
+            )
+        return {c: (X[c] if c in X.columns else None) for c in self.input_columns_}
+
+    def _numeric_block(self, X: pd.DataFrame, fit: bool = False) -> dict[str, np.ndarray]:
+        cols = self._present(X) if not fit else {c: X[c] for c in self.input_columns_}
+        n = len(X)
+        out: dict[str, np.ndarray] = {}
+        for c in self.input_columns_:
+            if self.kinds_[c] == "numeric":
+                out[c] = _to_float(cols[c], n)
+        for c in self.log_columns_:
+            out[f"log.{c}"] = _log2(out[c])
+        if self.use_analytic_ and self.analytic_columns_:
+            an = analytic_features(X)
+            for c in self.analytic_columns_:
+                out[c] = an[c]
+        return out
+
+    def _dense(self, X: pd.DataFrame, num: dict[str, np.ndarray]) -> np.ndarray:
+        """numeric (median-filled) + one-hot categoricals, as a float matrix
+        (float32 for ``numeric``: what scikit-learn trees use anyway)."""
+        n = len(X)
+        cols = self._present(X)
+        cats = [c for c in self.input_columns_ if self.kinds_[c] == "categorical"]
+        width = len(num) + sum(len(self.categories_[c]) for c in cats)
+        mat = np.zeros((n, width), dtype=np.float32 if self.encoding == "numeric" else np.float64, order="F")
+        j = 0
+        for k, v in num.items():
+            mat[:, j] = np.where(np.isfinite(v), v, self.medians_.get(k, 0.0))
+            j += 1
+        for c in cats:
+            codes = _codes(cols[c], self.categories_[c], n)
+            ok = codes >= 0
+            mat[np.nonzero(ok)[0], j + codes[ok]] = 1.0
+            j += len(self.categories_[c])
+        return mat
+
+    def transform(self, X: pd.DataFrame):
+        """The encoded features: a DataFrame for ``native``, a float matrix otherwise."""
+        if not hasattr(self, "feature_names_"):
+            raise RuntimeError("FeatureEncoder is not fitted yet: call fit(X) first")
+        X = check_frame(X)
+        n = len(X)
+        if self.encoding == "onehot":
+            cols = self._present(X)
+            mat = np.zeros((n, len(self.feature_names_)), dtype=np.float32)
+            start = 0
+            for c in self.input_columns_:
+                cats = self.categories_[c]
+                if c in self.bins_:
+                    v = _to_float(cols[c], n)
+                    codes = np.where(np.isnan(v), -1, np.searchsorted(self.bins_[c], v, side="right"))
+                elif self.kinds_[c] == "numeric":
+                    v = _to_float(cols[c], n)
+                    s = pd.Series(np.where(np.isnan(v), np.nan, v))
+                    codes = _codes(s, cats, n)
+                else:
+                    codes = _codes(cols[c], cats, n)
+                ok = codes >= 0
+                mat[np.nonzero(ok)[0], start + codes[ok]] = 1.0
+                start += len(cats)
+            return mat
+        num = self._numeric_block(X)
+        if self.encoding == "native":
+            cols = self._present(X)
+            data = dict(num)
+            for c in self.input_columns_:
+                if self.kinds_[c] == "categorical":
+                    codes = _codes(cols[c], self.categories_[c], n)
+                    data[c] = pd.Categorical.from_codes(codes, categories=self.categories_[c])
+            return pd.DataFrame({k: data[k] for k in self.feature_names_}, index=X.index, copy=False)
+        mat = self._dense(X, num)
+        if self.encoding == "scaled":
+            for j in range(mat.shape[1]):  # column by column: the matrix is column-major
+                mat[:, j] -= self.mean_[j]
+                mat[:, j] /= self.scale_[j]
+        return mat
+
+    def fit_transform(self, X: pd.DataFrame):
+        return self.fit(X).transform(X)
+
+    @property
+    def categorical_features_(self) -> list[str]:
+        """Names of the categorical output columns of the ``native`` encoding."""
+        return [c for c in self.input_columns_ if self.kinds_[c] == "categorical"]
+
+
+def check_frame(X: Any) -> pd.DataFrame:
+    """``X`` as a DataFrame of configs: a DataFrame as is, one config (a dict or a Series) as
+    one row, a list of dicts as rows; anything else raises ``TypeError`` saying what to pass."""
+    if isinstance(X, pd.DataFrame):
+        return X
+    if isinstance(X, pd.Series):
+        return X.to_frame().T
+    if isinstance(X, dict):
+        return pd.DataFrame([X])
+    if isinstance(X, list) and X and isinstance(X[0], dict):
+        return pd.DataFrame(X)
+    raise TypeError(
+        f"predictors take a DataFrame of configs (e.g. dataset.X), got {type(X).__name__}; "
+        "wrap one config as pd.DataFrame([config])"
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# targets
+# ----------------------------------------------------------------------------------------
+
+
+def _analytic_log_throughput(X: pd.DataFrame, per_device: bool) -> np.ndarray:
+    v = analytic.estimate_arrays(X)["throughput_per_device" if per_device else "throughput"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(v > 0, np.log(np.where(v > 0, v, 1.0)), np.nan)
+
+
+def _safe_log(y: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(y, 1e-12))
+
+
+class TargetTransform:
+    """What a predictor regresses on, and the way back to throughput.
+
+    Parameters
+    ----------
+    kind : one of :data:`TARGETS`
+    per_device : bool or None
+        ``log_ratio`` only: compare with the analytic throughput per device (True) or
+        global (False). None decides in ``fit``: the unit whose log-ratio to the measured
+        target varies least (the target's unit is rarely in doubt: global and per-device
+        throughput differ by the device count).
+
+    >>> import pandas as pd
+    >>> X = pd.DataFrame({"config.n_gpus": [2, 4]})
+    >>> t = TargetTransform("per_device").fit([10.0, 40.0], X)
+    >>> t.transform([10.0, 40.0], X).tolist(), t.inverse([5.0, 10.0], X).tolist()
+    ([5.0, 10.0], [10.0, 40.0])
+    """
+
+    def __init__(self, kind: str = "log", per_device: Optional[bool] = None):
+        if kind not in TARGETS:
+            raise ValueError(f"unknown target {kind!r}; choose one of {TARGETS}")
+        self.kind = kind
+        self.per_device = per_device
+
+    def _baseline(self, X: pd.DataFrame) -> np.ndarray:
+        base = _analytic_log_throughput(X, self.per_device_)
+        return np.where(np.isfinite(base), base, self.fallback_)
+
+    def fit(self, y: Iterable[float], X: pd.DataFrame) -> "TargetTransform":
+        y = np.asarray(y, dtype=float)
+        self.per_device_ = bool(self.per_device)
+        self.fallback_ = float(np.median(_safe_log(y))) if len(y) else 0.0
+        if self.kind == "log_ratio":
+            ly = _safe_log(y)
+            if self.per_device is None:
+                spread = {}
+                for pd_ in (False, True):
+                    r = ly - _analytic_log_throughput(X, pd_)
+                    r = r[np.isfinite(r)]
+                    spread[pd_] = float(np.std(r)) if len(r) > 1 else np.inf
+                self.per_device_ = spread[True] < spread[False]
+            # rows whose analytic estimate is unknown: regress log y around the median log y
+            self.fallback_ = float(np.median(ly)) if len(ly) else 0.0
+        return self
+
+    def transform(self, y: Iterable[float], X: pd.DataFrame) -> np.ndarray:
+        y = np.asarray(y, dtype=float)
+        k = self.kind
+        if k == "raw":
+            return y
+        if k == "log":
+            return _safe_log(y)
+        if k == "per_device":
+            return y / n_devices(X)
+        if k == "log_per_device":
+            return _safe_log(y / n_devices(X))
+        return _safe_log(y) - self._baseline(X)
+
+    def inverse(self, z: Iterable[float], X: pd.DataFrame) -> np.ndarray:
+        z = np.asarray(z, dtype=float)
+        k = self.kind
+        if k == "raw":
+            return z
+        if k == "log":
+            return np.exp(z)
+        if k == "per_device":
+            return z * n_devices(X)
+        if k == "log_per_device":
+            return np.exp(z) * n_devices(X)
+        return np.exp(z + self._baseline(X))

@@ -1,0 +1,104 @@
+"""The predictor zoo: every family worth comparing behind one estimator interface.
+
+>>> from perfzoo import zoo
+>>> zoo.names()[:4]
+['constant', 'analytic', 'ridge', 'knn']
+>>> model = zoo.make("lightgbm", n_estimators=50)
+>>> model.get_params()["n_estimators"]
+50
+
+Every member follows the scikit-learn contract (``fit(X, y)`` returns self, ``predict(X)``,
+``get_params`` / ``set_params``, ``sklearn.base.clone``), takes a DataFrame of configs
+(``dataset.X``), and saves / loads with its metadata (:meth:`Predictor.save`, :func:`load`).
+Class attributes say what a member is: ``encoding`` (which :mod:`perfzoo.features`
+encoding it consumes), ``floor`` (a baseline), ``output`` (``throughput``, ``score`` for
+ranking members, ``probability`` for ``failure``) and ``has_std`` (offers ``predict_std``).
+
+Members (:func:`names`, in this order)
+--------------------------------------
+==================  ===================================================================
+constant            training median (floor)
+analytic            analytic throughput x one fitted efficiency (floor)
+ridge               ridge on standardised log / analytic features
+knn                 distance-weighted k nearest neighbours
+random_forest       random forest
+gbr                 scikit-learn GradientBoostingRegressor (the paper's LLM predictor)
+hist_gbr            HistGradientBoostingRegressor, native categoricals
+lightgbm            LightGBM regressor, native categoricals
+catboost            CatBoost regressor
+lightgbm_rank       LightGBM LambdaRank over groups of comparable jobs (scores)
+catboost_rank       CatBoost YetiRank over groups of comparable jobs (scores)
+mlp_rank_ensemble   the paper's ads predictor: 10 one-hot MLPs, margin ranking loss (scores)
+mlp                 MLP regressor on standardised features
+gp                  Gaussian process, with ``predict_std``
+hybrid              analytic estimate x LightGBM correction on the log-ratio
+failure             P(job fails) classifier; ``predict`` = P(success)
+==================  ===================================================================
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Union
+
+from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
+from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor
+from perfzoo.zoo.boosting import (
+    CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, LightGBMPredictor, LightGBMRankPredictor,
+)
+from perfzoo.zoo.classic import (
+    GBRPredictor, GPPredictor, HistGBRPredictor, KNNPredictor, MLPPredictor, RandomForestPredictor, RidgePredictor,
+)
+from perfzoo.zoo.failure import FailurePredictor, failure_labels
+from perfzoo.zoo.neural import MLPRankEnsemblePredictor
+
+REGISTRY: dict[str, type[Predictor]] = {
+    cls.name: cls
+    for cls in (
+        ConstantPredictor, AnalyticPredictor, RidgePredictor, KNNPredictor, RandomForestPredictor, GBRPredictor,
+        HistGBRPredictor, LightGBMPredictor, CatBoostPredictor, LightGBMRankPredictor, CatBoostRankPredictor,
+        MLPRankEnsemblePredictor, MLPPredictor, GPPredictor, HybridPredictor, FailurePredictor,
+    )
+}
+
+
+def names(*, floors: bool = True, throughput_only: bool = False) -> list[str]:
+    """Registered member names, in registry order.
+
+    ``floors=False`` leaves out ``constant`` and ``analytic``; ``throughput_only=True``
+    leaves out ``failure`` (the only member that does not rank throughput).
+    """
+    return [n for n, cls in REGISTRY.items()
+            if (floors or not cls.floor) and not (throughput_only and cls.output == "probability")]
+
+
+def get(name: str) -> type[Predictor]:
+    """The class registered under ``name``."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"no zoo member {name!r}; registered: {', '.join(REGISTRY)}") from None
+
+
+def make(name: str, **params) -> Predictor:
+    """A new, unfitted member: ``make('lightgbm', n_estimators=100)``.
+
+    Unknown parameters raise ``ValueError`` naming the ones the member takes.
+    """
+    cls = get(name)
+    valid = cls._get_param_names()
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ValueError(f"{name} takes no parameter(s) {unknown}; it takes {valid}")
+    return cls(**params)
+
+
+def load(path: Union[str, Path]) -> Predictor:
+    """A predictor saved with :meth:`Predictor.save` (any member)."""
+    return Predictor.load(path)
+
+
+__all__ = [
+    "REGISTRY", "names", "get", "make", "load", "Predictor", "EncodedPredictor", "NotFittedError",
+    "failure_labels", *[cls.__name__ for cls in REGISTRY.values()],
+]

@@ -1,0 +1,269 @@
+"""The base class every zoo member shares: the estimator contract, saving and loading.
+
+Contract (scikit-learn's): the constructor stores its parameters and nothing else, so
+``sklearn.base.clone`` works; ``fit(X, y)`` validates them, learns, and returns ``self``;
+``predict(X)`` returns one float per row (higher = faster); ``get_params`` / ``set_params``
+come from :class:`sklearn.base.BaseEstimator`. ``X`` is a DataFrame of configs
+(``dataset.X``: ``config.*`` / ``hardware.*`` columns); ``y`` the measured throughput
+(``dataset.y``). Rows whose ``y`` is NaN (failed jobs) are left out of a throughput fit.
+
+Class attributes every member declares
+--------------------------------------
+``name``      its registry name;
+``encoding``  the :class:`perfzoo.features.FeatureEncoder` encoding it consumes (or None);
+``floor``     True for the baselines (``constant``, ``analytic``) others must beat;
+``output``    ``throughput`` (predictions are tokens/s or queries/s), ``score`` (a ranking
+              score: only the order means anything) or ``probability`` (``failure``);
+``has_std``   whether it offers ``predict_std``.
+
+Threads
+-------
+Members that take ``n_jobs`` use that many threads (default 1: the machines this runs on
+are small and shared); fitting and predicting run under a BLAS / OpenMP limit of
+``n_jobs`` (1 for the rest). Pass ``n_jobs=2`` or more to score large frames faster.
+
+Saving
+------
+``save(path)`` writes a folder: ``model.joblib`` (the fitted predictor; torch weights are
+kept as numpy arrays) and ``metadata.json`` (name, class, parameters, encoding, input
+columns and encoded features, training dataset name and size, fit time, perfzoo and
+library versions, save time). ``Predictor.load(path)`` / :func:`perfzoo.zoo.load` read it
+back, warning when the perfzoo version differs.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, ClassVar, Optional, Union
+
+import joblib
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+import perfzoo
+from perfzoo.features import FeatureEncoder, TargetTransform, check_frame
+
+MODEL_FILE = "model.joblib"
+METADATA_FILE = "metadata.json"
+
+
+class NotFittedError(RuntimeError, AttributeError):
+    """``predict`` was called before ``fit``."""
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    return repr(value)
+
+
+def _versions() -> dict[str, Optional[str]]:
+    out: dict[str, Optional[str]] = {"perfzoo": perfzoo.__version__, "python": platform.python_version()}
+    for mod in ("numpy", "pandas", "sklearn", "lightgbm", "catboost", "torch"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:  # pragma: no cover - optional library missing
+            out[mod] = None
+    return out
+
+
+class Predictor(BaseEstimator):
+    """Base class of the zoo members (see the module docstring)."""
+
+    name: ClassVar[str] = "predictor"
+    encoding: ClassVar[Optional[str]] = None
+    floor: ClassVar[bool] = False
+    output: ClassVar[str] = "throughput"
+    has_std: ClassVar[bool] = False
+
+    # -- the contract ---------------------------------------------------------------------
+    def fit(self, X: pd.DataFrame, y: Any, *, dataset: Optional[str] = None, groups: Any = None) -> "Predictor":
+        """Learn from configs ``X`` and measured throughput ``y``; returns ``self``.
+
+        ``dataset`` names the training data for the saved metadata (default:
+        ``X.attrs['dataset']`` if set). ``groups`` (ranking members) labels comparable jobs.
+        """
+        X = check_frame(X)
+        y = self._check_y(y, len(X))
+        self._validate_params()
+        start = time.perf_counter()
+        keep = self._rows_to_fit(y)
+        if keep is not None and not keep.all():
+            X, y = X.loc[keep], y[keep]
+            groups = None if groups is None else np.asarray(groups)[keep]
+        if len(X) == 0:
+            raise ValueError(f"{self.name}: no rows to fit on (every target is NaN: only failed jobs?)")
+        with self._threads():
+            self._fit(X, y, groups)
+        self.fit_time_s_ = time.perf_counter() - start
+        self.n_train_ = int(len(X))
+        self.input_columns_ = [str(c) for c in X.columns]
+        self.dataset_ = dataset if dataset is not None else X.attrs.get("dataset")
+        self.target_name_ = getattr(y, "name", None)
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        """One float per row of ``X`` (see ``output``): higher means faster."""
+        self._check_fitted()
+        X = check_frame(X)
+        with self._threads():
+            out = np.asarray(self._predict(X), dtype=float).reshape(-1)
+        if len(out) != len(X):  # pragma: no cover - a member bug
+            raise RuntimeError(f"{self.name} returned {len(out)} predictions for {len(X)} rows")
+        return out
+
+    def _threads(self):
+        """Limit BLAS / OpenMP pools to ``n_jobs`` threads (1 for members without it).
+
+        Thread pools that spin while waiting collapse when the cores are shared: small
+        fits run 10x slower with 2 threads on a busy 2-core machine than with 1.
+        """
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(limits=int(getattr(self, "n_jobs", 1) or 1))
+
+    # -- for subclasses -------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        """Raise ValueError on a bad parameter (called at the start of ``fit``)."""
+
+    def _rows_to_fit(self, y: np.ndarray) -> Optional[np.ndarray]:
+        return np.isfinite(y)
+
+    def _check_y(self, y: Any, n: int) -> np.ndarray:
+        y = np.asarray(y, dtype=float).reshape(-1)
+        if len(y) != n:
+            raise ValueError(f"{self.name}: X has {n} rows but y has {len(y)} values")
+        return y
+
+    def _fit(self, X: pd.DataFrame, y: np.ndarray, groups: Any) -> None:
+        raise NotImplementedError
+
+    def _predict(self, X: pd.DataFrame) -> np.ndarray:
+        raise NotImplementedError
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "fit_time_s_"):
+            raise NotFittedError(f"this {self.name} predictor is not fitted yet: call fit(X, y) first")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "fit_time_s_")
+
+    # -- metadata, save, load -------------------------------------------------------------
+    def metadata(self) -> dict[str, Any]:
+        """What ``save`` writes to ``metadata.json``."""
+        self._check_fitted()
+        enc = getattr(self, "encoder_", None)
+        return {
+            "name": self.name,
+            "class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "params": _json_safe(self.get_params(deep=False)),
+            "output": self.output,
+            "encoding": self.encoding,
+            "input_columns": self.input_columns_,
+            "features": list(enc.feature_names_) if enc is not None else [],
+            "dataset": self.dataset_,
+            "n_train": self.n_train_,
+            "target_name": _json_safe(self.target_name_),
+            "fit_time_s": round(float(self.fit_time_s_), 6),
+            "perfzoo_version": perfzoo.__version__,
+            "versions": _versions(),
+            "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+    def save(self, path: Union[str, Path]) -> Path:
+        """Write the fitted predictor to folder ``path`` (created): ``model.joblib`` + ``metadata.json``."""
+        meta = self.metadata()
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        joblib.dump(self, path / MODEL_FILE)
+        (path / METADATA_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> "Predictor":
+        """Read a predictor written by :meth:`save` (any member when called on the base class)."""
+        path = Path(path)
+        if not (path / MODEL_FILE).exists():
+            raise FileNotFoundError(
+                f"{path} holds no saved predictor (expected {MODEL_FILE} and {METADATA_FILE} "
+                "written by Predictor.save)"
+            )
+        meta = json.loads((path / METADATA_FILE).read_text()) if (path / METADATA_FILE).exists() else {}
+        saved = meta.get("perfzoo_version")
+        if saved and saved != perfzoo.__version__:
+            warnings.warn(f"{path} was saved by perfzoo {saved}; this is {perfzoo.__version__}", stacklevel=2)
+        model = joblib.load(path / MODEL_FILE)
+        if not isinstance(model, cls):
+            raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
+        return model
+
+
+class EncodedPredictor(Predictor):
+    """A member that fits one model on encoded features and a transformed target.
+
+    Subclasses set ``encoding`` and implement ``_make_model()`` and, if the model needs
+    more than ``model.fit(Z, z)``, ``_fit_model`` / ``_predict_model``. A constant
+    (transformed) target is not handed to the model: the member then predicts that value.
+    """
+
+    analytic_features: ClassVar[bool] = True
+
+    def _encoder(self) -> FeatureEncoder:
+        return FeatureEncoder(self.encoding, analytic=getattr(self, "analytic", self.analytic_features))
+
+    def _target(self) -> TargetTransform:
+        return TargetTransform(getattr(self, "target", "log"), per_device=getattr(self, "per_device", None))
+
+    def _validate_params(self) -> None:
+        from perfzoo.features import TARGETS
+
+        target = getattr(self, "target", "log")
+        if target not in TARGETS:
+            raise ValueError(f"{self.name}: target={target!r} is not one of {TARGETS}")
+        n_jobs = getattr(self, "n_jobs", 1)
+        if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1):
+            raise ValueError(f"{self.name}: n_jobs must be a positive integer, got {n_jobs!r}")
+
+    def _fit(self, X: pd.DataFrame, y: np.ndarray, groups: Any) -> None:
+        self.encoder_ = self._encoder().fit(X)
+        self.target_ = self._target().fit(y, X)
+        z = self.target_.transform(y, X)
+        Z = self.encoder_.transform(X)
+        self.constant_ = float(z[0]) if np.ptp(z) == 0 else None
+        if self.constant_ is None:
+            self.model_ = self._make_model()
+            self._fit_model(Z, z, X, groups)
+
+    def _predict(self, X: pd.DataFrame) -> np.ndarray:
+        if self.constant_ is not None:
+            z = np.full(len(X), self.constant_)
+        else:
+            z = np.asarray(self._predict_model(self.encoder_.transform(X)), dtype=float).reshape(-1)
+        return self._output(z, X)
+
+    def _output(self, z: np.ndarray, X: pd.DataFrame) -> np.ndarray:
+        return self.target_.inverse(z, X) if self.output == "throughput" else z
+
+    # hooks
+    def _make_model(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit_model(self, Z, z: np.ndarray, X: pd.DataFrame, groups: Any) -> None:
+        self.model_.fit(Z, z)
+
+    def _predict_model(self, Z) -> np.ndarray:
+        return self.model_.predict(Z)
