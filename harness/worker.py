@@ -311,9 +311,11 @@ def main_batch_torchrun(batch_file: str) -> int:
             continue
         write_json_atomic(job_dir / "started.json", {"t": time.time(), "pid": os.getpid()})
         t0 = time.perf_counter()
+        # Numeric addresses only: a forked rank that resolves a host name can deadlock on the
+        # glibc resolver lock another thread of this process held at fork time.
         config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=spec.nproc, run_id=str(uuid.uuid4()),
-                              rdzv_backend="c10d", rdzv_endpoint="localhost:0", max_restarts=0,
-                              monitor_interval=0.1, start_method="fork")
+                              rdzv_backend="c10d", rdzv_endpoint="127.0.0.1:0", local_addr="127.0.0.1",
+                              max_restarts=0, monitor_interval=0.1, start_method="fork")
         try:
             elastic_launch(config, _forked_rank)(str(job_dir / "job.json"))
             code = 0

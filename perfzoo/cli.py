@@ -25,7 +25,7 @@ FORWARDED = {
     "collect": "run a sweep of profiling jobs and record them",
     "bench": "fit and score the predictor zoo, write the leaderboard",
     "search": "search configurations with a predictor (REINFORCE and baselines)",
-    "tune": "tune predictor hyper-parameters",
+    "tune": "the closed loop: random jobs, fit, search, launch the top k, repeat",
 }
 USER_ERRORS = (ValueError, KeyError, OSError)  # RecordError and DataError are ValueErrors
 

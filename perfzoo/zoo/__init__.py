@@ -102,3 +102,14 @@ __all__ = [
     "REGISTRY", "names", "get", "make", "load", "Predictor", "EncodedPredictor", "NotFittedError",
     "failure_labels", *[cls.__name__ for cls in REGISTRY.values()],
 ]
+
+
+def load_best(dataset, leaderboard_dir=None) -> Predictor:
+    """The leaderboard's best predictor for ``dataset`` (a name or a Dataset), fitted and ready.
+
+    Written by ``python -m perfzoo.bench`` (``leaderboard/best.json`` and its artifacts); see
+    :func:`perfzoo.evaluation.leaderboard.load_best`.
+    """
+    from perfzoo.evaluation.leaderboard import load_best as _load_best  # evaluation imports the zoo
+
+    return _load_best(dataset, leaderboard_dir)

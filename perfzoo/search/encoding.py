@@ -1,0 +1,441 @@
+"""Vectorised encodings of a search space: configs as integer index arrays.
+
+A config of a :class:`~perfzoo.spaces.Space` with ``D`` dimensions is a row of ``D``
+integers (the position of each knob's value in ``dimension.values``). :class:`SpaceCodec`
+turns such rows, many at once and without a Python dict per config, into
+
+* validity masks (:meth:`SpaceCodec.valid`): each constraint (and the space's ``derived``
+  function, which may refuse a config) is compiled once into a lookup table over the few
+  dimensions it reads, found by tracing which keys it reads;
+* integer keys (:meth:`SpaceCodec.keys`, a mixed-radix number: equal configs, equal keys)
+  for de-duplication and for excluding configs already measured;
+* the DataFrame a predictor takes (:meth:`SpaceCodec.frame`): ``config.<knob>`` columns for
+  dimensions, constants and derived keys, plus fixed columns such as ``hardware.accelerator``;
+  this is the one place search builds predictor inputs;
+* complete config dicts (:meth:`SpaceCodec.configs`) for the few configs that get proposed.
+
+>>> from perfzoo.spaces import get
+>>> codec = SpaceCodec(get("llm-small"))
+>>> idx = codec.sample(4, seed=0)
+>>> bool(codec.valid(idx).all()), idx.shape == (4, len(codec.names))
+(True, True)
+>>> frame = codec.frame(idx, columns=["config.hidden_dim", "config.n_params"])
+>>> list(frame.columns)
+['config.hidden_dim', 'config.n_params']
+>>> [codec.space.is_valid(c) for c in codec.configs(idx)]
+[True, True, True, True]
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from perfzoo.spaces import Space, SpaceError, get as get_space
+
+MAX_TABLE = 250_000  # largest lookup table (combinations of the dimensions a rule reads)
+
+
+class _Recorder(dict):
+    """A config dict that notes which keys a function reads (iteration reads them all)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+        self.read_all = False
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+    def _all(self):
+        self.read_all = True
+
+    def __iter__(self):
+        self._all()
+        return super().__iter__()
+
+    def keys(self):
+        self._all()
+        return super().keys()
+
+    def items(self):
+        self._all()
+        return super().items()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+    def copy(self):
+        self._all()
+        return dict(super().items())
+
+
+class _Rule:
+    """A function of a few dimensions, tabulated: ``deps`` (dimension positions) and the
+    per-combination results (a bool ``ok`` table and, for ``derived``, value tables)."""
+
+    def __init__(self, deps: tuple[int, ...], ok: np.ndarray, values: Optional[dict[str, np.ndarray]] = None,
+                 reasons: Optional[dict] = None):
+        self.deps = deps
+        self.ok = ok
+        self.values = values or {}
+        self.reasons = reasons or {}
+
+
+def _column_array(values: Sequence[Any]) -> tuple[str, Any]:
+    """How a list of knob values becomes a column: ``('int', array)``, ``('float', array)``
+    (None -> NaN) or ``('cat', (categories, code_of_value))`` for text / bools / mixtures."""
+    vals = list(values)
+    plain = [v for v in vals if v is not None]
+    is_num = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                 for v in plain)
+    if plain and is_num:
+        if len(plain) == len(vals) and all(isinstance(v, (int, np.integer)) for v in plain):
+            return "int", np.array(vals, dtype=np.int64)
+        return "float", np.array([np.nan if v is None else float(v) for v in vals], dtype=float)
+    cats: list[Any] = []
+    for v in plain:
+        if not any(type(v) is type(c) and v == c for c in cats):
+            cats.append(v)
+    codes = np.array([-1 if v is None else next(i for i, c in enumerate(cats) if type(v) is type(c) and v == c)
+                      for v in vals], dtype=np.int64)
+    return "cat", (cats, codes)
+
+
+class SpaceCodec:
+    """Index-array view of a :class:`~perfzoo.spaces.Space` (see the module docstring).
+
+    Parameters
+    ----------
+    space : a Space or a registered space name.
+    max_table : the largest lookup table a constraint may compile to; a rule reading more
+        dimension combinations than this is checked config by config (slow but correct).
+    """
+
+    def __init__(self, space: Any, max_table: int = MAX_TABLE):
+        self.space: Space = get_space(space) if isinstance(space, str) else space
+        self.dims = list(self.space.dimensions)
+        self.names = [d.name for d in self.dims]
+        self.values = [tuple(d.values) for d in self.dims]
+        self.cards = np.array([len(v) for v in self.values], dtype=np.int64)
+        self.size = int(math.prod(int(c) for c in self.cards))
+        if self.size >= 2 ** 62:
+            raise ValueError(f"space {self.space.name!r} has {self.size:.3g} grid points: too many for "
+                             "64-bit config keys")
+        # mixed radix, last dimension fastest (the order of itertools.product / enumerate)
+        self.radix = np.ones(len(self.dims), dtype=np.int64)
+        for i in range(len(self.dims) - 2, -1, -1):
+            self.radix[i] = self.radix[i + 1] * self.cards[i + 1]
+        self.max_table = max_table
+        self._columns = {name: _column_array(vals) for name, vals in zip(self.names, self.values)}
+        self._base = {d.name: d.values[0] for d in self.dims}
+        self._base.update(self.space.constants)
+        self._pos = {n: i for i, n in enumerate(self.names)}
+        self.rules: list[_Rule] = []
+        self.vectorised = True
+        for c in self.space.constraints:
+            rule = self._tabulate(c.check, kind="constraint")
+            if rule is None:
+                self.vectorised = False
+            else:
+                self.rules.append(rule)
+        self.derived_rule: Optional[_Rule] = None
+        self.derived_keys: list[str] = []
+        if self.space.derived is not None:
+            self.derived_rule = self._tabulate(self.space.derived, kind="derived")
+            if self.derived_rule is None:
+                self.vectorised = False
+            self.derived_keys = [k for k in self.space.knobs() if k not in self._pos and k not in self.space.constants]
+        self.has_constraints = bool(self.space.constraints) or self.space.derived is not None
+
+    def __repr__(self) -> str:
+        return (f"SpaceCodec({self.space.name!r}, {len(self.dims)} dimensions, {self.size:,} grid points, "
+                f"{'vectorised' if self.vectorised else 'per-config'} constraints)")
+
+    # -- compiling constraints -------------------------------------------------------------
+    def _call(self, fn: Callable, combo: dict, kind: str):
+        rec = _Recorder(self._base)
+        rec.update(combo)
+        rec.read = set()
+        try:
+            out = fn(rec)
+            ok = out is None if kind == "constraint" else True
+            result = out
+        except SpaceError as exc:
+            ok, result = False, str(exc)
+        except Exception as exc:  # a rule that cannot evaluate this combination: invalid
+            ok, result = False, f"{type(exc).__name__}: {exc}"
+        reads = set(range(len(self.dims))) if rec.read_all else {self._pos[k] for k in rec.read if k in self._pos}
+        return ok, result, reads
+
+    def _tabulate(self, fn: Callable, kind: str) -> Optional[_Rule]:
+        deps: set[int] = set()
+        while True:
+            order = tuple(sorted(deps))
+            shape = tuple(int(self.cards[i]) for i in order)
+            if math.prod(shape) > self.max_table:
+                return None
+            ok = np.zeros(shape, dtype=bool)
+            results: dict[tuple, Any] = {}
+            reads: set[int] = set()
+            for combo in itertools.product(*(range(s) for s in shape)):
+                setting = {self.names[i]: self.values[i][j] for i, j in zip(order, combo)}
+                good, result, r = self._call(fn, setting, kind)
+                reads |= r
+                ok[combo] = good
+                results[combo] = result
+            if reads <= deps:
+                break
+            deps |= reads
+        values: dict[str, np.ndarray] = {}
+        reasons: dict = {}
+        if kind == "derived":
+            keys: list[str] = []
+            for res in results.values():
+                if isinstance(res, dict):
+                    keys += [k for k in res if k not in keys]
+            for k in keys:
+                arr = np.empty(shape, dtype=object)
+                for combo, res in results.items():
+                    arr[combo] = res.get(k) if isinstance(res, dict) else None
+                values[k] = np.asarray(_as_column(arr.reshape(-1))).reshape(shape)
+        else:
+            reasons = {combo: res for combo, res in results.items() if not ok[combo]}
+        return _Rule(order, ok, values, reasons)
+
+    # -- index arrays ----------------------------------------------------------------------
+    def _check(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        if idx.ndim == 1:
+            idx = idx[None, :]
+        if idx.shape[1] != len(self.dims):
+            raise ValueError(f"index rows have {idx.shape[1]} entries; space {self.space.name!r} has "
+                             f"{len(self.dims)} dimensions")
+        return idx
+
+    def keys(self, idx: np.ndarray) -> np.ndarray:
+        """One int64 per row, equal for equal configs (mixed radix, last dimension fastest)."""
+        idx = self._check(idx)
+        return idx @ self.radix
+
+    def decode(self, keys: np.ndarray) -> np.ndarray:
+        """Index rows of integer keys (the inverse of :meth:`keys`)."""
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1)
+        out = np.empty((len(keys), len(self.dims)), dtype=np.int64)
+        rest = keys.copy()
+        for i in range(len(self.dims)):
+            out[:, i], rest = np.divmod(rest, self.radix[i])
+        return out
+
+    def valid(self, idx: np.ndarray) -> np.ndarray:
+        """Boolean mask: rows that satisfy every constraint of the space."""
+        idx = self._check(idx)
+        ok = np.ones(len(idx), dtype=bool)
+        if not self.has_constraints:
+            return ok
+        if not self.vectorised:
+            return np.array([self.space.is_valid(c) for c in self._raw(idx)], dtype=bool)
+        for rule in self.rules + ([self.derived_rule] if self.derived_rule is not None else []):
+            if rule.deps:
+                ok &= rule.ok[tuple(idx[:, i] for i in rule.deps)]
+            elif not rule.ok:
+                ok[:] = False
+        return ok
+
+    def sample(self, n: int, seed: Any = 0, *, unique: bool = False, exclude: Optional[np.ndarray] = None,
+               max_rounds: int = 1000) -> np.ndarray:
+        """``n`` valid index rows drawn uniformly per dimension (rejecting invalid ones).
+
+        ``unique``: no repeated config; ``exclude``: keys (:meth:`keys`) never returned.
+        ``seed`` may be an int or a ``numpy.random.Generator``.
+        """
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        got: list[np.ndarray] = []
+        have = 0
+        seen = set(np.asarray(exclude, dtype=np.int64).tolist()) if exclude is not None else set()
+        for _ in range(max_rounds):
+            need = n - have
+            if need <= 0:
+                break
+            draw = rng.integers(0, self.cards, size=(max(2 * need, 64), len(self.dims)))
+            draw = draw[self.valid(draw)]
+            if unique or seen:
+                keys = self.keys(draw)
+                keep = []
+                for j, k in enumerate(keys.tolist()):
+                    if k in seen:
+                        continue
+                    if unique:
+                        seen.add(k)
+                    keep.append(j)
+                draw = draw[keep]
+            draw = draw[:need]
+            got.append(draw)
+            have += len(draw)
+        if have < n:
+            raise SpaceError(f"space '{self.space.name}': could not draw {n} valid configs ({have} found)")
+        return np.concatenate(got)[:n]
+
+    def all_indices(self, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
+        """Index rows of grid points ``start .. stop - 1`` (grid order), valid or not."""
+        stop = self.size if stop is None else min(stop, self.size)
+        return self.decode(np.arange(start, stop, dtype=np.int64))
+
+    # -- configs <-> rows ------------------------------------------------------------------
+    def _raw(self, idx: np.ndarray) -> list[dict]:
+        return [{n: self.values[i][j] for i, (n, j) in enumerate(zip(self.names, row))} for row in idx.tolist()]
+
+    def configs(self, idx: np.ndarray) -> list[dict]:
+        """Complete configs (constants and derived keys filled in) of index rows."""
+        return [self.space.validate(c) for c in self._raw(self._check(idx))]
+
+    def index_of(self, configs: Iterable[dict], *, skip_foreign: bool = False) -> np.ndarray:
+        """Index rows of config dicts. A config with a knob outside the space raises
+        :class:`~perfzoo.spaces.SpaceError`, or is left out with ``skip_foreign=True``."""
+        lookups = [dict() for _ in self.dims]
+        rows = []
+        for cfg in configs:
+            row = []
+            try:
+                for i, d in enumerate(self.dims):
+                    if d.name not in cfg:
+                        raise SpaceError(f"space '{self.space.name}': missing knob '{d.name}'")
+                    v = cfg[d.name]
+                    if isinstance(v, float) and math.isnan(v):
+                        v = None
+                    hk = (type(v).__name__, v)
+                    if hk not in lookups[i]:
+                        lookups[i][hk] = d.index(v)
+                    row.append(lookups[i][hk])
+                for k, v in self.space.constants.items():
+                    if k in cfg and not _same_value(cfg[k], v):
+                        raise SpaceError(f"space '{self.space.name}': knob '{k}' = {cfg[k]!r} but the space "
+                                         f"fixes it to {v!r}")
+            except SpaceError:
+                if skip_foreign:
+                    continue
+                raise
+            rows.append(row)
+        return np.array(rows, dtype=np.int64).reshape(-1, len(self.dims))
+
+    # -- predictor inputs ------------------------------------------------------------------
+    def knob_columns(self) -> list[str]:
+        """``config.<knob>`` for every knob a complete config holds."""
+        return [f"config.{k}" for k in self.space.knobs()]
+
+    def frame(self, idx: np.ndarray, columns: Optional[Sequence[str]] = None, fixed: Optional[dict] = None,
+              categorical: bool = True) -> pd.DataFrame:
+        """The DataFrame a predictor takes, one row per index row.
+
+        Parameters
+        ----------
+        columns : the columns wanted, in order (e.g. ``predictor.input_columns_`` or a
+            dataset's ``feature_columns``); default: every ``config.<knob>`` and the ``fixed``
+            columns. A wanted column the space cannot fill and ``fixed`` does not name is
+            left out (predictors treat optional columns as unknown).
+        fixed : column -> value for columns outside the space (``hardware.accelerator``...).
+        categorical : text / bool knobs as pandas ``Categorical`` (fast; for predicting) or as
+            object arrays (like a dataset frame; for fitting).
+        """
+        idx = self._check(idx)
+        n = len(idx)
+        fixed = dict(fixed or {})
+        wanted = list(columns) if columns is not None else self.knob_columns() + [c for c in fixed
+                                                                               if c not in self.knob_columns()]
+        data: dict[str, Any] = {}
+        derived_cache: Optional[dict] = None
+        for col in wanted:
+            if col in fixed:
+                data[col] = _constant_column(fixed[col], n, categorical)
+                continue
+            key = col[len("config."):] if col.startswith("config.") else None
+            if key is None:
+                continue
+            if key in self._pos:
+                i = self._pos[key]
+                kind, spec = self._columns[key]
+                j = idx[:, i]
+                if kind in ("int", "float"):
+                    data[col] = spec[j]
+                else:
+                    cats, codes = spec
+                    data[col] = _categorical(cats, codes[j], categorical)
+            elif key in self.space.constants:
+                data[col] = _constant_column(self.space.constants[key], n, categorical)
+            elif key in self.derived_keys:
+                if derived_cache is None:
+                    derived_cache = self._derived_values(idx)
+                data[col] = derived_cache[key]
+        return pd.DataFrame(data, columns=[c for c in wanted if c in data])
+
+    def _derived_values(self, idx: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.derived_rule is not None and self.vectorised:
+            rule = self.derived_rule
+            where = tuple(idx[:, i] for i in rule.deps)
+            for k, table in rule.values.items():
+                out[k] = table[where] if rule.deps else np.repeat(table.reshape(1), len(idx))
+            return out
+        rows = [self.space.validate(c) for c in self._raw(idx)]
+        for k in self.derived_keys:
+            out[k] = _as_column(np.array([r.get(k) for r in rows], dtype=object))
+        return out
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    from perfzoo.spaces import _same
+
+    return _same(a, b)
+
+
+_DTYPES: dict = {}
+
+
+def _categorical(cats: list, codes: np.ndarray, categorical: bool):
+    if categorical:
+        key = tuple((type(c).__name__, c) for c in cats)
+        dtype = _DTYPES.get(key)
+        if dtype is None:
+            dtype = _DTYPES[key] = pd.CategoricalDtype(pd.Index(cats, dtype=object))
+        return pd.Categorical.from_codes(codes, dtype=dtype)
+    table = np.array(list(cats) + [None], dtype=object)
+    return table[np.where(codes < 0, len(cats), codes)]
+
+
+def _constant_column(value: Any, n: int, categorical: bool):
+    if value is None:
+        return np.full(n, None, dtype=object)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return np.full(n, value, dtype=np.int64)
+    if isinstance(value, (float, np.floating)):
+        return np.full(n, value, dtype=float)
+    return _categorical([value], np.zeros(n, dtype=np.int64), categorical)
+
+
+def _as_column(vals: np.ndarray):
+    """Object array of derived values -> int / float array where they are all numbers."""
+    plain = [v for v in vals.tolist() if v is not None]
+    if plain and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in plain) \
+            and len(plain) == len(vals):
+        return vals.astype(np.int64)
+    if plain and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                     for v in plain):
+        return np.array([np.nan if v is None else float(v) for v in vals.tolist()], dtype=float)
+    return vals
+
+
+__all__ = ["SpaceCodec"]

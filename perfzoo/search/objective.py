@@ -1,0 +1,306 @@
+"""What every searcher maximises, and what every searcher returns.
+
+:class:`Objective` scores index rows of a space (see :mod:`perfzoo.search.encoding`) with a
+predictor: the predicted throughput, P(success) from an optional ``failure`` predictor, and
+the reward ``normalised prediction x P(success)``. The prediction is normalised by the
+predictions on a fixed reference sample of random valid configs (throughput predictors: by
+their maximum; ranking-score predictors: min-max to [0, 1]) so rewards are comparable across
+predictors and Adam's learning rate means the same thing everywhere. Invalid configs get
+``invalid_reward`` (0: the lowest reward there is), so REINFORCE learns to avoid them.
+
+:class:`SearchResult` holds the top-k distinct configurations a searcher found, none of
+them in ``exclude`` (the configs already measured), with predicted value, std (where the
+predictor has ``predict_std``) and P(success); ``write_jsonl`` writes the proposals file
+``python -m perfzoo.collect --configs`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from perfzoo.search.encoding import SpaceCodec
+
+
+def input_columns(model: Any) -> Optional[list[str]]:
+    """The columns a fitted predictor was trained on (None when it does not say)."""
+    for attr in ("input_columns_", "feature_names_in_"):
+        cols = getattr(model, attr, None)
+        if cols is not None:
+            return [str(c) for c in cols]
+    return None
+
+
+def _predict_fn(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
+    if hasattr(model, "predict"):
+        return model.predict
+    if callable(model):
+        return model
+    raise TypeError(f"a predictor must have predict(X) or be callable on a DataFrame, got {type(model).__name__}")
+
+
+def exclude_keys(codec: SpaceCodec, exclude: Any) -> np.ndarray:
+    """Sorted unique int64 keys of ``exclude``: None, keys, index rows, config dicts, a
+    DataFrame with ``config.*`` columns, a Dataset or a RecordStore. Configs outside the
+    space are ignored (they can never be proposed anyway)."""
+    if exclude is None:
+        return np.zeros(0, dtype=np.int64)
+    if hasattr(exclude, "records") and callable(exclude.records):  # a RecordStore
+        exclude = [r.config for r in exclude.records()]
+    elif hasattr(exclude, "frame") and isinstance(getattr(exclude, "frame"), pd.DataFrame):  # a Dataset
+        exclude = exclude.frame
+    if isinstance(exclude, pd.DataFrame):
+        cols = {c[len("config."):]: c for c in exclude.columns if str(c).startswith("config.")}
+        if not cols:
+            cols = {c: c for c in exclude.columns}
+        records = exclude[list(cols.values())].rename(columns={v: k for k, v in cols.items()})
+        exclude = [{k: (None if _isnan(v) else v) for k, v in row.items()} for row in records.to_dict("records")]
+    if isinstance(exclude, np.ndarray):
+        if exclude.ndim == 2:
+            return np.unique(codec.keys(exclude))
+        return np.unique(exclude.astype(np.int64))
+    exclude = list(exclude)
+    if not exclude:
+        return np.zeros(0, dtype=np.int64)
+    if isinstance(exclude[0], dict):
+        return np.unique(codec.keys(codec.index_of(exclude, skip_foreign=True)))
+    return np.unique(np.asarray(exclude, dtype=np.int64))
+
+
+def _isnan(v: Any) -> bool:
+    return isinstance(v, float) and v != v
+
+
+class Objective:
+    """Predicted throughput, P(success) and reward of index rows of a space.
+
+    Parameters
+    ----------
+    codec : the :class:`SpaceCodec` (or a space / space name).
+    predictor : a fitted predictor (``predict(X)``) or a callable on a DataFrame; higher is
+        better. ``predictor.output == 'score'`` marks a ranking score (only order counts).
+    failure : optional fitted failure predictor: ``predict_failure(X)`` = P(fail), else
+        ``predict(X)`` = P(success).
+    columns, failure_columns : the input columns each model takes (default: what it was
+        fitted on, ``input_columns_``); ``fixed`` fills columns outside the space
+        (``{'hardware.accelerator': 'cpu'}``).
+    failure_mode : ``'expected'`` (reward = normalised prediction x P(success)) or
+        ``'filter'`` (reward = normalised prediction where P(success) >= ``min_success``, else 0).
+    n_reference, seed : the reference sample the prediction is normalised by.
+    """
+
+    def __init__(self, codec: Any, predictor: Any, failure: Any = None, *, columns: Optional[Sequence[str]] = None,
+                 failure_columns: Optional[Sequence[str]] = None, fixed: Optional[dict] = None,
+                 failure_mode: str = "expected", min_success: float = 0.5, invalid_reward: float = 0.0,
+                 n_reference: int = 1000, seed: int = 0):
+        self.codec = codec if isinstance(codec, SpaceCodec) else SpaceCodec(codec)
+        if failure_mode not in ("expected", "filter"):
+            raise ValueError(f"failure_mode must be 'expected' or 'filter', got {failure_mode!r}")
+        self.predictor = predictor
+        self.failure = failure
+        self.columns = list(columns) if columns is not None else input_columns(predictor)
+        self.failure_columns = (list(failure_columns) if failure_columns is not None
+                                else input_columns(failure) if failure is not None else None)
+        self.fixed = dict(fixed or {})
+        self.failure_mode = failure_mode
+        self.min_success = min_success
+        self.invalid_reward = float(invalid_reward)
+        self.output = getattr(predictor, "output", "throughput")
+        self._predict = _predict_fn(predictor)
+        self.has_std = bool(getattr(predictor, "has_std", hasattr(predictor, "predict_std"))) and \
+            hasattr(predictor, "predict_std")
+        self.n_predicted = 0
+        self.predict_seconds = 0.0
+        self._cache: dict[int, tuple[float, float, float]] = {}
+        ref = self.codec.sample(n_reference, seed=np.random.default_rng([seed, 7919]))
+        p = self._raw_predict(ref)
+        p = p[np.isfinite(p)]
+        if len(p) == 0:
+            self.lo, self.hi = 0.0, 1.0
+        else:
+            self.lo, self.hi = float(p.min()), float(p.max())
+        self.positive = self.output == "throughput" and len(p) > 0 and self.lo > 0
+        self.scale = self.hi if self.positive and self.hi > 0 else max(self.hi - self.lo, 1e-12)
+
+    # -- raw model calls -------------------------------------------------------------------
+    def frame(self, idx: np.ndarray, columns: Optional[Sequence[str]] = None, categorical: bool = True) -> pd.DataFrame:
+        return self.codec.frame(idx, columns=columns, fixed=self.fixed, categorical=categorical)
+
+    def _raw_predict(self, idx: np.ndarray) -> np.ndarray:
+        if len(idx) == 0:
+            return np.zeros(0)
+        t0 = time.perf_counter()
+        out = np.asarray(self._predict(self.frame(idx, self.columns)), dtype=float).reshape(-1)
+        self.predict_seconds += time.perf_counter() - t0
+        self.n_predicted += len(idx)
+        return out
+
+    def p_success(self, idx: np.ndarray) -> np.ndarray:
+        if self.failure is None or len(idx) == 0:
+            return np.ones(len(idx))
+        X = self.frame(idx, self.failure_columns)
+        if hasattr(self.failure, "predict_failure"):
+            return 1.0 - np.asarray(self.failure.predict_failure(X), dtype=float).reshape(-1)
+        return np.asarray(_predict_fn(self.failure)(X), dtype=float).reshape(-1)
+
+    def normalise(self, pred: np.ndarray) -> np.ndarray:
+        if self.positive:
+            return pred / self.scale
+        return np.clip((pred - self.lo) / self.scale, 0.0, None)
+
+    # -- scoring ---------------------------------------------------------------------------
+    def score(self, idx: np.ndarray, valid: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(predicted, p_success, reward)`` of index rows (NaN / 0 / ``invalid_reward`` where invalid)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        n = len(idx)
+        valid = self.codec.valid(idx) if valid is None else valid
+        pred = np.full(n, np.nan)
+        ps = np.zeros(n)
+        reward = np.full(n, self.invalid_reward)
+        if valid.any():
+            v = idx[valid]
+            p = self._raw_predict(v)
+            s = self.p_success(v)
+            pred[valid], ps[valid] = p, s
+            reward[valid] = self.reward(p, s)
+        return pred, ps, reward
+
+    def reward(self, pred: np.ndarray, p_success: np.ndarray) -> np.ndarray:
+        r = self.normalise(pred)
+        r = np.where(np.isfinite(r), r, self.invalid_reward)
+        if self.failure is None:
+            return r
+        if self.failure_mode == "filter":
+            return np.where(p_success >= self.min_success, r, self.invalid_reward)
+        return r * p_success
+
+    def score_cached(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """As :meth:`score`, predicting each distinct config once; also returns the keys."""
+        idx = np.asarray(idx, dtype=np.int64)
+        keys = self.codec.keys(idx)
+        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        todo = [j for j, k in enumerate(uniq.tolist()) if k not in self._cache]
+        if todo:
+            rows = idx[first[todo]]
+            p, s, r = self.score(rows)
+            for j, a, b, c in zip(todo, p.tolist(), s.tolist(), r.tolist()):
+                self._cache[int(uniq[j])] = (a, b, c)
+        table = np.array([self._cache[int(k)] for k in uniq.tolist()], dtype=float).reshape(-1, 3)
+        out = table[inverse.reshape(-1)]
+        return out[:, 0], out[:, 1], out[:, 2], keys
+
+    def grid(self) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """``(predicted, p_success)`` on every grid point (index = config key) when both models
+        allow exact tree-by-tree evaluation (:mod:`perfzoo.search.treegrid`), else None."""
+        from perfzoo.search.treegrid import grid_values
+
+        t0 = time.perf_counter()
+        pred = grid_values(self.predictor, self.codec, lambda idx: self.frame(idx, self.columns), "predict")
+        if pred is None:
+            return None
+        if self.failure is None:
+            ps = np.ones(self.codec.size)
+        else:
+            ps = grid_values(self.failure, self.codec, lambda idx: self.frame(idx, self.failure_columns), "success")
+            if ps is None:
+                return None
+        self.predict_seconds += time.perf_counter() - t0
+        self.n_predicted += self.codec.size
+        return pred, ps
+
+    def std(self, idx: np.ndarray) -> Optional[np.ndarray]:
+        if not self.has_std or len(idx) == 0:
+            return None
+        try:
+            return np.asarray(self.predictor.predict_std(self.frame(idx, self.columns)), dtype=float).reshape(-1)
+        except Exception:  # a predictor whose std is unavailable for this input
+            return None
+
+
+@dataclass
+class SearchResult:
+    """The top-k distinct, not-yet-measured configurations a searcher found.
+
+    ``configs`` are complete configs (constants and derived keys filled in), best first;
+    ``predicted`` the predictor's value, ``std`` its spread (None when the predictor has
+    none), ``p_success`` P(success) (1 when no failure predictor), ``reward`` what was
+    maximised. ``stats`` says how much work it took.
+    """
+
+    method: str
+    space: str
+    configs: list[dict]
+    keys: np.ndarray
+    predicted: np.ndarray
+    reward: np.ndarray
+    p_success: np.ndarray
+    std: Optional[np.ndarray] = None
+    stats: dict = field(default_factory=dict)
+    history: Optional[np.ndarray] = None  # REINFORCE: mean batch reward per step, one row per restart
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per proposal: rank, predicted, std, p_success, reward and the knobs."""
+        rows = []
+        for i, cfg in enumerate(self.configs):
+            rows.append({"rank": i + 1, "predicted": self.predicted[i],
+                         "std": None if self.std is None else self.std[i],
+                         "p_success": self.p_success[i], "reward": self.reward[i], **cfg})
+        return pd.DataFrame(rows)
+
+    def records(self) -> list[dict]:
+        """The proposal lines: ``{"config": {...}, "rank", "predicted", "std", "p_success", ...}``."""
+        out = []
+        for i, cfg in enumerate(self.configs):
+            out.append({"config": cfg, "rank": i + 1, "method": self.method, "space": self.space,
+                        "predicted": _num(self.predicted[i]),
+                        "std": None if self.std is None else _num(self.std[i]),
+                        "p_success": _num(self.p_success[i]), "reward": _num(self.reward[i])})
+        return out
+
+    def write_jsonl(self, path: Union[str, Path]) -> Path:
+        """Write the proposals file (readable by ``python -m perfzoo.collect --configs``)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in self.records()))
+        tmp.replace(path)
+        return path
+
+
+def _num(v: Any) -> Optional[float]:
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def select_top(objective: Objective, keys: np.ndarray, pred: np.ndarray, ps: np.ndarray, reward: np.ndarray,
+               top_k: int, exclude: np.ndarray, method: str, stats: Optional[dict] = None,
+               valid: Optional[np.ndarray] = None) -> SearchResult:
+    """The ``top_k`` best distinct keys by reward (ties: prediction), leaving out ``exclude``
+    and invalid rows; builds the :class:`SearchResult`."""
+    codec = objective.codec
+    keep = np.isfinite(pred) if valid is None else (valid & np.isfinite(pred))
+    if len(exclude):
+        keep &= ~np.isin(keys, exclude)
+    keys, pred, ps, reward = keys[keep], pred[keep], ps[keep], reward[keep]
+    order = np.lexsort((-pred, -reward))
+    keys, pred, ps, reward = keys[order], pred[order], ps[order], reward[order]
+    _, first = np.unique(keys, return_index=True)
+    first = np.sort(first)[:top_k]
+    keys, pred, ps, reward = keys[first], pred[first], ps[first], reward[first]
+    idx = codec.decode(keys)
+    stats = dict(stats or {})
+    stats.setdefault("returned", int(len(keys)))
+    return SearchResult(method=method, space=codec.space.name, configs=codec.configs(idx), keys=keys,
+                        predicted=pred, reward=reward, p_success=ps, std=objective.std(idx), stats=stats)
+
+
+__all__ = ["Objective", "SearchResult", "exclude_keys", "input_columns", "select_top"]

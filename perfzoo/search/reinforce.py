@@ -1,0 +1,180 @@
+"""REINFORCE over a search space, with a predictor as the reward (the CubicML searcher).
+
+The policy is one categorical distribution per decision (dimension of the space), logits
+starting at zero (uniform). Each step samples ``batch_size`` configs per restart, scores
+them with the :class:`~perfzoo.search.objective.Objective` (predicted throughput, x P(success)
+when a failure predictor is given; invalid configs get the lowest reward), and takes an Adam
+step on ``-(reward - baseline) * log p(config) - entropy_coef * entropy``. The baseline is a
+moving average of the batch mean reward. ``restarts`` independent policies (different seeds)
+run side by side in one tensor and their samples are pooled: the paper's fix for a single
+run collapsing onto one local optimum. Defaults are the paper's: Adam lr 0.01, batch 30,
+2,000 sampled configs per restart, 3 restarts.
+
+Example
+-------
+>>> from perfzoo.spaces import get
+>>> space = get("fsdp-ads")
+>>> def predictor(X):  # higher local batch and fewer FULL_SHARD layers = faster
+...     return X["config.local_batch"].to_numpy() * (1 + (X.filter(like="shard_") != "FULL_SHARD").sum(axis=1).to_numpy())
+>>> result = reinforce(space, predictor, top_k=5, n_samples=600, seed=0)
+>>> len(result), result.configs[0]["local_batch"]
+(5, 256)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from perfzoo.search.encoding import SpaceCodec
+from perfzoo.search.objective import Objective, SearchResult, exclude_keys, select_top
+
+
+def reinforce(space: Any, predictor: Any = None, top_k: int = 50, *, failure: Any = None, n_samples: int = 2000,
+              batch_size: int = 30, restarts: int = 3, lr: float = 0.01, entropy_coef: float = 0.01,
+              baseline_decay: float = 0.9, normalise_advantage: bool = True,
+              exclude: Any = None, seed: int = 0, columns: Optional[Sequence[str]] = None,
+              fixed: Optional[dict] = None, failure_mode: str = "expected",
+              objective: Optional[Objective] = None, progress: bool = False) -> SearchResult:
+    """Search ``space`` with REINFORCE, maximising the predictor's reward.
+
+    Parameters
+    ----------
+    space : a Space, its registered name, or a :class:`SpaceCodec`.
+    predictor : a fitted predictor (``predict(X)``: higher is faster) or a callable on a
+        DataFrame of configs (``config.<knob>`` columns); ``perfzoo.zoo.load_best(dataset)``
+        plugs straight in. Not needed when ``objective`` is given.
+    top_k : how many distinct configurations to return.
+    failure : optional fitted ``failure`` predictor; the reward becomes
+        predicted throughput (normalised) x P(success).
+    n_samples : configurations sampled per restart (the paper: 2,000 per round).
+    batch_size, lr : Adam batch and learning rate (the paper: 30, 0.01).
+    restarts : independent policies with different seeds, pooled (the paper: 3).
+    entropy_coef : weight of the entropy bonus (keeps the policy from collapsing early).
+    baseline_decay : the moving-average baseline's decay.
+    normalise_advantage : divide advantages by their batch standard deviation (makes the
+        step size independent of the reward's scale).
+    exclude : configurations never returned (already measured): config dicts, a Dataset,
+        a RecordStore, keys or index rows.
+    columns, fixed, failure_mode : see :class:`~perfzoo.search.objective.Objective`.
+    objective : a ready Objective (shares its prediction cache across calls).
+
+    Returns
+    -------
+    SearchResult with the top-k configs by reward over every sampled config of every
+    restart (and each restart's final most-likely config), ``history`` (mean batch reward
+    per step and restart) and ``stats``.
+    """
+    import torch
+
+    t0 = time.perf_counter()
+    codec = space.codec if isinstance(space, Objective) else (space if isinstance(space, SpaceCodec) else SpaceCodec(space))
+    if objective is None:
+        if predictor is None:
+            raise ValueError("reinforce needs a predictor (or an objective)")
+        objective = Objective(codec, predictor, failure, columns=columns, fixed=fixed, failure_mode=failure_mode,
+                              seed=seed)
+    codec = objective.codec
+    for name, v in (("top_k", top_k), ("n_samples", n_samples), ("batch_size", batch_size), ("restarts", restarts)):
+        if int(v) < 1:
+            raise ValueError(f"reinforce: {name} must be at least 1, got {v}")
+    excl = exclude_keys(codec, exclude)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: extra threads only spin (and fight the predictor for cores)
+    try:
+        return _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, lr, entropy_coef,
+                    baseline_decay, normalise_advantage, seed, progress, t0)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, lr, entropy_coef, baseline_decay,
+         normalise_advantage, seed, progress, t0) -> SearchResult:
+    D = len(codec.names)
+    K = int(codec.cards.max())
+    R = int(restarts)
+    cards = torch.as_tensor(codec.cards)
+    pad = torch.arange(K)[None, :] >= cards[:, None]  # (D, K): True where a dimension has no such value
+    gen = torch.Generator().manual_seed(int(seed))
+    logits = torch.zeros(R, D, K, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([logits], lr=lr)
+    steps = math.ceil(n_samples / batch_size)
+    baseline = None
+    all_idx, all_pred, all_ps, all_reward, all_keys = [], [], [], [], []
+    history = np.zeros((R, steps))
+    n_invalid = 0
+    best_per_restart = np.full(R, -np.inf)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=steps * R * batch_size, unit="cfg", desc="reinforce", dynamic_ncols=True)
+    for step in range(steps):
+        B = min(batch_size, n_samples - step * batch_size)
+        masked = logits.masked_fill(pad, float("-inf"))
+        logp_all = torch.log_softmax(masked, dim=-1)  # (R, D, K)
+        with torch.no_grad():
+            probs = logp_all.exp().reshape(R * D, K)
+            draw = torch.multinomial(probs, B, replacement=True, generator=gen)  # (R*D, B)
+            draw = draw.reshape(R, D, B).permute(0, 2, 1).contiguous()  # (R, B, D)
+        idx = draw.reshape(R * B, D).numpy().astype(np.int64)
+        pred, ps, reward, keys = objective.score_cached(idx)
+        valid = np.isfinite(pred)
+        n_invalid += int((~valid).sum())
+        all_idx.append(idx)
+        all_pred.append(pred)
+        all_ps.append(ps)
+        all_reward.append(reward)
+        all_keys.append(keys)
+        best_per_restart = np.maximum(best_per_restart, reward.reshape(R, B).max(axis=1))
+        r = torch.as_tensor(reward.reshape(R, B), dtype=torch.float64)
+        mean = r.mean(dim=1)
+        history[:, step] = mean.numpy()
+        baseline = mean if baseline is None else baseline_decay * baseline + (1 - baseline_decay) * mean
+        adv = r - baseline[:, None]
+        if normalise_advantage and B > 1:
+            adv = adv / (r.std(dim=1, keepdim=True) + 1e-8)
+        # log p(config) = sum over decisions of log p(choice)
+        lp = torch.gather(logp_all[:, None, :, :].expand(R, B, D, K), 3, draw[..., None]).squeeze(-1).sum(-1)
+        p_all = logp_all.exp()
+        entropy = -(p_all * logp_all.masked_fill(pad, 0.0)).sum(dim=(-1, -2))  # (R,)
+        loss = -(adv.detach() * lp).mean(dim=1).sum() - entropy_coef * entropy.sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if bar is not None:
+            bar.update(R * B)
+            bar.set_postfix_str(f"mean reward {float(mean.mean()):.3f}", refresh=False)
+    if bar is not None:
+        bar.close()
+    # each restart's most likely config joins the pool
+    with torch.no_grad():
+        mode = logits.masked_fill(pad, float("-inf")).argmax(dim=-1).numpy().astype(np.int64)  # (R, D)
+    pred, ps, reward, keys = objective.score_cached(mode)
+    all_idx.append(mode)
+    all_pred.append(pred)
+    all_ps.append(ps)
+    all_reward.append(reward)
+    all_keys.append(keys)
+    keys = np.concatenate(all_keys)
+    pred = np.concatenate(all_pred)
+    ps = np.concatenate(all_ps)
+    reward = np.concatenate(all_reward)
+    with torch.no_grad():
+        final_entropy = float(-(logp_all.exp() * logp_all.masked_fill(pad, 0.0)).sum(dim=(-1, -2)).mean())
+    stats = {"sampled": int(len(keys)), "distinct": int(len(np.unique(keys))), "invalid": n_invalid,
+             "restarts": R, "steps": steps, "batch_size": batch_size, "lr": lr, "seed": seed,
+             "excluded_known": int(len(excl)), "final_entropy": final_entropy,
+             "best_reward_per_restart": [round(float(v), 6) for v in best_per_restart],
+             "predict_calls_rows": objective.n_predicted, "seconds": None}
+    result = select_top(objective, keys, pred, ps, reward, top_k, excl, "reinforce", stats)
+    result.history = history
+    result.stats["seconds"] = round(time.perf_counter() - t0, 3)
+    return result
+
+
+__all__ = ["reinforce"]

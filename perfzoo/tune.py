@@ -1,0 +1,146 @@
+"""``python -m perfzoo.tune``: the closed CubicML loop on real jobs.
+
+N random jobs -> fit the predictor -> search (REINFORCE by default) -> launch the top k through
+the harness -> add the records -> refit, for R rounds; optionally extra random jobs (so the
+loop is compared with random search at the same number of jobs) and the hand-tuned baseline.
+Every job is a record in ``--store``; the loop's state is derived from the store and the
+per-phase plans under ``<store>/tune/``, so a killed run resumes where it stopped when the
+same command runs again. Writes a frontier plot like the CubicML paper's Figure 2(a).
+
+Examples
+--------
+The paper's protocol, scaled to this machine (100 random + 3 x 20, with 60 random control
+jobs, the hand-tuned baseline, and the three champions re-measured 3 more times), records
+joining ``datasets/fsdp-cpu``::
+
+    python -m perfzoo.tune --space fsdp-ads --store datasets/fsdp-cpu --n-random 100 \\
+        --rounds 3 --top-k 20 --control 60 --hand-tuned --confirm 3 \\
+        --warm --steps 6 --warmup 2 --timeout 180 \\
+        --plot leaderboard/search/tune-fsdp-ads-frontier.png
+
+A tiny end-to-end check into a scratch store::
+
+    python -m perfzoo.tune --space fsdp-ads --store /tmp/tune-check --n-random 6 --rounds 1 --top-k 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m perfzoo.tune",
+        description="The closed loop: N random jobs, then R rounds of fit -> search -> launch the top k "
+                    "through the harness. Resumable: run the same command again after a kill.")
+    p.add_argument("--space", default="fsdp-ads", help="search space (default fsdp-ads)")
+    p.add_argument("--store", required=True, metavar="DIR", help="record store the jobs are added to")
+    p.add_argument("--n-random", type=int, default=100, help="random jobs before the first round (default 100)")
+    p.add_argument("--rounds", type=int, default=3, help="search rounds (default 3)")
+    p.add_argument("--top-k", type=int, default=20, help="jobs launched per round (default 20)")
+    p.add_argument("--searcher", default="reinforce", choices=["reinforce", "exhaustive", "tpe", "random"],
+                   help="searcher run on the predictor each round (default reinforce)")
+    p.add_argument("--predictor", default="lightgbm",
+                   help="zoo member refitted each round, or 'best' (the leaderboard's best for --dataset); "
+                        "default lightgbm")
+    p.add_argument("--dataset", default="fsdp-cpu", help="dataset whose best predictor 'best' means")
+    p.add_argument("--no-failure", action="store_true",
+                   help="do not fit the failure classifier (reward = predicted throughput only)")
+    p.add_argument("--train-on", choices=["loop", "store"], default="loop",
+                   help="fit on the loop's own jobs (default) or on every record in the store")
+    p.add_argument("--control", type=int, default=0, metavar="N",
+                   help="extra random jobs after the rounds (e.g. rounds x top-k: random search with the "
+                        "same number of jobs)")
+    p.add_argument("--hand-tuned", action="store_true",
+                   help="also run the hand-tuned baseline (every layer FULL_SHARD, unlimited memory budget, "
+                        "the largest local batch that runs)")
+    p.add_argument("--confirm", type=int, default=0, metavar="N",
+                   help="measure the loop's best, random search's best and the hand-tuned config N more times "
+                        "at the end and compare medians (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random phase and the searcher")
+    p.add_argument("--tag", help="sweep-id prefix (default tune-<space>-s<seed>)")
+    p.add_argument("--n-samples", type=int, help="searcher samples per restart (REINFORCE default 2000)")
+    p.add_argument("--restarts", type=int, help="REINFORCE restarts (default 3)")
+    p.add_argument("--lr", type=float, help="REINFORCE Adam learning rate (default 0.01, the paper's)")
+    p.add_argument("--timeout", type=float, default=120.0, help="wall-clock limit per job in seconds")
+    p.add_argument("--steps", type=int, default=6, help="measured steps per job")
+    p.add_argument("--warmup", type=int, default=2, help="warm-up steps per job")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--warm", action="store_true",
+                   help="collect --warm: launch each torchrun job from a warm worker (how fsdp-cpu was collected)")
+    p.add_argument("--collect-arg", action="append", default=[], metavar="ARG",
+                   help="one more argument for python -m perfzoo.collect (repeatable), e.g. --collect-arg=--batch-size=20")
+    p.add_argument("--plot", metavar="PNG", help="frontier figure (default <store>/tune/<tag>-frontier.png)")
+    p.add_argument("--status", action="store_true", help="print the loop's state and exit (launches nothing)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    from perfzoo.search.loop import ClosedLoop, CollectLauncher, frontier_figure
+    from perfzoo.spaces import SpaceError, get
+
+    try:
+        space = get(args.space)
+    except SpaceError as exc:
+        print(f"perfzoo.tune: error: {exc}", file=sys.stderr)
+        return 2
+    opts = {}
+    if args.n_samples is not None:
+        opts["n_samples"] = args.n_samples
+    if args.restarts is not None:
+        if args.searcher != "reinforce":
+            print("perfzoo.tune: error: --restarts applies to --searcher reinforce only", file=sys.stderr)
+            return 2
+        opts["restarts"] = args.restarts
+    if args.lr is not None:
+        if args.searcher != "reinforce":
+            print("perfzoo.tune: error: --lr applies to --searcher reinforce only", file=sys.stderr)
+            return 2
+        opts["lr"] = args.lr
+    extra = (["--warm"] if args.warm else []) + list(args.collect_arg)
+    launcher = CollectLauncher(space.name, args.store, timeout=args.timeout, steps=args.steps,
+                               warmup=args.warmup, device=args.device, extra=extra, progress=not args.no_progress)
+    try:
+        loop = ClosedLoop(space, args.store, launcher=launcher, n_random=args.n_random, rounds=args.rounds,
+                          top_k=args.top_k, searcher=args.searcher, predictor=args.predictor,
+                          failure=not args.no_failure, seed=args.seed, tag=args.tag, train_on=args.train_on,
+                          control=args.control, hand_tuned=args.hand_tuned, confirm=args.confirm,
+                          dataset=args.dataset,
+                          search_options=opts, log=lambda s: print(s, file=sys.stderr, flush=True))
+    except ValueError as exc:
+        print(f"perfzoo.tune: error: {exc}", file=sys.stderr)
+        return 2
+    if args.status:
+        print(loop.summary().table())
+        return 0
+    interrupted = False
+    try:
+        summary = loop.run()
+    except KeyboardInterrupt:
+        interrupted = True
+        summary = loop.summary()
+    print(summary.table())
+    plot = Path(args.plot) if args.plot else loop.plan_dir / f"{loop.tag}-frontier.png"
+    try:
+        frontier_figure(loop, plot)
+        print(f"frontier plot: {plot}")
+    except Exception as exc:  # a plot must never lose the run's result
+        print(f"perfzoo.tune: could not draw the frontier plot: {exc}", file=sys.stderr)
+    loop.plan_dir.mkdir(parents=True, exist_ok=True)
+    (loop.plan_dir / f"{loop.tag}-summary.json").write_text(json.dumps(summary.to_dict(), indent=1, default=str))
+    if interrupted:
+        print("perfzoo.tune: interrupted; run the same command again to resume", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

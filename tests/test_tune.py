@@ -1,0 +1,148 @@
+"""The closed loop: it runs end to end, resumes after a kill without relaunching finished jobs
+(the real resume logic, a cheap stand-in launcher), and draws the frontier figure."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from perfzoo.records import JobRecord, job_id_for
+from perfzoo.search.loop import ClosedLoop, LaunchInterrupted, config_id, frontier_figure, hand_tuned_ladder
+from perfzoo.store import RecordStore
+
+HW = {"accelerator": "cpu", "accelerator_count": 2}
+
+
+class FakeLauncher:
+    """Appends a synthetic record per config (queries/s from a known function; tight memory
+    budgets with big batches run out of memory); ``die_after`` jobs, it raises like a kill."""
+
+    def __init__(self, store: RecordStore, die_after: int | None = None):
+        self.store = store
+        self.die_after = die_after
+        self.launched: Counter = Counter()
+        self.calls = 0
+        self.clock = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    @staticmethod
+    def qps(cfg: dict) -> float:
+        fast = sum(cfg[f"shard_{j:02d}"] == "NO_SHARD" for j in range(11))
+        grad = sum(cfg[f"shard_{j:02d}"] == "SHARD_GRAD_OP" for j in range(11))
+        return cfg["local_batch"] * (10.0 + fast + 0.5 * grad)
+
+    @staticmethod
+    def fails(cfg: dict) -> bool:
+        b = cfg["memory_budget_gib"]
+        return b is not None and b < 0.38 and cfg["local_batch"] >= 128
+
+    def __call__(self, configs: list, sweep_id: str, repeat: int = 1) -> None:
+        jobs = [(cfg, rep) for cfg in configs for rep in range(repeat)]
+        for cfg, rep in jobs:
+            if job_id_for("fsdp", cfg, HW, rep) in self.store:
+                continue
+            if self.die_after is not None and self.calls >= self.die_after:
+                raise LaunchInterrupted("killed")
+            self.calls += 1
+            self.launched[config_id(cfg)] += 1
+            self.clock += timedelta(seconds=10)
+            oom = self.fails(cfg)
+            self.store.append(JobRecord(
+                job_id=job_id_for("fsdp", cfg, HW, rep), sweep_id=sweep_id, source="measured", provenance="test",
+                started_at=self.clock, ended_at=self.clock + timedelta(seconds=5),
+                status="oom" if oom else "ok", failure={"kind": "oom"} if oom else None, workload="fsdp",
+                config=cfg, hardware=HW,
+                metrics={} if oom else {"throughput": self.qps(cfg), "throughput_unit": "queries/s"}))
+
+
+def _loop(store, launcher, **kw):
+    opts = dict(n_random=30, rounds=2, top_k=6, seed=0, search_options={"n_samples": 300}, log=None)
+    opts.update(kw)
+    return ClosedLoop("fsdp-ads", store, launcher=launcher, **opts)
+
+
+def test_loop_runs_and_improves_on_its_random_phase(tmp_path):
+    store = RecordStore(tmp_path / "store")
+    launcher = FakeLauncher(store)
+    summary = _loop(store, launcher, control=12, hand_tuned=True, confirm=2).run()
+    phases = {p["phase"]: p for p in summary.phases}
+    assert [p["phase"] for p in summary.phases] == ["random", "round1", "round2", "control", "baseline", "confirm"]
+    assert phases["random"]["done"] == 30 and phases["round1"]["done"] == 6 == phases["round2"]["done"]
+    assert phases["control"]["done"] == 12
+    assert summary.loop_jobs == 42 and summary.random_jobs == 42
+    # no config ran twice, except the three champions re-measured twice more (confirm=2)
+    assert sorted(launcher.launched.values())[-3:] == [3, 3, 3] and sorted(launcher.launched.values())[-4] == 1
+    assert set(summary.confirmed) == {"loop", "random", "hand-tuned"}
+    assert all(c["n"] == 3 for c in summary.confirmed.values())
+    assert "loop vs hand-tuned" in summary.table() and "re-measured" in summary.table()
+    # the searched rounds find faster configs than the random phase did
+    assert summary.loop_best > phases["random"]["best"]
+    # hand-tuned: all FULL_SHARD, unlimited budget, the largest batch (it fits: one job)
+    assert summary.baseline == FakeLauncher.qps(hand_tuned_ladder("fsdp-ads")[0])
+    assert summary.baseline_config["local_batch"] == 256
+    png = frontier_figure(_loop(store, launcher, control=12, hand_tuned=True), tmp_path / "frontier.png")
+    assert png.stat().st_size > 10_000
+
+
+def test_loop_resumes_after_a_kill_without_relaunching_finished_jobs(tmp_path):
+    store = RecordStore(tmp_path / "store")
+    first = FakeLauncher(store, die_after=33)  # killed 3 jobs into round 1
+    with pytest.raises(KeyboardInterrupt):
+        _loop(store, first).run()
+    assert len(store) == 33
+    loop = _loop(store, None)
+    state = {p.name: p for p in loop.state()}
+    assert state["random"].done == 30 and state["round1"].planned == 6 and state["round1"].done == 3
+    plan_before = loop.plan_path("round1").read_text()
+
+    second = FakeLauncher(store)
+    summary = _loop(store, second).run()
+    # the resumed run launched only what had not finished: 3 of round 1, then round 2
+    assert second.calls == 3 + 6
+    assert not set(first.launched) & set(second.launched)
+    assert loop.plan_path("round1").read_text() == plan_before  # the plan was reused, not re-searched
+    counts = Counter(config_id(r.config) for r in store.records())
+    assert len(store) == 30 + 2 * 6 and max(counts.values()) == 1
+    assert [p["done"] for p in summary.phases] == [30, 6, 6]
+
+    # a third run has nothing left to do
+    third = FakeLauncher(store)
+    _loop(store, third).run()
+    assert third.calls == 0
+
+
+def test_rounds_propose_only_unmeasured_configs_and_use_the_failure_model(tmp_path):
+    store = RecordStore(tmp_path / "store")
+    _loop(store, FakeLauncher(store)).run()
+    loop = _loop(store, None)
+    random_ids = {config_id(p["config"]) for p in loop.read_plan("random")}
+    for phase in ("round1", "round2"):
+        plan = loop.read_plan(phase)
+        assert len(plan) == 6
+        assert not {config_id(p["config"]) for p in plan} & random_ids
+        assert all(p["p_success"] < 1 for p in plan)  # the failure classifier was fitted (random OOMs)
+        assert all(p["method"] == "reinforce" for p in plan)
+    recs = [r for r in store.records() if r.sweep_id.endswith("round2")]
+    assert sum(r.status != "ok" for r in recs) <= 2  # P(success) steers away from OOMs
+
+
+def test_tune_status_command(tmp_path, capsys):
+    from perfzoo.tune import main
+
+    store = RecordStore(tmp_path / "store")
+    _loop(store, FakeLauncher(store), tag="tune-fsdp-ads-s0").run()
+    assert main(["--space", "fsdp-ads", "--store", str(tmp_path / "store"), "--n-random", "30", "--rounds", "2",
+                 "--top-k", "6", "--status"]) == 0
+    out = capsys.readouterr().out
+    assert "round2" in out and "loop (random + rounds, 42 jobs)" in out
+    assert main(["--space", "nope", "--store", str(tmp_path / "x")]) == 2
+
+
+def test_hand_tuned_ladder_is_full_shard_largest_batch_first():
+    ladder = hand_tuned_ladder("fsdp-ads")
+    assert [c["local_batch"] for c in ladder] == [256, 128, 64, 32, 16]
+    for c in ladder:
+        assert all(c[f"shard_{i:02d}"] == "FULL_SHARD" for i in range(11)) and c["memory_budget_gib"] is None
+    with pytest.raises(ValueError, match="no hand-tuned baseline"):
+        hand_tuned_ladder("llm-small")
