@@ -168,6 +168,8 @@ def card(name: str) -> str:
               "(kind, rank, message tail, memory figures).", "",
               "## Use", "", "```python", "from perfzoo.datasets import load_dataset",
               f"ds = load_dataset({name!r})   # ds.X, ds.y (= {meta['target']}), ds.frame", "```", ""]
+    if meta.get("notes"):  # what the numbers above cannot tell: known artifacts, caveats
+        lines += ["## Notes", "", *meta["notes"], ""]
     return "\n".join(x for x in lines if x is not None)
 
 

@@ -1,0 +1,163 @@
+"""The runner's cache, the leaderboard writer and the ``python -m perfzoo.bench`` CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfzoo import bench
+from perfzoo.datasets import external_data_dir, load_dataset
+from perfzoo.evaluation import leaderboard, runner
+from perfzoo.evaluation.runner import PredictorSpec
+from perfzoo.external import VTRAIN_COLUMNS, VTRAIN_PARAMS
+
+
+class CountingLinear:
+    """A tiny log-linear model that counts its fits (class-wide, in this process)."""
+
+    fits = 0
+
+    def __init__(self, alpha: float = 1.0, random_state: int = 0):
+        self.alpha = alpha
+        self.random_state = random_state
+
+    def get_params(self, deep: bool = True):
+        return {"alpha": self.alpha, "random_state": self.random_state}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            setattr(self, k, v)
+        return self
+
+    def _Z(self, X: pd.DataFrame) -> np.ndarray:
+        Z = np.log2(X[self.cols_].apply(pd.to_numeric, errors="coerce").fillna(1.0).clip(lower=1e-9).to_numpy(float))
+        return np.c_[np.ones(len(Z)), Z]
+
+    def fit(self, X, y):
+        type(self).fits += 1
+        self.cols_ = [c for c in X.columns if pd.api.types.is_numeric_dtype(X[c])]
+        Z = self._Z(X)
+        self.w_ = np.linalg.solve(Z.T @ Z + self.alpha * np.eye(Z.shape[1]), Z.T @ np.log(y))
+        return self
+
+    def predict(self, X):
+        return np.exp(self._Z(X) @ self.w_)
+
+
+@pytest.fixture(scope="module")
+def vtrain():
+    return load_dataset("vtrain-a100")
+
+
+def test_cache_reuses_results(vtrain, tmp_path):
+    spec = PredictorSpec("counting", factory=CountingLinear)
+    CountingLinear.fits = 0
+    first = runner.run([vtrain], [spec], ["random", "scale"], seeds=range(2), jobs=1,
+                       cache_dir=tmp_path / "cache", progress=False)
+    assert CountingLinear.fits == 4 and first.computed == 4 and first.cached == 0
+    assert not first.errors and first.frame["kendall"].notna().all()
+
+    second = runner.run([vtrain], [spec], ["random", "scale"], seeds=range(2), jobs=1,
+                        cache_dir=tmp_path / "cache", progress=False)
+    assert CountingLinear.fits == 4, "the second run must compute nothing"
+    assert second.computed == 0 and second.cached == 4
+    cols = ["split", "seed", "kendall", "spearman", "top1_regret"]
+    a = first.frame[cols].sort_values(["split", "seed"]).reset_index(drop=True)
+    b = second.frame[cols].sort_values(["split", "seed"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(a, b)
+    assert len(second.predictions) == 4  # scatter data comes back from the cache too
+
+    # what changed is recomputed, and only that: one more seed, then a new parameter
+    runner.run([vtrain], [spec], ["random"], seeds=range(3), jobs=1, cache_dir=tmp_path / "cache", progress=False)
+    assert CountingLinear.fits == 5
+    other = PredictorSpec.of("counting", params={"alpha": 2.0}, factory=CountingLinear)
+    runner.run([vtrain], [other], ["random"], seeds=range(1), jobs=1, cache_dir=tmp_path / "cache", progress=False)
+    assert CountingLinear.fits == 6
+
+
+def test_parallel_run_matches_serial(vtrain, tmp_path):
+    spec = PredictorSpec("counting", factory=CountingLinear)
+    serial = runner.run([vtrain], [spec], ["random"], seeds=range(2), jobs=1, cache_dir=None, progress=False)
+    parallel = runner.run([vtrain], [spec], ["random"], seeds=range(2), jobs=2, cache_dir=None, progress=False)
+    key = ["seed", "kendall", "pearson"]
+    pd.testing.assert_frame_equal(serial.frame[key].sort_values("seed").reset_index(drop=True),
+                                  parallel.frame[key].sort_values("seed").reset_index(drop=True))
+
+
+def test_unsupported_splits_are_skipped_with_a_reason(vtrain):
+    skipped: list = []
+    tasks = runner.build_tasks(vtrain, [PredictorSpec("counting", factory=CountingLinear)],
+                               ["random", "temporal"], seeds=[0], skipped=skipped)
+    assert {t.ids["split"] for t in tasks} == {"random"}
+    assert skipped and skipped[0]["split"] == "temporal" and "share one" in skipped[0]["reason"]
+
+
+def test_leaderboard_files_and_load_best(vtrain, tmp_path):
+    specs = [PredictorSpec("ridge"), PredictorSpec("constant", curve=False)]
+    res = runner.run([vtrain], specs, ["random", "scale", "curve"], seeds=range(2), jobs=1,
+                     cache_dir=None, curve_sizes=(25, 100), curve_seeds=range(2), progress=False)
+    ctx = leaderboard.run_context("python -m perfzoo.bench --test", 1.0)
+    best = leaderboard.write(res, [vtrain], specs, tmp_path, ctx)
+    readme = (tmp_path / "README.md").read_text()
+    for text in ("## vtrain-a100", "### random", "### scale", "### learning curve", "Kendall", "± ",
+                 "AutoGluon", ctx["commit"], "--test", "**ridge** ★"):
+        assert text in readme
+    table = pd.read_csv(tmp_path / "results.csv")
+    assert set(table["split"]) == {"random", "scale", "curve"}
+    assert len(table) == 2 * (2 + 2) + 2 * 2  # both members on random+scale, ridge on the curve
+    assert (tmp_path / "figures" / "vtrain-a100-scatter.png").stat().st_size > 1000
+    assert (tmp_path / "figures" / "vtrain-a100-curve.png").stat().st_size > 1000
+    entry = best["datasets"]["vtrain-a100"]
+    assert entry["predictor"] == "ridge"  # a constant ranks nothing (Kendall NaN): never "best"
+    assert json.loads((tmp_path / "best.json").read_text())["rule"] == leaderboard.BEST_RULE
+
+    # the saved artifact is a ready predictor, equal to ridge fitted on every job
+    model = leaderboard.load_best("vtrain-a100", leaderboard_dir=tmp_path)
+    from perfzoo import zoo
+
+    ref = zoo.make("ridge").fit(vtrain.X, vtrain.y)
+    np.testing.assert_allclose(model.predict(vtrain.X.head(20)), ref.predict(vtrain.X.head(20)), rtol=1e-9)
+    with pytest.raises(KeyError, match="no best predictor"):
+        leaderboard.load_best("published-llm", leaderboard_dir=tmp_path)
+
+
+def _write_vtrain_subset(src: Path, dst: Path, keep, multi: bool) -> int:
+    """Copy the vTrain rows that ``keep`` selects, in the single- or multi-node layout."""
+    table = pd.read_csv(src, encoding="utf-8-sig")
+    table = table[keep(table)].copy()
+    if multi:  # the multi-node layout: a leading 'Parameters (billion)' column
+        params = 12 * table["# layers"] * table["hidden size"] ** 2 / 1e9
+        table.insert(0, VTRAIN_PARAMS, params.round(2))
+        assert list(table.columns) == [VTRAIN_PARAMS, *VTRAIN_COLUMNS]
+    table.to_csv(dst, index=False)
+    return len(table)
+
+
+def test_cross_dataset_json_parses(tmp_path, capsys):
+    src = external_data_dir() / "vtrain_ground_truth_single.csv"
+    train = tmp_path / "vtrain_small.csv"
+    test = tmp_path / "vtrain_multi.csv"
+    _write_vtrain_subset(src, train, lambda t: t["# GPUs"] <= 4, multi=False)
+    n_test = _write_vtrain_subset(src, test, lambda t: t["# GPUs"] == 8, multi=True)
+    rc = bench.main(["--train", str(train), "--test", str(test), "--predictor", "constant,ridge", "--json"])
+    assert rc == 0
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.strip()]
+    rows = [json.loads(l) for l in lines]
+    assert [r["predictor"] for r in rows] == ["constant", "ridge"]
+    for r in rows:
+        for key in ("kendall", "spearman", "pearson", "grouped_kendall", "top1_regret"):
+            assert key in r
+        assert r["n_test"] == n_test and r["error"] is None
+    assert rows[1]["kendall"] > 0.5  # small-scale jobs rank the 8-GPU ones
+    assert rows[0]["kendall"] is None  # a constant ranks nothing: NaN -> null
+
+
+def test_cli_rejects_unknown_names(capsys):
+    assert bench.main(["--datasets", "no-such-dataset", "--quiet"]) == 1
+    assert "unknown dataset" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--train", "vtrain-a100"])
