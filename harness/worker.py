@@ -291,6 +291,7 @@ def main_batch_torchrun(batch_file: str) -> int:
 
     import torch  # noqa: F401  - the point: imported once, inherited by every forked rank
     import torch.distributed.fsdp  # noqa: F401
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -319,6 +320,8 @@ def main_batch_torchrun(batch_file: str) -> int:
         try:
             elastic_launch(config, _forked_rank)(str(job_dir / "job.json"))
             code = 0
+        except SignalException:  # the launcher is stopping this worker (a timeout): run no further job
+            raise
         except ChildFailedError as exc:  # a rank failed: its report (if any) says why
             code = EXIT_FAILED
             sys.stderr.write(f"job {spec.job_id}: {exc}\n"[-3000:])
