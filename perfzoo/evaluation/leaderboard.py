@@ -643,7 +643,7 @@ def _readme(results, summary, datasets, context, best_doc, out, fig_dir, scored_
                      f"{_fmt(b['top1_regret_mean'], b['top1_regret_std'], 3)} | {_lookup(TARGETS, ds.name, split) or ''} |")
         c = _curve_headline(summary, ds.name)
         if c:
-            L.append(f"| {ds.name} | curve | {c} | | | | | {_lookup(TARGETS, ds.name, 'curve') or ''} |")
+            L.append(f"| {ds.name} | curve | {c} | | | | | {TARGETS.get((ds.name, 'curve')) or ''} |")
     L.append("")
 
     for ds in datasets:
@@ -689,7 +689,7 @@ def _readme(results, summary, datasets, context, best_doc, out, fig_dir, scored_
             L += ["### learning curve", "", "Random group-aware 75/25 split per seed; the training side is "
                   "subsampled to n successful jobs (nested), the test side is fixed.", ""]
             ref = _lookup(PAPER, ds.name, "curve")
-            tgt = _lookup(TARGETS, ds.name, "curve")
+            tgt = TARGETS.get((ds.name, "curve"))
             if ref:
                 L += [f"> Paper: {ref}" + (f"  \n> Target: {tgt}." if tgt else ""), ""]
             L += [curve_table(summary, ds.name, "spearman"), "", curve_table(summary, ds.name, "kendall"), ""]
