@@ -124,6 +124,13 @@ def test_leaderboard_files_and_load_best(vtrain, tmp_path):
     with pytest.raises(KeyError, match="no best predictor"):
         leaderboard.load_best("published-llm", leaderboard_dir=tmp_path)
 
+    # a rerun with nothing changed keeps the saved artifact (no churn in the repository)
+    saved = tmp_path / entry["artifact"] / "model.joblib"
+    before = saved.stat().st_mtime_ns
+    again = leaderboard.write(res, [vtrain], specs, tmp_path, ctx, figures=False)
+    assert again["datasets"]["vtrain-a100"]["artifact_key"] == entry["artifact_key"]
+    assert saved.stat().st_mtime_ns == before
+
 
 def _write_vtrain_subset(src: Path, dst: Path, keep, multi: bool) -> int:
     """Copy the vTrain rows that ``keep`` selects, in the single- or multi-node layout."""

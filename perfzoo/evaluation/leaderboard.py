@@ -415,8 +415,33 @@ def fit_artifact(dataset: Any, spec: Any, out_dir: Path) -> dict[str, Any]:
     return {"path": saved, "fit_time_s": fit_s, "bytes": int(size), "n_train": int(ok.sum())}
 
 
-def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, artifacts: bool) -> Optional[dict[str, Any]]:
+def _artifact_key(ds: Any, spec: Any) -> str:
+    """What an artifact depends on: the dataset's content and the member's name, parameters, code."""
+    import hashlib
+
+    ident = {"data": str(ds.content_hash()) if hasattr(ds, "content_hash") else ds.name,
+             "predictor": spec.cache_identity() if hasattr(spec, "cache_identity") else repr(spec)}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _fit_or_reuse(ds: Any, spec: Any, out: Path, previous: dict[str, Any]) -> dict[str, Any]:
+    """The artifact of ``spec`` on ``ds``: the one saved last time when nothing it depends on
+    changed (no churn in the repository on a rerun), else a fresh fit."""
+    key = _artifact_key(ds, spec)
+    old = previous.get(ds.name) or {}
+    path = out / old["artifact"] if old.get("artifact") else None
+    if old.get("artifact_key") == key and path is not None and path.exists():
+        return {"path": path, "fit_time_s": old.get("artifact_fit_time_s", float("nan")),
+                "bytes": int(old.get("artifact_bytes", 0)), "n_train": int(old.get("artifact_n_train", 0)), "key": key}
+    art = fit_artifact(ds, spec, out / "artifacts")
+    art["key"] = key
+    return art
+
+
+def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, artifacts: bool,
+          previous: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
     """The best.json entry of one dataset by :data:`BEST_RULE`, its artifact fitted and saved."""
+    previous = previous or {}
     cands = ranked(summary, ds.name)
     if cands.empty:
         return None
@@ -432,7 +457,7 @@ def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, ar
             chosen = row
             break
         try:
-            art = fit_artifact(ds, spec, out / "artifacts")
+            art = _fit_or_reuse(ds, spec, out, previous)
         except Exception as exc:  # report, try the next one
             passed_over.append({"predictor": row["predictor"], "kendall": round(float(row["kendall_mean"]), 4),
                                 "why": f"artifact not saved: {type(exc).__name__}: {exc}"})
@@ -452,7 +477,7 @@ def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, ar
         spec = by_spec.get(chosen["predictor"])
         if artifacts and spec is not None:
             try:
-                art = fit_artifact(ds, spec, out / "artifacts")
+                art = _fit_or_reuse(ds, spec, out, previous)
             except Exception as exc:
                 note += f"; artifact not saved: {type(exc).__name__}: {exc}"
     spec = by_spec.get(chosen["predictor"])
@@ -470,7 +495,8 @@ def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, ar
         entry["note"] = note
     if art is not None:
         entry.update(artifact=str(Path(art["path"]).relative_to(out)), artifact_bytes=art["bytes"],
-                     artifact_n_train=art["n_train"], artifact_fit_time_s=round(art["fit_time_s"], 3))
+                     artifact_n_train=art["n_train"], artifact_fit_time_s=round(art["fit_time_s"], 3),
+                     artifact_key=art["key"])
     best_by_split = {}
     for split in _split_order(summary.loc[(summary["dataset"] == ds.name) & (summary["kind"] != "curve"), "split"].unique()):
         b = pick_best(summary, ds.name, split)
@@ -567,22 +593,22 @@ def write(
     # best predictors and their artifacts
     best_doc: dict[str, Any] = {"rule": BEST_RULE, "generated": context.get("date"),
                                 "commit": context.get("commit"), "datasets": {}}
+    previous: dict[str, Any] = {}
+    if (out / "best.json").exists():
+        try:
+            previous = json.loads((out / "best.json").read_text()).get("datasets", {})
+        except ValueError:
+            previous = {}
     for ds in datasets:
-        entry = _ship(ds, summary, by_spec, out, artifacts)
+        entry = _ship(ds, summary, by_spec, out, artifacts, previous)
         if entry is not None:
             best_doc["datasets"][ds.name] = entry
     if artifacts:
         # a partial rerun (--datasets A) keeps the shipped predictors of the datasets it did
         # not cover, so load_best keeps working for them
-        old_file = out / "best.json"
-        if old_file.exists():
-            try:
-                old = json.loads(old_file.read_text()).get("datasets", {})
-                for name, entry in old.items():
-                    if name not in best_doc["datasets"] and entry.get("artifact") and (out / entry["artifact"]).exists():
-                        best_doc["datasets"][name] = entry
-            except ValueError:
-                pass
+        for name, entry in previous.items():
+            if name not in best_doc["datasets"] and entry.get("artifact") and (out / entry["artifact"]).exists():
+                best_doc["datasets"][name] = entry
     (out / "best.json").write_text(json.dumps(best_doc, indent=2, default=str) + "\n")
 
     # README
@@ -602,7 +628,9 @@ def _readme(results, summary, datasets, context, best_doc, out, fig_dir, scored_
           f"- machine: {context['machine']}; Python {context['python']}, "
           + ", ".join(f"{k} {v}" for k, v in context.get("versions", {}).items()),
           f"- date: {context['date']}" + (f"; wall time {wall / 60:.1f} min" if wall else ""),
-          f"- tasks: {results.computed} computed, {results.cached} read from the cache",
+          f"- tasks: {results.computed} computed, {results.cached} read from the cache; the fits behind "
+          f"these numbers took {_cpu_minutes(results.frame):.0f} CPU-minutes (sum of fit and predict times, one "
+          "core each)",
           *[f"- {n}" for n in context.get("notes", [])], "",
           "Metrics (one definition each, `perfzoo/evaluation/metrics.py`), on successful jobs of the test side: "
           "Kendall tau-b, Spearman, Pearson between measured and predicted throughput; grouped Kendall = mean tau "
@@ -713,6 +741,11 @@ def _readme(results, summary, datasets, context, best_doc, out, fig_dir, scored_
             L.append(f"| {e['dataset']} | {e['predictor']} | {e['split']} | {e['seed']} | {str(e['error'])[:160]} |")
         L.append("")
     return L
+
+
+def _cpu_minutes(frame: pd.DataFrame) -> float:
+    cols = [c for c in ("fit_time_s", "predict_time_s") if c in frame.columns]
+    return float(frame[cols].sum().sum()) / 60 if cols else 0.0
 
 
 def _split_order(splits) -> list[str]:
