@@ -61,6 +61,7 @@ class JobOutcome:
     exit_code: Optional[int] = None
     launcher: str = ""
     annotations: dict = field(default_factory=dict)
+    hardware: dict = field(default_factory=dict)  # where the ranks ran, if not this machine (Slurm)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

@@ -14,9 +14,9 @@ job directory holding ``job.json``, rank reports under ``results/``, and the wor
   job. Same failure handling: per-job timeouts kill the worker; after any job that did not end
   ``ok`` the worker exits and a fresh one takes the remaining jobs.
 
-A cluster launcher (e.g. Slurm: ``srun ... python -m torch.distributed.run --nnodes ...
--m harness.worker job.json`` on a shared file system) subclasses :class:`Launcher`, builds
-its command in :meth:`Launcher.run`, and reuses :func:`harness.jobs.merge` on the reports.
+A cluster launcher subclasses :class:`Launcher`, starts :func:`torchrun_command` on its nodes
+with its own rendezvous arguments and reuses :func:`harness.jobs.merge` on the reports:
+:class:`harness.slurm.SlurmLauncher` does so for Slurm.
 """
 
 from __future__ import annotations
@@ -99,6 +99,38 @@ def worker_env(device: str, nproc: int, extra: Optional[dict] = None) -> dict:
     return env
 
 
+def torchrun_command(job_file: Path, rendezvous: list[str]) -> list[str]:
+    """``torchrun`` (as ``python -m torch.distributed.run``) running the worker on ``job_file``.
+
+    ``rendezvous`` holds the launch arguments: ``["--standalone", "--nproc-per-node=2"]`` on
+    one machine, or ``--nnodes/--node-rank/--master-addr/--master-port`` across nodes.
+    """
+    return [sys.executable, "-m", "torch.distributed.run", *rendezvous, "--monitor-interval=0.1",
+            f"--log-dir={job_file.parent / 'torchelastic'}", "-m", "harness.worker", str(job_file)]
+
+
+def run_process(argv: list[str], env: dict, log_path: Path, timeout_s: float) -> tuple[Optional[int], bool]:
+    """Run ``argv`` (its output to ``log_path``) in a new session; ``(exit_code, timed_out)``.
+
+    Past ``timeout_s`` its whole process tree is killed (:func:`kill_tree`). Ctrl-C or SIGTERM
+    of the caller kills the tree too and re-raises: nothing is left running.
+    """
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout_s), False
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)
+            try:
+                return proc.wait(timeout=KILL_GRACE_S), True
+            except subprocess.TimeoutExpired:
+                return None, True
+        except BaseException:
+            kill_tree(proc.pid, grace_s=1.0)
+            raise
+
+
 class Launcher(ABC):
     """Runs jobs and says what happened to each. Subclasses implement :meth:`run`."""
 
@@ -134,34 +166,19 @@ class LocalTorchrunLauncher(Launcher):
     name = "torchrun"
 
     def command(self, spec: JobSpec, job_file: Path) -> list[str]:
-        return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                f"--nproc-per-node={spec.nproc}", "--monitor-interval=0.1",
-                f"--log-dir={job_file.parent / 'torchelastic'}",
-                "-m", "harness.worker", str(job_file)]
+        return torchrun_command(job_file, ["--standalone", f"--nproc-per-node={spec.nproc}"])
 
     def run(self, spec: JobSpec) -> JobOutcome:
         d = self._job_dir(spec)
         log_path = d / "log.txt"
         started = _now()
         t0 = time.perf_counter()
-        timed_out = False
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(self.command(spec, d / "job.json"), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=worker_env(spec.device, spec.nproc),
-                                    start_new_session=True)
-            try:
-                exit_code = proc.wait(timeout=spec.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_tree(proc.pid)
-                try:
-                    exit_code = proc.wait(timeout=KILL_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    exit_code = None
-            except BaseException:  # Ctrl-C / SIGTERM of the sweep: leave nothing running
-                kill_tree(proc.pid, grace_s=1.0)
-                self._cleanup(d)
-                raise
+        try:
+            exit_code, timed_out = run_process(self.command(spec, d / "job.json"),
+                                               worker_env(spec.device, spec.nproc), log_path, spec.timeout_s)
+        except BaseException:
+            self._cleanup(d)
+            raise
         wall = time.perf_counter() - t0
         log_tail = tail(log_path.read_text(errors="replace"))
         reports = read_rank_reports(d / "results")

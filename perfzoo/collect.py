@@ -74,10 +74,65 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPU: launch each torchrun job from a warm worker (the same torchrun-standalone "
                         "launch, ranks forked instead of re-importing torch: about half the overhead)")
     p.add_argument("--batch-size", type=int, default=50, help="jobs per in-process or warm worker (default 50)")
+    p.add_argument("--launcher", choices=["local", "slurm"], default="local",
+                   help="local (default): run jobs on this machine; slurm: submit them as Slurm job arrays")
     p.add_argument("--sweep-id", help="sweep id stored in each record (default: derived from the arguments)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the jobs, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g = p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)")
+    g.add_argument("--partition", help="partition to submit to (default: the cluster's default)")
+    g.add_argument("--nodes", type=int, help="nodes per job (default 1)")
+    g.add_argument("--tasks-per-node", type=int,
+                   help="torchrun agents per node (default 1; each starts world size / (nodes x this) ranks)")
+    g.add_argument("--gpus-per-node", type=int, help="GPUs per node (with --device cuda)")
+    g.add_argument("--cpus-per-task", type=int, help="cores per task (default on CPU: one per rank)")
+    g.add_argument("--time", type=int, metavar="MIN",
+                   help="Slurm time limit per job in minutes (default: --timeout rounded up, plus 2)")
+    g.add_argument("--mem-gb", type=float, help="memory per node in GiB (sbatch --mem)")
+    g.add_argument("--account", help="account to charge")
+    g.add_argument("--qos", help="quality of service")
+    g.add_argument("--constraint", help="node features (sbatch --constraint)")
+    g.add_argument("--array-parallelism", type=int, help="array elements running at once (default 256)")
+    g.add_argument("--slurm-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other sbatch option, e.g. --slurm-arg reservation=r1 (repeatable)")
+    g.add_argument("--slurm-folder", metavar="DIR",
+                   help="job files and logs, on a file system the nodes share (default: OUT/slurm)")
+    g.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
     return p
+
+
+SLURM_FLAGS = {"partition": "partition", "nodes": "nodes", "tasks_per_node": "tasks_per_node",
+               "gpus_per_node": "gpus_per_node", "cpus_per_task": "cpus_per_task", "time": "time_min",
+               "mem_gb": "mem_gb", "account": "account", "qos": "qos", "constraint": "constraint",
+               "array_parallelism": "array_parallelism", "poll": "poll_s"}
+
+
+def slurm_options(args):
+    """The :class:`harness.slurm.SlurmOptions` of the command line (a UsageError names a misuse)."""
+    given = [f for f in (*SLURM_FLAGS, "slurm_folder") if getattr(args, f) is not None] + (
+        ["slurm_arg"] if args.slurm_arg else [])
+    if args.launcher != "slurm":
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} is a Slurm option; add --launcher slurm")
+        return None
+    if args.warm or args.mode == "inprocess":
+        raise UsageError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
+    for flag in ("nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "array_parallelism"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
+    for flag in ("mem_gb", "poll"):
+        if getattr(args, flag) is not None and getattr(args, flag) <= 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be positive")
+    extra = {}
+    for item in args.slurm_arg:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--slurm-arg {item!r}: expected KEY=VALUE, e.g. reservation=r1")
+        extra[key.strip().lstrip("-").replace("-", "_")] = value
+    from harness.slurm import SlurmOptions
+
+    return SlurmOptions(extra=extra, **{field: getattr(args, flag) for flag, field in SLURM_FLAGS.items()
+                                        if getattr(args, flag) is not None})
 
 
 # configs ---------------------------------------------------------------------------------
@@ -204,9 +259,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    from harness.slurm import SlurmError
+
     try:
         return _run(args, argv)
-    except UsageError as exc:
+    except (UsageError, SlurmError) as exc:
         print(f"perfzoo.collect: error: {exc}", file=sys.stderr)
         return 2
 
@@ -244,7 +301,14 @@ def _run(args, argv: list[str]) -> int:
 
     if args.warm and args.device != "cpu":
         raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
-    if args.device == "cuda":
+    slurm = slurm_options(args)
+    if slurm is not None:
+        for cfg in configs:
+            try:
+                slurm.check(int(cfg[space.world_size_key]), args.device)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+    elif args.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
@@ -260,31 +324,36 @@ def _run(args, argv: list[str]) -> int:
 
     def hardware_for(n: int) -> dict:
         if n not in hardware_cache:
-            hardware_cache[n] = capture_hardware(args.device, n)
+            if slurm is None:
+                hardware_cache[n] = capture_hardware(args.device, n)
+            else:  # what the job asked for; its record gets what the node reported
+                hardware_cache[n] = {"accelerator": args.device, "accelerator_count": n, "nodes": slurm.nodes}
         return hardware_cache[n]
 
     jobs_in, jobs_tr, skipped = [], [], 0
     for cfg in configs:
         nproc = int(cfg[space.world_size_key])
-        hw = hardware_for(nproc)
+        key = hardware_key(hardware_for(nproc)) if slurm is None else slurm.identity(args.device, nproc)
         for r in range(args.repeat):
-            jid = job_id_for(args.workload, cfg, hardware_key(hw), r)
+            jid = job_id_for(args.workload, cfg, key, r)
             if jid in done_ids:
                 skipped += 1
                 continue
             spec = JobSpec(workload=args.workload, config=cfg, job_id=jid, nproc=nproc, device=args.device,
                            steps=args.steps, warmup=args.warmup, timeout_s=args.timeout, repeat=r)
-            use_inproc = args.mode == "inprocess" or (args.mode == "auto" and nproc == 1)
+            use_inproc = slurm is None and (args.mode == "inprocess" or (args.mode == "auto" and nproc == 1))
             (jobs_in if use_inproc else jobs_tr).append(spec)
     total = len(jobs_in) + len(jobs_tr)
+    how = (f"{len(jobs_in)} in-process, {len(jobs_tr)} torchrun{' (warm)' if args.warm else ''}" if slurm is None
+           else f"Slurm arrays of {slurm.nodes} node(s) x {slurm.tasks_per_node} torchrun agent(s)")
     print(f"perfzoo.collect: {space.name} ({args.workload}), {len(configs)} configs x {args.repeat} "
-          f"repeat(s): {total} jobs to run ({len(jobs_in)} in-process, {len(jobs_tr)} "
-          f"torchrun{' (warm)' if args.warm else ''}), "
-          f"{skipped} already in {args.out}", file=sys.stderr)
+          f"repeat(s): {total} jobs to run ({how}), {skipped} already in {args.out}", file=sys.stderr)
     if args.dry_run:
         for spec in jobs_in + jobs_tr:
-            print(json.dumps({"job_id": spec.job_id, "nproc": spec.nproc, "repeat": spec.repeat,
-                              "config": spec.config}))
+            row = {"job_id": spec.job_id, "nproc": spec.nproc, "repeat": spec.repeat, "config": spec.config}
+            if slurm is not None:
+                row["sbatch"] = slurm.executor_parameters(spec, "perfzoo-<batch>")
+            print(json.dumps(row))
         return 0
 
     tally = Tally()
@@ -300,7 +369,13 @@ def _run(args, argv: list[str]) -> int:
         streams = []
         if jobs_in:
             streams.append((inproc.run_many(jobs_in), inproc.threads))
-        if jobs_tr:
+        if jobs_tr and slurm is not None:
+            from harness.slurm import SlurmLauncher
+
+            tr = SlurmLauncher(slurm, folder=args.slurm_folder or Path(args.out) / "slurm",
+                               ledger=Path(args.out) / "slurm-jobs.jsonl")
+            streams.append((tr.run_many(jobs_tr), None))
+        elif jobs_tr:
             tr = WarmTorchrunLauncher(batch_size=args.batch_size) if args.warm else LocalTorchrunLauncher()
             streams.append((tr.run_many(jobs_tr), None))
         for stream, threads in streams:
@@ -308,8 +383,8 @@ def _run(args, argv: list[str]) -> int:
                 n = outcome.spec.nproc
                 env_extra = {"OMP_NUM_THREADS": str(threads)} if threads else None
                 sw = dict(software, env=relevant_env(worker_env(args.device, n, env_extra)))
-                rec = to_record(outcome, hardware=hardware_for(n), software=sw, provenance=provenance,
-                                sweep_id=sweep_id, throughput_unit=unit)
+                rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
+                                provenance=provenance, sweep_id=sweep_id, throughput_unit=unit)
                 store.append(rec)
                 tally.add(rec)
                 if bar is not None:
@@ -323,7 +398,10 @@ def _run(args, argv: list[str]) -> int:
             bar.close()
     print(tally.table(time.perf_counter() - t0, skipped, args.out))
     if interrupted:
-        print("perfzoo.collect: interrupted; run the same command again to resume", file=sys.stderr)
+        left = total - sum(tally.status.values())
+        where = (f"; {left} job(s) stay queued or running on Slurm and the rerun waits for them instead of "
+                 "submitting them again" if slurm is not None and left else "")
+        print(f"perfzoo.collect: interrupted; run the same command again to resume{where}", file=sys.stderr)
         return 1
     return 0
 

@@ -62,6 +62,16 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def append_line(path: Union[str, Path], text: str) -> None:
+    """Append one line to a side file (``O_APPEND``, then fsync): on disk when this returns."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        _write_all(fd, (text + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class RecordStore:
     """A directory of job records; see the module docstring.
 
@@ -201,13 +211,8 @@ class RecordStore:
         return sum(self.append(r) for r in records)
 
     def _note_torn(self, line_no: int, offset: int) -> None:
-        entry = json.dumps({"line": line_no, "offset": offset, "noted_at": utc_now().isoformat()})
-        fd = os.open(self.path / TORN_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            _write_all(fd, (entry + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_line(self.path / TORN_FILE, json.dumps({"line": line_no, "offset": offset,
+                                                       "noted_at": utc_now().isoformat()}))
 
     # export --------------------------------------------------------------------------------
 
