@@ -192,20 +192,24 @@ def run_agent(job_dir: str) -> dict:
 
 # on the submitting machine -----------------------------------------------------------------
 
-def outcome_of(spec: JobSpec, job_dir: Path, slurm_id: str, state: str, info: dict) -> JobOutcome:
+def outcome_of(spec: JobSpec, job_dir: Path, slurm_id: str, facts: dict) -> JobOutcome:
     """The outcome of a finished Slurm job: rank reports merged as usual, then the Slurm state.
 
-    ``state`` is sacct's (``CANCELLED by 0`` included); ``info`` is sacct's row of the job.
+    ``facts`` is :func:`slurm_facts` of the job: ``state`` (sacct's, ``CANCELLED by 0``
+    included), ``steps``, ``nodelist`` and ``start``/``end`` (used where no agent said when
+    it ran: a job killed by Slurm).
     """
     agents = [json.loads(p.read_text()) for p in sorted(job_dir.glob("agent*.json"))]
     logs = "\n".join(p.read_text(errors="replace") for p in sorted(job_dir.glob("log-agent*.txt")))
     codes = [a["exit_code"] for a in agents]
     exit_code = next((c for c in codes if c not in (0, None)), codes[0] if codes else None)
-    started = min((datetime.fromisoformat(a["started_at"]) for a in agents), default=_now())
-    ended = max((datetime.fromisoformat(a["ended_at"]) for a in agents), default=_now())
+    started = min((datetime.fromisoformat(a["started_at"]) for a in agents), default=facts.get("start") or _now())
+    ended = max((datetime.fromisoformat(a["ended_at"]) for a in agents), default=facts.get("end") or _now())
+    wall = max((a["wall_s"] for a in agents), default=(ended - started).total_seconds())
     outcome = merge(spec, read_rank_reports(job_dir / "results"), exit_code=exit_code,
                     timed_out=any(a["timed_out"] for a in agents), log_tail=tail(logs), started_at=started,
-                    ended_at=ended, wall_time_s=max((a["wall_s"] for a in agents), default=0.0), launcher="slurm")
+                    ended_at=ended, wall_time_s=wall, launcher="slurm")
+    state = facts["state"]
     word = state.split()[0] if state else "UNKNOWN"
     forced = SLURM_STATES.get(word)
     if forced is None and word == "FAILED" and outcome.status == "ok":
@@ -218,8 +222,8 @@ def outcome_of(spec: JobSpec, job_dir: Path, slurm_id: str, state: str, info: di
         outcome.failure = {"kind": kind, "rank": (outcome.failure or {}).get("rank"), "exit_code": exit_code,
                            "message": tail(f"{why}\n{detail}"),
                            "memory": (outcome.failure or {}).get("memory") or {}}
-    outcome.annotations.update(slurm_job_id=slurm_id, slurm_state=state,
-                               slurm_nodelist=info.get("NodeList") or None)
+    outcome.annotations.update(slurm_job_id=slurm_id, slurm_state=state, slurm_steps=facts.get("steps", ""),
+                               slurm_nodelist=facts.get("nodelist") or None)
     hw = job_dir / "hardware.json"
     outcome.hardware = json.loads(hw.read_text()) if hw.exists() else {}
     return outcome
@@ -263,16 +267,31 @@ def _sacct(args: list[str]) -> list[list[str]]:
     return [line.split("|") for line in done.stdout.splitlines() if line.strip()]
 
 
-def final_state(slurm_id: str, job_state: str) -> tuple[str, str]:
-    """``(state, steps)``: the job's state, or ``OUT_OF_MEMORY`` if the kernel killed a process of
-    any of its steps (Slurm then often marks the job itself only ``FAILED``); ``steps`` lists
-    every step's state, e.g. ``1.batch=FAILED 1.0=OUT_OF_MEMORY``.
+def _sacct_time(text: str) -> Optional[datetime]:
+    """A sacct timestamp (the cluster's local time) as an aware datetime; None for Unknown/None."""
+    try:
+        return datetime.fromisoformat(text).astimezone()
+    except ValueError:
+        return None
+
+
+def slurm_facts(slurm_id: str, job_state: str) -> dict:
+    """What sacct says of a finished job: ``state``, ``steps``, ``nodelist``, ``start``, ``end``.
+
+    ``state`` is ``OUT_OF_MEMORY`` if the kernel killed a process of any step (Slurm then often
+    marks the job itself only ``FAILED``), else the job's own state (``job_state``, the
+    watcher's, if sacct has no row of the job); ``steps`` lists every step's state, e.g.
+    ``1.batch=FAILED 1.0=OUT_OF_MEMORY``.
     """
-    rows = [r for r in _sacct(["-j", slurm_id, "-o", "JobID,State"]) if "." in r[0]]
-    steps = " ".join(f"{r[0]}={r[1]}" for r in rows)
-    if any(r[1].startswith("OUT_OF_MEMORY") for r in rows):
-        return "OUT_OF_MEMORY", steps
-    return job_state, steps
+    rows = _sacct(["-j", slurm_id, "-o", "JobID,State,NodeList,Start,End"])
+    job = next((r for r in rows if r[0] == slurm_id), None)
+    steps = [r for r in rows if r[0].startswith(slurm_id + ".")]
+    state = job[1] if job else job_state
+    if any(r[1].startswith("OUT_OF_MEMORY") for r in steps):
+        state = "OUT_OF_MEMORY"
+    return {"state": state, "steps": " ".join(f"{r[0]}={r[1]}" for r in steps),
+            "nodelist": job[2] if job else None, "start": _sacct_time(job[3]) if job else None,
+            "end": _sacct_time(job[4]) if job else None}
 
 
 def _ids_by_name(name: str) -> list[str]:
@@ -397,12 +416,12 @@ class SlurmLauncher(Launcher):
                 if (state.split() or [""])[0] not in SLURM_STATES:
                     continue
                 try:
-                    state, steps = final_state(slurm_id, state)
+                    facts = slurm_facts(slurm_id, state)
                 except SlurmError:
                     continue  # sacct did not answer: ask again at the next poll
                 del waiting[job_id]
-                outcome = outcome_of(spec, job_dir, slurm_id, state, info)
-                outcome.annotations.update(slurm_submitted_at=submitted_at, slurm_steps=steps)
+                outcome = outcome_of(spec, job_dir, slurm_id, facts)
+                outcome.annotations["slurm_submitted_at"] = submitted_at
                 if outcome.status == "oom" and self.options.mem_gb and outcome.failure is not None:
                     outcome.failure["memory"]["limit_gib"] = self.options.mem_gb  # sbatch --mem, per node
                 yield outcome

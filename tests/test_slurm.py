@@ -72,7 +72,7 @@ def _job_dir(tmp_path, rank_status=None, agent_code=0):
 ])
 def test_slurm_states_become_record_statuses(tmp_path, state, ranks, status, kind):
     spec, d = _job_dir(tmp_path, ranks, agent_code=0 if state == "COMPLETED" else 1)
-    out = outcome_of(spec, d, "42_3", state, {"NodeList": "n1"})
+    out = outcome_of(spec, d, "42_3", {"state": state, "nodelist": "n1", "steps": "42_3.0=" + state})
     assert out.status == status
     assert out.annotations["slurm_job_id"] == "42_3" and out.annotations["slurm_state"] == state
     if kind is None:
@@ -81,6 +81,17 @@ def test_slurm_states_become_record_statuses(tmp_path, state, ranks, status, kin
         assert out.failure["kind"] == kind
         if SLURM_STATES.get(state.split()[0]):
             assert f"Slurm job 42_3 ended {state}" in out.failure["message"]
+
+
+def test_a_job_killed_before_its_agents_reported_takes_its_times_from_sacct(tmp_path):
+    from datetime import datetime, timezone
+
+    spec = JobSpec(workload="fsdp", config={"local_batch": 16}, job_id="j1", nproc=2)
+    (tmp_path / "results").mkdir()
+    start, end = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc), datetime(2026, 11, 21, 10, 1, tzinfo=timezone.utc)
+    out = outcome_of(spec, tmp_path, "7", {"state": "TIMEOUT", "steps": "7.batch=CANCELLED", "start": start, "end": end})
+    assert out.status == "timeout" and out.started_at == start and out.wall_time_s == 60.0
+    assert out.annotations["slurm_steps"] == "7.batch=CANCELLED"
 
 
 def test_options_check_and_sbatch_parameters():
@@ -211,6 +222,7 @@ def test_job_over_its_time_limit_is_a_timeout(slurm, tmp_path, monkeypatch):
     assert rec.status == "timeout"
     assert rec.annotations["slurm_state"] == "TIMEOUT"
     assert rec.failure.kind == "timeout"
+    assert rec.metrics.wall_time_s >= 55  # sacct's start and end: the job ran for its 1-minute limit
     assert f"Slurm job {rec.annotations['slurm_job_id']} ended TIMEOUT" in rec.failure.message
 
 
