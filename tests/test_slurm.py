@@ -234,7 +234,8 @@ def test_job_over_its_memory_limit_is_an_oom(slurm, tmp_path):
     [rec] = RecordStore(store).records()
     assert rec.status == "oom"
     assert rec.annotations["slurm_state"] == "OUT_OF_MEMORY"
-    assert rec.failure.kind == "oom"
+    assert rec.failure.kind == "oom" and rec.failure.memory["limit_gib"] == 0.4
+    assert ".0=OUT_OF_MEMORY" in rec.annotations["slurm_steps"]
 
 
 def _hanging_job_running(tmp_path):
