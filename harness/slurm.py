@@ -183,9 +183,10 @@ def run_agent(job_dir: str) -> dict:
     started = _now()
     code, timed_out = run_process(torchrun_command(d / "job.json", launch), worker_env(spec.device, spec.nproc),
                                   d / f"log-agent{agent}.txt", spec.timeout_s)
+    ended = _now()
     info = {"agent": agent, "host": socket.gethostname(), "exit_code": code, "timed_out": timed_out,
-            "started_at": started.isoformat(), "ended_at": _now().isoformat(),
-            "wall_s": (_now() - started).total_seconds()}
+            "started_at": started.isoformat(), "ended_at": ended.isoformat(),
+            "wall_s": (ended - started).total_seconds()}
     write_json_atomic(d / f"agent{agent}.json", info)
     return info
 
@@ -309,7 +310,7 @@ class SlurmLauncher(Launcher):
     name = "slurm"
 
     def __init__(self, options: SlurmOptions, folder: str | Path, ledger: str | Path):
-        super().__init__(workdir=str(folder), keep_dirs=True)
+        super().__init__()
         self.options = options
         self.folder = Path(folder).resolve()
         self.ledger = SubmissionLedger(ledger)

@@ -186,21 +186,14 @@ class RecordStore:
             record = parse_record(record.to_dict())  # re-validate: fields may have been mutated
         else:
             record = parse_record(record)
-        line = (record.to_json() + "\n").encode()
         with self._lock:
             torn = self._refresh()  # warns about a torn tail, which is noted below
             if record.job_id in self._ids:
                 return False
             if torn is not None:
                 self._note_torn(*torn)
-            fd = os.open(self.file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                if torn is not None:
-                    _write_all(fd, b"\n")  # end the torn line; never rewrite it
-                _write_all(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            # a torn line is ended, never rewritten
+            append_line(self.file, ("\n" if torn is not None else "") + record.to_json())
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TornLineWarning)
                 self._refresh()

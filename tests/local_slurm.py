@@ -43,14 +43,17 @@ class SlurmSetupError(RuntimeError):
 
 
 def missing_binaries() -> list[str]:
-    """Daemons and clients the cluster needs that are not on ``PATH``."""
+    """Daemons and clients the cluster needs that are not on ``PATH`` (or in ``/usr/sbin``)."""
     need = ["munged", "mariadb-install-db", "mariadbd", "slurmdbd", "slurmctld", "slurmd", "sbatch", "sacct"]
-    path = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
-    return [b for b in need if shutil.which(b, path=path) is None]
+    return [b for b in need if _which(b) is None]
+
+
+def _which(name: str):
+    return shutil.which(name, path=os.environ.get("PATH", "") + os.pathsep + "/usr/sbin")
 
 
 def _bin(name: str) -> str:
-    return shutil.which(name, path=os.environ.get("PATH", "") + os.pathsep + "/usr/sbin") or name
+    return _which(name) or name
 
 
 class LocalSlurm:

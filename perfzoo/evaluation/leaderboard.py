@@ -417,11 +417,9 @@ def fit_artifact(dataset: Any, spec: Any, out_dir: Path) -> dict[str, Any]:
 
 def _artifact_key(ds: Any, spec: Any) -> str:
     """What an artifact depends on: the dataset's content and the member's name, parameters, code."""
-    import hashlib
+    from perfzoo.evaluation.runner import dataset_hash, stable_hash
 
-    ident = {"data": str(ds.content_hash()) if hasattr(ds, "content_hash") else ds.name,
-             "predictor": spec.cache_identity() if hasattr(spec, "cache_identity") else repr(spec)}
-    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return stable_hash({"data": dataset_hash(ds), "predictor": spec.cache_identity()})[:16]
 
 
 def _fit_or_reuse(ds: Any, spec: Any, out: Path, previous: dict[str, Any]) -> dict[str, Any]:

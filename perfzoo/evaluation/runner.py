@@ -330,7 +330,8 @@ def _failure_scores(est: Any, X: pd.DataFrame) -> np.ndarray:
 _METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
 
 
-def _hash(obj: Any) -> str:
+def stable_hash(obj: Any) -> str:
+    """sha256 of ``obj`` as sorted JSON: the same for equal content, run after run."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -421,7 +422,7 @@ def _seed_rank(sp: Split, seeds: Sequence[int], curve_seeds: Sequence[int]) -> i
 def _task(dname, dhash, spec, sp, X, y, tr, te, groups, failure) -> Task:
     ids = {"dataset": dname, "predictor": spec.display, "split": sp.name, "kind": sp.kind,
            "fold": sp.fold, "seed": int(sp.seed)}
-    key = _hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash, "predictor": spec.cache_identity(),
+    key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash, "predictor": spec.cache_identity(),
                  "split": sp.key, "train": _rows_hash(tr), "test": _rows_hash(te),
                  "failure": failure})
     return Task(
