@@ -16,16 +16,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from perfzoo.search.encoding import SpaceCodec
-from perfzoo.search.objective import Objective, SearchResult, exclude_keys, select_top
-
-
-def _objective(space, predictor, failure, columns, fixed, failure_mode, objective, seed) -> Objective:
-    if objective is not None:
-        return objective
-    codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
-    if predictor is None:
-        raise ValueError("this searcher needs a predictor (or an objective)")
-    return Objective(codec, predictor, failure, columns=columns, fixed=fixed, failure_mode=failure_mode, seed=seed)
+from perfzoo.search.objective import Objective, SearchResult, exclude_keys, make_objective, select_top
 
 
 def random_search(space: Any, predictor: Any = None, top_k: int = 50, *, failure: Any = None,
@@ -48,7 +39,8 @@ def random_search(space: Any, predictor: Any = None, top_k: int = 50, *, failure
         return SearchResult(method="random", space=codec.space.name, configs=codec.configs(idx), keys=keys,
                             predicted=nan, reward=nan.copy(), p_success=nan.copy(),
                             stats={"sampled": len(idx), "seconds": round(time.perf_counter() - t0, 3)})
-    obj = _objective(codec, predictor, failure, columns, fixed, failure_mode, objective, seed)
+    obj = make_objective(codec, predictor, failure, objective=objective, columns=columns, fixed=fixed,
+                         failure_mode=failure_mode, seed=seed)
     idx = codec.sample(max(n_samples, top_k), seed=rng, unique=True, exclude=excl)
     pred, ps, reward = obj.score(idx, valid=np.ones(len(idx), dtype=bool))
     res = select_top(obj, codec.keys(idx), pred, ps, reward, top_k, excl, "random",
@@ -79,7 +71,8 @@ def tpe(space: Any, predictor: Any = None, top_k: int = 50, *, failure: Any = No
     import warnings
 
     t0 = time.perf_counter()
-    obj = _objective(space, predictor, failure, columns, fixed, failure_mode, objective, seed)
+    obj = make_objective(space, predictor, failure, objective=objective, columns=columns, fixed=fixed,
+                         failure_mode=failure_mode, seed=seed)
     codec = obj.codec
     excl = exclude_keys(codec, exclude)
     dists = {}
@@ -94,24 +87,23 @@ def tpe(space: Any, predictor: Any = None, top_k: int = 50, *, failure: Any = No
         sampler = optuna.samplers.TPESampler(seed=int(seed), n_startup_trials=n_startup_trials,
                                              multivariate=multivariate)
         study = optuna.create_study(direction="maximize", sampler=sampler)
-        all_idx, all_pred, all_ps, all_reward = [], [], [], []
+        all_keys, all_pred, all_ps, all_reward = [], [], [], []
         done = 0
         while done < n_samples:
             B = min(batch_size, n_samples - done)
             trials = [study.ask(dists) for _ in range(B)]
             idx = np.array([[t.params[n] for n in codec.names] for t in trials], dtype=np.int64)
-            pred, ps, reward, _ = obj.score_cached(idx)
+            pred, ps, reward, keys = obj.score_cached(idx)
             for t, r in zip(trials, reward.tolist()):
                 study.tell(t, float(r))
-            all_idx.append(idx)
+            all_keys.append(keys)
             all_pred.append(pred)
             all_ps.append(ps)
             all_reward.append(reward)
             done += B
-    idx = np.concatenate(all_idx)
-    keys = codec.keys(idx)
+    keys = np.concatenate(all_keys)
     res = select_top(obj, keys, np.concatenate(all_pred), np.concatenate(all_ps), np.concatenate(all_reward),
-                     top_k, excl, "tpe", {"sampled": int(len(idx)), "distinct": int(len(np.unique(keys))),
+                     top_k, excl, "tpe", {"sampled": int(len(keys)), "distinct": int(len(np.unique(keys))),
                                           "excluded_known": int(len(excl))})
     res.stats["seconds"] = round(time.perf_counter() - t0, 3)
     return res

@@ -88,12 +88,10 @@ class _Rule:
     """A function of a few dimensions, tabulated: ``deps`` (dimension positions) and the
     per-combination results (a bool ``ok`` table and, for ``derived``, value tables)."""
 
-    def __init__(self, deps: tuple[int, ...], ok: np.ndarray, values: Optional[dict[str, np.ndarray]] = None,
-                 reasons: Optional[dict] = None):
+    def __init__(self, deps: tuple[int, ...], ok: np.ndarray, values: Optional[dict[str, np.ndarray]] = None):
         self.deps = deps
         self.ok = ok
         self.values = values or {}
-        self.reasons = reasons or {}
 
 
 def _column_array(values: Sequence[Any]) -> tuple[str, Any]:
@@ -202,7 +200,6 @@ class SpaceCodec:
                 break
             deps |= reads
         values: dict[str, np.ndarray] = {}
-        reasons: dict = {}
         if kind == "derived":
             keys: list[str] = []
             for res in results.values():
@@ -213,9 +210,7 @@ class SpaceCodec:
                 for combo, res in results.items():
                     arr[combo] = res.get(k) if isinstance(res, dict) else None
                 values[k] = np.asarray(_as_column(arr.reshape(-1))).reshape(shape)
-        else:
-            reasons = {combo: res for combo, res in results.items() if not ok[combo]}
-        return _Rule(order, ok, values, reasons)
+        return _Rule(order, ok, values)
 
     # -- index arrays ----------------------------------------------------------------------
     def _check(self, idx: np.ndarray) -> np.ndarray:

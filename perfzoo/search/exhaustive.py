@@ -20,8 +20,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from perfzoo.search.encoding import SpaceCodec
-from perfzoo.search.objective import Objective, SearchResult, exclude_keys, select_top
+from perfzoo.search.objective import Objective, SearchResult, exclude_keys, make_objective, select_top
 
 DEFAULT_LIMIT = 20_000_000
 
@@ -41,12 +40,8 @@ def exhaustive(space: Any, predictor: Any = None, top_k: int = 50, *, failure: A
     ``path`` (``treegrid`` or ``chunked``) and ``seconds``.
     """
     t0 = time.perf_counter()
-    codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
-    if objective is None:
-        if predictor is None:
-            raise ValueError("exhaustive needs a predictor (or an objective)")
-        objective = Objective(codec, predictor, failure, columns=columns, fixed=fixed, failure_mode=failure_mode,
-                              seed=seed)
+    objective = make_objective(space, predictor, failure, objective=objective, who="exhaustive", columns=columns,
+                               fixed=fixed, failure_mode=failure_mode, seed=seed)
     codec = objective.codec
     if codec.size > limit:
         raise ValueError(f"space {codec.space.name!r} has {codec.size:,} grid points, more than limit={limit:,}; "

@@ -223,6 +223,23 @@ class Objective:
             return None
 
 
+def make_objective(space: Any, predictor: Any, failure: Any = None, *, objective: Optional[Objective] = None,
+                   who: str = "this searcher", **options: Any) -> Objective:
+    """``objective`` if given, else an :class:`Objective` of ``predictor`` on ``space`` (a codec,
+    space or space name); ``options`` are Objective's keywords. Every searcher starts here.
+
+    >>> make_objective("fsdp-ads", None, who="reinforce")
+    Traceback (most recent call last):
+    ...
+    ValueError: reinforce needs a predictor (or an objective)
+    """
+    if objective is not None:
+        return objective
+    if predictor is None:
+        raise ValueError(f"{who} needs a predictor (or an objective)")
+    return Objective(space, predictor, failure, **options)
+
+
 @dataclass
 class SearchResult:
     """The top-k distinct, not-yet-measured configurations a searcher found.
@@ -282,12 +299,11 @@ def _num(v: Any) -> Optional[float]:
 
 
 def select_top(objective: Objective, keys: np.ndarray, pred: np.ndarray, ps: np.ndarray, reward: np.ndarray,
-               top_k: int, exclude: np.ndarray, method: str, stats: Optional[dict] = None,
-               valid: Optional[np.ndarray] = None) -> SearchResult:
+               top_k: int, exclude: np.ndarray, method: str, stats: Optional[dict] = None) -> SearchResult:
     """The ``top_k`` best distinct keys by reward (ties: prediction), leaving out ``exclude``
     and invalid rows; builds the :class:`SearchResult`."""
     codec = objective.codec
-    keep = np.isfinite(pred) if valid is None else (valid & np.isfinite(pred))
+    keep = np.isfinite(pred)
     if len(exclude):
         keep &= ~np.isin(keys, exclude)
     keys, pred, ps, reward = keys[keep], pred[keep], ps[keep], reward[keep]
@@ -303,4 +319,4 @@ def select_top(objective: Objective, keys: np.ndarray, pred: np.ndarray, ps: np.
                         predicted=pred, reward=reward, p_success=ps, std=objective.std(idx), stats=stats)
 
 
-__all__ = ["Objective", "SearchResult", "exclude_keys", "input_columns", "select_top"]
+__all__ = [Objective, "SearchResult", "exclude_keys", "input_columns", "select_top"]

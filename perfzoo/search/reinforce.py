@@ -29,8 +29,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from perfzoo.search.encoding import SpaceCodec
-from perfzoo.search.objective import Objective, SearchResult, exclude_keys, select_top
+from perfzoo.search.objective import Objective, SearchResult, exclude_keys, make_objective, select_top
 
 
 def reinforce(space: Any, predictor: Any = None, top_k: int = 50, *, failure: Any = None, n_samples: int = 2000,
@@ -71,12 +70,8 @@ def reinforce(space: Any, predictor: Any = None, top_k: int = 50, *, failure: An
     import torch
 
     t0 = time.perf_counter()
-    codec = space.codec if isinstance(space, Objective) else (space if isinstance(space, SpaceCodec) else SpaceCodec(space))
-    if objective is None:
-        if predictor is None:
-            raise ValueError("reinforce needs a predictor (or an objective)")
-        objective = Objective(codec, predictor, failure, columns=columns, fixed=fixed, failure_mode=failure_mode,
-                              seed=seed)
+    objective = make_objective(space, predictor, failure, objective=objective, who="reinforce", columns=columns,
+                               fixed=fixed, failure_mode=failure_mode, seed=seed)
     codec = objective.codec
     for name, v in (("top_k", top_k), ("n_samples", n_samples), ("batch_size", batch_size), ("restarts", restarts)):
         if int(v) < 1:
@@ -104,7 +99,7 @@ def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, 
     opt = torch.optim.Adam([logits], lr=lr)
     steps = math.ceil(n_samples / batch_size)
     baseline = None
-    all_idx, all_pred, all_ps, all_reward, all_keys = [], [], [], [], []
+    all_pred, all_ps, all_reward, all_keys = [], [], [], []
     history = np.zeros((R, steps))
     n_invalid = 0
     best_per_restart = np.full(R, -np.inf)
@@ -125,7 +120,6 @@ def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, 
         pred, ps, reward, keys = objective.score_cached(idx)
         valid = np.isfinite(pred)
         n_invalid += int((~valid).sum())
-        all_idx.append(idx)
         all_pred.append(pred)
         all_ps.append(ps)
         all_reward.append(reward)
@@ -155,7 +149,6 @@ def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, 
     with torch.no_grad():
         mode = logits.masked_fill(pad, float("-inf")).argmax(dim=-1).numpy().astype(np.int64)  # (R, D)
     pred, ps, reward, keys = objective.score_cached(mode)
-    all_idx.append(mode)
     all_pred.append(pred)
     all_ps.append(ps)
     all_reward.append(reward)
