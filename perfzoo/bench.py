@@ -194,13 +194,10 @@ def _specs(names: Sequence[str], cfg: BenchConfig, explicit: bool = False) -> li
     return specs
 
 
-def _load(names: Sequence[str], external_dir: Optional[str], quiet: bool) -> list[Any]:
+def _load(names: Sequence[str], external_dir: Optional[str]) -> list[Any]:
     from perfzoo.datasets import load_dataset
 
-    out = []
-    for name in names:
-        out.append(load_dataset(name, external_dir=external_dir) if external_dir else load_dataset(name))
-    return out
+    return [load_dataset(name, external_dir=external_dir or None) for name in names]
 
 
 def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> int:
@@ -213,11 +210,11 @@ def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> i
     if args.datasets:
         names = _csv(args.datasets)
     elif cfg.datasets is not None:
-        available = set(list_datasets(args.external_dir) if args.external_dir else list_datasets())
+        available = set(list_datasets(args.external_dir or None))
         names = [n for n in cfg.datasets if n in available]
     else:
-        names = list(list_datasets(args.external_dir) if args.external_dir else list_datasets())
-    datasets = _load(names, args.external_dir, args.quiet)
+        names = list(list_datasets(args.external_dir or None))
+    datasets = _load(names, args.external_dir)
     if cfg.max_rows_for_all and not args.datasets:
         datasets = [d for d in datasets if len(d) <= cfg.max_rows_for_all]
     if not datasets:
@@ -291,17 +288,14 @@ def _scores_only(name: str) -> bool:
 
 
 def _print_headline(results, datasets, best, out: Path, wall: float) -> None:
-    from perfzoo.evaluation.leaderboard import pick_best, summarize, _split_order
+    from perfzoo.evaluation.leaderboard import best_per_split, summarize
 
     summary = summarize(results.frame)
     print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8}")
     for ds in datasets:
-        s = summary[(summary["dataset"] == ds.name) & (summary["kind"] != "curve")] if len(summary) else summary
-        for split in _split_order(s["split"].unique() if len(s) else []):
-            b = pick_best(summary, ds.name, split)
-            if b is not None:
-                print(f"{ds.name:22} {split:26} {b['predictor']:20} {b['kendall_mean']:8.3f} "
-                      f"{b['spearman_mean']:8.3f} {b['pearson_mean']:8.3f}")
+        for split, b in best_per_split(summary, ds.name):
+            print(f"{ds.name:22} {split:26} {b['predictor']:20} {b['kendall_mean']:8.3f} "
+                  f"{b['spearman_mean']:8.3f} {b['pearson_mean']:8.3f}")
     if results.errors:
         print(f"\n{len(results.errors)} task(s) failed; see the Errors section of {out / 'README.md'}", file=sys.stderr)
     print(f"\n{results.computed} fits computed, {results.cached} from the cache; wall time {wall:.0f} s; "
@@ -319,7 +313,7 @@ def cross(train: str, test: str, predictors: Optional[list[str]], *, as_json: bo
 
     names = predictors or [n for n in CROSS_DEFAULT if n in zoo.names()]
     specs = _specs(names, FULL)
-    tr, te = _load([train, test], external_dir, True)
+    tr, te = _load([train, test], external_dir)
     rows = cross_evaluate(tr, te, specs)
     if as_json:
         for r in rows:

@@ -33,6 +33,8 @@ from typing import Optional, Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from perfzoo.search import SEARCHERS
+
     p = argparse.ArgumentParser(
         prog="python -m perfzoo.tune",
         description="The closed loop: N random jobs, then R rounds of fit -> search -> launch the top k "
@@ -42,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-random", type=int, default=100, help="random jobs before the first round (default 100)")
     p.add_argument("--rounds", type=int, default=3, help="search rounds (default 3)")
     p.add_argument("--top-k", type=int, default=20, help="jobs launched per round (default 20)")
-    p.add_argument("--searcher", default="reinforce", choices=["reinforce", "exhaustive", "tpe", "random"],
+    p.add_argument("--searcher", default="reinforce", choices=list(SEARCHERS),
                    help="searcher run on the predictor each round (default reinforce)")
     p.add_argument("--predictor", default="lightgbm",
                    help="zoo member refitted each round, or 'best' (the leaderboard's best for --dataset); "

@@ -241,10 +241,6 @@ def _fmt(mean: float, std: float, digits: int) -> str:
     return f"{mean:.{digits}f} ± {2 * std:.{digits}f}"
 
 
-def _better(metric: str, a: float, b: float) -> bool:
-    return a > b if M.HIGHER_IS_BETTER.get(metric, True) else a < b
-
-
 def split_table(summary: pd.DataFrame, dataset: str, split: str, scored_mape: Sequence[str] = ()) -> str:
     """A markdown table of every throughput predictor on one split (mean ± 2 std)."""
     s = summary[(summary["dataset"] == dataset) & (summary["split"] == split)
@@ -387,7 +383,7 @@ def fit_artifact(dataset: Any, spec: Any, out_dir: Path) -> dict[str, Any]:
 
     from threadpoolctl import threadpool_limits
 
-    from perfzoo.evaluation.runner import feature_frame, ok_mask, set_threads, target_values
+    from perfzoo.evaluation.runner import feature_frame, fit_kwargs, ok_mask, set_threads, target_values
 
     X = feature_frame(dataset)
     y = target_values(dataset)
@@ -396,10 +392,7 @@ def fit_artifact(dataset: Any, spec: Any, out_dir: Path) -> dict[str, Any]:
     set_threads(est, 1)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        try:
-            est.fit(X[ok].reset_index(drop=True), y[ok], dataset=dataset.name)
-        except TypeError:  # a fit without the dataset keyword
-            est.fit(X[ok].reset_index(drop=True), y[ok])
+        est.fit(X[ok].reset_index(drop=True), y[ok], **fit_kwargs(est, dataset.name))
     fit_s = time.perf_counter() - t0
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{dataset.name}--{spec.name}"
@@ -436,6 +429,19 @@ def _fit_or_reuse(ds: Any, spec: Any, out: Path, previous: dict[str, Any]) -> di
     return art
 
 
+def _passed(row: pd.Series, why: str) -> dict[str, Any]:
+    """A best.json ``passed_over`` entry: a member not shipped, and why."""
+    return {"predictor": row["predictor"], "kendall": round(float(row["kendall_mean"]), 4), "why": why}
+
+
+def best_per_split(summary: pd.DataFrame, dataset: str) -> list[tuple[str, pd.Series]]:
+    """``[(split, best row)]`` of a dataset, splits in their usual order, learning curves left out."""
+    if summary.empty:
+        return []
+    splits = summary.loc[(summary["dataset"] == dataset) & (summary["kind"] != "curve"), "split"].unique()
+    return [(split, b) for split in _split_order(splits) if (b := pick_best(summary, dataset, split)) is not None]
+
+
 def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, artifacts: bool,
           previous: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
     """The best.json entry of one dataset by :data:`BEST_RULE`, its artifact fitted and saved."""
@@ -448,8 +454,7 @@ def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, ar
     for _, row in cands.iterrows():
         spec = by_spec.get(row["predictor"])
         if row["fit_time_s_median"] > FIT_BUDGET_S:
-            passed_over.append({"predictor": row["predictor"], "kendall": round(float(row["kendall_mean"]), 4),
-                                "why": f"median fit {row['fit_time_s_median']:.1f} s > {FIT_BUDGET_S:g} s"})
+            passed_over.append(_passed(row, f"median fit {row['fit_time_s_median']:.1f} s > {FIT_BUDGET_S:g} s"))
             continue
         if not artifacts or spec is None:
             chosen = row
@@ -457,12 +462,11 @@ def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, ar
         try:
             art = _fit_or_reuse(ds, spec, out, previous)
         except Exception as exc:  # report, try the next one
-            passed_over.append({"predictor": row["predictor"], "kendall": round(float(row["kendall_mean"]), 4),
-                                "why": f"artifact not saved: {type(exc).__name__}: {exc}"})
+            passed_over.append(_passed(row, f"artifact not saved: {type(exc).__name__}: {exc}"))
             continue
         if art["bytes"] > ARTIFACT_BUDGET_BYTES:
-            passed_over.append({"predictor": row["predictor"], "kendall": round(float(row["kendall_mean"]), 4),
-                                "why": f"artifact {art['bytes'] / 2**20:.1f} MiB > {ARTIFACT_BUDGET_BYTES / 2**20:g} MiB"})
+            passed_over.append(_passed(row, f"artifact {art['bytes'] / 2**20:.1f} MiB > "
+                                            f"{ARTIFACT_BUDGET_BYTES / 2**20:g} MiB"))
             _remove(Path(art["path"]))
             art = None
             continue
@@ -495,14 +499,10 @@ def _ship(ds: Any, summary: pd.DataFrame, by_spec: dict[str, Any], out: Path, ar
         entry.update(artifact=str(Path(art["path"]).relative_to(out)), artifact_bytes=art["bytes"],
                      artifact_n_train=art["n_train"], artifact_fit_time_s=round(art["fit_time_s"], 3),
                      artifact_key=art["key"])
-    best_by_split = {}
-    for split in _split_order(summary.loc[(summary["dataset"] == ds.name) & (summary["kind"] != "curve"), "split"].unique()):
-        b = pick_best(summary, ds.name, split)
-        if b is not None:
-            best_by_split[split] = {"predictor": b["predictor"], "kendall": round(float(b["kendall_mean"]), 4),
-                                    "spearman": round(float(b["spearman_mean"]), 4),
-                                    "pearson": round(float(b["pearson_mean"]), 4)}
-    entry["best_by_split"] = best_by_split
+    entry["best_by_split"] = {split: {"predictor": b["predictor"], "kendall": round(float(b["kendall_mean"]), 4),
+                                      "spearman": round(float(b["spearman_mean"]), 4),
+                                      "pearson": round(float(b["pearson_mean"]), 4)}
+                              for split, b in best_per_split(summary, ds.name)}
     return entry
 
 
@@ -659,11 +659,7 @@ def _readme(results, summary, datasets, context, best_doc, out, fig_dir, scored_
           "| dataset | split | best predictor | Kendall | Spearman | Pearson | top-1 regret | target (issue 5) |",
           "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for ds in datasets:
-        splits = summary.loc[(summary["dataset"] == ds.name) & (summary["kind"] != "curve"), "split"].unique()
-        for split in _split_order(splits):
-            b = pick_best(summary, ds.name, split)
-            if b is None:
-                continue
+        for split, b in best_per_split(summary, ds.name):
             L.append(f"| {ds.name} | {split} | {b['predictor']} | {_fmt(b['kendall_mean'], b['kendall_std'], 3)} | "
                      f"{_fmt(b['spearman_mean'], b['spearman_std'], 3)} | {_fmt(b['pearson_mean'], b['pearson_std'], 3)} | "
                      f"{_fmt(b['top1_regret_mean'], b['top1_regret_std'], 3)} | {_lookup(TARGETS, ds.name, split) or ''} |")

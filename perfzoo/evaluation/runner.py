@@ -251,7 +251,6 @@ class Task:
     groups_test: Optional[np.ndarray]
     failure: bool = False
     keep_predictions: bool = True
-    groups_train: Optional[np.ndarray] = None
     threads: int = 1
 
 
@@ -280,7 +279,7 @@ def _execute(task: Task) -> dict[str, Any]:
         est = task.spec.build(seed=int(task.ids["seed"]))
         set_threads(est, task.threads)
         t0 = time.perf_counter()
-        est.fit(task.X_train, task.y_train, **_fit_kwargs(est, task))
+        est.fit(task.X_train, task.y_train, **fit_kwargs(est, task.ids.get("dataset")))
         out["fit_time_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         if task.failure:
@@ -302,7 +301,7 @@ def _execute(task: Task) -> dict[str, Any]:
     return out
 
 
-def _fit_kwargs(est: Any, task: Task) -> dict[str, Any]:
+def fit_kwargs(est: Any, dataset: Optional[str]) -> dict[str, Any]:
     """``dataset`` (a name for the saved metadata) where ``fit`` takes it.
 
     Ranking members form their queries themselves (by workload); the runner's comparable
@@ -314,8 +313,8 @@ def _fit_kwargs(est: Any, task: Task) -> dict[str, Any]:
     except (TypeError, ValueError):
         return {}
     kw: dict[str, Any] = {}
-    if "dataset" in params and task.ids.get("dataset") is not None:
-        kw["dataset"] = task.ids["dataset"]
+    if "dataset" in params and dataset is not None:
+        kw["dataset"] = dataset
     return kw
 
 
@@ -422,15 +421,14 @@ def _seed_rank(sp: Split, seeds: Sequence[int], curve_seeds: Sequence[int]) -> i
 def _task(dname, dhash, spec, sp, X, y, tr, te, groups, failure) -> Task:
     ids = {"dataset": dname, "predictor": spec.display, "split": sp.name, "kind": sp.kind,
            "fold": sp.fold, "seed": int(sp.seed)}
-    key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash, "predictor": spec.cache_identity(),
-                 "split": sp.key, "train": _rows_hash(tr), "test": _rows_hash(te),
-                 "failure": failure})
+    key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
+                       "predictor": spec.cache_identity(), "split": sp.key, "train": _rows_hash(tr),
+                       "test": _rows_hash(te), "failure": failure})
     return Task(
         key=key, ids=ids, spec=spec,
         X_train=X.iloc[tr].reset_index(drop=True), y_train=y[tr],
         X_test=X.iloc[te].reset_index(drop=True), y_test=y[te],
         groups_test=None if groups is None else groups[te],
-        groups_train=None if groups is None else groups[tr],
         failure=failure, keep_predictions=sp.kind in ("random", "temporal", "scale"),
     )
 
@@ -639,7 +637,6 @@ def cross_evaluate(
     ok_te = ok_mask(test)
     y_tr, y_te = target_values(train), target_values(test)
     groups = comparable_groups(test)
-    groups_tr = comparable_groups(train)
     out = []
     for spec in predictors:
         if spec.name == FAILURE_PREDICTOR:
@@ -650,7 +647,6 @@ def cross_evaluate(
             spec=spec, X_train=X_tr[ok_tr].reset_index(drop=True), y_train=y_tr[ok_tr],
             X_test=X_te[ok_te].reset_index(drop=True), y_test=y_te[ok_te],
             groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
-            groups_train=None if groups_tr is None else groups_tr[ok_tr],
         )
         res = execute(task)
         res.pop("traceback", None)

@@ -32,6 +32,8 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from perfzoo.search import SEARCHERS
+
     p = argparse.ArgumentParser(
         prog="python -m perfzoo.search",
         description="Search a space with a predictor and write the top-k configurations not yet measured "
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--failure", default="auto",
                    help="'auto' (fit the failure classifier on --dataset when it has failures), 'none', or the "
                         "folder of a saved failure predictor")
-    p.add_argument("--searcher", default="reinforce", choices=["reinforce", "exhaustive", "random", "tpe"])
+    p.add_argument("--searcher", default="reinforce", choices=list(SEARCHERS))
     p.add_argument("--top-k", type=int, default=50, help="configurations to propose (default 50)")
     p.add_argument("--out", metavar="FILE.jsonl", help="write the proposals here ({\"config\": ...} lines)")
     p.add_argument("--n-samples", type=int, help="sampled configs (REINFORCE: per restart, default 2000)")
@@ -225,7 +227,6 @@ def _run(args) -> int:
         kwargs.update(restarts=args.restarts, batch_size=args.batch_size, lr=args.lr, progress=args.progress)
     if args.searcher == "exhaustive":
         kwargs.update(progress=args.progress)
-        kwargs.pop("seed")
     if args.n_samples is not None:
         if args.searcher == "exhaustive":
             raise UsageError("--n-samples does not apply to --searcher exhaustive")
