@@ -28,6 +28,7 @@ import json
 import os
 import time
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -208,8 +209,12 @@ class ClosedLoop:
         self.notes: list[str] = []
 
     # -- phases and state ----------------------------------------------------------------------
+    def loop_phases(self) -> list[str]:
+        """The phases whose jobs are the loop's own: the random start and the search rounds."""
+        return ["random"] + [f"round{r}" for r in range(1, self.rounds + 1)]
+
     def phases(self) -> list[str]:
-        out = ["random"] + [f"round{r}" for r in range(1, self.rounds + 1)]
+        out = self.loop_phases()
         if self.control:
             out.append("control")
         if self.hand_tuned:
@@ -368,24 +373,27 @@ class ClosedLoop:
             _write_lines(self.plan_path("baseline"), plan)
         for p in plan:
             cfg = p["config"]
-            recs = [r for r in self._records() if config_id(r.config) == config_id(cfg)]
+            cid = config_id(cfg)
+            recs = [r for r in self._records() if config_id(r.config) == cid]
             if not recs:
                 self.log(f"[{self.tag}] baseline: trying local_batch {cfg.get('local_batch')}")
                 self.launcher([cfg], sid)
-                recs = [r for r in self._records() if config_id(r.config) == config_id(cfg)]
+                recs = [r for r in self._records() if config_id(r.config) == cid]
             if any(r.status == "ok" for r in recs):
                 return
 
-    def champions(self) -> dict[str, dict]:
-        """The configs the comparison is about: the best measured job of the loop (random
-        phase + rounds), of random search (random phase + control) and the hand-tuned one."""
-        state = {p.name: p for p in self.state()}
-        loop_recs = [r for n in ["random"] + [f"round{i}" for i in range(1, self.rounds + 1)] if n in state
-                     for r in state[n].records]
-        rand_recs = state["random"].records + (state["control"].records if "control" in state else [])
+    def arms(self, state: Optional[list[Phase]] = None) -> dict[str, list[JobRecord]]:
+        """The records of each arm of the comparison: ``loop`` (random phase + rounds),
+        ``random`` (random phase + control) and ``hand-tuned`` (the baseline)."""
+        by = {p.name: p for p in (state if state is not None else self.state())}
+        return {"loop": [r for n in self.loop_phases() if n in by for r in by[n].records],
+                "random": by["random"].records + (by["control"].records if "control" in by else []),
+                "hand-tuned": by["baseline"].records if "baseline" in by else []}
+
+    def champions(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
+        """The configs the comparison is about: the best measured job of each of :meth:`arms`."""
         out = {}
-        for name, recs in (("loop", loop_recs), ("random", rand_recs),
-                           ("hand-tuned", state["baseline"].records if "baseline" in state else [])):
+        for name, recs in self.arms(state).items():
             ok = [r for r in recs if r.status == "ok" and r.metrics.throughput is not None]
             if ok:
                 out[name] = max(ok, key=lambda r: r.metrics.throughput).config
@@ -396,22 +404,19 @@ class ClosedLoop:
         seen: dict[str, dict] = {}
         for cfg in self.champions().values():
             seen.setdefault(config_id(cfg), cfg)
-        todo = []
-        for cid, cfg in seen.items():
-            n = sum(config_id(r.config) == cid for r in self._records())
-            if n < 1 + self.confirm:
-                todo.append(cfg)
+        counts = Counter(config_id(r.config) for r in self._records())
+        todo = [cfg for cid, cfg in seen.items() if counts[cid] < 1 + self.confirm]
         if not todo:
             self.log(f"[{self.tag}] confirm: every champion has {1 + self.confirm} measurements")
             return
         self.log(f"[{self.tag}] confirm: measuring {len(todo)} configs {self.confirm} more times")
         self.launcher(todo, sid, repeat=1 + self.confirm)
 
-    def confirmed(self) -> dict[str, dict]:
+    def confirmed(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
         """Median and count of every measurement of each champion config (see :meth:`champions`)."""
         recs = self._records()
         out = {}
-        for name, cfg in self.champions().items():
+        for name, cfg in self.champions(state).items():
             cid = config_id(cfg)
             vals = [r.metrics.throughput if r.status == "ok" and r.metrics.throughput is not None else np.nan
                     for r in recs if config_id(r.config) == cid]
@@ -445,12 +450,9 @@ class LoopSummary:
 
     @classmethod
     def from_state(cls, loop: ClosedLoop, state: list) -> "LoopSummary":
-        by = {p.name: p for p in state}
-        loop_phases = ["random"] + [f"round{r}" for r in range(1, loop.rounds + 1)]
-        loop_recs = [r for n in loop_phases if n in by for r in by[n].records]
-        rand_recs = by["random"].records + (by["control"].records if "control" in by else [])
-        base = by.get("baseline")
-        base_ok = [r for r in (base.records if base else []) if r.status == "ok"]
+        arms = loop.arms(state)
+        loop_recs, rand_recs = arms["loop"], arms["random"]
+        base_ok = [r for r in arms["hand-tuned"] if r.status == "ok"]
         unit = next((r.metrics.throughput_unit for r in loop_recs if r.metrics.throughput_unit), "") or ""
         return cls(tag=loop.tag, space=loop.space.name,
                    phases=[{"phase": p.name, "sweep_id": p.sweep_id, "planned": p.planned, "done": p.done,
@@ -458,7 +460,7 @@ class LoopSummary:
                    loop_best=_best(loop_recs), loop_jobs=len(loop_recs), random_best=_best(rand_recs),
                    random_jobs=len(rand_recs), baseline=_best(base_ok),
                    baseline_config=base_ok[0].config if base_ok else None, unit=unit, notes=list(loop.notes),
-                   confirmed=loop.confirmed() if loop.confirm else {})
+                   confirmed=loop.confirmed(state) if loop.confirm else {})
 
     def table(self) -> str:
         rows = [("phase", "sweep id", "planned", "done", "ok", f"best {self.unit}".strip())]
@@ -540,7 +542,7 @@ def frontier_figure(summary_or_loop: Any, path: Union[str, Path], permutations: 
 
     loop = summary_or_loop
     state = {p.name: p for p in loop.state()}
-    phases = ["random"] + [f"round{r}" for r in range(1, loop.rounds + 1)]
+    phases = loop.loop_phases()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x0 = 0

@@ -127,16 +127,7 @@ def grid_values(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.
     enc, lgbm, post = parts
     D = len(codec.names)
     cards = [int(c) for c in codec.cards]
-    # probe rows: the base config, then each dimension through its values
-    base = np.zeros(D, dtype=np.int64)
-    rows, where = [base], []
-    for d in range(D):
-        for j in range(cards[d]):
-            r = base.copy()
-            r[d] = j
-            rows.append(r)
-            where.append((d, j))
-    probe = np.array(rows)
+    probe = _probe_rows(cards)
     try:
         Z = enc.transform(frame_fn(probe))
     except Exception:
@@ -196,12 +187,8 @@ def grid_values(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.
     rng = np.random.default_rng(seed)
     sample = rng.integers(0, codec.size, size=min(check, codec.size))
     idx = codec.decode(sample)
-    X = frame_fn(idx)
     try:
-        if kind == "success":
-            truth = 1.0 - np.asarray(predictor.predict_failure(X), dtype=float).reshape(-1)
-        else:
-            truth = np.asarray(predictor.predict(X), dtype=float).reshape(-1)
+        truth = _outputs(predictor, frame_fn(idx), kind)
     except Exception:
         return None
     got = out[sample]
@@ -209,6 +196,18 @@ def grid_values(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.
     if not np.all(np.abs(got - truth) <= tol):
         return None
     return out
+
+
+def _probe_rows(cards: list[int]) -> np.ndarray:
+    """Probe rows: the base config (every index 0), then each dimension through its values."""
+    base = np.zeros(len(cards), dtype=np.int64)
+    rows = [base]
+    for d, c in enumerate(cards):
+        for j in range(c):
+            r = base.copy()
+            r[d] = j
+            rows.append(r)
+    return np.array(rows)
 
 
 def _outputs(predictor: Any, X: pd.DataFrame, kind: str) -> np.ndarray:
@@ -226,15 +225,8 @@ def additive_grid(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], p
     result is checked on random grid points; None when the model is not additive."""
     D = len(codec.names)
     cards = [int(c) for c in codec.cards]
-    base = np.zeros(D, dtype=np.int64)
-    rows = [base]
-    for d in range(D):
-        for j in range(cards[d]):
-            r = base.copy()
-            r[d] = j
-            rows.append(r)
     try:
-        out = _outputs(predictor, frame_fn(np.array(rows)), kind)
+        out = _outputs(predictor, frame_fn(_probe_rows(cards)), kind)
     except Exception:
         return None
     if not np.all(np.isfinite(out)):
