@@ -81,7 +81,8 @@ def read_rank_reports(results_dir: Path) -> list[dict]:
 
 
 def tail(text: str, n: int = MESSAGE_TAIL) -> str:
-    return text[-n:] if len(text) > n else text
+    """The last ``n`` characters of ``text``."""
+    return text[-n:]
 
 
 def merge(spec: JobSpec, reports: list[dict], *, exit_code: Optional[int], timed_out: bool,

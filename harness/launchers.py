@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail, write_json_atomic
+from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail
 
 KILL_GRACE_S = 3.0
 POLL_S = 0.02

@@ -58,10 +58,9 @@ def figures(device: str = "cpu") -> dict[str, Optional[float]]:
     return out
 
 
-def peak_gib(device: str = "cpu") -> Optional[float]:
-    """The peak memory a record reports: peak RSS on CPU, peak allocated on GPU."""
-    f = figures(device)
-    return f.get("cuda_peak_allocated_gib") if device == "cuda" else f.get("peak_rss_gib")
+def peak_gib(figs: dict[str, Optional[float]], device: str = "cpu") -> Optional[float]:
+    """The peak memory a record reports, from :func:`figures`: peak RSS on CPU, peak allocated on GPU."""
+    return figs.get("cuda_peak_allocated_gib") if device == "cuda" else figs.get("peak_rss_gib")
 
 
 def apply_budget(budget_gib: Optional[float], device: str = "cpu") -> dict:

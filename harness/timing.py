@@ -22,11 +22,6 @@ import numpy as np
 NOISE_THRESHOLD = 0.1  # IQR / median of step time above this -> noisy
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (linear interpolation, as numpy's default)."""
-    return float(np.percentile(np.asarray(values, dtype=float), q))
-
-
 def max_over_ranks(per_rank: Sequence[Sequence[float]]) -> list[float]:
     """Element-wise max of the ranks' step-time lists (truncated to the shortest)."""
     if not per_rank:
@@ -47,21 +42,21 @@ def summarize_steps(per_rank: Sequence[Sequence[float]], items_per_step: float,
         return {"step_time_n": 0}
     t = np.asarray(steps, dtype=float)
     tput = items_per_step / t
-    p25, p50, p75 = np.percentile(t, [25, 50, 75])
+    p25, p50, p75, p90, p99 = np.percentile(t, [25, 50, 75, 90, 99])
     noise = float((p75 - p25) / p50) if p50 > 0 else None
-    p90_tput = float(np.percentile(tput, 90))
+    p50_tput, p90_tput = (float(v) for v in np.percentile(tput, [50, 90]))
     return {
         "throughput": p90_tput,
         "throughput_per_device": p90_tput / max(n_devices, 1),
         "throughput_stat": "p90",
         "throughput_mean": float(tput.mean()),
-        "throughput_p50": float(np.percentile(tput, 50)),
+        "throughput_p50": p50_tput,
         "throughput_p90": p90_tput,
         "step_time_n": int(t.size),
         "step_time_mean_s": float(t.mean()),
         "step_time_p50_s": float(p50),
-        "step_time_p90_s": float(np.percentile(t, 90)),
-        "step_time_p99_s": float(np.percentile(t, 99)),
+        "step_time_p90_s": float(p90),
+        "step_time_p99_s": float(p99),
         "noise_iqr_over_median": noise,
         "noisy": bool(noise is not None and noise > threshold),
     }

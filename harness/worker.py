@@ -167,8 +167,8 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
         if isinstance(exc, KeyboardInterrupt):
             report["error"]["kind"] = "interrupted"
     report["memory"] = memory.figures(device)
+    report["peak_memory_gib"] = memory.peak_gib(report["memory"], device)
     report["memory"]["limit_gib"] = spec.config.get("memory_budget_gib")
-    report["peak_memory_gib"] = memory.peak_gib(device)
     report["timings"] = timings
     report["env"] = relevant_env()
     memory.lift_budget(device)

@@ -516,7 +516,6 @@ class _HW:
 
 def _hardware(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarray) -> _HW:
     """Per-row device figures, looked up once per distinct accelerator string."""
-    n = len(df)
     col = _column(df, "accelerator")
     if col is None:
         codes, uniques = np.array(-1), []

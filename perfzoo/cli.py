@@ -89,7 +89,9 @@ def _source(summary: dict[str, Any]) -> str:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    header = ("name", "rows", "ok", "oom", "timeout", "failed", "time range", "scale range", "source")
+    from perfzoo.records import STATUSES
+
+    header = ("name", "rows", *STATUSES, "time range", "scale range", "source")
     lines = []
     for s in rows:
         if "error" in s:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from perfzoo import spaces as _spaces
+from perfzoo.records import STATUSES
 
 DEFAULT_SPACE = {"fsdp": "fsdp-ads", "llm": "llm-small"}
 
@@ -230,12 +231,12 @@ class Tally:
                 self.overhead_n[launcher] += 1
 
     def postfix(self) -> str:
-        return " ".join(f"{k}={self.status[k]}" for k in ("ok", "oom", "timeout", "failed"))
+        return " ".join(f"{k}={self.status[k]}" for k in STATUSES)
 
     def table(self, elapsed_s: float, skipped: int, out: str) -> str:
         n = sum(self.status.values())
         rows = [("jobs run", f"{n}"), ("skipped (already in store)", f"{skipped}")]
-        rows += [(f"  {k}", f"{self.status[k]}") for k in ("ok", "oom", "timeout", "failed")]
+        rows += [(f"  {k}", f"{self.status[k]}") for k in STATUSES]
         if self.throughput:
             t = sorted(self.throughput)
             rows.append((f"p90 throughput ({self.unit})",

@@ -46,7 +46,7 @@ import pandas as pd
 from perfzoo.external import (
     ARCHITECTURES_FILE, DataError, config_key, detect_layout, read_published, read_vtrain,
 )
-from perfzoo.records import JobRecord, canonical_json
+from perfzoo.records import STATUSES, JobRecord, canonical_json
 from perfzoo.store import RECORDS_FILE, RecordStore, records_to_frame
 
 PathLike = Union[str, Path]
@@ -220,7 +220,7 @@ class Dataset:
         return {
             "name": self.name,
             "rows": len(frame),
-            **{s: int(status.get(s, 0)) for s in ("ok", "oom", "timeout", "failed")},
+            **{s: int(status.get(s, 0)) for s in STATUSES},
             "time_column": self.time_column,
             "time_min": _plain(times.min()) if len(times) else None,
             "time_max": _plain(times.max()) if len(times) else None,

@@ -29,7 +29,7 @@ import hashlib
 import json
 import uuid
 from datetime import datetime, timezone
-from typing import Any, Callable, Literal, Optional, Union
+from typing import Any, Callable, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -38,7 +38,7 @@ SCHEMA_VERSION = 1
 Scalar = Union[bool, int, float, str, None]
 Status = Literal["ok", "oom", "timeout", "failed"]
 Source = Literal["measured", "published", "surrogate"]
-STATUSES: tuple[str, ...] = ("ok", "oom", "timeout", "failed")
+STATUSES: tuple[str, ...] = get_args(Status)
 
 
 class RecordError(ValueError):

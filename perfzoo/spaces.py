@@ -66,9 +66,6 @@ class Dimension:
     def __len__(self) -> int:
         return len(self.values)
 
-    def contains(self, value: Any) -> bool:
-        return any(_same(value, v) for v in self.values)
-
     def index(self, value: Any) -> int:
         """Position of ``value`` in :attr:`values` (for one-hot or ordinal encodings)."""
         for i, v in enumerate(self.values):
@@ -184,6 +181,7 @@ class Space:
         if len(set(names)) != len(names):
             raise ValueError(f"space {self.name!r}: duplicate dimension names")
         self._dims = {d.name: d for d in self.dimensions}
+        self._knobs: Optional[list[str]] = None  # computed on first use (derived may import)
 
     def __repr__(self) -> str:
         return f"Space({self.name!r}, workload={self.workload!r}, {len(self.dimensions)} dimensions, size={self.size():,})"
@@ -196,11 +194,13 @@ class Space:
 
     def knobs(self) -> list[str]:
         """Every key of a complete config: dimensions, constants, then derived keys."""
-        example = {d.name: d.values[0] for d in self.dimensions}
-        example.update(self.constants)
-        derived = list(self.derived(example)) if self.derived else []
-        return [d.name for d in self.dimensions] + list(self.constants) + [k for k in derived
-                                                                           if k not in self._dims and k not in self.constants]
+        if self._knobs is None:
+            example = {d.name: d.values[0] for d in self.dimensions}
+            example.update(self.constants)
+            derived = list(self.derived(example)) if self.derived else []
+            self._knobs = [d.name for d in self.dimensions] + list(self.constants) + [
+                k for k in derived if k not in self._dims and k not in self.constants]
+        return list(self._knobs)
 
     def size(self) -> int:
         """Grid size: the product of the dimensions' sizes (before constraints)."""
@@ -226,10 +226,10 @@ class Space:
                              f"{self._dims[missing[0]].describe()})")
         out: dict[str, Scalar] = {}
         for d in self.dimensions:
-            v = config[d.name]
-            if not d.contains(v):
-                raise SpaceError(f"{where}knob '{d.name}' = {v!r} is not allowed; allowed values are {d.describe()}")
-            out[d.name] = d.values[d.index(v)]  # canonical spelling (e.g. 64.0 -> 64)
+            try:
+                out[d.name] = d.values[d.index(config[d.name])]  # canonical spelling (e.g. 64.0 -> 64)
+            except SpaceError as exc:
+                raise SpaceError(f"{where}{exc}") from None
         for k, v in self.constants.items():
             if k in config and not _same(config[k], v):
                 raise SpaceError(f"{where}knob '{k}' = {config[k]!r} is not allowed; it is fixed to {v!r} "
@@ -257,9 +257,6 @@ class Space:
             return True
         except SpaceError:
             return False
-
-    def world_size(self, config: dict) -> int:
-        return int(self.validate(config)[self.world_size_key])
 
     # sampling ----------------------------------------------------------------------------
     def sample(self, n: int, seed: int = 0, unique: bool = True, max_tries: int = 1000) -> list[dict]:
@@ -386,7 +383,7 @@ def llm_derived(c: dict) -> dict:
             raise SpaceError(f"global_batch_size = {gbs} is not divisible by micro_batch_size x dp = "
                              f"{micro} x {dp} = {micro * dp}")
         accum = int(gbs) // (micro * dp)
-    from harness.workloads.llm import param_counts  # pure arithmetic, no torch at import time
+    from harness.workloads.llm_shapes import param_counts  # pure arithmetic, no torch
 
     return {"global_batch_size": int(gbs), "grad_accum": accum, "dp": dp, "tp": 1, "pp": 1, "cp": 1,
             "n_params": param_counts(c)[0]}

@@ -176,16 +176,15 @@ class RecordStore:
         return set(self._ids)
 
     def __contains__(self, job_id: str) -> bool:
-        return job_id in self.job_ids()
+        self._refresh()
+        return job_id in self._ids
 
     # writing -------------------------------------------------------------------------------
 
     def append(self, record: Union[JobRecord, dict[str, Any]]) -> bool:
         """Validate and durably append one record. Returns False if its job id is stored."""
-        if isinstance(record, JobRecord):
-            record = parse_record(record.to_dict())  # re-validate: fields may have been mutated
-        else:
-            record = parse_record(record)
+        # a JobRecord is re-validated too: its fields may have been mutated
+        record = parse_record(record.to_dict() if isinstance(record, JobRecord) else record)
         with self._lock:
             torn = self._refresh()  # warns about a torn tail, which is noted below
             if record.job_id in self._ids:
@@ -226,14 +225,6 @@ class RecordStore:
         return datasets.Dataset.from_pandas(self.to_frame(), preserve_index=False)
 
 
-def _flatten(prefix: str, value: Any, row: dict[str, Any]) -> None:
-    if isinstance(value, dict):
-        for key, sub in value.items():
-            _flatten(f"{prefix}.{key}" if prefix else key, sub, row)
-    else:
-        row[prefix] = value
-
-
 def records_to_frame(records: Iterable[JobRecord]) -> pd.DataFrame:
     """Flatten records into a DataFrame: ``config.*``, ``hardware.*``, ``metrics.*``, ... columns.
 
@@ -242,13 +233,10 @@ def records_to_frame(records: Iterable[JobRecord]) -> pd.DataFrame:
     """
     rows = []
     for record in records:
-        row: dict[str, Any] = {}
-        _flatten("", record.model_dump(exclude={"failure"}), row)
-        row["failure.kind"] = record.failure.kind if record.failure else None
-        if record.failure:
-            _flatten("failure", record.failure.model_dump(), row)
+        row = record.model_dump()
+        row["failure"] = row.pop("failure") or {"kind": None}  # always a failure.kind column, and last
         rows.append(row)
-    frame = pd.DataFrame(rows)
+    frame = pd.json_normalize(rows) if rows else pd.DataFrame()
     for column in ("started_at", "ended_at"):
         if column in frame:
             frame[column] = pd.to_datetime(frame[column], utc=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from perfzoo.records import STATUSES
 from perfzoo.store import RecordStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,7 +88,7 @@ def card(name: str) -> str:
     counts = f.status.value_counts()
     lines += ["## Contents", "", f"{len(f)} job records (one per job, failures included):", "",
               "| status | jobs |", "|---|---|"]
-    for s in ("ok", "oom", "timeout", "failed"):
+    for s in STATUSES:
         lines.append(f"| {s} | {int(counts.get(s, 0))} |")
     lines.append("")
     if len(ok):

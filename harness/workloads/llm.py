@@ -16,14 +16,11 @@ tensor-wise dynamic scaling, GPUs with sm_89+ only), ``activation_checkpointing`
 ``full`` = recompute each block, ``selective`` = per-op: keep matmul and attention outputs,
 recompute the rest), ``compile``.
 
-Throughput is tokens/s; FLOPs per token are ``6 N + 12 L s d`` (N = non-embedding parameters,
-the attention term counts the QK^T and AV matmuls, forward + backward, as in PaLM's appendix /
-torchtitan; causal masking is not discounted).
+Throughput is tokens/s; FLOPs per token come from :mod:`harness.workloads.llm_shapes`.
 """
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import torch
@@ -31,6 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from harness.workloads import Built, RunContext
+from harness.workloads.llm_shapes import flops_per_token
 
 NAME = "llm"
 THROUGHPUT_UNIT = "tokens/s"
@@ -197,15 +195,19 @@ class Checkpointed(nn.Module):
     cheap ones are (``selective``: matmul and attention outputs are kept)."""
 
     def __init__(self, block: nn.Module, mode: str):
+        from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
         super().__init__()
         self.block, self.mode = block, mode
+        # built once, not on every forward of every block
+        self._context_fn = (partial(create_selective_checkpoint_contexts, _selective_policy())
+                            if mode == "selective" else None)
 
     def forward(self, *args):
-        from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
+        from torch.utils.checkpoint import checkpoint
 
-        if self.mode == "selective":
-            ctx_fn = partial(create_selective_checkpoint_contexts, _selective_policy())
-            return checkpoint(self.block, *args, use_reentrant=False, context_fn=ctx_fn)
+        if self._context_fn is not None:
+            return checkpoint(self.block, *args, use_reentrant=False, context_fn=self._context_fn)
         return checkpoint(self.block, *args, use_reentrant=False)
 
 
@@ -250,22 +252,6 @@ def parallelize(model: Llama, config: dict, ctx: RunContext) -> dict:
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
     return applied
-
-
-def param_counts(config: dict) -> tuple[int, int]:
-    """(all parameters, non-embedding parameters) of the model a config describes."""
-    d, L, f = int(config["hidden_dim"]), int(config["n_layers"]), int(config["ffn_dim"])
-    h, kv, v = int(config["n_heads"]), int(config["n_kv_heads"]), int(config["vocab_size"])
-    hd = d // h
-    block = d * h * hd + 2 * d * kv * hd + h * hd * d + 3 * d * f + 2 * d
-    non_emb = L * block + d + d * v  # the output projection does matmul FLOPs: counted
-    return non_emb + v * d, non_emb
-
-
-def flops_per_token(config: dict) -> float:
-    """Training FLOPs per token: 6 N (non-embedding) + 12 L s d (attention scores)."""
-    _, non_emb = param_counts(config)
-    return 6.0 * non_emb + 12.0 * int(config["n_layers"]) * int(config["seq_len"]) * int(config["hidden_dim"])
 
 
 def build(config: dict, ctx: RunContext) -> Built:
