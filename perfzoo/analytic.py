@@ -323,7 +323,7 @@ def _wrap_frame(cols: dict[str, np.ndarray], df: pd.DataFrame, scalar: bool):
 # the LLM inputs, resolved once
 # ----------------------------------------------------------------------------------------
 
-_BYTES = {"fp32": (4.0, 4.0, 8.0, 4.0)}  # params, grads, optimizer, activations
+_FP32_BYTES = (4.0, 4.0, 8.0, 4.0)  # params, grads, optimizer, activations
 _MIXED = (2.0, 2.0, 12.0, 2.0)
 
 
@@ -378,12 +378,9 @@ class _LLM:
         fa = _mapped(df, "flash_attention", _bool, dtype=float)
         self.flash = np.where(np.isnan(fa), 0.0, fa)
 
-        bytes_ = np.array([_BYTES.get(p, _MIXED) for p in ("fp32", "mixed")])
         is32 = _is(self.precision, PRECISIONS, "fp32")
-        self.p_bytes = np.where(is32, bytes_[0, 0], bytes_[1, 0])
-        self.g_bytes = np.where(is32, bytes_[0, 1], bytes_[1, 1])
-        self.o_bytes = np.where(is32, bytes_[0, 2], bytes_[1, 2])
-        self.act_bytes = np.where(is32, bytes_[0, 3], bytes_[1, 3])
+        self.p_bytes, self.g_bytes, self.o_bytes, self.act_bytes = (
+            np.where(is32, x32, xm) for x32, xm in zip(_FP32_BYTES, _MIXED))
 
         self.hw = _hardware(df, self.precision, self.n_gpus)
 
@@ -696,7 +693,7 @@ def _fsdp_cols(df: pd.DataFrame) -> dict[str, np.ndarray]:
     budget = _num(df, "memory_budget_gib")
     precision = _coded(df, "precision", lambda v: "fp32" if _missing(v) else normalize_precision(v), PRECISIONS)
     is32 = _is(precision, PRECISIONS, "fp32")
-    p_b, g_b, o_b, a_b = (np.where(is32, x32, xm) for x32, xm in zip(_BYTES["fp32"], _MIXED))
+    p_b, g_b, o_b, a_b = (np.where(is32, x32, xm) for x32, xm in zip(_FP32_BYTES, _MIXED))
     ppl = _num(df, "params_per_layer")
 
     in0 = np.where(T * e > 0, T * e, w)
@@ -850,5 +847,4 @@ def estimate_arrays(df: pd.DataFrame) -> dict[str, np.ndarray]:
         for k in ("comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "bubble"):
             out[k][fsdp] = 0.0
         out["comm_bytes"][fsdp] = cols["comm_dp_bytes"]
-        out["tokens_per_step"][fsdp] = np.nan
     return out

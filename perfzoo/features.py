@@ -257,11 +257,9 @@ class FeatureEncoder:
                 if len(pos) and pos.min() > 0 and (base_key(c) in SIZE_KEYS or pos.max() / pos.min() >= 16):
                     self.log_columns_.append(c)
         self.use_analytic_ = bool(self.analytic) and not onehot
-        self.analytic_columns_: list[str] = []
-        if self.use_analytic_:
-            an = analytic_features(X)
-            self.analytic_columns_ = [c for c, v in an.items() if np.isfinite(v).any()]
-        num = self._numeric_block(X, fit=True)
+        an = analytic_features(X) if self.use_analytic_ else {}
+        self.analytic_columns_: list[str] = [c for c, v in an.items() if np.isfinite(v).any()]
+        num = self._numeric_block(X, fit=True, an=an)
         if self.encoding in ("numeric", "scaled"):
             self.medians_ = {k: (float(np.nanmedian(v)) if np.isfinite(v).any() else 0.0) for k, v in num.items()}
         if self.encoding == "scaled":
@@ -293,7 +291,9 @@ class FeatureEncoder:
             )
         return {c: (X[c] if c in X.columns else None) for c in self.input_columns_}
 
-    def _numeric_block(self, X: pd.DataFrame, fit: bool = False) -> dict[str, np.ndarray]:
+    def _numeric_block(self, X: pd.DataFrame, fit: bool = False,
+                       an: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+        """Numeric, log-size and analytic columns (``an``: the analytic features of ``X``, if known)."""
         cols = self._present(X) if not fit else {c: X[c] for c in self.input_columns_}
         n = len(X)
         out: dict[str, np.ndarray] = {}
@@ -303,7 +303,7 @@ class FeatureEncoder:
         for c in self.log_columns_:
             out[f"log.{c}"] = _log2(out[c])
         if self.use_analytic_ and self.analytic_columns_:
-            an = analytic_features(X)
+            an = an if an is not None else analytic_features(X)
             for c in self.analytic_columns_:
                 out[c] = an[c]
         return out
@@ -344,8 +344,7 @@ class FeatureEncoder:
                     codes = np.where(np.isnan(v), -1, np.searchsorted(self.bins_[c], v, side="right"))
                 elif self.kinds_[c] == "numeric":
                     v = _to_float(cols[c], n)
-                    s = pd.Series(np.where(np.isnan(v), np.nan, v))
-                    codes = _codes(s, cats, n)
+                    codes = _codes(pd.Series(v), cats, n)
                 else:
                     codes = _codes(cols[c], cats, n)
                 ok = codes >= 0
@@ -399,8 +398,9 @@ def check_frame(X: Any) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------
 
 
-def _analytic_log_throughput(X: pd.DataFrame, per_device: bool) -> np.ndarray:
-    v = analytic.estimate_arrays(X)["throughput_per_device" if per_device else "throughput"]
+def _analytic_log_throughput(X: pd.DataFrame, per_device: bool, est: Optional[dict] = None) -> np.ndarray:
+    """log of the analytic throughput (global or per device); ``est``: ``estimate_arrays(X)`` if known."""
+    v = (est if est is not None else analytic.estimate_arrays(X))["throughput_per_device" if per_device else "throughput"]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(v > 0, np.log(np.where(v > 0, v, 1.0)), np.nan)
 
@@ -441,18 +441,16 @@ class TargetTransform:
     def fit(self, y: Iterable[float], X: pd.DataFrame) -> "TargetTransform":
         y = np.asarray(y, dtype=float)
         self.per_device_ = bool(self.per_device)
+        # log_ratio: rows whose analytic estimate is unknown are regressed around the median log y
         self.fallback_ = float(np.median(_safe_log(y))) if len(y) else 0.0
-        if self.kind == "log_ratio":
-            ly = _safe_log(y)
-            if self.per_device is None:
-                spread = {}
-                for pd_ in (False, True):
-                    r = ly - _analytic_log_throughput(X, pd_)
-                    r = r[np.isfinite(r)]
-                    spread[pd_] = float(np.std(r)) if len(r) > 1 else np.inf
-                self.per_device_ = spread[True] < spread[False]
-            # rows whose analytic estimate is unknown: regress log y around the median log y
-            self.fallback_ = float(np.median(ly)) if len(ly) else 0.0
+        if self.kind == "log_ratio" and self.per_device is None:
+            ly, est = _safe_log(y), analytic.estimate_arrays(X)
+            spread = {}
+            for pd_ in (False, True):
+                r = ly - _analytic_log_throughput(X, pd_, est)
+                r = r[np.isfinite(r)]
+                spread[pd_] = float(np.std(r)) if len(r) > 1 else np.inf
+            self.per_device_ = spread[True] < spread[False]
         return self
 
     def transform(self, y: Iterable[float], X: pd.DataFrame) -> np.ndarray:

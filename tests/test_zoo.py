@@ -165,3 +165,10 @@ def test_ranking_members_respect_groups(vtrain):
     groups = np.where(X["config.hidden_dim"] > 1024, "big", "small")
     model = zoo.make("lightgbm_rank", n_estimators=50).fit(X, y, groups=groups)
     assert np.isfinite(model.predict(X_test)).all()
+
+
+def test_gp_std_of_one_config_given_as_a_dict(vtrain):
+    X, y, _, _ = vtrain
+    gp = zoo.make("gp", target="per_device").fit(X.iloc[:200], y[:200])
+    row = X.iloc[[0]]
+    assert gp.predict_std(row.iloc[0].to_dict()) == pytest.approx(gp.predict_std(row))

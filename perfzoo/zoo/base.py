@@ -81,6 +81,22 @@ def _versions() -> dict[str, Optional[str]]:
     return out
 
 
+_POOLS: list = [None, -1]  # the ThreadpoolController, and len(sys.modules) when it was made
+
+
+def _thread_pools():
+    """A :class:`threadpoolctl.ThreadpoolController`, made again only after new imports (which
+    may load another BLAS or OpenMP). A fresh scan of the loaded libraries costs about 3 ms, and
+    the searcher predicts hundreds of times per round."""
+    import sys
+
+    from threadpoolctl import ThreadpoolController
+
+    if _POOLS[0] is None or _POOLS[1] != len(sys.modules):
+        _POOLS[:] = [ThreadpoolController(), len(sys.modules)]
+    return _POOLS[0]
+
+
 class Predictor(BaseEstimator):
     """Base class of the zoo members (see the module docstring)."""
 
@@ -132,9 +148,7 @@ class Predictor(BaseEstimator):
         Thread pools that spin while waiting collapse when the cores are shared: small
         fits run 10x slower with 2 threads on a busy 2-core machine than with 1.
         """
-        from threadpoolctl import threadpool_limits
-
-        return threadpool_limits(limits=int(getattr(self, "n_jobs", 1) or 1))
+        return _thread_pools().limit(limits=int(getattr(self, "n_jobs", 1) or 1))
 
     # -- for subclasses -------------------------------------------------------------------
     def _validate_params(self) -> None:
@@ -220,10 +234,8 @@ class EncodedPredictor(Predictor):
     (transformed) target is not handed to the model: the member then predicts that value.
     """
 
-    analytic_features: ClassVar[bool] = True
-
     def _encoder(self) -> FeatureEncoder:
-        return FeatureEncoder(self.encoding, analytic=getattr(self, "analytic", self.analytic_features))
+        return FeatureEncoder(self.encoding)
 
     def _target(self) -> TargetTransform:
         return TargetTransform(getattr(self, "target", "log"), per_device=getattr(self, "per_device", None))

@@ -98,7 +98,7 @@ class CatBoostPredictor(EncodedPredictor):
 # ------------------------------------------------------------------------------------------
 
 
-def ranking_groups(X: pd.DataFrame, y: np.ndarray, groups: Any, group_by: Optional[Sequence[str]],
+def ranking_groups(X: pd.DataFrame, groups: Any, group_by: Optional[Sequence[str]],
                    max_group_size: int, seed: int) -> np.ndarray:
     """Query ids for a ranking objective: pairs are formed only inside a query.
 
@@ -111,8 +111,7 @@ def ranking_groups(X: pd.DataFrame, y: np.ndarray, groups: Any, group_by: Option
     if groups is not None:
         base = pd.factorize(pd.Series(np.asarray(groups)).astype(str))[0]
     else:
-        cols = list(group_by) if group_by else [c for c in ("workload", "config.workload") if c in X.columns]
-        cols = [c for c in cols if c in X.columns]
+        cols = [c for c in (group_by or ("workload", "config.workload")) if c in X.columns]
         if cols:
             key = X[cols].astype(str).agg("|".join, axis=1)
             base = pd.factorize(key)[0]
@@ -171,7 +170,7 @@ class LightGBMRankPredictor(LightGBMPredictor):
         return lgb.LGBMRanker(**params)
 
     def _fit_model(self, Z, z, X, groups) -> None:
-        qid = ranking_groups(X, z, groups, self.group_by, self.max_group_size, self.random_state)
+        qid = ranking_groups(X, groups, self.group_by, self.max_group_size, self.random_state)
         edges = np.unique(np.quantile(z, np.linspace(0, 1, self.n_bins + 1)[1:-1]))
         labels = np.searchsorted(edges, z, side="right")
         order = np.argsort(qid, kind="stable")
@@ -211,7 +210,7 @@ class CatBoostRankPredictor(CatBoostPredictor):
     def _fit_model(self, Z, z, X, groups) -> None:
         from catboost import Pool
 
-        qid = ranking_groups(X, z, groups, self.group_by, self.max_group_size, self.random_state)
+        qid = ranking_groups(X, groups, self.group_by, self.max_group_size, self.random_state)
         order = np.argsort(qid, kind="stable")
         cats = self.encoder_.categorical_features_
         # ranking losses are scale-free in the label; standardise for numeric comfort

@@ -87,6 +87,7 @@ class RandomForestPredictor(EncodedPredictor):
             max_features=self.max_features, n_jobs=self.n_jobs, random_state=self.random_state)
 
     def _predict_model(self, Z) -> np.ndarray:
+        # the encoder's matrix is column-major; the forest predicts faster on rows
         return self.model_.predict(np.ascontiguousarray(Z))
 
 
@@ -115,9 +116,6 @@ class GBRPredictor(EncodedPredictor):
             n_estimators=self.n_estimators, learning_rate=self.learning_rate, max_depth=self.max_depth,
             subsample=self.subsample, random_state=self.random_state)
 
-    def _predict_model(self, Z) -> np.ndarray:
-        return self.model_.predict(np.ascontiguousarray(Z))
-
 
 class HistGBRPredictor(EncodedPredictor):
     """scikit-learn ``HistGradientBoostingRegressor`` with native categorical splits."""
@@ -145,15 +143,23 @@ class HistGBRPredictor(EncodedPredictor):
 
 
 class _Standardised(EncodedPredictor):
-    """Fits the model on a standardised transformed target (for MLP and GP)."""
+    """Fits the model on a standardised transformed target (for MLP and GP). Subclasses whose
+    model needs more than ``fit`` / ``predict`` override :meth:`_fit_standardised` / :meth:`_predict_standardised`."""
 
     def _fit_model(self, Z, z, X, groups) -> None:
         self.z_mean_ = float(np.mean(z))
         self.z_std_ = float(np.std(z)) or 1.0
-        self.model_.fit(Z, (z - self.z_mean_) / self.z_std_)
+        self._fit_standardised(Z, (z - self.z_mean_) / self.z_std_)
+
+    def _fit_standardised(self, Z, zs) -> None:
+        self.model_.fit(Z, zs)
 
     def _predict_model(self, Z) -> np.ndarray:
-        return self.model_.predict(Z) * self.z_std_ + self.z_mean_
+        return self._predict_standardised(Z) * self.z_std_ + self.z_mean_
+
+    def _predict_standardised(self, Z) -> np.ndarray:
+        """The prediction in the standardised target space."""
+        return self.model_.predict(Z)
 
 
 class MLPPredictor(_Standardised):
@@ -223,15 +229,12 @@ class GPPredictor(_Standardised):
     def _make_model(self):
         return None  # built in _fit_model, once the feature count is known
 
-    def _fit_model(self, Z, z, X, groups) -> None:
+    def _fit_standardised(self, Z, zs) -> None:
         n, d = Z.shape
         scale = np.ones(d) if self.ard else 1.0
         kernel = ConstantKernel(1.0, (1e-3, 1e3)) * RBF(scale, (1e-2, 1e3)) + WhiteKernel(self.noise, (1e-6, 1.0))
         rng = np.random.default_rng(self.random_state)
         optimizer = partial(_lbfgs, maxiter=int(self.max_opt_iter))
-        self.z_mean_ = float(np.mean(z))
-        self.z_std_ = float(np.std(z)) or 1.0
-        zs = (z - self.z_mean_) / self.z_std_
         if n > self.max_opt_samples:  # hyperparameters from a subset
             rows = np.sort(rng.choice(n, self.max_opt_samples, replace=False))
             with warnings.catch_warnings():  # length scales at their bounds: expected, not news
@@ -262,15 +265,16 @@ class GPPredictor(_Standardised):
                 mu[part] = self.model_.predict(Z[part])
         return mu, sd
 
-    def _predict_model(self, Z) -> np.ndarray:
-        return self._posterior(Z, False)[0] * self.z_std_ + self.z_mean_
+    def _predict_standardised(self, Z) -> np.ndarray:
+        return self._posterior(Z, False)[0]
 
     def predict_std(self, X: pd.DataFrame) -> np.ndarray:
         """Posterior standard deviation of the predicted throughput (see the class docstring)."""
         self._check_fitted()
+        X = check_frame(X)  # a dict of columns too: the target's inverse reads X's columns
         if self.constant_ is not None:
             return np.zeros(len(X))
-        Z = self.encoder_.transform(check_frame(X))
+        Z = self.encoder_.transform(X)
         with self._threads():
             mu, sd = self._posterior(Z, True)
         mu = mu * self.z_std_ + self.z_mean_

@@ -45,7 +45,6 @@ class MLPRankEnsemblePredictor(EncodedPredictor):
     encoding = "onehot"
     output = "score"
     has_std = True
-    analytic_features = False
 
     def __init__(self, n_models: int = 10, hidden: int = 1600, dropout: float = 0.5, epochs: int = 200,
                  batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 5e-3, margin: float = 1e-3,
@@ -86,7 +85,7 @@ class MLPRankEnsemblePredictor(EncodedPredictor):
 
         # groups of comparable jobs (no cutting into small queries: pairs come from batches)
         big = max(len(z), 1)
-        gid = ranking_groups(X, z, groups, self.group_by, big, self.random_state)
+        gid = ranking_groups(X, groups, self.group_by, big, self.random_state)
         Zt = torch.as_tensor(np.asarray(Z, dtype=np.float32))
         yt = torch.as_tensor(np.asarray(z, dtype=np.float32))
         gt = torch.as_tensor(gid)
