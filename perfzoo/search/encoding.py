@@ -94,17 +94,30 @@ class _Rule:
         self.values = values or {}
 
 
+def _numeric_kind(vals: list) -> Optional[str]:
+    """``'int'`` (integers, no None), ``'float'`` (numbers, None allowed) or None (anything else:
+    text, bools, mixtures, or only None)."""
+    plain = [v for v in vals if v is not None]
+    if not plain or not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                            for v in plain):
+        return None
+    return "int" if len(plain) == len(vals) and all(isinstance(v, (int, np.integer)) for v in plain) else "float"
+
+
+def _floats(vals: list) -> np.ndarray:
+    return np.array([np.nan if v is None else float(v) for v in vals], dtype=float)
+
+
 def _column_array(values: Sequence[Any]) -> tuple[str, Any]:
     """How a list of knob values becomes a column: ``('int', array)``, ``('float', array)``
     (None -> NaN) or ``('cat', (categories, code_of_value))`` for text / bools / mixtures."""
     vals = list(values)
+    kind = _numeric_kind(vals)
+    if kind == "int":
+        return "int", np.array(vals, dtype=np.int64)
+    if kind == "float":
+        return "float", _floats(vals)
     plain = [v for v in vals if v is not None]
-    is_num = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-                 for v in plain)
-    if plain and is_num:
-        if len(plain) == len(vals) and all(isinstance(v, (int, np.integer)) for v in plain):
-            return "int", np.array(vals, dtype=np.int64)
-        return "float", np.array([np.nan if v is None else float(v) for v in vals], dtype=float)
     cats: list[Any] = []
     for v in plain:
         if not any(type(v) is type(c) and v == c for c in cats):
@@ -423,14 +436,10 @@ def _constant_column(value: Any, n: int, categorical: bool):
 
 def _as_column(vals: np.ndarray):
     """Object array of derived values -> int / float array where they are all numbers."""
-    plain = [v for v in vals.tolist() if v is not None]
-    if plain and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in plain) \
-            and len(plain) == len(vals):
+    kind = _numeric_kind(vals.tolist())
+    if kind == "int":
         return vals.astype(np.int64)
-    if plain and all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-                     for v in plain):
-        return np.array([np.nan if v is None else float(v) for v in vals.tolist()], dtype=float)
-    return vals
+    return _floats(vals.tolist()) if kind == "float" else vals
 
 
 __all__ = ["SpaceCodec"]
