@@ -140,7 +140,8 @@ def _show(args: argparse.Namespace) -> int:
              f"train <= {_number(s['scale_threshold'])} ({s['scale_train_rows']} rows), "
              f"test > {_number(s['scale_threshold'])} ({s['scale_test_rows']} rows)")
     fields = [
-        ("rows", f"{s['rows']} (ok {s['ok']}, oom {s['oom']}, timeout {s['timeout']}, failed {s['failed']}); "
+        ("rows", f"{s['rows']} (ok {s['ok']} of which {s['unlabelled']} unlabelled, oom {s['oom']}, "
+                 f"timeout {s['timeout']}, failed {s['failed']}); "
                  f"{s['configurations']} distinct configurations ({ds.duplicate_key})"),
         ("target", f"{s['target']} ({s['target_unit']}, higher is better): "
                    f"{_number(s['target_min'])} .. {_number(s['target_max'])} over ok rows"),
@@ -157,6 +158,8 @@ def _show(args: argparse.Namespace) -> int:
     print(ds.name)
     for key, value in fields:
         print(f"  {key:<11} {value}")
+    for report in ds.load_reports:
+        print(f"  {'load':<11} " + str(report).replace("\n", "\n" + " " * 12))
     if ds.card.strip():
         print("\n" + ds.card.strip())
     return 0

@@ -10,8 +10,8 @@ Where datasets come from (:func:`list_datasets`, :func:`load_dataset`):
 
 * **external files**, read in place from the external-data directory: the ``external_dir``
   argument, else ``$PERFZOO_EXTERNAL_DATA``, else ``../shared/external`` beside the checkout.
-  Registered: ``vtrain-a100``, ``published-mosaicml``, ``published-torchtitan`` and
-  ``published-llm`` (every published-table CSV there together). Any other CSV there in
+  Registered: ``vtrain-a100``, ``published-mosaicml``, ``published-torchtitan``,
+  ``published-nemo``, ``published-megatron`` and ``published-llm`` (every published-table CSV there together). Any other CSV there in
   either layout is listed under its file name (``megatron_runs.csv`` -> ``megatron-runs``).
 * **bundled record stores** ``datasets/<name>/`` (``records.jsonl``, ``dataset.json``,
   ``README.md``; ``$PERFZOO_DATASETS`` names another folder), found automatically.
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.external import (
-    ARCHITECTURES_FILE, DataError, config_key, detect_layout, read_published, read_vtrain,
+    ARCHITECTURES_FILE, DataError, LoadReport, config_key, detect_layout, read_published, read_vtrain,
 )
 from perfzoo.records import STATUSES, JobRecord, canonical_json
 from perfzoo.store import RECORDS_FILE, RecordStore, records_to_frame
@@ -89,9 +89,13 @@ class Dataset:
     duplicate_key : a column equal for rows that measure the same configuration
         (``config_key``): splits keep such rows on one side.
     provenance, card : where the data came from; the dataset card (markdown).
+    load_reports : what reading each published-table file did with its rows
+        (:class:`~perfzoo.external.LoadReport`; empty for record stores and vTrain files).
 
     ``X`` and ``y`` cover every row as it is, failures included (``y`` is NaN there); use
-    :meth:`ok` for the successful rows only, and ``failed`` to tell them apart.
+    :meth:`ok` for the successful rows only, ``failed`` to tell them apart, and
+    :meth:`labelled` for the rows a throughput predictor can fit and be scored on (``ok`` with
+    a known target: a published configuration without a usable figure is ``ok`` but unlabelled).
 
     Example
     -------
@@ -112,6 +116,7 @@ class Dataset:
     duplicate_key: str = "config_key"
     provenance: str = ""
     card: str = field(default="", repr=False)
+    load_reports: tuple[LoadReport, ...] = field(default=(), repr=False)
 
     def __post_init__(self):
         self.group_columns = tuple(self.group_columns)
@@ -131,7 +136,8 @@ class Dataset:
                      scale_threshold: Optional[float] = None,
                      group_columns: Optional[Iterable[str]] = None,
                      feature_columns: Optional[Iterable[str]] = None,
-                     provenance: str = "", card: str = "") -> "Dataset":
+                     provenance: str = "", card: str = "",
+                     load_reports: Sequence[LoadReport] = ()) -> "Dataset":
         """A Dataset over ``records``; metadata left as None is inferred from the frame.
 
         Inferred: ``target_unit`` from ``metrics.throughput_unit``; ``scale_column``, the first
@@ -144,7 +150,7 @@ class Dataset:
 
         >>> from perfzoo.external import read_published
         >>> path = external_data_dir() / "torchtitan_benchmarks.csv"
-        >>> ds = Dataset.from_records("torchtitan", read_published(path))
+        >>> ds = Dataset.from_records("torchtitan", read_published(path).records)
         >>> ds.scale_column, ds.scale_threshold
         ('config.n_gpus', 256)
         """
@@ -167,7 +173,8 @@ class Dataset:
         return cls(name=name, frame=frame, target=target, target_unit=target_unit,
                    time_column=time_column, scale_column=scale_column,
                    scale_threshold=scale_threshold, group_columns=tuple(group_columns),
-                   feature_columns=tuple(feature_columns), provenance=provenance, card=card)
+                   feature_columns=tuple(feature_columns), provenance=provenance, card=card,
+                   load_reports=tuple(load_reports))
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -197,6 +204,15 @@ class Dataset:
         """The rows whose job finished (``status == 'ok'``)."""
         return self.subset(~self.failed)
 
+    @property
+    def unlabelled(self) -> np.ndarray:
+        """Boolean mask of ``ok`` rows whose target is unknown (kept for prediction, not scored)."""
+        return ~self.failed & ~np.isfinite(self.y)
+
+    def labelled(self) -> "Dataset":
+        """The rows with a known target: ``ok`` and not :attr:`unlabelled` (what fits and scores use)."""
+        return self.subset(~self.failed & np.isfinite(self.y))
+
     def content_hash(self) -> str:
         """A stable hash of the frame and the metadata that changes what is fitted or scored.
 
@@ -221,6 +237,7 @@ class Dataset:
             "name": self.name,
             "rows": len(frame),
             **{s: int(status.get(s, 0)) for s in STATUSES},
+            "unlabelled": int(self.unlabelled.sum()),
             "time_column": self.time_column,
             "time_min": _plain(times.min()) if len(times) else None,
             "time_max": _plain(times.max()) if len(times) else None,
@@ -240,6 +257,7 @@ class Dataset:
             "group_columns": list(self.group_columns),
             "feature_columns": list(self.feature_columns),
             "provenance": self.provenance,
+            "load_reports": [report.to_dict() for report in self.load_reports],
         }
 
 
@@ -324,12 +342,28 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "PyTorch torchtitan Llama 2/3/3.1 8B..405B benchmarks with FSDP2/TP/PP/CP, "
         "torch.compile, Float8/MXFP8/NVFP4 on 4-512 GPUs, 2024-04 to 2026-08, OOM rows "
         "included (60 rows). Target: tokens/s per GPU. Scale split: <=64 GPUs predict 128-512."),
+    "published-nemo": ExternalSpec(
+        ("nvidia_nemo_perf_summary_2024.csv",), PUBLISHED_SCALE,
+        "compiled from the NVIDIA NeMo performance summary tables (https://github.com/NVIDIA/NeMo, "
+        "docs/source/performance/) into the published-table schema of SOURCES.md in the shared "
+        "external-data folder",
+        "NVIDIA NeMo performance summary 2024-08 to 2025-04: DGX-H100 FP8 pre-training, SFT and "
+        "LoRA of GPT-3, Llama 2/3 and Nemotron, plus long-context CP rows on H100 and B200 (71 "
+        "rows; the CP rows publish TFLOP/s only, their tokens/s is derived). Target: tokens/s per GPU."),
+    "published-megatron": ExternalSpec(
+        ("megatron_lm_readme_scaling.csv",), PUBLISHED_SCALE,
+        "compiled from the scaling tables of the NVIDIA/Megatron-LM README "
+        "(https://github.com/NVIDIA/Megatron-LM) and its history into the published-table schema "
+        "of SOURCES.md in the shared external-data folder",
+        "Megatron-LM README scaling tables 2020-09 to 2024-07: GPT 1B-1T on 1-6,144 V100, A100 and "
+        "H100 (49 rows; most publish TFLOP/s or MFU only, their tokens/s is derived; 4 rows without "
+        "a GPU count are skipped). Target: tokens/s per GPU."),
     "published-llm": ExternalSpec(
         (), PUBLISHED_SCALE,
         "any CSV whose header is the published-table schema of SOURCES.md in the shared "
         "external-data folder",
         "Every published-table CSV in the external-data directory together (MosaicML, "
-        "torchtitan, and any file in that schema added later). Target: tokens/s per GPU. "
+        "torchtitan, NeMo, Megatron-LM, and any file in that schema added later). Target: tokens/s per GPU. "
         "Scale split: <=64 GPUs predict more."),
 }
 
@@ -433,10 +467,15 @@ def load_path(path: PathLike) -> Dataset:
         f"layout), a record-store folder, or its {RECORDS_FILE}")
 
 
+def _read(layout: str, paths: Sequence[Path]) -> tuple[list[JobRecord], list[LoadReport]]:
+    """The records of CSV files in one layout, and their load reports (vTrain files: none)."""
+    return (read_vtrain(paths[0]), []) if layout == "vtrain" else read_published(paths)
+
+
 def _load_csv(path: Path, name: str) -> Dataset:
     layout = detect_layout(path)
-    records = read_vtrain(path) if layout == "vtrain" else read_published(path)
-    return Dataset.from_records(name, records, **LAYOUT_METADATA[layout],
+    records, reports = _read(layout, [path])
+    return Dataset.from_records(name, records, **LAYOUT_METADATA[layout], load_reports=reports,
                                 provenance=f"{path} ({layout} layout, read in place)")
 
 
@@ -463,12 +502,12 @@ def _load_external(name: str, directory: Path, given: Optional[PathLike]) -> Dat
         layout = "published"
         if not paths:
             raise _missing("a published-table CSV", directory, given, spec.published_at)
-    records = read_vtrain(paths[0]) if layout == "vtrain" else read_published(paths)
+    records, reports = _read(layout, paths)
     card = f"# {name}\n\n{spec.about}\n\nRead in place from: {', '.join(map(str, paths))}.\n"
     return Dataset.from_records(
         name, records, **LAYOUT_METADATA[layout], scale_threshold=spec.scale_threshold,
         provenance=f"{', '.join(p.name for p in paths)} in {directory}; {spec.published_at}",
-        card=card)
+        card=card, load_reports=reports)
 
 
 _METADATA_TYPES = {"name": str, "target": str, "target_unit": str, "time_column": str,

@@ -28,10 +28,12 @@ import re
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple, Optional, Sequence, Union
 
 import pandas as pd
 
+from perfzoo import analytic
 from perfzoo.records import SCHEMA_VERSION, JobRecord, job_id_for, parse_record
 
 PathLike = Union[str, Path]
@@ -70,7 +72,7 @@ PUBLISHED_COLUMNS = (
     "peak_memory_gib", "variant", "derived_fields", "notes", "provenance",
 )
 PUBLISHED_REQUIRED = ("source", "date", "model_name", "seq_len", "n_gpus", "gpu_type",
-                      "tokens_per_sec_per_gpu")
+                      "tokens_per_sec_per_gpu")  # columns every file has; a row's cells may be unknown
 ARCH_COLUMNS = ("model_key", "aliases_in_csvs")
 ARCH_FIELDS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads",
                "vocab_size", "n_experts", "experts_per_token")
@@ -79,7 +81,7 @@ ARCHITECTURES_FILE = "model_architectures.csv"
 # The LLM config vocabulary (docs/architecture.md), plus ``vp`` (virtual pipeline stages):
 # every LLM record carries every key, None where unknown, so frames line up across sources.
 LLM_CONFIG_KEYS = (
-    "model_name", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size",
+    "model_name", "task", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size",
     "n_params", "n_experts", "experts_per_token", "seq_len", "global_batch_size",
     "micro_batch_size", "grad_accum", "n_gpus", "tp", "pp", "cp", "dp", "ep", "vp", "fsdp",
     "precision", "activation_checkpointing", "compile",
@@ -145,21 +147,38 @@ def require_columns(frame: pd.DataFrame, path: PathLike, required: Sequence[str]
             f"{', '.join(required)}")
 
 
+# Spellings of "unknown" that published tables use; such a cell reads as blank. ``none`` is
+# not among them for categorical columns (activation checkpointing "none" is a value).
+NULL_SPELLINGS = frozenset({"", "n/a", "na", "n.a.", "nan", "null", "-", "--", "\u2014", "\u2013", "?",
+                            "unknown", "tbd", "not stated", "not available", "not reported"})
+NUMERIC_NULL_SPELLINGS = NULL_SPELLINGS | {"none"}
+
+
+def is_null(text: Optional[str], numeric: bool = False) -> bool:
+    """True when a cell's text spells an unknown value (blank, ``n/a``, ``N/A``, ``-``, ``\u2014``, ...).
+
+    >>> [is_null(t) for t in ("", " N/A ", "\u2014", "none", "8")], is_null("none", numeric=True)
+    ([True, True, True, False, False], True)
+    """
+    return (text or "").strip().lower() in (NUMERIC_NULL_SPELLINGS if numeric else NULL_SPELLINGS)
+
+
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(\s*\(.*\)|\s+[^\d\s].*)?\s*")
 
 
 def split_number(text: str) -> tuple[Optional[float], str]:
     """``(number, comment)`` for a cell: a number optionally followed by a comment.
 
-    A blank cell gives ``(None, '')``; text that does not start with a number raises ValueError.
+    A blank cell, or a null spelling (:func:`is_null`: ``n/a``, ``-``, ...), gives ``(None, '')``;
+    text that does not start with a number raises ValueError.
 
-    >>> split_number("256 (doc text also says 512)"), split_number("33.71"), split_number("")
+    >>> split_number("256 (doc text also says 512)"), split_number("33.71"), split_number("n/a")
     ((256.0, '(doc text also says 512)'), (33.71, ''), (None, ''))
     >>> split_number("fast")
     Traceback (most recent call last):
     ValueError: 'fast' is not a number
     """
-    if not text.strip():
+    if is_null(text, numeric=True):
         return None, ""
     match = _NUMBER.fullmatch(text)
     if not match:
@@ -203,12 +222,16 @@ class Row:
     """Typed access to the text cells of one CSV row; errors name file, line, column and value.
 
     Cells whose text was normalised (a number with a comment, a categorical spelling) are
-    remembered in :attr:`raw`, so records keep the text they came from.
+    remembered in :attr:`raw`, so records keep the text they came from. Null spellings
+    (:func:`is_null`) read as unknown and are listed in :attr:`nulls`; with ``lenient=True`` a
+    cell that holds no number is unknown too, listed in :attr:`unreadable` (and kept in ``raw``).
     """
 
     def __init__(self, path: Path, line: int, cells: dict[str, str]):
         self.path, self.line, self.cells = path, line, cells
         self.raw: dict[str, str] = {}
+        self.nulls: list[str] = []
+        self.unreadable: list[str] = []
 
     @property
     def where(self) -> str:
@@ -217,17 +240,33 @@ class Row:
     def error(self, column: str, problem: str) -> DataError:
         return DataError(f"{self.where}, column '{column}': {problem}")
 
-    def text(self, column: str) -> Optional[str]:
-        """The stripped cell text, None when blank or absent."""
-        return self.cells.get(column, "").strip() or None
-
-    def number(self, column: str, whole: bool = False, required: bool = False) -> Union[int, float, None]:
-        """The cell as a number (int if ``whole``); None when blank unless ``required``."""
+    def _cell(self, column: str, numeric: bool) -> str:
+        """The cell text, '' for a null spelling (noted in :attr:`nulls` unless blank)."""
         text = self.cells.get(column, "")
+        if is_null(text, numeric):
+            if text.strip():
+                self.nulls.append(column)
+            return ""
+        return text
+
+    def text(self, column: str) -> Optional[str]:
+        """The stripped cell text, None when blank, absent or a null spelling."""
+        return self._cell(column, numeric=False).strip() or None
+
+    def number(self, column: str, whole: bool = False, required: bool = False,
+               lenient: bool = False) -> Union[int, float, None]:
+        """The cell as a number (int if ``whole``); None when unknown unless ``required``."""
+        text = self._cell(column, numeric=True)
         kind = "a whole number" if whole else "a number"
         try:
             value, comment = split_number(text)
+            if value is not None and whole and not value.is_integer():
+                raise ValueError(text)
         except ValueError:
+            if lenient and not required:
+                self.unreadable.append(column)
+                self.raw[column] = text.strip()
+                return None
             raise self.error(column, f"{text!r} is not {kind}; fix the cell, or leave it blank "
                                      "for unknown") from None
         if value is None:
@@ -236,11 +275,7 @@ class Row:
             return None
         if comment:
             self.raw[column] = text.strip()
-        if not whole:
-            return value
-        if not value.is_integer():
-            raise self.error(column, f"{text!r} is not {kind}")
-        return int(value)
+        return int(value) if whole else value
 
     def category(self, column: str) -> object:
         """The cell mapped to the config vocabulary by :data:`CATEGORICAL_RULES` (None if no rule fits)."""
@@ -410,73 +445,291 @@ def _started_at(row: Row) -> datetime:
 _WHOLE_COLUMNS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size",
                   "seq_len", "global_batch_size", "micro_batch_size", "grad_accum", "tp", "pp", "cp",
                   "dp", "ep", "vp")
-_TEXT_ANNOTATIONS = ("source", "variant", "notes", "derived_fields", "date_basis", "task", "system",
+_TEXT_ANNOTATIONS = ("source", "variant", "notes", "derived_fields", "date_basis", "system",
                      "other_opts", "gpu_type")
+# variants that mark a figure a later document replaced (SOURCES.md); they stay in the data,
+# grouped with their configuration, and are counted in the load report
+SUPERSEDED = re.compile(r"superseded|removed_in_later|earlier_version|previous_version", re.IGNORECASE)
+# a row whose FLOP figures count activation recomputation (hardware FLOPs, "HFU-like")
+_HARDWARE_FLOPS = re.compile(r"HFU-like|includes activation recomputation|recompute FLOPs counted", re.IGNORECASE)
 
 
-def _published_record(row: Row, builder: _Builder, architectures: dict[str, dict]) -> JobRecord:
-    n_gpus = row.number("n_gpus", whole=True, required=True)
-    if n_gpus < 1:
-        raise row.error("n_gpus", f"{n_gpus} is not a GPU count (>= 1)")
+@dataclass
+class LoadReport:
+    """What reading one published-table file did with each of its rows.
+
+    Every row is exactly one of ``labelled`` (a tokens/s target, published or derived),
+    ``unlabelled`` (a configuration without a usable target: kept for prediction, left out of
+    scoring), ``oom`` or ``skipped`` (cannot be a job: no GPU count, no accelerator; each with
+    its line and reason). ``derived`` counts what was computed rather than read, by kind;
+    ``superseded`` counts rows a later document version replaced; ``null_cells`` and
+    ``unreadable_cells`` count, per column, cells read as unknown. ``derivation_check`` is the
+    median of derived / published tokens/s over the rows that publish both (None without).
+    """
+
+    file: str
+    rows: int = 0
+    labelled: int = 0
+    unlabelled: int = 0
+    oom: int = 0
+    superseded: int = 0
+    derived: Counter = field(default_factory=Counter)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    null_cells: Counter = field(default_factory=Counter)
+    unreadable_cells: Counter = field(default_factory=Counter)
+    flop_convention: str = ""
+    derivation_ratios: list[float] = field(default_factory=list, repr=False)
+
+    @property
+    def derivation_check(self) -> Optional[float]:
+        return float(pd.Series(self.derivation_ratios).median()) if self.derivation_ratios else None
+
+    def to_dict(self) -> dict:
+        """JSON-ready counts (``skipped`` as ``{line: reason}``)."""
+        return {"file": self.file, "rows": self.rows, "labelled": self.labelled,
+                "unlabelled": self.unlabelled, "oom": self.oom, "skipped": len(self.skipped),
+                "superseded": self.superseded, "derived": dict(self.derived),
+                "skipped_rows": {str(line): why for line, why in self.skipped},
+                "null_cells": dict(self.null_cells), "unreadable_cells": dict(self.unreadable_cells),
+                "flop_convention": self.flop_convention, "derivation_check": self.derivation_check}
+
+    def __str__(self) -> str:
+        parts = [f"{self.file}: {self.rows} rows read: {self.labelled} labelled "
+                 f"({sum(v for k, v in self.derived.items() if k.startswith('tokens/s'))} of them derived), "
+                 f"{self.unlabelled} unlabelled, {self.oom} OOM, {len(self.skipped)} skipped; "
+                 f"{self.superseded} superseded variants"]
+        if self.derived:
+            parts.append("derived: " + ", ".join(f"{k} {v}" for k, v in sorted(self.derived.items())))
+        if self.flop_convention:
+            parts.append(f"FLOP convention: {self.flop_convention}")
+        if self.derivation_check is not None:
+            parts.append(f"derived/published tokens/s on rows giving both: median {self.derivation_check:.3f}")
+        for line, why in self.skipped:
+            parts.append(f"skipped line {line}: {why}")
+        if self.null_cells:
+            parts.append("read as unknown: " + ", ".join(f"{c} {n}" for c, n in sorted(self.null_cells.items())))
+        if self.unreadable_cells:
+            parts.append("not numbers, kept as text only: " + ", ".join(
+                f"{c} {n}" for c, n in sorted(self.unreadable_cells.items())))
+        return "\n  ".join(parts)
+
+
+class PublishedLoad(NamedTuple):
+    """The records read from published-table files, and one :class:`LoadReport` per file."""
+
+    records: list[JobRecord]
+    reports: list[LoadReport]
+
+
+def flops_per_token_published(config: dict, hardware_flops: bool) -> tuple[Optional[float], str]:
+    """Training FLOPs per token for a published row, and the convention used (for the record).
+
+    ``6N + 12*L*d*s`` (:func:`perfzoo.analytic.flops_per_token`), plus the recomputed forward
+    when the source counts hardware FLOPs (full recompute unless the row says selective); ``6N``
+    alone when only ``n_params`` is known. None when neither the shape nor ``n_params`` is.
+
+    >>> cfg = llm_config(n_layers=24, hidden_dim=1024, n_heads=16, seq_len=1024)
+    >>> flops_per_token_published(cfg, False)
+    (2113929216.0, 'model FLOPs 6N+12Lds')
+    """
+    config = dict(config)
+    if hardware_flops and config.get("activation_checkpointing") in (None, "none"):
+        config["activation_checkpointing"] = "full"
+    value = float(analytic.flops_per_token(config, recompute=hardware_flops))
+    convention = ("hardware FLOPs 6N+12Lds+recompute" if hardware_flops else "model FLOPs 6N+12Lds")
+    if math.isnan(value) and config.get("n_params"):
+        value = (8.0 if hardware_flops else 6.0) * config["n_params"]
+        convention = ("hardware FLOPs 8N" if hardware_flops else "model FLOPs 6N") + " (shape unknown)"
+    return (None, "") if math.isnan(value) else (value, convention)
+
+
+def _gpu_count(row: Row) -> tuple[Optional[int], Optional[str]]:
+    """n_gpus as published, else tp*pp*cp*dp when those are given; (None, reason) otherwise."""
+    n_gpus = row.number("n_gpus", whole=True)
+    if n_gpus is not None:
+        if n_gpus < 1:
+            raise row.error("n_gpus", f"{n_gpus} is not a GPU count (>= 1)")
+        return n_gpus, None
+    degrees = [row.number(c, whole=True, lenient=True) for c in ("tp", "pp", "dp")]
+    cp = row.number("cp", whole=True, lenient=True) or 1
+    if None in degrees:
+        return None, "no GPU count (n_gpus blank, and tp, pp, dp not all given)"
+    return math.prod(degrees) * cp, None
+
+
+@dataclass
+class _Parsed:
+    """One published row read into config and hardware, before its target is settled."""
+
+    row: Row
+    config: dict
+    hardware: dict
+    per_gpu: Optional[float]
+    oom: bool
+    tflops: Optional[float]
+    mfu: Optional[float]
+    derived: list[str]
+    filled: list[str]
+    arch_key: Optional[str]
+
+    def flops(self, hardware_flops: bool) -> tuple[Optional[float], str]:
+        return flops_per_token_published(self.config, hardware_flops)
+
+
+def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> Optional[_Parsed]:
+    """The row read, or None when it cannot be a job (counted as skipped in ``report``)."""
+    n_gpus, why = _gpu_count(row)
     gpu_type = row.text("gpu_type")
-    if gpu_type is None:
-        raise row.error("gpu_type", "is blank; every row needs the accelerator")
-
-    def metric(column: str) -> Optional[float]:
-        return None if (row.text(column) or "").upper() == "OOM" else row.number(column)
-
+    if n_gpus is None or gpu_type is None:
+        report.skipped.append((row.line, why or "no accelerator (gpu_type blank)"))
+        return None
+    derived = [] if row.number("n_gpus", whole=True) is not None else ["n_gpus=tp*pp*cp*dp"]
+    if derived:
+        report.derived["n_gpus from tp*pp*cp*dp"] += 1
     oom = "OOM" in ((row.text("tokens_per_sec_per_gpu") or "").upper(), (row.text("variant") or "").upper())
-    per_gpu = None if oom else row.number("tokens_per_sec_per_gpu")
-    if per_gpu is None and not oom:
-        raise row.error("tokens_per_sec_per_gpu", "is blank; give tokens/s per GPU, or OOM")
-    config = llm_config(model_name=row.text("model_name"), n_gpus=n_gpus,
-                        **{key: row.number(key, whole=True) for key in _WHOLE_COLUMNS},
+    config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
+                        **{key: row.number(key, whole=True, lenient=True) for key in _WHOLE_COLUMNS},
                         **{key: row.category(key) for key in CATEGORICAL_RULES})
     arch = architectures.get(config["model_name"] or "", {})
     filled = [f for f in ARCH_FIELDS if config[f] is None and arch.get(f) is not None]
     config.update({f: arch[f] for f in filled})
+
+    def metric(column: str) -> Optional[float]:
+        return None if (row.text(column) or "").upper() == "OOM" else row.number(column, lenient=True)
+
+    return _Parsed(row, config, accelerator_hardware(gpu_type, n_gpus),
+                   None if oom else metric("tokens_per_sec_per_gpu"), oom,
+                   metric("tflops_per_gpu"), metric("mfu"), derived, filled,
+                   arch["model_key"] if filled else None)
+
+
+def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[bool, str]:
+    """Whether a file's FLOP figures count recompute (hardware FLOPs), and why.
+
+    Read off the rows that publish both tokens/s and TFLOP/s: the FLOPs per token they imply,
+    over the model FLOPs ``6N+12Lds``, sit near 1 for model FLOPs and near 4/3 for hardware
+    FLOPs with full recompute. Without such rows: model FLOPs (a row can still say ``HFU-like``).
+    """
+    ratios = []
+    for p in rows:
+        flops, _ = p.flops(False)
+        if p.per_gpu and p.tflops and flops:
+            ratios.append(p.tflops * 1e12 / p.per_gpu / flops)
+    if not ratios:
+        return False, "model FLOPs (no row gives both tokens/s and TFLOP/s to tell)"
+    median = float(pd.Series(ratios).median())
+    hardware = median > (1 + 4 / 3) / 2
+    return hardware, (f"{'hardware' if hardware else 'model'} FLOPs: on {len(ratios)} rows giving both, "
+                      f"the implied FLOPs per token are {median:.2f}x 6N+12Lds")
+
+
+def _derive_target(p: _Parsed, hardware_flops: bool) -> tuple[Optional[float], Optional[str], str]:
+    """(tokens/s per GPU, kind, how) from TFLOP/s per GPU, else MFU; (None, None, why not)."""
+    if p.tflops is None and p.mfu is None:
+        return None, None, "no tokens/s, TFLOP/s or MFU"
+    # a row that says its figures count recompute does; one that publishes MFU counts model
+    # FLOPs (MFU's definition); any other row follows its file's convention
+    basis = " ".join(p.row.text(c) or "" for c in ("derived_fields", "notes", "other_opts"))
+    hardware_flops = bool(_HARDWARE_FLOPS.search(basis)) or (hardware_flops and p.mfu is None)
+    flops, convention = p.flops(hardware_flops)
+    if flops is None:
+        return None, None, "architecture unknown (no shape, no n_params): FLOPs per token unknown"
+    if p.tflops is not None:
+        return p.tflops * 1e12 / flops, "tokens/s from TFLOP/s", (
+            f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})")
+    spec = analytic.accelerator_spec(p.hardware["accelerator"])
+    peak = None if spec is None else spec.peak_flops.get("bf16")
+    if peak is None:
+        return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown"
+    return p.mfu * peak / flops, "tokens/s from MFU", (
+        f"tokens_per_sec_per_gpu=mfu*peak/flops_per_token (dense bf16 peak of {spec.name}, "
+        f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})")
+
+
+def _published_record(p: _Parsed, builder: _Builder, hardware_flops: bool, convention: str,
+                      report: LoadReport) -> JobRecord:
+    row, per_gpu, derived, label = p.row, p.per_gpu, list(p.derived), "published"
+    if not p.oom:
+        value, kind, how = _derive_target(p, hardware_flops)
+        if per_gpu is None and value is not None:
+            per_gpu, label = value, kind
+            report.derived[kind] += 1
+            derived.append(f"{how}; file convention: {convention}")
+        elif per_gpu is None:
+            label = f"unlabelled: {how}"
+        elif value is not None and per_gpu > 0:
+            report.derivation_ratios.append(value / per_gpu)
+    report.oom += p.oom
+    report.labelled += per_gpu is not None
+    report.unlabelled += not p.oom and per_gpu is None
+    report.superseded += bool(SUPERSEDED.search(row.text("variant") or ""))
+    n_gpus = p.hardware["accelerator_count"]
     metrics = {"throughput": None if per_gpu is None else per_gpu * n_gpus,
                "throughput_per_device": per_gpu, "throughput_unit": "tokens/s",
-               "throughput_stat": "reported", "mfu": metric("mfu"),
-               "tflops_per_device": metric("tflops_per_gpu"), "peak_memory_gib": metric("peak_memory_gib")}
+               "throughput_stat": "reported", "mfu": p.mfu, "tflops_per_device": p.tflops,
+               "peak_memory_gib": row.number("peak_memory_gib", lenient=True)}
     annotations = {key: row.text(key) for key in _TEXT_ANNOTATIONS}
-    annotations.update(global_batch_tokens=row.number("global_batch_tokens", whole=True),
-                       arch_filled=",".join(filled) or None,
-                       arch_key=arch["model_key"] if filled else None,
+    annotations.update(global_batch_tokens=row.number("global_batch_tokens", whole=True, lenient=True),
+                       arch_filled=",".join(p.filled) or None, arch_key=p.arch_key,
+                       label=label, perfzoo_derived="; ".join(derived) or None,
                        file=row.path.name, line=row.line)
     annotations.update({f"{column}_raw": text for column, text in row.raw.items()})  # after every parse
+    report.null_cells.update(row.nulls)
+    report.unreadable_cells.update(row.unreadable)
     return builder.record(
-        row, config, accelerator_hardware(gpu_type, n_gpus),
+        row, p.config, p.hardware,
         provenance=row.text("provenance") or row.where,
         started_at=_started_at(row),
-        status="oom" if oom else "ok",
-        failure={"kind": "oom", "message": row.text("notes") or "published as OOM"} if oom else None,
+        status="oom" if p.oom else "ok",
+        failure={"kind": "oom", "message": row.text("notes") or "published as OOM"} if p.oom else None,
         metrics=metrics, annotations=annotations,
     )
 
 
 def read_published(paths: Union[PathLike, Iterable[PathLike]],
-                   architectures: Optional[dict[str, dict]] = None) -> list[JobRecord]:
-    """Job records from one or more published-table CSVs (the schema of SOURCES.md).
+                   architectures: Optional[dict[str, dict]] = None) -> PublishedLoad:
+    """Job records from one or more published-table CSVs (the schema of SOURCES.md), with a
+    :class:`LoadReport` per file that accounts for every row.
 
-    ``OOM`` in ``tokens_per_sec_per_gpu`` (or variant ``OOM``) gives a record with status
-    ``oom``, a ``Failure(kind='oom')`` and no throughput. ``metrics.throughput_per_device`` is
-    the published tokens/s per GPU and ``metrics.throughput`` that times ``n_gpus``. Free text
-    is normalised to the config vocabulary (``'BF16 (mixed precision)'`` -> ``'bf16'``,
-    ``'selective op'`` -> ``'selective'``, ``'256 (doc text ...)'`` -> 256; text no rule knows
-    -> None) and the original kept in the annotations as ``<column>_raw``, next to
-    ``variant``, ``notes``, ``derived_fields``, ``date_basis``, ``source`` and ``gpu_type``.
-    Blank architecture fields are filled from ``architectures`` (default: the
-    ``model_architectures.csv`` beside the first file, if there is one) and listed in
-    ``annotations['arch_filled']``. Repeated configurations get distinct job ids.
+    * ``OOM`` in ``tokens_per_sec_per_gpu`` (or variant ``OOM``) gives a record with status
+      ``oom``, a ``Failure(kind='oom')`` and no throughput.
+    * ``metrics.throughput_per_device`` is the published tokens/s per GPU and
+      ``metrics.throughput`` that times ``n_gpus``. Where tokens/s is not published it is
+      derived from TFLOP/s per GPU, else from MFU (against the dense bf16 peak), over the
+      training FLOPs per token of :func:`flops_per_token_published`; the formula and the FLOP
+      convention go to ``annotations['perfzoo_derived']`` and ``annotations['label']`` says
+      ``published``, ``tokens/s from TFLOP/s`` or ``tokens/s from MFU``. A row with none of
+      these stays an unlabelled configuration (status ``ok``, no throughput; ``label`` says why).
+    * Null spellings (``n/a``, ``NA``, ``-``, ``—``, ...) are unknown values; free text is
+      normalised to the config vocabulary (``'BF16 (mixed precision)'`` -> ``'bf16'``,
+      ``'selective op'`` -> ``'selective'``, ``'256 (doc text ...)'`` -> 256; text no rule
+      knows -> None) and the original kept as ``annotations['<column>_raw']``.
+    * A row without a GPU count (``n_gpus`` blank and not ``tp*pp*cp*dp``) or an accelerator
+      cannot be a job: it is skipped and listed, with its line, in the report.
+    * Blank architecture fields are filled from ``architectures`` (default: the
+      ``model_architectures.csv`` beside the first file, if there is one) and listed in
+      ``annotations['arch_filled']``. Repeated configurations get distinct job ids.
+
+    A structurally broken file (missing columns, not CSV, a non-number where a row must have
+    one, a bad date) raises :class:`DataError` naming the file, line and column.
+
+    >>> from perfzoo.datasets import external_data_dir
+    >>> load = read_published(external_data_dir() / "megatron_lm_readme_scaling.csv")
+    >>> r = load.reports[0]; r.rows == r.labelled + r.unlabelled + r.oom + len(r.skipped)
+    True
     """
     paths = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     if architectures is None:
         beside = paths[0].parent / ARCHITECTURES_FILE if paths else None
         architectures = read_architectures(beside) if beside and beside.exists() else {}
-    builder, records = _Builder(), []
+    builder, records, reports = _Builder(), [], []
     for path in paths:
         frame = read_table(path, "published-table")
         require_columns(frame, path, PUBLISHED_REQUIRED, "published-table")
-        records.extend(_published_record(row, builder, architectures) for row in iter_rows(frame, path))
-    return records
+        report = LoadReport(file=path.name, rows=len(frame))
+        parsed = [p for row in iter_rows(frame, path) if (p := _parse_row(row, architectures, report))]
+        hardware_flops, report.flop_convention = file_flop_convention(parsed)
+        records.extend(_published_record(p, builder, hardware_flops, report.flop_convention, report)
+                       for p in parsed)
+        reports.append(report)
+    return PublishedLoad(records, reports)

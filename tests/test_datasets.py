@@ -105,13 +105,16 @@ def test_multi_node_layout_file_loads_by_path(tmp_path):
 def test_published_row_counts_and_the_union():
     mosaic = load_dataset("published-mosaicml")
     titan = load_dataset("published-torchtitan")
+    nemo = load_dataset("published-nemo")
+    megatron = load_dataset("published-megatron")
     union = load_dataset("published-llm")
-    assert (len(mosaic), len(titan)) == (516, 60)
-    assert len(union) == len(mosaic) + len(titan) == 576
+    assert (len(mosaic), len(titan), len(nemo), len(megatron)) == (516, 60, 71, 49 - 4)
+    assert len(union) == len(mosaic) + len(titan) + len(nemo) + len(megatron) == 692
     assert union.frame["job_id"].is_unique
-    assert set(union.frame["annotations.source"]) == {
-        "MosaicML llm-foundry MPT training benchmarks", "pytorch/torchtitan docs & benchmarks"}
-    for ds in (mosaic, titan, union):
+    assert {s.split(" (")[0].split(" long")[0] for s in union.frame["annotations.source"]} >= {
+        "MosaicML llm-foundry MPT training benchmarks", "pytorch/torchtitan docs & benchmarks",
+        "NVIDIA NeMo performance summary", "NVIDIA/Megatron-LM README scaling tables"}
+    for ds in (mosaic, titan, nemo, megatron, union):
         assert (ds.target, ds.target_unit) == ("metrics.throughput_per_device", "tokens/s")
         assert (ds.scale_column, ds.scale_threshold) == ("config.n_gpus", 64)
         assert ds.group_columns == ("config.model_name", "hardware.accelerator", "annotations.source")

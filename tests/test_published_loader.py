@@ -1,0 +1,137 @@
+"""The published-table loader on real-world, untidy files: null spellings, derived targets,
+unlabelled and skipped rows, and a load report that accounts for every row."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from perfzoo import analytic
+from perfzoo.cli import main as perfzoo_main
+from perfzoo.datasets import EXTERNAL, load_dataset
+from perfzoo.external import NULL_SPELLINGS, read_published
+
+from test_datasets import published_row
+
+PUBLISHED_FILES = [spec.files[0] for name, spec in EXTERNAL.items() if name.startswith("published-") and spec.files]
+
+
+@pytest.fixture(autouse=True)
+def architectures(tmp_path, external):
+    """The architecture table beside the test files, as in the external directory."""
+    shutil.copy(external / "model_architectures.csv", tmp_path / "model_architectures.csv")
+
+
+def load_rows(tmp_path, write_published, rows, name="lab.csv"):
+    return read_published(write_published(tmp_path / name, rows))
+
+
+@pytest.mark.parametrize("spelling", sorted(NULL_SPELLINGS | {"none", "N/A", "NA", "N.A."}))
+def test_every_null_spelling_is_an_unknown_value(tmp_path, write_published, spelling):
+    load = load_rows(tmp_path, write_published, [published_row(vp=spelling, ep=spelling, tp=spelling)])
+    (record,), (report,) = load
+    assert record.config["vp"] is None and record.config["ep"] is None and record.config["tp"] is None
+    assert report.rows == report.labelled == 1
+    assert report.null_cells == ({} if not spelling.strip() else {"vp": 1, "ep": 1, "tp": 1})
+
+
+def test_a_categorical_none_is_a_value_and_n_a_is_unknown(tmp_path, write_published):
+    load = load_rows(tmp_path, write_published, [
+        published_row(activation_checkpointing="none"), published_row(activation_checkpointing="n/a", seq_len="4096")])
+    assert [r.config["activation_checkpointing"] for r in load.records] == ["none", None]
+
+
+def test_tokens_per_second_derived_from_tflops_with_the_formula_recorded(tmp_path, write_published):
+    (record,), (report,) = load_rows(tmp_path, write_published, [
+        published_row(tokens_per_sec_per_gpu="", tflops_per_gpu="400")])
+    flops = analytic.flops_per_token(record.config)  # Llama 3 8B filled from model_architectures.csv
+    assert record.metrics.throughput_per_device == pytest.approx(400e12 / flops)
+    assert record.metrics.throughput == pytest.approx(64 * 400e12 / flops)
+    assert record.status == "ok" and record.annotations["label"] == "tokens/s from TFLOP/s"
+    assert "tflops_per_gpu*1e12/flops_per_token" in record.annotations["perfzoo_derived"]
+    assert report.derived["tokens/s from TFLOP/s"] == 1 and report.labelled == 1
+
+
+def test_tokens_per_second_derived_from_mfu_against_the_bf16_peak(tmp_path, write_published):
+    (record,), _ = load_rows(tmp_path, write_published, [
+        published_row(tokens_per_sec_per_gpu="n/a", mfu="0.4", gpu_type="H100-SXM-80GB")])
+    flops = analytic.flops_per_token(record.config)
+    assert record.metrics.throughput_per_device == pytest.approx(0.4 * 989e12 / flops)
+    assert record.annotations["label"] == "tokens/s from MFU"
+    assert "989 TFLOP/s" in record.annotations["perfzoo_derived"]
+
+
+def test_the_file_flop_convention_is_read_off_rows_that_give_both(tmp_path, write_published):
+    cfg = load_rows(tmp_path, write_published, [published_row()], "probe.csv").records[0].config
+    model = analytic.flops_per_token(cfg)
+    hardware = analytic.flops_per_token({**cfg, "activation_checkpointing": "full"}, recompute=True)
+    # a lab whose TFLOP/s count recompute: 4,000 tokens/s at the hardware-FLOPs rate
+    tflops = 4000 * hardware / 1e12
+    load = load_rows(tmp_path, write_published, [
+        published_row(tflops_per_gpu=f"{tflops:.3f}"),
+        published_row(tokens_per_sec_per_gpu="", tflops_per_gpu=f"{tflops:.3f}", seq_len="8192", global_batch_size="128"),
+    ])
+    report = load.reports[0]
+    assert report.flop_convention.startswith("hardware FLOPs") and model < hardware
+    assert load.records[1].metrics.throughput_per_device == pytest.approx(4000, rel=1e-3)
+
+
+def test_a_row_without_a_usable_target_is_an_unlabelled_config(tmp_path, write_published):
+    path = write_published(tmp_path / "lab.csv", [
+        published_row(),
+        published_row(tokens_per_sec_per_gpu="", seq_len="4096"),  # nothing to derive from
+        published_row(tokens_per_sec_per_gpu="", tflops_per_gpu="300", model_name="Mystery 9B",
+                      seq_len="2048"),  # no architecture: FLOPs per token unknown
+    ])
+    ds = load_dataset(str(path))
+    assert ds.frame["status"].tolist() == ["ok", "ok", "ok"] and not ds.failed.any()
+    assert ds.unlabelled.tolist() == [False, True, True]
+    assert len(ds.labelled()) == 1 and np.isfinite(ds.labelled().y).all()
+    labels = ds.frame["annotations.label"].tolist()
+    assert labels[1] == "unlabelled: no tokens/s, TFLOP/s or MFU"
+    assert "architecture unknown" in labels[2]
+    assert ds.summary()["unlabelled"] == 2
+    assert ds.load_reports[0].unlabelled == 2
+
+
+def test_rows_that_cannot_be_jobs_are_skipped_and_listed(tmp_path, write_published):
+    (record,), (report,) = load_rows(tmp_path, write_published, [
+        published_row(n_gpus="", tp="2", pp="4", cp="", dp="8"),  # n_gpus = 2*4*8
+        published_row(n_gpus="n/a", tp="", dp="8"),
+        published_row(gpu_type="-"),
+    ])
+    assert record.config["n_gpus"] == 64 and "n_gpus=tp*pp*cp*dp" in record.annotations["perfzoo_derived"]
+    assert report.rows == 3 and report.labelled == 1
+    assert [line for line, _ in report.skipped] == [3, 4]
+    assert "no GPU count" in report.skipped[0][1] and "no accelerator" in report.skipped[1][1]
+
+
+def test_an_unreadable_optional_cell_is_kept_as_text_and_reported(tmp_path, write_published):
+    (record,), (report,) = load_rows(tmp_path, write_published, [published_row(vp="interleaved")])
+    assert record.config["vp"] is None and record.annotations["vp_raw"] == "interleaved"
+    assert report.unreadable_cells == {"vp": 1}
+
+
+@pytest.mark.parametrize("file", PUBLISHED_FILES)
+def test_every_real_published_file_loads_with_every_row_accounted_for(external, file):
+    load = read_published(external / file)
+    (report,) = load.reports
+    assert report.rows == report.labelled + report.unlabelled + report.oom + len(report.skipped)
+    assert len(load.records) == report.rows - len(report.skipped)
+    if report.derivation_check is not None:  # derived tokens/s agree with the published ones
+        assert report.derivation_check == pytest.approx(1.0, abs=0.05)
+
+
+def test_the_new_vendor_tables_have_derived_targets(external):
+    nemo = read_published(external / "nvidia_nemo_perf_summary_2024.csv").reports[0]
+    megatron = read_published(external / "megatron_lm_readme_scaling.csv").reports[0]
+    assert nemo.derived["tokens/s from TFLOP/s"] == 17 and nemo.superseded > 0
+    assert megatron.derived["tokens/s from MFU"] > 0 and len(megatron.skipped) == 4
+    assert megatron.flop_convention.startswith("hardware FLOPs")  # Megatron counts recompute
+
+
+def test_datasets_show_prints_the_load_report(capsys):
+    assert perfzoo_main(["datasets", "show", "published-megatron"]) == 0
+    out = capsys.readouterr().out
+    assert "megatron_lm_readme_scaling.csv: 49 rows read: 45 labelled" in out
+    assert "skipped line 34: no GPU count" in out
