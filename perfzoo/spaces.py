@@ -31,7 +31,11 @@ Built-in spaces
 ``llm-small``
     A Llama-style decoder small enough that one training job takes seconds on 2 CPU cores:
     model shape, micro batch, sequence, precision, activation checkpointing, compile, FSDP
-    reshard policy and 1 or 2 ranks. A bigger space for GPUs is one more :func:`register`.
+    reshard policy and 1 or 2 ranks.
+``llm-gpu``
+    The same decoder at GPU scale, one GPU: 8-28 blocks of width 1,024-3,072 (0.1-3B
+    parameters, head dim 128, 4 KV heads, vocabulary 32,768), sequences of 1k-8k tokens, micro
+    batch 1-16 (at most 32k tokens a step), bf16 or fp8, activation checkpointing, compile.
 """
 
 from __future__ import annotations
@@ -412,6 +416,51 @@ LLM_SMALL = register(Space(
     constraints=_llm_constraints(),
     world_size_key="n_gpus",
     description="Llama-style decoder small enough for seconds per job on 2 CPU cores",
+))
+
+
+# built-in: llm-gpu ------------------------------------------------------------------------
+
+GPU_HEAD_DIM = 128
+
+
+def llm_gpu_derived(c: dict) -> dict:
+    """The Llama-style shape that follows from depth and width (head dim 128, SwiGLU width
+    ``8/3 d`` rounded up to 256, as Llama's), then :func:`llm_derived`."""
+    d = int(c["hidden_dim"])
+    shape = {"n_heads": d // GPU_HEAD_DIM, "ffn_dim": -(-(8 * d // 3) // 256) * 256}
+    return {**shape, **llm_derived({**c, **shape})}
+
+
+def _llm_gpu_constraints() -> list[Constraint]:
+    def tokens(c):
+        t = c["micro_batch_size"] * c["seq_len"]
+        if t > 32768:
+            return (f"micro_batch_size x seq_len = {c['micro_batch_size']} x {c['seq_len']} = {t} tokens "
+                    "per step exceeds 32,768 (keeps one measured step of a 3B model near a second)")
+        return None
+
+    return [Constraint("tokens_per_step", tokens)]
+
+
+LLM_GPU = register(Space(
+    name="llm-gpu",
+    workload="llm",
+    dimensions=[
+        Categorical("n_layers", "decoder blocks", choices=(8, 12, 16, 20, 24, 28)),
+        Categorical("hidden_dim", "model dimension (heads of 128)", choices=(1024, 1536, 2048, 2560, 3072)),
+        Categorical("seq_len", "tokens per sequence", choices=(1024, 2048, 4096, 8192)),
+        Categorical("micro_batch_size", "sequences per GPU per micro-step", choices=(1, 2, 4, 8, 16)),
+        Categorical("precision", "bf16 mixed precision, or fp8 forward matmuls", choices=("bf16", "fp8")),
+        Categorical("activation_checkpointing", "recompute activations", choices=("none", "selective", "full")),
+        Categorical("compile", "torch.compile each block", choices=(False, True)),
+    ],
+    constants={"n_kv_heads": 4, "vocab_size": 32768, "fsdp": "full_shard", "n_gpus": 1},
+    derived=llm_gpu_derived,
+    constraints=_llm_gpu_constraints(),
+    world_size_key="n_gpus",
+    description="Llama-style decoder of 0.1-3B parameters on one GPU: depth, width, sequence, "
+                "micro batch, bf16/fp8, activation checkpointing, compile",
 ))
 
 

@@ -106,3 +106,17 @@ def test_dimension_kinds_enumerate_and_constraints():
         space.sample(100, seed=0, max_tries=50)
     with pytest.raises(SpaceError, match="more than limit"):
         list(spaces.get("fsdp-ads").enumerate())
+
+
+def test_llm_gpu_space_derives_a_llama_shape_from_depth_and_width():
+    from harness.workloads.llm_shapes import param_counts
+
+    space = spaces.get("llm-gpu")
+    cfg = space.validate({"n_layers": 20, "hidden_dim": 2048, "seq_len": 4096, "micro_batch_size": 4,
+                          "precision": "bf16", "activation_checkpointing": "none", "compile": True})
+    assert (cfg["n_heads"], cfg["ffn_dim"], cfg["n_kv_heads"]) == (16, 5632, 4)  # head dim 128; 8/3 d up to 256
+    assert cfg["n_params"] == param_counts(cfg)[0] and 1.0e9 < cfg["n_params"] < 1.1e9
+    sizes = [c["n_params"] for c in space.enumerate()]
+    assert 1.0e8 < min(sizes) and max(sizes) < 3.0e9
+    with pytest.raises(spaces.SpaceError, match="32,768"):
+        space.validate(dict(cfg, seq_len=8192, micro_batch_size=8))
