@@ -19,37 +19,26 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from perfzoo.accelerators import spec as accelerator_spec
+
 ENV_PREFIXES = ("OMP_", "MKL_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "GLOO_", "PERFZOO_",
                 "SLURM_JOB_ID", "SLURM_NNODES", "TORCHINDUCTOR_", "KMP_")
 ENV_SKIP = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
-# Dense peak bf16 tensor FLOP/s per device (vendor datasheets, no sparsity). Matched by
-# substring of the device name, first hit wins (so put the more specific names first).
-PEAK_BF16_FLOPS: list[tuple[str, float]] = [
-    ("GB200", 2.5e15), ("B200", 2.25e15), ("B100", 1.75e15),
-    ("H200", 989e12), ("GH200", 989e12), ("H100 NVL", 835e12), ("H100 PCIe", 756e12),
-    ("H100", 989e12), ("H800", 989e12), ("H20", 148e12),
-    ("A100", 312e12), ("A800", 312e12), ("A30", 165e12), ("A10G", 70e12), ("A10", 125e12),
-    ("L40S", 362e12), ("L40", 181e12), ("L4", 121e12), ("RTX 4090", 165e12),
-    ("MI300X", 1307e12), ("MI250X", 383e12),
-]
 FP8_CAPABLE_MIN_SM = (8, 9)  # Ada / Hopper and newer have fp8 tensor cores
 
 
 def peak_bf16_flops(device_name: Optional[str]) -> Optional[float]:
-    """The dense bf16 peak FLOP/s of a device, or ``None`` if unknown (e.g. CPUs).
+    """The dense bf16 peak FLOP/s of a device (the accelerator table, :mod:`perfzoo.accelerators`),
+    or ``None`` for CPUs and devices the table does not know.
 
     >>> peak_bf16_flops("NVIDIA H100 80GB HBM3")
     989000000000000.0
     >>> peak_bf16_flops("cpu") is None
     True
     """
-    if not device_name:
-        return None
-    for key, flops in PEAK_BF16_FLOPS:
-        if key.lower() in device_name.lower():
-            return float(flops)
-    return None
+    found = accelerator_spec(device_name) if device_name else None
+    return None if found is None or found.name == "cpu" else found.flops("bf16")
 
 
 def short_gpu_name(device_name: str, total_memory_bytes: Optional[int] = None) -> str:

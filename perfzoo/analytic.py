@@ -5,7 +5,8 @@ columns, as in ``Dataset.frame`` or ``Dataset.X``; the prefixes may also be left
 returns a :class:`pandas.Series` / :class:`pandas.DataFrame` aligned with it, or it takes one
 config as a mapping and returns a float / dict. They are pure numpy, so scoring millions of
 configurations during a search costs about a second. Unknown inputs give ``NaN`` (never an
-exception): e.g. an accelerator missing from :data:`HARDWARE` has no peak FLOP/s, so its
+exception): e.g. an accelerator missing from the accelerator table (:mod:`perfzoo.accelerators`,
+which warns once naming it) has no peak FLOP/s, so its
 ideal step time is ``NaN``; predictors treat those as missing values.
 
 Conventions (the same in every function; the hand-worked examples are in
@@ -72,81 +73,19 @@ from typing import Any, Callable, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.accelerators import AcceleratorSpec
+from perfzoo.accelerators import spec as accelerator_spec
+from perfzoo.accelerators import table as accelerator_table
+
 Frame = Union[pd.DataFrame, Mapping[str, Any]]
 
 GIB = float(2**30)
 
 # ----------------------------------------------------------------------------------------
-# hardware table
+# hardware: the accelerator table (perfzoo/data/accelerators.csv, perfzoo.accelerators)
 # ----------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class AcceleratorSpec:
-    """Datasheet figures of one device (dense, no sparsity).
-
-    ``peak_flops`` maps a precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``) to FLOP/s;
-    a class the device lacks falls back to the next wider one. Bandwidths are bytes/s in
-    one direction per device: ``intra_bw`` inside a node (NVLink), ``inter_bw`` to other
-    nodes (the per-device NIC). ``node_size`` is the devices that share the intra-node link.
-    """
-
-    name: str
-    peak_flops: Mapping[str, float]
-    memory_gib: float
-    hbm_bw: float
-    intra_bw: float
-    inter_bw: float
-    node_size: int = 8
-
-
-HARDWARE: dict[str, AcceleratorSpec] = {
-    "A100-40GB": AcceleratorSpec("A100-40GB", {"fp32": 19.5e12, "bf16": 312e12}, 40.0, 1.555e12, 300e9, 25e9),
-    "A100-80GB": AcceleratorSpec("A100-80GB", {"fp32": 19.5e12, "bf16": 312e12}, 80.0, 2.039e12, 300e9, 25e9),
-    "H100-80GB": AcceleratorSpec("H100-80GB", {"fp32": 67e12, "bf16": 989e12, "fp8": 1979e12}, 80.0, 3.35e12, 450e9, 50e9),
-    "H100-96GB": AcceleratorSpec("H100-96GB", {"fp32": 67e12, "bf16": 989e12, "fp8": 1979e12}, 96.0, 2.4e12, 450e9, 50e9),
-    "H200": AcceleratorSpec("H200", {"fp32": 67e12, "bf16": 989e12, "fp8": 1979e12}, 141.0, 4.8e12, 450e9, 50e9),
-    "B200": AcceleratorSpec(
-        "B200", {"fp32": 80e12, "bf16": 2.25e15, "fp8": 4.5e15, "fp4": 9e15}, 180.0, 8e12, 900e9, 50e9
-    ),
-    "GB200": AcceleratorSpec(
-        "GB200", {"fp32": 80e12, "bf16": 2.5e15, "fp8": 5e15, "fp4": 10e15}, 186.0, 8e12, 900e9, 50e9, 72
-    ),
-    # Measure-free default for CPU ranks (one rank = a few cores, gloo over shared memory):
-    # order-of-magnitude figures; only comparisons between CPU configs mean anything.
-    "cpu": AcceleratorSpec("cpu", {"fp32": 1e11}, float("nan"), 2e10, 5e9, 1.25e9, 1),
-}
-
-_PRECISION_FALLBACK = {"fp4": ("fp4", "fp8", "bf16", "fp32"), "fp8": ("fp8", "bf16", "fp32"), "bf16": ("bf16", "fp32"), "fp32": ("fp32",)}
-
-
-def accelerator_spec(name: Any) -> Optional[AcceleratorSpec]:
-    """The :data:`HARDWARE` entry for an accelerator string, or ``None`` when unknown.
-
-    Matching is lenient (case-insensitive substrings), so ``'A100-SXM-80GB'``,
-    ``'NVIDIA H100 80GB HBM3'`` and ``'H100-SXM-96GB-HBM2e (Grand Teton)'`` all resolve.
-
-    >>> accelerator_spec("NVIDIA A100-SXM4-40GB").name
-    'A100-40GB'
-    >>> accelerator_spec("TPU v5") is None
-    True
-    """
-    if name is None or (isinstance(name, float) and np.isnan(name)):
-        return None
-    s = str(name).upper()
-    if s.strip() == "CPU" or s.startswith("CPU") or "XEON" in s or "EPYC" in s:
-        return HARDWARE["cpu"]
-    if "GB200" in s:
-        return HARDWARE["GB200"]
-    if "B200" in s or "BLACKWELL" in s:
-        return HARDWARE["B200"]
-    if "H200" in s or "GH200" in s:
-        return HARDWARE["H200"]
-    if "H100" in s:
-        return HARDWARE["H100-96GB"] if "96" in s else HARDWARE["H100-80GB"]
-    if "A100" in s:
-        return HARDWARE["A100-40GB"] if "40" in s else HARDWARE["A100-80GB"]
-    return None
+HARDWARE: dict[str, AcceleratorSpec] = {s.name: s for _, s in accelerator_table()}
 
 
 # ----------------------------------------------------------------------------------------
@@ -525,7 +464,7 @@ def _hardware(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarray) ->
         if spec is None:
             continue
         for j, cls in enumerate(classes):
-            peak_t[i, j] = next(spec.peak_flops[p] for p in _PRECISION_FALLBACK[cls] if p in spec.peak_flops)
+            peak_t[i, j] = spec.flops(cls) or np.nan
 
     attrs = np.array([[np.nan] * 6 if s is None else
                       [s.memory_gib, s.intra_bw, s.inter_bw, float(s.node_size), float(s.name == "cpu"), 1.0]

@@ -159,7 +159,8 @@ def test_ideal_step_time_and_throughput():
 
 def test_unknown_hardware_is_nan_not_an_error():
     cfg = {**GPT, "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "dp": 4}
-    assert math.isnan(A.ideal_step_time({**cfg, "accelerator": "TPU v5p"}))
+    with pytest.warns(UserWarning, match="unknown accelerator 'TPU v99'"):
+        assert math.isnan(A.ideal_step_time({**cfg, "accelerator": "TPU v99"}))
     assert math.isnan(A.ideal_step_time(cfg))  # no accelerator at all
     assert A.flops_per_token(cfg) == GPT_FLOPS_PER_TOKEN  # the hardware-free estimates still work
     assert A.ideal_step_time({**cfg, "accelerator": "cpu"}) > 0
@@ -173,7 +174,10 @@ def test_accelerator_lookup_and_normalisers():
     assert A.accelerator_spec("B200 (power limited)").name == "B200"
     assert A.accelerator_spec("GB200").name == "GB200"
     assert A.accelerator_spec("cpu").name == "cpu"
-    assert A.accelerator_spec("MI300X") is None
+    assert A.accelerator_spec("MI300X").name == "MI300X"
+    assert A.accelerator_spec("DGX-H100").name == A.accelerator_spec("NVIDIA H100-SXM-80GB").name == "H100-80GB"
+    with pytest.warns(UserWarning, match="unknown accelerator 'Quantum QPU-7'"):
+        assert A.accelerator_spec("Quantum QPU-7") is None
     assert A.normalize_sharding("FSDP2 (dp_shard=8)") == "full_shard"
     assert A.normalize_sharding("replicate") == "no_shard"
     assert A.normalize_checkpointing("selective layer") == "selective"
@@ -245,3 +249,20 @@ def test_fast_on_a_million_configs():
     # ~1 s on an idle core; the bound only catches a per-row Python loop (minutes), not load
     assert time.perf_counter() - start < 60.0
     assert np.isfinite(est["throughput"]).all()
+
+
+def test_the_accelerator_table_covers_public_tables_with_a_source_each():
+    from perfzoo import accelerators
+
+    wanted = ["V100", "A100 40GB", "A100 80GB", "H100 SXM", "H100 PCIe", "H200", "B200", "B300", "GB200",
+              "GB300", "MI250X", "MI300X", "MI325X", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "Gaudi 2",
+              "Gaudi 3", "L40S"]
+    found = {name: accelerators.spec(name) for name in wanted}
+    assert all(found.values()), [n for n, s in found.items() if s is None]
+    assert len({s.name for s in found.values()}) == len(wanted)  # each its own row
+    for s in found.values():
+        assert s.source and s.flops("bf16") > 1e14 and s.memory_gib > 0 and s.intra_bw > 0 and s.inter_bw > 0
+    assert found["B300"].flops("fp4") > found["B300"].flops("fp8") > found["B300"].flops("bf16")
+    assert found["A100 80GB"].flops("fp8") == found["A100 80GB"].flops("bf16")  # no fp8: falls back
+    assert A.throughput({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024, "global_batch_size": 16,
+                         "micro_batch_size": 2, "n_gpus": 8, "accelerator": "TPU v5p"}) > 0

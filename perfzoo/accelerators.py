@@ -1,0 +1,106 @@
+"""The accelerator table: peak FLOP/s per precision, memory and link bandwidths of the devices
+public training tables use, read from ``perfzoo/data/accelerators.csv`` (one row per device, each
+with its public source).
+
+Names are normalised: ``H100-SXM-80GB``, ``DGX-H100`` and ``NVIDIA H100 80GB HBM3`` are one
+accelerator (each row's ``match`` pattern is tried, most specific first, on the upper-cased text
+without spaces, dashes and underscores). An accelerator no row matches gives ``None`` and a
+warning that names it, once per name: never a silent constant.
+
+>>> spec("NVIDIA H100 80GB HBM3").name, spec("DGX-H100").peak_flops["bf16"]
+('H100-80GB', 989000000000000.0)
+>>> spec("TPU v5p").name, spec("MI300X").memory_gib
+('TPU-v5p', 192.0)
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+TABLE = Path(__file__).resolve().parent / "data" / "accelerators.csv"
+PRECISIONS = ("fp4", "fp8", "bf16", "fp32")
+
+
+class UnknownAcceleratorWarning(UserWarning):
+    """An accelerator name that no row of the accelerator table matches."""
+
+
+@dataclass(frozen=True)
+class AcceleratorSpec:
+    """Datasheet figures of one device (dense, no sparsity).
+
+    ``peak_flops`` maps a precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``) to FLOP/s;
+    a class the device lacks falls back to the next wider one (:meth:`flops`). Bandwidths are
+    bytes/s in one direction per device: ``intra_bw`` inside a node (NVLink, ICI), ``inter_bw`` to
+    other nodes. ``node_size`` is the devices that share the intra-node link.
+    """
+
+    name: str
+    peak_flops: Mapping[str, float]
+    memory_gib: float
+    hbm_bw: float
+    intra_bw: float
+    inter_bw: float
+    node_size: int = 8
+    source: str = ""
+
+    def flops(self, precision: str) -> Optional[float]:
+        """Peak FLOP/s for a precision class, falling back to wider ones (fp4 -> fp8 -> bf16 -> fp32)."""
+        for p in PRECISIONS[PRECISIONS.index(precision):]:
+            if p in self.peak_flops:
+                return self.peak_flops[p]
+        return None
+
+
+def _number(text: str, scale: float = 1.0) -> Optional[float]:
+    return float(text) * scale if text.strip() else None
+
+
+@lru_cache(maxsize=1)
+def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
+    """Every row of the accelerator table, in match order."""
+    lines = [line for line in TABLE.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    rows = []
+    for row in csv.DictReader(lines):
+        peaks = {p: _number(row[f"{p}_tflops"], 1e12) for p in PRECISIONS}
+        rows.append((re.compile(row["match"]), AcceleratorSpec(
+            name=row["name"], peak_flops={p: v for p, v in peaks.items() if v is not None},
+            memory_gib=_number(row["memory_gib"]) or float("nan"), hbm_bw=_number(row["hbm_tb_s"], 1e12),
+            intra_bw=_number(row["intra_gb_s"], 1e9), inter_bw=_number(row["inter_gb_s"], 1e9),
+            node_size=int(row["devices_per_node"]), source=row["source"])))
+    return tuple(rows)
+
+
+def normalise(name: str) -> str:
+    """The text the ``match`` patterns see: upper case, no spaces, dashes or underscores."""
+    return re.sub(r"[\s\-_]", "", name.upper().replace("NVIDIA", ""))
+
+
+_warned: set[str] = set()
+
+
+def spec(name: Any) -> Optional[AcceleratorSpec]:
+    """The table row for an accelerator text; ``None`` (with a warning, once per name) when unknown."""
+    if name is None or (isinstance(name, float) and name != name) or not str(name).strip():
+        return None
+    key = normalise(str(name))
+    for pattern, found in table():
+        if pattern.search(key):
+            return found
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(f"unknown accelerator {str(name)!r}: no row of {TABLE.name} matches it, so its "
+                      "peak FLOP/s and bandwidths are unknown (analytic estimates are NaN); add a row",
+                      UnknownAcceleratorWarning, stacklevel=2)
+    return None
+
+
+def names() -> list[str]:
+    """The canonical names of the table's accelerators."""
+    return [s.name for _, s in table()]
