@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 from harness import memory as _memory
 from harness.environment import peak_bf16_flops
+from harness.protocol import QUIET_CORES, QUIET_WAIT_S
 from harness.timing import summarize_steps
 
 MESSAGE_TAIL = 4000  # characters of error text kept in a record
@@ -37,6 +38,8 @@ class JobSpec:
     warmup: int = 2
     timeout_s: float = 120.0
     repeat: int = 0
+    require_quiet: bool = False  # harness.protocol: fail instead of timing on a busy machine
+    quiet_wait_s: float = QUIET_WAIT_S  # how long to wait for quiet before timing anyway
     debug: dict = field(default_factory=dict)  # test-only: {"hang": True} / {"crash": "msg"}
 
     def to_json(self) -> str:
@@ -181,11 +184,24 @@ def to_record(outcome: JobOutcome, *, hardware: dict, software: dict, provenance
                 ann[k] = v
         if r0.get("loadavg_1m") is not None:
             ann["loadavg_1m"] = round(float(r0["loadavg_1m"]), 2)
+        for k in ("external_load_cores", "quiet_wait_s"):
+            if r0.get(k) is not None:
+                ann[k] = r0[k]
+        ann.update({k: v for k, v in (r0.get("protocol") or {}).items() if v is not None})
+        growth = [r["memory"]["peak_rss_gib"] - r["footprint_rss_gib"] for r in outcome.ranks
+                  if r.get("footprint_rss_gib") is not None and (r.get("memory") or {}).get("peak_rss_gib") is not None]
+        if growth and outcome.spec.device == "cpu":
+            ann["memory_growth_gib"] = round(max(growth), 4)  # peak RSS over the footprint, max over ranks
+        for k in ("footprint_gib", "headroom_gib"):
+            if (r0.get("budget") or {}).get(k) is not None:
+                ann[f"memory_{k}"] = max(r.get("budget", {}).get(k) or 0 for r in outcome.ranks)
         data_peaks = [r["peak_data_gib"] for r in outcome.ranks if r.get("peak_data_gib") is not None]
         if data_peaks:
             ann["peak_data_gib"] = max(data_peaks)  # VmData sampled between steps, max over ranks
         if r0.get("budget", {}).get("mechanism"):
             ann["memory_budget_mechanism"] = r0["budget"]["mechanism"]
+    if (ann.get("external_load_cores") or 0) > QUIET_CORES:
+        metrics["noisy"] = True  # measured on a busy machine (harness.protocol)
     if outcome.status == "ok" and metrics.get("step_time_n"):
         measured = metrics["step_time_mean_s"] * metrics["step_time_n"]
         ann["overhead_s"] = round(outcome.wall_time_s - measured, 4)

@@ -39,7 +39,7 @@ import traceback  # noqa: E402
 from datetime import timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from harness import memory  # noqa: E402
+from harness import memory, protocol  # noqa: E402
 from harness.environment import relevant_env  # noqa: E402
 from harness.jobs import JobSpec, tail, write_json_atomic  # noqa: E402
 
@@ -61,6 +61,8 @@ def _classify(exc: BaseException) -> str:
     text = str(exc)
     if text.startswith("unsupported"):
         return "unsupported"
+    if text.startswith("noisy machine"):
+        return "noisy_machine"
     if isinstance(exc, ValueError) and "knob" in text:
         return "invalid_config"
     low = text.lower()
@@ -122,8 +124,14 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
         timings["init_s"] = time.perf_counter() - t
 
         t = time.perf_counter()
+        if device == "cpu":
+            report["protocol"] = protocol.pin_cpu_rank(local_rank, world_size)
+        torch.ones(64, 64, device=tdev) @ torch.ones(64, 64, device=tdev)  # thread pools up before the footprint
         _reset_peak_rss()
-        report["budget"] = memory.apply_budget(spec.config.get("memory_budget_gib"), device)
+        footprint = (torch.cuda.memory_reserved() / memory.GIB) if device == "cuda" else memory.data_gib()
+        report["footprint_rss_gib"] = memory.figures(device).get("rss_gib")
+        report["budget"] = protocol.apply_headroom(spec.config.get("memory_headroom_gib"),
+                                                   spec.config.get("memory_budget_gib"), device, footprint)
         dbg = _debug_actions(spec)
         if dbg.get("crash"):
             raise RuntimeError(str(dbg["crash"]))
@@ -147,6 +155,8 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
         timings["warmup_s"] = time.perf_counter() - t
 
         report["loadavg_1m"] = os.getloadavg()[0]  # how busy the machine was as timing began
+        if device == "cpu":
+            _quiet_check(spec, report, world_size)
         t = time.perf_counter()
         timer = StepTimer(device)
         for _ in range(spec.steps):
@@ -176,6 +186,24 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
     write_json_atomic(results_dir / f"rank{rank}.json", report)
     del built
     return report
+
+
+def _quiet_check(spec: JobSpec, report: dict, world_size: int) -> None:
+    """Step 2 of :mod:`harness.protocol`: rank 0 probes the machine while every rank idles."""
+    import torch.distributed as dist
+
+    pids: list = [None] * world_size
+    dist.all_gather_object(pids, os.getpid())
+    result = [None]
+    if dist.get_rank() == 0:
+        result[0] = protocol.wait_for_quiet(lambda: protocol.external_load(set(pids)), spec.quiet_wait_s)
+    dist.broadcast_object_list(result, src=0)
+    load, waited = result[0]
+    report["external_load_cores"], report["quiet_wait_s"] = round(load, 3), round(waited, 2)
+    if load > protocol.QUIET_CORES and spec.require_quiet:
+        raise RuntimeError(f"noisy machine: {load:.2f} cores busy outside the job after waiting "
+                           f"{waited:.0f} s for quiet (at most {protocol.QUIET_CORES} allowed); "
+                           "stop what else runs, or collect without --require-quiet")
 
 
 def _teardown(in_process: bool) -> None:

@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Optional, Sequence
 
+from harness.protocol import QUIET_WAIT_S
 from perfzoo import spaces as _spaces
 from perfzoo.records import STATUSES
 
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0, help="wall-clock limit per job in seconds (default 120)")
     p.add_argument("--out", required=True, metavar="DIR", help="record store directory (created if needed)")
     p.add_argument("--seed", type=int, default=0, help="seed for --n sampling (default 0)")
-    p.add_argument("--steps", type=int, default=6, help="measured steps per job (default 6)")
+    p.add_argument("--steps", type=int, default=10, help="measured steps per job (default 10: the protocol; see datasets/fsdp-cpu/README.md)")
     p.add_argument("--warmup", type=int, default=2, help="warm-up steps per job, not measured (default 2)")
     p.add_argument("--mode", choices=["auto", "torchrun", "inprocess"], default="auto",
                    help="torchrun: a fresh torchrun per job; inprocess: world-size-1 jobs run in one "
@@ -78,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launcher", choices=["local", "slurm"], default="local",
                    help="local (default): run jobs on this machine; slurm: submit them as Slurm job arrays")
     p.add_argument("--sweep-id", help="sweep id stored in each record (default: derived from the arguments)")
+    p.add_argument("--require-quiet", action="store_true",
+                   help="measure only on a quiet machine: a job that still sees other processes using "
+                        "CPU after --quiet-wait seconds is recorded as failed (noisy_machine), not timed")
+    p.add_argument("--quiet-wait", type=float, default=QUIET_WAIT_S, metavar="S",
+                   help=f"seconds a CPU job waits for the machine to be quiet before timing (default "
+                        f"{QUIET_WAIT_S:g}); then it is timed and flagged noisy, or fails with --require-quiet")
     p.add_argument("--dry-run", action="store_true", help="validate and list the jobs, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     g = p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)")
@@ -341,7 +348,8 @@ def _run(args, argv: list[str]) -> int:
                 skipped += 1
                 continue
             spec = JobSpec(workload=args.workload, config=cfg, job_id=jid, nproc=nproc, device=args.device,
-                           steps=args.steps, warmup=args.warmup, timeout_s=args.timeout, repeat=r)
+                           steps=args.steps, warmup=args.warmup, timeout_s=args.timeout, repeat=r,
+                           require_quiet=args.require_quiet, quiet_wait_s=args.quiet_wait)
             use_inproc = slurm is None and (args.mode == "inprocess" or (args.mode == "auto" and nproc == 1))
             (jobs_in if use_inproc else jobs_tr).append(spec)
     total = len(jobs_in) + len(jobs_tr)

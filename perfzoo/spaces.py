@@ -28,6 +28,13 @@ Built-in spaces
     comes from the batch (activations) and the NO_SHARD / SHARD_GRAD_OP layers (unsharded
     parameters, gradients and Adam state). So the tighter budgets make the memory-hungry
     configs run out of memory for real, the loosest never do.
+``fsdp-ads-v2``
+    The same search on a model where it matters: the 11 layers form a tower of differing
+    widths (15k to 530k parameters, 36x), and the memory knob is ``memory_headroom_gib``, the
+    limit above each rank's own footprint after the runtime and the process group started
+    (:mod:`harness.protocol`), at 9 levels from 0.055 to 0.071 GiB: FULL_SHARD everywhere fits
+    from 0.055 (batch 8) or 0.058 (batch 128), NO_SHARD everywhere needs more than 0.070. 3^11 x 5 x 9
+    configs, as v1; records of the two versions never mix (their spaces differ).
 ``llm-small``
     A Llama-style decoder small enough that one training job takes seconds on 2 CPU cores:
     model shape, micro batch, sequence, precision, activation checkpointing, compile, FSDP
@@ -331,6 +338,10 @@ def get(name: str) -> Space:
 # built-in: fsdp-ads ----------------------------------------------------------------------
 
 FSDP_N_LAYERS = 11
+# memory above the rank's footprint, GiB, at which a job fits: 0.053-0.055 with FULL_SHARD
+# everywhere at batch 8, 0.056-0.058 at batch 128, over 0.070 with NO_SHARD everywhere (bisected
+# with real OOMs, which harness.protocol makes the same on every repeat)
+FSDP_V2_HEADROOM = (0.055, 0.057, 0.059, 0.061, 0.063, 0.065, 0.067, 0.069, 0.071)
 SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD")
 
 FSDP_ADS = register(Space(
@@ -345,6 +356,29 @@ FSDP_ADS = register(Space(
                "emb_dim": 32, "world_size": 2, "fsdp_api": "fsdp2", "precision": "fp32"},
     world_size_key="world_size",
     description="ads-model per-layer FSDP sharding x local batch x memory budget, 2 CPU ranks",
+))
+
+
+# built-in: fsdp-ads-v2 -------------------------------------------------------------------
+
+# output width of each layer of the v2 tower (input 64): layers of 15k to 530k parameters
+FSDP_V2_WIDTHS = (128, 256, 256, 128, 64, 32, 64, 192, 192, 64, 32)
+
+FSDP_ADS_V2 = register(Space(
+    name="fsdp-ads-v2",
+    workload="fsdp",
+    dimensions=[Categorical(f"shard_{i:02d}", f"sharding strategy of layer {i}", choices=SHARDING)
+                for i in range(FSDP_N_LAYERS)]
+    + [Categorical("local_batch", "examples per rank per step", choices=(8, 16, 32, 64, 128)),
+       Categorical("memory_headroom_gib", "per-rank memory limit above the rank's own footprint after "
+                   "runtime and process-group start, GiB", choices=FSDP_V2_HEADROOM)],
+    constants={"n_layers": FSDP_N_LAYERS, "width": 64,
+               **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)},
+               "n_tables": 8, "rows_per_table": 4096, "emb_dim": 32, "world_size": 2,
+               "fsdp_api": "fsdp2", "precision": "fp32"},
+    world_size_key="world_size",
+    description="ads-model per-layer FSDP sharding x local batch x memory headroom, 11 layers of "
+                "65k-2.1M parameters, 2 CPU ranks",
 ))
 
 

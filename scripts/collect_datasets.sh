@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# Collect the bundled CPU datasets (resumable: run it again to continue where it stopped).
-# Each stage stops the script if it was interrupted, so a re-run continues in order.
+# Collect the bundled CPU datasets under the measurement protocol (harness/protocol.py and
+# collect's defaults). Nothing else may run on the machine meanwhile: the load before and after
+# each stage goes to OUT/load.log. Resumable: run it again and finished job ids are skipped.
 set -u
 cd "$(dirname "$0")/.."
-python -m perfzoo.collect --workload fsdp --space fsdp-ads --n 620 --seed 0 --nproc 2 --warm \
-  --steps 6 --warmup 2 --timeout 180 --sweep-id fsdp-cpu-v1 --out datasets/fsdp-cpu || exit $?
-python scripts/make_llm_configs.py --out datasets/llm-cpu/configs.jsonl || exit $?
-python -m perfzoo.collect --workload llm --space llm-small --configs datasets/llm-cpu/configs.jsonl --warm \
-  --steps 6 --warmup 2 --timeout 300 --sweep-id llm-cpu-v1 --out datasets/llm-cpu || exit $?
-python scripts/dataset_cards.py fsdp-cpu llm-cpu
+load() { echo "$(date -u +%FT%TZ) $1 $(cat /proc/loadavg)" >> "$2/load.log"; }
+fsdp() { python -m perfzoo.collect --space fsdp-ads-v2 --warm --out datasets/fsdp-cpu "$@"; }
+llm() { python -m perfzoo.collect --space llm-small --warm --timeout 300 --out datasets/llm-cpu "$@"; }
+
+python scripts/make_repeat_configs.py fsdp-ads-v2 datasets/fsdp-cpu || exit $?
+load start datasets/fsdp-cpu
+fsdp --configs datasets/fsdp-cpu/repeat-configs.jsonl --repeat 5 --sweep-id fsdp-cpu-v2-repeat || exit $?
+fsdp --configs datasets/fsdp-cpu/baseline-configs.jsonl --repeat 3 --sweep-id fsdp-cpu-v2-baselines || exit $?
+fsdp --n 560 --seed 0 --sweep-id fsdp-cpu-v2 || exit $?
+load end datasets/fsdp-cpu
+
+python scripts/make_repeat_configs.py llm-small datasets/llm-cpu || exit $?
+python scripts/make_llm_configs.py --compiled 4 --out datasets/llm-cpu/configs.jsonl || exit $?
+load start datasets/llm-cpu
+llm --configs datasets/llm-cpu/repeat-configs.jsonl --repeat 5 --sweep-id llm-cpu-v2-repeat || exit $?
+llm --configs datasets/llm-cpu/configs.jsonl --sweep-id llm-cpu-v2 || exit $?
+load end datasets/llm-cpu

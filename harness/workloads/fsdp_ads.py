@@ -2,8 +2,10 @@
 
 Sparse features are pooled from embedding tables (``EmbeddingBag``, sum pooling) and joined
 with projected dense features; then ``n_layers`` interaction/MLP layers with residuals (a
-DCN-v2 style cross ``x + x0 * W_c x`` then a 4x MLP), then two task heads (CTR and CVR) with a
-binary cross-entropy loss each. Every layer gets its own sharding strategy:
+DCN-v2 style cross ``x + x0 * W_c x`` then a 4x MLP; or, when the config gives per-layer
+widths ``width_00``.., a tower of 4x MLP layers whose widths differ, so that layers differ in
+size by more than an order of magnitude), then two task heads (CTR and CVR) with a binary
+cross-entropy loss each. Every layer gets its own sharding strategy:
 
 ============== ===================================== =====================================
 strategy        FSDP2 (``fully_shard``)                FSDP1 (``FullyShardedDataParallel``)
@@ -48,16 +50,37 @@ class InteractionLayer(nn.Module):
         return x + self.down(F.relu(self.up(self.norm(x))))
 
 
+class TowerLayer(nn.Module):
+    """A layer that changes width: ``skip(x) + down(relu(up(norm(x))))``, ``w_in -> w_out``
+    (``skip`` is a projection when the widths differ). Its ``x0`` input is ignored."""
+
+    def __init__(self, w_in: int, w_out: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(w_in)
+        self.up = nn.Linear(w_in, MLP_MULT * w_out)
+        self.down = nn.Linear(MLP_MULT * w_out, w_out)
+        self.skip = nn.Linear(w_in, w_out, bias=False) if w_in != w_out else nn.Identity()
+
+    def forward(self, x: torch.Tensor, x0: torch.Tensor) -> torch.Tensor:
+        return self.skip(x) + self.down(F.relu(self.up(self.norm(x))))
+
+
 class AdsModel(nn.Module):
-    def __init__(self, n_layers: int, width: int, n_tables: int, rows_per_table: int, emb_dim: int):
+    """Embeddings and projections, then one interaction layer per entry of ``widths``: all equal
+    (the v1 model, :class:`InteractionLayer`), or a tower of differing widths (:class:`TowerLayer`)."""
+
+    def __init__(self, widths: list[int], width: int, n_tables: int, rows_per_table: int, emb_dim: int):
         super().__init__()
         self.tables = nn.ModuleList(nn.EmbeddingBag(rows_per_table, emb_dim, mode="sum")
                                     for _ in range(n_tables))
         self.dense = nn.Linear(N_DENSE, emb_dim)
         self.proj = nn.Linear((n_tables + 1) * emb_dim, width)
-        self.layers = nn.ModuleList(InteractionLayer(width) for _ in range(n_layers))
-        self.ctr = nn.Linear(width, 1)
-        self.cvr = nn.Linear(width, 1)
+        if all(w == width for w in widths):
+            self.layers = nn.ModuleList(InteractionLayer(width) for _ in widths)
+        else:
+            self.layers = nn.ModuleList(TowerLayer(a, b) for a, b in zip([width, *widths[:-1]], widths))
+        self.ctr = nn.Linear(widths[-1], 1)
+        self.cvr = nn.Linear(widths[-1], 1)
 
     def forward(self, dense: torch.Tensor, sparse: torch.Tensor):
         pooled = [t(sparse[:, i]) for i, t in enumerate(self.tables)]
@@ -66,6 +89,11 @@ class AdsModel(nn.Module):
         for layer in self.layers:
             x = layer(x, x0)
         return self.ctr(x), self.cvr(x)  # (batch, 1) each; views would defeat FSDP2's hooks
+
+
+def layer_widths(config: dict) -> list[int]:
+    """Each layer's output width: ``width_00``.. where the config gives them, else ``width``."""
+    return [int(config.get(f"width_{i:02d}", config["width"])) for i in range(int(config["n_layers"]))]
 
 
 def layer_strategies(config: dict) -> list[str]:
@@ -109,7 +137,7 @@ def _apply_fsdp1(model: AdsModel, strategies: list[str], ctx: RunContext, precis
 
 
 def build(config: dict, ctx: RunContext) -> Built:
-    n_layers, width = int(config["n_layers"]), int(config["width"])
+    width = int(config["width"])
     n_tables, rows, emb_dim = int(config["n_tables"]), int(config["rows_per_table"]), int(config["emb_dim"])
     batch = int(config["local_batch"])
     precision = config.get("precision", "fp32")
@@ -118,7 +146,7 @@ def build(config: dict, ctx: RunContext) -> Built:
 
     torch.manual_seed(0)  # same init on every rank, like a checkpoint load
     with torch.device(ctx.device):
-        model = AdsModel(n_layers, width, n_tables, rows, emb_dim)
+        model = AdsModel(layer_widths(config), width, n_tables, rows, emb_dim)
     n_dense = dense_params(model)
     n_total = sum(p.numel() for p in model.parameters())
     if api == "fsdp2":

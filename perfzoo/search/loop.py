@@ -117,14 +117,68 @@ def hand_tuned_ladder(space: Any) -> list[dict]:
     if not shard or "local_batch" not in codec.names:
         raise ValueError(f"no hand-tuned baseline is defined for space {sp.name!r} (only for fsdp-ads-like spaces)")
     out = []
-    budget = sp.dimension("memory_budget_gib") if "memory_budget_gib" in codec.names else None
+    memory = _memory_knob(codec)
     for batch in sorted(sp.dimension("local_batch").values, reverse=True):
         cfg = {d.name: "FULL_SHARD" for d in shard}
         cfg["local_batch"] = batch
-        if budget is not None:
-            cfg["memory_budget_gib"] = None if None in budget.values else max(v for v in budget.values)
+        if memory is not None:
+            values = sp.dimension(memory).values
+            cfg[memory] = None if None in values else max(v for v in values)
         out.append(sp.validate(cfg))
     return out
+
+
+def _memory_knob(codec: SpaceCodec) -> Optional[str]:
+    """The space's memory knob: ``memory_headroom_gib`` (v2) or ``memory_budget_gib`` (v1), if any."""
+    return next((k for k in ("memory_headroom_gib", "memory_budget_gib") if k in codec.names), None)
+
+
+# what the v2 tower needs above its footprint with every layer FULL_SHARD, and per example of
+# local batch (GiB), and what a NO_SHARD layer adds per parameter (the other half of its fp32
+# parameters, gradients and Adam m and v, 16 / 2 bytes, and optimizer temporaries): calibration runs
+EXPERT_BASE_GIB, EXPERT_PER_EXAMPLE_GIB, EXPERT_NO_SHARD_BYTES = 0.054, 0.000025, 9.4
+
+
+def tower_layer_params(config: dict) -> list[int]:
+    """Parameters of each layer of an fsdp config (no torch: the arithmetic of
+    :class:`harness.workloads.fsdp_ads.TowerLayer` and ``InteractionLayer``)."""
+    from harness.workloads.fsdp_ads import MLP_MULT, layer_widths
+
+    widths = layer_widths(config)
+    ins = [int(config["width"]), *widths[:-1]]
+    tower = len(set(ins + widths)) > 1
+    out = []
+    for a, b in zip(ins, widths):
+        mlp = 2 * a + a * MLP_MULT * b + MLP_MULT * b + MLP_MULT * b * b + b  # norm, up, down
+        out.append(mlp + ((a * b if a != b else 0) if tower else a * a + a))  # skip, or the cross layer
+    return out
+
+
+def expert_ladder(space: Any) -> list[dict]:
+    """The expert heuristic of ``fsdp-ads-v2``, fixed before any search ran, as a ladder.
+
+    What an engineer who knows FSDP does: the most memory (the largest headroom level), and at
+    each local batch, largest first, NO_SHARD the smallest layers (their all-gathers are the
+    worst latency per byte) while a memory estimate (:data:`EXPERT_BASE_GIB` + batch x
+    :data:`EXPERT_PER_EXAMPLE_GIB` + :data:`EXPERT_NO_SHARD_BYTES` per NO_SHARD parameter) stays
+    within it; the others FULL_SHARD. The loop runs the rungs in order until one finishes ``ok``.
+    """
+    codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
+    sp, memory = codec.space, _memory_knob(codec)
+    if memory != "memory_headroom_gib":
+        raise ValueError(f"no expert heuristic is defined for space {sp.name!r} (only for fsdp-ads-v2-like spaces)")
+    limit = max(sp.dimension(memory).values)
+    ladder = []
+    for cfg in hand_tuned_ladder(codec):
+        params = tower_layer_params(cfg)
+        estimate = EXPERT_BASE_GIB + EXPERT_PER_EXAMPLE_GIB * cfg["local_batch"]
+        for i in sorted(range(len(params)), key=params.__getitem__):
+            extra = EXPERT_NO_SHARD_BYTES * params[i] / 2**30
+            if estimate + extra > limit:
+                break
+            cfg[f"shard_{i:02d}"], estimate = "NO_SHARD", estimate + extra
+        ladder.append(sp.validate(cfg))
+    return ladder
 
 
 # --- the loop -------------------------------------------------------------------------------
@@ -604,5 +658,5 @@ def frontier_figure(summary_or_loop: Any, path: Union[str, Path], permutations: 
     return path
 
 
-__all__ = ["ClosedLoop", "CollectLauncher", "LaunchInterrupted", "LoopSummary", "hand_tuned_ladder",
+__all__ = ["ClosedLoop", "CollectLauncher", "LaunchInterrupted", "LoopSummary", "hand_tuned_ladder", "expert_ladder",
            "frontier_figure", "training_frame", "config_id"]

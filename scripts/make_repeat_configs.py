@@ -1,0 +1,35 @@
+"""Write the fixed config lists of a protocol collection (deterministic).
+
+* ``repeat-configs.jsonl``: 5 random configs of the space (seed 2026), measured 5 times each:
+  the repeat CV and OOM determinism of the dataset card;
+* ``baseline-configs.jsonl`` (fsdp spaces): the two baselines, fixed before any search ran:
+  the FSDP default ladder (:func:`perfzoo.search.loop.hand_tuned_ladder`) and the expert
+  heuristic ladder (:func:`perfzoo.search.loop.expert_ladder`).
+
+    python scripts/make_repeat_configs.py fsdp-ads-v2 datasets/fsdp-cpu
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from perfzoo import spaces
+from perfzoo.search.loop import expert_ladder, hand_tuned_ladder
+
+
+def write(path: Path, configs: list[dict]) -> None:
+    path.write_text("".join(json.dumps(c) + "\n" for c in configs))
+    print(f"wrote {len(configs)} configs to {path}")
+
+
+def main(space_name: str, folder: str) -> None:
+    space, out = spaces.get(space_name), Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    write(out / "repeat-configs.jsonl",
+          [c for c in space.sample(40, seed=2026) if not c.get("compile")][:5])
+    if space.workload == "fsdp":
+        write(out / "baseline-configs.jsonl", hand_tuned_ladder(space) + expert_ladder(space))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -1,0 +1,108 @@
+"""The measurement protocol (harness.protocol) with real processes: threads and cores per rank,
+the quiet-machine guard, and memory limits relative to a rank's own footprint."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from harness import protocol
+from harness.workloads.fsdp_ads import AdsModel, layer_widths
+from perfzoo import spaces
+from perfzoo.collect import main as collect
+from perfzoo.search.loop import expert_ladder, hand_tuned_ladder, tower_layer_params
+from perfzoo.store import RecordStore
+
+from test_collect import llm_raw, write_jsonl
+
+SPIN = "import time\nt = time.time()\nwhile time.time() - t < 60: pass\n"
+
+
+@pytest.fixture
+def spinner():
+    """Another process keeping one core busy."""
+    proc = subprocess.Popen([sys.executable, "-c", SPIN])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_external_load_sees_other_processes_and_not_the_jobs_own(spinner):
+    assert protocol.external_load(set(), probe_s=0.5) > 0.5
+    assert protocol.external_load({spinner.pid}, probe_s=0.5) < 0.5
+
+
+def test_wait_for_quiet_gives_up_after_the_wait():
+    loads = iter([1.0, 0.9, 0.1])
+    load, waited = protocol.wait_for_quiet(lambda: next(loads), wait_s=60)
+    assert load == 0.1 and 1.5 < waited < 5
+    load, waited = protocol.wait_for_quiet(lambda: 1.0, wait_s=0.5)
+    assert load == 1.0 and waited < 3
+
+
+@pytest.mark.slow
+def test_a_busy_machine_flags_the_job_or_fails_it_under_require_quiet(tmp_path, spinner):
+    configs = write_jsonl(tmp_path / "c.jsonl", [llm_raw()])
+    assert collect(["--space", "llm-small", "--configs", configs, "--out", str(tmp_path / "flagged"), "--quiet-wait", "1",
+                    "--no-progress"]) == 0
+    (flagged,) = RecordStore(tmp_path / "flagged").records()
+    assert flagged.status == "ok" and flagged.metrics.noisy is True
+    assert flagged.annotations["external_load_cores"] > protocol.QUIET_CORES
+    assert flagged.annotations["threads"] == 1 and flagged.annotations["affinity"] is not None
+    assert collect(["--space", "llm-small", "--configs", configs, "--out", str(tmp_path / "strict"), "--quiet-wait", "1",
+                    "--require-quiet", "--no-progress"]) == 0
+    (strict,) = RecordStore(tmp_path / "strict").records()
+    assert strict.status == "failed" and strict.failure.kind == "noisy_machine"
+    assert "noisy machine" in strict.failure.message
+
+
+def _v2(pattern: str, batch: int, headroom: float) -> dict:
+    names = {"F": "FULL_SHARD", "S": "SHARD_GRAD_OP", "N": "NO_SHARD"}
+    return {**{f"shard_{i:02d}": names[p] for i, p in enumerate(pattern)}, "local_batch": batch,
+            "memory_headroom_gib": headroom}
+
+
+@pytest.mark.slow
+def test_headroom_over_the_footprint_gives_the_same_status_on_every_repeat(tmp_path):
+    configs = write_jsonl(tmp_path / "c.jsonl", [_v2("N" * 11, 128, 0.071), _v2("F" * 11, 8, 0.061)])
+    assert collect(["--space", "fsdp-ads-v2", "--configs", configs, "--repeat", "2", "--warm",
+                    "--steps", "2", "--warmup", "1", "--out", str(tmp_path / "s"), "--no-progress"]) == 0
+    records = RecordStore(tmp_path / "s").records()
+    status = {(r.config["local_batch"], r.annotations["repeat"]): r.status for r in records}
+    assert status == {(128, 0): "oom", (128, 1): "oom", (8, 0): "ok", (8, 1): "ok"}
+    ok = [r for r in records if r.status == "ok"]
+    assert all(r.annotations["memory_headroom_gib"] == 0.061 and r.annotations["memory_footprint_gib"] > 0.1
+               for r in ok)
+    oom = [r for r in records if r.status == "oom"]
+    assert all(r.failure.kind == "oom" for r in oom)
+
+
+def test_v2_tower_layers_differ_by_more_than_16x_and_the_arithmetic_matches_torch():
+    cfg = spaces.get("fsdp-ads-v2").sample(1)[0]
+    model = AdsModel(layer_widths(cfg), cfg["width"], cfg["n_tables"], cfg["rows_per_table"], cfg["emb_dim"])
+    counts = [sum(p.numel() for p in layer.parameters()) for layer in model.layers]
+    assert counts == tower_layer_params(cfg)
+    assert max(counts) / min(counts) >= 16
+    v1 = spaces.get("fsdp-ads").sample(1)[0]
+    v1_model = AdsModel(layer_widths(v1), v1["width"], v1["n_tables"], v1["rows_per_table"], v1["emb_dim"])
+    assert [sum(p.numel() for p in layer.parameters()) for layer in v1_model.layers] == tower_layer_params(v1)
+
+
+def test_the_baselines_use_the_most_memory_and_the_expert_keeps_small_layers_unsharded():
+    space = spaces.get("fsdp-ads-v2")
+    default, expert = hand_tuned_ladder(space), expert_ladder(space)
+    assert [c["local_batch"] for c in default] == [128, 64, 32, 16, 8]
+    assert all(c["memory_headroom_gib"] == 0.071 for c in default + expert)
+    assert all(c[f"shard_{i:02d}"] == "FULL_SHARD" for c in default for i in range(11))
+    top = expert[0]
+    params = tower_layer_params(top)
+    unsharded = [params[i] for i in range(11) if top[f"shard_{i:02d}"] == "NO_SHARD"]
+    sharded = [params[i] for i in range(11) if top[f"shard_{i:02d}"] == "FULL_SHARD"]
+    assert unsharded and sharded and max(unsharded) <= min(sharded)  # smallest layers first
+    with pytest.raises(ValueError, match="no expert heuristic"):
+        expert_ladder(spaces.get("fsdp-ads"))
+
+
+def test_rank_threads_share_the_cores():
+    assert protocol.rank_threads(2, 2) == 1 and protocol.rank_threads(16, 3) == 5 and protocol.rank_threads(1, 4) == 1
