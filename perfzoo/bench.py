@@ -127,9 +127,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--predictors", "--predictor", metavar="X,Y", action="append",
                    help="zoo members, comma-separated or repeated (default: all; see perfzoo.zoo.names())")
     p.add_argument("--splits", metavar="S,T", help=f"split kinds from {', '.join(SPLITS)} (default: all)")
-    p.add_argument("--seeds", type=int, metavar="N", help="seeds per split (default: 5; quick: 3)")
-    p.add_argument("--curve-seeds", type=int, metavar="N", help="seeds per learning-curve size (default: 10)")
-    p.add_argument("--curve-sizes", metavar="25,50,...", help="learning-curve training sizes")
+    p.add_argument("--seeds", type=_seed_count, metavar="N", help="seeds per split (default: 5; quick: 3)")
+    p.add_argument("--curve-seeds", type=_seed_count, metavar="N", help="seeds per learning-curve size (default: 10)")
+    p.add_argument("--curve-sizes", type=_sizes, metavar="25,50,...", help="learning-curve training sizes")
     p.add_argument("--out", metavar="DIR", help="leaderboard folder (default: leaderboard/)")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel processes (default: all cores)")
     p.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_CACHE_DIR,
@@ -143,6 +143,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--test", metavar="B", help="cross-dataset: score on this dataset (name or path)")
     p.add_argument("--json", action="store_true", help="cross-dataset: one JSON object per predictor line")
     return p
+
+
+def _seed_count(text: str) -> int:
+    """An argparse type: a number of seeds, at least 1."""
+    if not text.lstrip("-").isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds >= 1")
+    return int(text)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """An argparse type: ``--curve-sizes`` as whole numbers >= 2, naming a bad value."""
+    sizes = []
+    for v in _csv(text):
+        if not v.isdigit() or int(v) < 2:
+            raise argparse.ArgumentTypeError(f"{v!r} is not a training-set size (a whole number >= 2)")
+        sizes.append(int(v))
+    return tuple(sizes)
 
 
 def _cores() -> int:
@@ -226,9 +243,9 @@ def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> i
     bad = [s for s in splits if s not in SPLITS]
     if bad:
         raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
-    seeds = list(range(args.seeds if args.seeds else cfg.seeds))
-    curve_seeds = list(range(args.curve_seeds if args.curve_seeds else cfg.curve_seeds))
-    curve_sizes = tuple(int(v) for v in _csv(args.curve_sizes)) if args.curve_sizes else cfg.curve_sizes
+    seeds = list(range(args.seeds if args.seeds is not None else cfg.seeds))
+    curve_seeds = list(range(args.curve_seeds if args.curve_seeds is not None else cfg.curve_seeds))
+    curve_sizes = args.curve_sizes or cfg.curve_sizes
     out = Path(args.out or cfg.out)
     jobs = args.jobs or _cores()
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "

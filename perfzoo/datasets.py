@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence, Union
@@ -372,7 +373,7 @@ LAYOUT_METADATA = {
                "scale_column": "config.n_gpus", "group_columns": ("config.model_name",)},
     "published": {"target": "metrics.throughput_per_device", "target_unit": "tokens/s",
                   "scale_column": "config.n_gpus",
-                  "group_columns": ("config.model_name", "hardware.accelerator", "annotations.source")},
+                  "group_columns": ("config.model_name", "hardware.accelerator", "annotations.file")},  # one file, one publisher
 }
 
 
@@ -402,6 +403,10 @@ def _discovered(directory: Path) -> dict[str, tuple[str, Path]]:
 
 def _bundled() -> dict[str, Path]:
     root = bundled_dir()
+    if not root.is_dir():
+        warnings.warn(f"the bundled-datasets folder {root} does not exist"
+                      + (f" (from ${ENV_DATASETS}); unset it or point it at a folder of datasets"
+                         if os.environ.get(ENV_DATASETS) else ""), UserWarning, stacklevel=3)
     folders = sorted(root.iterdir()) if root.is_dir() else []
     return {p.name: p for p in folders if (p / RECORDS_FILE).is_file()}
 

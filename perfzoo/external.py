@@ -351,6 +351,11 @@ def read_vtrain(path: PathLike, published_at: datetime = VTRAIN_DATE) -> list[Jo
         for column, key in VTRAIN_CONFIG.items():
             if shape[key] < 1:
                 raise row.error(column, f"{shape[key]} is not a positive count")
+        if shape["tp"] * shape["pp"] * shape["dp"] != shape["n_gpus"]:
+            raise row.error("# GPUs", f"{shape['n_gpus']} GPUs but tensor x pipeline x data parallelism = "
+                                      f"{shape['tp']} x {shape['pp']} x {shape['dp']} = "
+                                      f"{shape['tp'] * shape['pp'] * shape['dp']}; the degrees must multiply "
+                                      "to the GPU count")
         step_ms = row.number(VTRAIN_TIME, required=True)
         if step_ms <= 0:
             raise row.error(VTRAIN_TIME, f"{step_ms} is not a positive time")

@@ -31,7 +31,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Optional, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -146,6 +146,13 @@ class JobRecord(_Strict):
             raise ValueError("timestamps must carry a time zone, e.g. '2026-11-21T10:00:00Z'")
         return value.astimezone(timezone.utc)
 
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> "JobRecord":
+        if self.ended_at is not None and self.ended_at < self.started_at:
+            raise ValueError(f"ended_at {self.ended_at.isoformat()} is before started_at "
+                             f"{self.started_at.isoformat()}; a job ends after it starts")
+        return self
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (timestamps as ISO-8601 UTC strings)."""
         return self.model_dump(mode="json")
@@ -190,6 +197,9 @@ def parse_record(data: Union[str, bytes, dict[str, Any]], where: str = "") -> Jo
             data = json.loads(data)
         except json.JSONDecodeError as exc:
             raise RecordError(f"{where}not valid JSON ({exc.msg} at column {exc.colno})") from None
+        except UnicodeDecodeError as exc:
+            raise RecordError(f"{where}not text: byte {exc.start} is not UTF-8 ({exc.reason}); "
+                              "a records file holds one JSON record per line") from None
     if not isinstance(data, dict):
         raise RecordError(f"{where}a job record must be a JSON object, got {type(data).__name__}")
     version = data.get("schema_version")

@@ -56,6 +56,17 @@ class TornLineWarning(UserWarning):
     """A partial line left by a crashed writer was skipped."""
 
 
+_TORN_WARNED: set[tuple[str, int]] = set()
+
+
+def _warn_torn_once(file: Path, offset: int, message: str) -> None:
+    """A :class:`TornLineWarning`, once per file and offset in a process, on one line (no source line)."""
+    key = (str(Path(file).resolve()), offset)
+    if key not in _TORN_WARNED:
+        _TORN_WARNED.add(key)
+        warnings.warn_explicit(message, TornLineWarning, filename="perfzoo.store", lineno=0)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -127,9 +138,8 @@ class RecordStore:
             end = data.find(b"\n", pos)
             if end < 0:  # a partial last line: a writer crashed, or is mid-write without the lock
                 line_no, offset = self._lines + 1, self._offset + pos
-                warnings.warn(
-                    f"{self.file}: line {line_no} (byte {offset}) is a torn partial record "
-                    "left by an interrupted writer; skipped", TornLineWarning, stacklevel=3)
+                _warn_torn_once(self.file, offset, f"{self.file}: line {line_no} (byte {offset}) is a torn "
+                                "partial record left by an interrupted writer; skipped")
                 self._offset += pos
                 return line_no, offset
             raw, offset = data[pos:end], self._offset + pos
@@ -144,8 +154,8 @@ class RecordStore:
                 if torn_offsets is None:
                     torn_offsets = self._torn_offsets()
                 if offset in torn_offsets:
-                    warnings.warn(f"{where}(byte {offset}) torn partial record left by an "
-                                  "interrupted writer; skipped", TornLineWarning, stacklevel=3)
+                    _warn_torn_once(self.file, offset, f"{where}(byte {offset}) torn partial record left "
+                                    "by an interrupted writer; skipped")
                     continue
                 raise StoreError(
                     f"{exc} -- the store is damaged at this line; perfzoo never edits stored "

@@ -117,7 +117,7 @@ def test_published_row_counts_and_the_union():
     for ds in (mosaic, titan, nemo, megatron, union):
         assert (ds.target, ds.target_unit) == ("metrics.throughput_per_device", "tokens/s")
         assert (ds.scale_column, ds.scale_threshold) == ("config.n_gpus", 64)
-        assert ds.group_columns == ("config.model_name", "hardware.accelerator", "annotations.source")
+        assert ds.group_columns == ("config.model_name", "hardware.accelerator", "annotations.file")
 
 
 def test_published_throughput_per_device_and_global():
