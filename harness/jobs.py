@@ -166,12 +166,12 @@ def metrics_of(outcome: JobOutcome, throughput_unit: str, accelerator: Optional[
 
 
 def to_record(outcome: JobOutcome, *, hardware: dict, software: dict, provenance: str,
-              sweep_id: Optional[str], throughput_unit: str):
-    """The :class:`perfzoo.records.JobRecord` of an outcome."""
+              sweep_id: Optional[str], throughput_unit: str, space: Optional[str] = None):
+    """The :class:`perfzoo.records.JobRecord` of an outcome (``space``: the search space's name)."""
     from perfzoo.records import JobRecord
 
     metrics = metrics_of(outcome, throughput_unit, hardware.get("accelerator"))
-    ann: dict[str, Any] = {"launcher": outcome.launcher, "repeat": outcome.spec.repeat,
+    ann: dict[str, Any] = {"space": space, "launcher": outcome.launcher, "repeat": outcome.spec.repeat,
                            "steps": outcome.spec.steps, "warmup": outcome.spec.warmup,
                            "timeout_s": outcome.spec.timeout_s}
     ann.update(outcome.annotations)

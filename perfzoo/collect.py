@@ -185,7 +185,11 @@ def resolve_configs(args, space: _spaces.Space) -> list[dict]:
                 configs.append(space.validate(raw))
             except _spaces.SpaceError as exc:
                 raise UsageError(f"{where}: {exc}") from None
-        return configs
+        unique = list({json.dumps(c, sort_keys=True, default=str): c for c in configs}.values())
+        if len(unique) < len(configs):
+            print(f"perfzoo.collect: {len(configs) - len(unique)} repeated config(s) in {args.configs} run "
+                  "once (measure a config several times with --repeat)", file=sys.stderr)
+        return unique
     if args.n is None or args.n < 1:
         raise UsageError("--n must be at least 1")
     if args.nproc is None:
@@ -288,6 +292,10 @@ def _run(args, argv: list[str]) -> int:
         raise UsageError(f"--space {space.name} is a space of the '{space.workload}' workload, "
                          f"not '{args.workload}'")
     args.workload = space.workload
+    if not space.runnable:
+        raise UsageError(f"--space {space.name} is a space for search only: the harness has no workload "
+                         f"that runs its configs ({space.description}); collect runs "
+                         f"{', '.join(n for n in _spaces.names() if _spaces.get(n).runnable)}")
     for name in ("repeat", "steps"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1")
@@ -323,6 +331,12 @@ def _run(args, argv: list[str]) -> int:
             raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
     store = RecordStore(args.out)
     done_ids = store.job_ids()
+    mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in store.records()
+                    if r.workload != space.workload or r.annotations.get("space") not in (None, space.name)})
+    if mixed:
+        raise UsageError(f"--out {args.out} holds records of {', '.join(mixed)}, not of {space.workload}/"
+                         f"{space.name}: one store, one space (splits and predictors need that); "
+                         "give another --out")
     sweep_id = _sweep_id(args, space.name, configs)
     provenance = "python -m perfzoo.collect " + shlex.join(argv)
     unit = get_workload(args.workload).THROUGHPUT_UNIT
@@ -393,7 +407,8 @@ def _run(args, argv: list[str]) -> int:
                 env_extra = {"OMP_NUM_THREADS": str(threads)} if threads else None
                 sw = dict(software, env=relevant_env(worker_env(args.device, n, env_extra)))
                 rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
-                                provenance=provenance, sweep_id=sweep_id, throughput_unit=unit)
+                                provenance=provenance, sweep_id=sweep_id, throughput_unit=unit,
+                                space=space.name)
                 store.append(rec)
                 tally.add(rec)
                 if bar is not None:

@@ -176,6 +176,7 @@ class Space:
         a config may state them, but then they must agree.
     constraints : rules between knobs.
     world_size_key : the config key holding the number of ranks.
+    runnable : whether the harness can run its configs (``False``: a space for search only).
     """
 
     name: str
@@ -186,6 +187,7 @@ class Space:
     constraints: Sequence[Constraint] = ()
     world_size_key: str = "world_size"
     description: str = ""
+    runnable: bool = True
 
     def __post_init__(self):
         names = [d.name for d in self.dimensions]
@@ -538,6 +540,7 @@ def megatron_space(n_layers: int = 24, hidden_dim: int = 1024, ffn_dim: int = 40
         world_size_key="n_gpus",
         description=f"Megatron-style tp x pp x dp and micro batch for gpt-{n_layers}L-{hidden_dim}h on {n_gpus} GPUs "
                     "(the vtrain-a100 knobs)",
+        runnable=False,  # the llm workload has no tensor or pipeline parallelism
     )
 
 

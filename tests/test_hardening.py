@@ -64,3 +64,22 @@ def test_vtrain_degrees_must_multiply_to_the_gpu_count(tmp_path):
     path.write_text(VTRAIN_HEADER + "\n3,16,8,1024,16,24,1024,1,2,2,372.1\n")
     with pytest.raises(DataError, match=r"line 2, column '# GPUs': 3 GPUs but .* = 1 x 2 x 2 = 4"):
         load_dataset(str(path))
+
+
+def test_collect_refuses_search_only_spaces_and_mixed_stores_and_runs_a_repeated_config_once(tmp_path, capsys):
+    from perfzoo.collect import main as collect
+
+    from test_collect import llm_raw, write_jsonl
+
+    assert collect(["--space", "megatron-a100", "--n", "2", "--out", str(tmp_path / "m")]) == 2
+    assert "megatron-a100 is a space for search only" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
+    configs = write_jsonl(tmp_path / "c.jsonl", [llm_raw(), llm_raw(), llm_raw()])
+    assert collect(["--space", "llm-small", "--configs", configs, "--out", str(tmp_path / "s"), "--steps", "1",
+                    "--warmup", "0", "--no-progress"]) == 0
+    out = capsys.readouterr()
+    assert "2 repeated config(s)" in out.err and "1 jobs to run" in out.err
+    (record,) = RecordStore(tmp_path / "s").records()
+    assert record.annotations["space"] == "llm-small"
+    assert collect(["--space", "fsdp-ads-v2", "--n", "1", "--out", str(tmp_path / "s"), "--dry-run"]) == 2
+    assert "holds records of llm/llm-small, not of fsdp/fsdp-ads-v2" in capsys.readouterr().err

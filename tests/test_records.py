@@ -13,7 +13,7 @@ def make_record(**overrides):
         job_id=job_id_for("llm", {"seq_len": 128}, {"accelerator": "cpu"}),
         source="measured",
         provenance="python -m perfzoo.collect --workload llm",
-        started_at="2026-11-21T10:00:00Z",
+        started_at="2026-11-21T09:00:00Z",
         ended_at="2026-11-21T10:00:05+01:00",
         status="ok",
         workload="llm",

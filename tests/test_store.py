@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pandas as pd
 import pytest
@@ -64,11 +65,10 @@ def test_torn_last_line_is_reported_skipped_and_next_append_works(tmp_path):
         f.write(fragment)
     with pytest.warns(TornLineWarning, match=rf"line 4 \(byte {size_before}\)"):
         assert len(RecordStore(tmp_path).records()) == 3
-    with pytest.warns(TornLineWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TornLineWarning)  # said once per process, not on every read
         assert RecordStore(tmp_path).append(record(4)) is True
-    reread = RecordStore(tmp_path)
-    with pytest.warns(TornLineWarning, match="line 4"):
-        assert [r.config["index"] for r in reread.records()] == [0, 1, 2, 4]
+        assert [r.config["index"] for r in RecordStore(tmp_path).records()] == [0, 1, 2, 4]
     # nothing earlier was rewritten: the first bytes are exactly as they were
     assert path.read_bytes()[:size_before] == before
     lines = path.read_bytes().split(b"\n")
@@ -89,8 +89,7 @@ def test_torn_line_from_a_killed_process(tmp_path):
     with pytest.warns(TornLineWarning):
         store = RecordStore(tmp_path)
         assert store.append(record(2))
-    with pytest.warns(TornLineWarning):
-        assert len(RecordStore(tmp_path)) == 3
+    assert len(RecordStore(tmp_path)) == 3
 
 
 def test_malformed_line_in_the_middle_is_an_error_naming_file_and_line(tmp_path):
