@@ -29,8 +29,9 @@ def spinner():
 
 
 def test_external_load_sees_other_processes_and_not_the_jobs_own(spinner):
-    assert protocol.external_load(set(), probe_s=0.5) > 0.5
-    assert protocol.external_load({spinner.pid}, probe_s=0.5) < 0.5
+    seen = protocol.external_load(set(), probe_s=1.0)
+    excluded = protocol.external_load({spinner.pid}, probe_s=1.0)
+    assert seen > 0.8 and seen - excluded > 0.6  # the spinner is one busy core, unless it is "the job"
 
 
 def test_wait_for_quiet_gives_up_after_the_wait():
