@@ -346,19 +346,26 @@ FSDP_N_LAYERS = 11
 FSDP_V2_HEADROOM = (0.055, 0.057, 0.059, 0.061, 0.063, 0.065, 0.067, 0.069, 0.071)
 SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD")
 
-FSDP_ADS = register(Space(
-    name="fsdp-ads",
-    workload="fsdp",
-    dimensions=[Categorical(f"shard_{i:02d}", f"sharding strategy of layer {i}", choices=SHARDING)
-                for i in range(FSDP_N_LAYERS)]
-    + [Categorical("local_batch", "examples per rank per step", choices=(16, 32, 64, 128, 256)),
-       Categorical("memory_budget_gib", "per-rank memory limit in GiB (None: unlimited)",
-                   choices=(0.36, 0.365, 0.37, 0.375, 0.38, 0.385, 0.39, 0.40, None))],
-    constants={"n_layers": FSDP_N_LAYERS, "width": 128, "n_tables": 8, "rows_per_table": 4096,
-               "emb_dim": 32, "world_size": 2, "fsdp_api": "fsdp2", "precision": "fp32"},
-    world_size_key="world_size",
-    description="ads-model per-layer FSDP sharding x local batch x memory budget, 2 CPU ranks",
-))
+def _fsdp_space(name: str, batches: tuple, memory: Dimension, constants: dict, description: str) -> Space:
+    """A per-layer sharding x local batch x memory space of the ``fsdp`` workload on 2 ranks."""
+    return Space(
+        name=name,
+        workload="fsdp",
+        dimensions=[Categorical(f"shard_{i:02d}", f"sharding strategy of layer {i}", choices=SHARDING)
+                    for i in range(FSDP_N_LAYERS)]
+        + [Categorical("local_batch", "examples per rank per step", choices=batches), memory],
+        constants={"n_layers": FSDP_N_LAYERS, **constants, "n_tables": 8, "rows_per_table": 4096,
+                   "emb_dim": 32, "world_size": 2, "fsdp_api": "fsdp2", "precision": "fp32"},
+        world_size_key="world_size",
+        description=description,
+    )
+
+
+FSDP_ADS = register(_fsdp_space(
+    "fsdp-ads", (16, 32, 64, 128, 256),
+    Categorical("memory_budget_gib", "per-rank memory limit in GiB (None: unlimited)",
+                choices=(0.36, 0.365, 0.37, 0.375, 0.38, 0.385, 0.39, 0.40, None)),
+    {"width": 128}, "ads-model per-layer FSDP sharding x local batch x memory budget, 2 CPU ranks"))
 
 
 # built-in: fsdp-ads-v2 -------------------------------------------------------------------
@@ -366,22 +373,13 @@ FSDP_ADS = register(Space(
 # output width of each layer of the v2 tower (input 64): layers of 15k to 530k parameters
 FSDP_V2_WIDTHS = (128, 256, 256, 128, 64, 32, 64, 192, 192, 64, 32)
 
-FSDP_ADS_V2 = register(Space(
-    name="fsdp-ads-v2",
-    workload="fsdp",
-    dimensions=[Categorical(f"shard_{i:02d}", f"sharding strategy of layer {i}", choices=SHARDING)
-                for i in range(FSDP_N_LAYERS)]
-    + [Categorical("local_batch", "examples per rank per step", choices=(8, 16, 32, 64, 128)),
-       Categorical("memory_headroom_gib", "per-rank memory limit above the rank's own footprint after "
-                   "runtime and process-group start, GiB", choices=FSDP_V2_HEADROOM)],
-    constants={"n_layers": FSDP_N_LAYERS, "width": 64,
-               **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)},
-               "n_tables": 8, "rows_per_table": 4096, "emb_dim": 32, "world_size": 2,
-               "fsdp_api": "fsdp2", "precision": "fp32"},
-    world_size_key="world_size",
-    description="ads-model per-layer FSDP sharding x local batch x memory headroom, 11 layers of "
-                "65k-2.1M parameters, 2 CPU ranks",
-))
+FSDP_ADS_V2 = register(_fsdp_space(
+    "fsdp-ads-v2", (8, 16, 32, 64, 128),
+    Categorical("memory_headroom_gib", "per-rank memory limit above the rank's own footprint after "
+                "runtime and process-group start, GiB", choices=FSDP_V2_HEADROOM),
+    {"width": 64, **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)}},
+    "ads-model per-layer FSDP sharding x local batch x memory headroom, 11 layers of 15k-530k "
+    "parameters, 2 CPU ranks"))
 
 
 # built-in: llm-small ---------------------------------------------------------------------
