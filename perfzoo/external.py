@@ -526,40 +526,50 @@ class PublishedLoad(NamedTuple):
     reports: list[LoadReport]
 
 
-def flops_per_token_published(config: dict, hardware_flops: bool) -> tuple[Optional[float], str]:
-    """Training FLOPs per token for a published row, and the convention used (for the record).
+def flops_per_token_published(configs: Sequence[dict]) -> list[dict[bool, tuple[Optional[float], str]]]:
+    """Training FLOPs per token of published rows, computed for all rows at once, and the
+    convention used (for the record), keyed by whether the source counts hardware FLOPs.
 
     ``6N + 12*L*d*s`` (:func:`perfzoo.analytic.flops_per_token`), plus the recomputed forward
-    when the source counts hardware FLOPs (full recompute unless the row says selective); ``6N``
-    alone when only ``n_params`` is known. None when neither the shape nor ``n_params`` is.
+    for hardware FLOPs (full recompute unless the row says selective); ``6N`` (``8N``) alone when
+    only ``n_params`` is known; None when neither the shape nor ``n_params`` is.
 
     >>> cfg = llm_config(n_layers=24, hidden_dim=1024, n_heads=16, seq_len=1024)
-    >>> flops_per_token_published(cfg, False)
+    >>> flops_per_token_published([cfg])[0][False]
     (2113929216.0, 'model FLOPs 6N+12Lds')
     """
-    config = dict(config)
-    if hardware_flops and config.get("activation_checkpointing") in (None, "none"):
-        config["activation_checkpointing"] = "full"
-    value = float(analytic.flops_per_token(config, recompute=hardware_flops))
-    convention = ("hardware FLOPs 6N+12Lds+recompute" if hardware_flops else "model FLOPs 6N+12Lds")
-    if math.isnan(value) and config.get("n_params"):
-        value = (8.0 if hardware_flops else 6.0) * config["n_params"]
-        convention = ("hardware FLOPs 8N" if hardware_flops else "model FLOPs 6N") + " (shape unknown)"
-    return (None, "") if math.isnan(value) else (value, convention)
+    frame = pd.DataFrame(list(configs))
+    checkpointing = frame["activation_checkpointing"]
+    recomputed = frame.assign(activation_checkpointing=checkpointing.where(
+        checkpointing.notna() & (checkpointing != "none"), "full"))
+    model = analytic.flops_per_token(frame).to_numpy(float)
+    hardware = analytic.flops_per_token(recomputed, recompute=True).to_numpy(float)
+    params = pd.to_numeric(frame["n_params"], errors="coerce").to_numpy(float)
+    return [{False: _with_convention(m, n, False), True: _with_convention(h, n, True)}
+            for m, h, n in zip(model, hardware, params)]
 
 
-def _gpu_count(row: Row) -> tuple[Optional[int], Optional[str]]:
-    """n_gpus as published, else tp*pp*cp*dp when those are given; (None, reason) otherwise."""
+def _with_convention(value: float, n_params: float, hardware: bool) -> tuple[Optional[float], str]:
+    kind = "hardware FLOPs" if hardware else "model FLOPs"
+    if not math.isnan(value):
+        return float(value), f"{kind} 6N+12Lds" + ("+recompute" if hardware else "")
+    if not math.isnan(n_params) and n_params > 0:
+        return (8.0 if hardware else 6.0) * float(n_params), f"{kind} {'8N' if hardware else '6N'} (shape unknown)"
+    return None, ""
+
+
+def _gpu_count(row: Row) -> tuple[Optional[int], bool, Optional[str]]:
+    """(n_gpus, derived?, reason when unknown): as published, else tp*pp*cp*dp when those are given."""
     n_gpus = row.number("n_gpus", whole=True)
     if n_gpus is not None:
         if n_gpus < 1:
             raise row.error("n_gpus", f"{n_gpus} is not a GPU count (>= 1)")
-        return n_gpus, None
+        return n_gpus, False, None
     degrees = [row.number(c, whole=True, lenient=True) for c in ("tp", "pp", "dp")]
     cp = row.number("cp", whole=True, lenient=True) or 1
     if None in degrees:
-        return None, "no GPU count (n_gpus blank, and tp, pp, dp not all given)"
-    return math.prod(degrees) * cp, None
+        return None, False, "no GPU count (n_gpus blank, and tp, pp, dp not all given)"
+    return math.prod(degrees) * cp, True, None
 
 
 @dataclass
@@ -576,20 +586,21 @@ class _Parsed:
     derived: list[str]
     filled: list[str]
     arch_key: Optional[str]
+    flops_by_convention: dict = field(default_factory=dict)  # flops_per_token_published, per file
 
     def flops(self, hardware_flops: bool) -> tuple[Optional[float], str]:
-        return flops_per_token_published(self.config, hardware_flops)
+        return self.flops_by_convention[hardware_flops]
 
 
 def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> Optional[_Parsed]:
     """The row read, or None when it cannot be a job (counted as skipped in ``report``)."""
-    n_gpus, why = _gpu_count(row)
+    n_gpus, from_degrees, why = _gpu_count(row)
     gpu_type = row.text("gpu_type")
     if n_gpus is None or gpu_type is None:
         report.skipped.append((row.line, why or "no accelerator (gpu_type blank)"))
         return None
-    derived = [] if row.number("n_gpus", whole=True) is not None else ["n_gpus=tp*pp*cp*dp"]
-    if derived:
+    derived = ["n_gpus=tp*pp*cp*dp"] if from_degrees else []
+    if from_degrees:
         report.derived["n_gpus from tp*pp*cp*dp"] += 1
     oom = "OOM" in ((row.text("tokens_per_sec_per_gpu") or "").upper(), (row.text("variant") or "").upper())
     config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
@@ -733,6 +744,9 @@ def read_published(paths: Union[PathLike, Iterable[PathLike]],
         require_columns(frame, path, PUBLISHED_REQUIRED, "published-table")
         report = LoadReport(file=path.name, rows=len(frame))
         parsed = [p for row in iter_rows(frame, path) if (p := _parse_row(row, architectures, report))]
+        if parsed:
+            for p, flops in zip(parsed, flops_per_token_published([p.config for p in parsed])):
+                p.flops_by_convention = flops
         hardware_flops, report.flop_convention = file_flop_convention(parsed)
         records.extend(_published_record(p, builder, hardware_flops, report.flop_convention, report)
                        for p in parsed)
