@@ -23,17 +23,11 @@ import os
 import time
 from typing import Optional
 
+from harness.environment import cpu_cores
+
 QUIET_CORES = 0.25  # busy cores outside the job above which the machine is not quiet
 PROBE_S = 0.4  # how long one probe of the machine's load lasts
 QUIET_WAIT_S = 30.0  # default wait for quiet before timing anyway (flagged noisy)
-
-
-def usable_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def rank_threads(cores: int, world_size: int) -> int:
@@ -47,7 +41,7 @@ def pin_cpu_rank(local_rank: int, world_size: int) -> dict:
 
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     env_threads = os.environ.get("OMP_NUM_THREADS")
-    threads = int(env_threads) if env_threads else rank_threads(len(cores) or usable_cores(), world_size)
+    threads = int(env_threads) if env_threads else rank_threads(len(cores) or cpu_cores(), world_size)
     torch.set_num_threads(threads)
     applied: dict = {"threads": threads, "affinity": None}
     if cores and world_size * threads <= len(cores):
