@@ -20,7 +20,7 @@ from typing import Any, Optional
 from harness import memory as _memory
 from harness.environment import peak_bf16_flops
 from harness.protocol import QUIET_CORES, QUIET_WAIT_S
-from harness.timing import summarize_steps
+from harness.timing import summarize_steps, summarize_throughputs
 
 MESSAGE_TAIL = 4000  # characters of error text kept in a record
 
@@ -41,6 +41,8 @@ class JobSpec:
     require_quiet: bool = False  # harness.protocol: fail instead of timing on a busy machine
     quiet_wait_s: float = QUIET_WAIT_S  # how long to wait for quiet before timing anyway
     debug: dict = field(default_factory=dict)  # test-only: {"hang": True} / {"crash": "msg"}
+    command: Optional[str] = None  # the command workload's template (harness.command), else None
+    metrics: dict = field(default_factory=dict)  # the command workload's harness.command.MetricSource
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -147,14 +149,18 @@ def metrics_of(outcome: JobOutcome, throughput_unit: str, accelerator: Optional[
         m["peak_memory_gib"] = max(peaks)
     if outcome.status != "ok":
         return m
-    per_rank = [r["step_times"] for r in reports]
-    items = sum(float(r["items_per_step"]) for r in reports)
     n = outcome.spec.nproc
-    m.update(summarize_steps(per_rank, items_per_step=items, n_devices=n))
-    m["throughput_unit"] = throughput_unit
+    if "throughputs" in reports[0]:  # a command job that reported throughput, not step times
+        m.update(summarize_throughputs(reports[0]["throughputs"], n_devices=n))
+    else:
+        per_rank = [r["step_times"] for r in reports]
+        items = sum(float(r["items_per_step"]) for r in reports)
+        m.update(summarize_steps(per_rank, items_per_step=items, n_devices=n))
+    m["throughput_unit"] = reports[0].get("throughput_unit") or throughput_unit
+    m.update(reports[0].get("reported") or {})  # figures a command job computed itself (mfu, TFLOP/s)
     flops_rank = reports[0].get("flops_per_step")
-    items_rank = float(reports[0]["items_per_step"])
     if flops_rank and m.get("throughput_per_device"):
+        items_rank = float(reports[0]["items_per_step"])
         achieved = flops_rank / items_rank * m["throughput_per_device"]  # FLOP/s per device
         m["tflops_per_device"] = achieved / 1e12
         # the rank's full device name tells e.g. H100 SXM from PCIe; the short name is the fallback
@@ -202,7 +208,7 @@ def to_record(outcome: JobOutcome, *, hardware: dict, software: dict, provenance
             ann["memory_budget_mechanism"] = r0["budget"]["mechanism"]
     if (ann.get("external_load_cores") or 0) > QUIET_CORES:
         metrics["noisy"] = True  # measured on a busy machine (harness.protocol)
-    if outcome.status == "ok" and metrics.get("step_time_n"):
+    if outcome.status == "ok" and metrics.get("step_time_n") and metrics.get("step_time_mean_s"):
         measured = metrics["step_time_mean_s"] * metrics["step_time_n"]
         ann["overhead_s"] = round(outcome.wall_time_s - measured, 4)
     failure = None

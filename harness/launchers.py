@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ import time
 from abc import ABC, abstractmethod
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail
 
@@ -79,6 +80,13 @@ def kill_tree(pid: int, grace_s: float = KILL_GRACE_S) -> None:
     psutil.wait_procs(procs, timeout=grace_s)
 
 
+def free_port() -> int:
+    """A TCP port free on this host right now."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
 def worker_env(device: str, nproc: int, extra: Optional[dict] = None) -> dict:
     """The environment for ranks: quiet torchrun, and on CPU one thread per rank.
 
@@ -114,15 +122,17 @@ def torchrun_command(job_file: Path, rendezvous: list[str]) -> list[str]:
             f"--log-dir={job_file.parent / 'torchelastic'}", "-m", "harness.worker", str(job_file)]
 
 
-def run_process(argv: list[str], env: dict, log_path: Path, timeout_s: float) -> tuple[Optional[int], bool]:
+def run_process(argv: list[str], env: dict, log_path: Path, timeout_s: float,
+                preexec: Optional[Callable[[], None]] = None) -> tuple[Optional[int], bool]:
     """Run ``argv`` (its output to ``log_path``) in a new session; ``(exit_code, timed_out)``.
 
+    ``preexec`` runs in the child before it starts ``argv`` (e.g. to set a memory limit).
     Past ``timeout_s`` its whole process tree is killed (:func:`kill_tree`). Ctrl-C or SIGTERM
     of the caller kills the tree too and re-raises: nothing is left running.
     """
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
+                                env=env, start_new_session=True, preexec_fn=preexec)
         try:
             return proc.wait(timeout=timeout_s), False
         except subprocess.TimeoutExpired:

@@ -10,7 +10,9 @@ per node, each starting ``nproc / (nodes * tasks_per_node)`` ranks. Agent 0 pick
 rendezvous port and publishes ``host:port`` in the job directory; the others read it and
 join (``torchrun --nnodes --node-rank --master-addr --master-port``). The ranks are the
 same :mod:`harness.worker` as on one machine and write the same rank reports, so
-:func:`harness.jobs.merge` decides the job's status as usual; then the Slurm state, read
+:func:`harness.jobs.merge` decides the job's status as usual (a job of the command workload
+runs the user's command as each agent, with ``{nnodes} {node_rank} {master_addr}
+{master_port}`` filled in, and :func:`harness.command.outcome_of` decides); then the Slurm state, read
 with ``sacct`` by submitit's watcher, has the last word (:data:`SLURM_STATES`).
 
 Resume
@@ -48,8 +50,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
+from harness.command import harness_values, outcome_of as command_outcome, run_command
 from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail, write_json_atomic
-from harness.launchers import Launcher, run_process, torchrun_command, worker_env
+from harness.launchers import Launcher, free_port, run_process, torchrun_command, worker_env
 
 JOB_NAME_PREFIX = "perfzoo-"
 RENDEZVOUS_WAIT_S = 300.0
@@ -145,13 +148,6 @@ class SlurmOptions:
 
 # on the compute node ---------------------------------------------------------------------
 
-def free_port() -> int:
-    """A TCP port free on this host right now."""
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
-
-
 def run_agent(job_dir: str) -> dict:
     """One torchrun agent of a job (one per Slurm task); submitit runs it on the node.
 
@@ -181,8 +177,13 @@ def run_agent(job_dir: str) -> dict:
     launch = [f"--nnodes={n_agents}", f"--node-rank={agent}", f"--nproc-per-node={spec.nproc // n_agents}",
               f"--master-addr={where['host']}", f"--master-port={where['port']}"]
     started = _now()
-    code, timed_out = run_process(torchrun_command(d / "job.json", launch), worker_env(spec.device, spec.nproc),
-                                  d / f"log-agent{agent}.txt", spec.timeout_s)
+    if spec.command is not None:  # the command workload: the user's command is this node's agent
+        values = harness_values(spec, d, nnodes=n_agents, node_rank=agent, master_addr=where["host"],
+                                master_port=where["port"])
+        code, timed_out, _ = run_command(spec, d, values, d / f"log-agent{agent}.txt")
+    else:
+        code, timed_out = run_process(torchrun_command(d / "job.json", launch), worker_env(spec.device, spec.nproc),
+                                      d / f"log-agent{agent}.txt", spec.timeout_s)
     ended = _now()
     info = {"agent": agent, "host": socket.gethostname(), "exit_code": code, "timed_out": timed_out,
             "started_at": started.isoformat(), "ended_at": ended.isoformat(),
@@ -207,9 +208,13 @@ def outcome_of(spec: JobSpec, job_dir: Path, slurm_id: str, facts: dict) -> JobO
     started = min((datetime.fromisoformat(a["started_at"]) for a in agents), default=facts.get("start") or _now())
     ended = max((datetime.fromisoformat(a["ended_at"]) for a in agents), default=facts.get("end") or _now())
     wall = max((a["wall_s"] for a in agents), default=(ended - started).total_seconds())
-    outcome = merge(spec, read_rank_reports(job_dir / "results"), exit_code=exit_code,
-                    timed_out=any(a["timed_out"] for a in agents), log_tail=tail(logs), started_at=started,
-                    ended_at=ended, wall_time_s=wall, launcher="slurm")
+    timed_out = any(a["timed_out"] for a in agents)
+    if spec.command is not None:
+        outcome = command_outcome(spec, job_dir, logs, exit_code=exit_code, timed_out=timed_out, started_at=started,
+                                  ended_at=ended, wall_time_s=wall, launcher="slurm")
+    else:
+        outcome = merge(spec, read_rank_reports(job_dir / "results"), exit_code=exit_code, timed_out=timed_out,
+                        log_tail=tail(logs), started_at=started, ended_at=ended, wall_time_s=wall, launcher="slurm")
     state = facts["state"]
     word = state.split()[0] if state else "UNKNOWN"
     forced = SLURM_STATES.get(word)

@@ -62,6 +62,27 @@ def summarize_steps(per_rank: Sequence[Sequence[float]], items_per_step: float,
     }
 
 
+def summarize_throughputs(throughputs: Sequence[float], n_devices: int = 1) -> dict:
+    """The throughput fields of a job record from per-step throughputs alone.
+
+    For a job that reports its throughput but not its step times (a user's command whose
+    log prints tokens/s): the same p90 headline and percentiles as :func:`summarize_steps`.
+
+    >>> s = summarize_throughputs([100.0, 110.0, 90.0, 105.0], n_devices=2)
+    >>> s["step_time_n"], s["throughput"] > s["throughput_p50"], s["throughput_per_device"] == s["throughput"] / 2
+    (4, True, True)
+    """
+    if not len(throughputs):
+        return {"step_time_n": 0}
+    tput = np.asarray(throughputs, dtype=float)
+    p25, p50, p75, p90 = (float(v) for v in np.percentile(tput, [25, 50, 75, 90]))
+    noise = (p75 - p25) / p50 if p50 > 0 else None
+    return {"throughput": p90, "throughput_per_device": p90 / max(n_devices, 1), "throughput_stat": "p90",
+            "throughput_mean": float(tput.mean()), "throughput_p50": p50, "throughput_p90": p90,
+            "step_time_n": int(tput.size), "noise_iqr_over_median": noise,
+            "noisy": bool(noise is not None and noise > NOISE_THRESHOLD)}
+
+
 class StepTimer:
     """Times steps with a synchronisation at both ends.
 

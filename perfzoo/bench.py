@@ -257,6 +257,9 @@ def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> i
         curve_sizes=curve_sizes, curve_seeds=curve_seeds, curve_datasets=cfg.curve_datasets,
         progress=not args.quiet,
     )
+    if results.frame.empty:
+        why = "; ".join(f"{s['dataset']} {s['split']}: {s['reason']}" for s in results.skipped[:3])
+        raise ValueError(f"nothing to score: {why or 'no task ran'} (measure more jobs, or choose other splits)")
     import shlex
 
     command = " ".join(["python -m perfzoo.bench", *map(shlex.quote, getattr(args, "argv", []))])

@@ -26,6 +26,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -52,10 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run real training jobs (one torchrun process group each, or many world-size-1 "
                     "jobs in one worker) and append one job record per job to a record store. "
                     "Resumable: finished job ids are skipped.")
-    p.add_argument("--workload", choices=["fsdp", "llm"],
+    p.add_argument("--workload", choices=["fsdp", "llm", "command"],
                    help="workload to run (default: the space's workload)")
-    p.add_argument("--space", help=f"search space (one of {_spaces.names()}; default: fsdp-ads for fsdp, "
-                                   "llm-small for llm)")
+    p.add_argument("--space", help=f"search space: one of {_spaces.names()}, or a .toml space file "
+                                   "(default: fsdp-ads for fsdp, llm-small for llm)")
+    g = p.add_argument_group("your own job (the command workload of a .toml space; see harness/command.py)")
+    g.add_argument("--command", metavar="TEMPLATE",
+                   help="launch command; {knob} is the config's value, {nproc} {master_port} {out_dir} "
+                        "{total_steps} ... the harness's (default: the space file's command)")
+    g.add_argument("--metric-parser", choices=["file", "torchtitan"],
+                   help="file (default): JSON lines the job writes to $PERFZOO_METRICS_FILE; torchtitan: "
+                        "its step lines in the output")
+    g.add_argument("--metric-regex", metavar="REGEX",
+                   help="read metrics from output lines matching REGEX, with named groups such as "
+                        "(?P<throughput>...) or (?P<step_time_s>...)")
+    g.add_argument("--throughput-unit", metavar="UNIT",
+                   help="what the job's throughput counts, e.g. samples/s (default: the space file's, "
+                        "tokens/s with torchtitan)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--n", type=int, help="run N random distinct configs from the space")
     src.add_argument("--configs", metavar="FILE.jsonl",
@@ -207,6 +221,42 @@ def resolve_configs(args, space: _spaces.Space) -> list[dict]:
     return [space.validate({k: c[k] for k in c}) for c in sub.sample(args.n, seed=args.seed)]
 
 
+def command_of(args, space: _spaces.Space):
+    """``(template, MetricSource)`` for a space of the command workload, else ``None``."""
+    from harness.command import MetricSource, check_template
+
+    given = [f"--{f.replace('_', '-')}" for f in ("command", "metric_parser", "metric_regex", "throughput_unit")
+             if getattr(args, f) is not None]
+    if space.workload != "command":
+        if given:
+            raise UsageError(f"{given[0]} is for your own job (a .toml space of the command workload); "
+                             f"space {space.name} runs the built-in '{space.workload}' workload")
+        return None
+    template = args.command or (space.command if isinstance(space, _spaces.FileSpace) else None)
+    if not template:
+        raise UsageError(f"space {space.name} runs a command: give --command 'TEMPLATE' (e.g. 'torchrun "
+                         "--standalone --nproc-per-node {nproc} train.py --batch {batch}') or command = \"...\" "
+                         "in the space file")
+    if isinstance(space, _spaces.FileSpace):  # a command that finds the files beside its space file
+        template = template.replace("{space_dir}", shlex.quote(str(Path(space.path).resolve().parent)))
+    if args.warm or args.mode == "inprocess":
+        raise UsageError("--warm and --mode inprocess run the built-in workloads; a command job is its own process")
+    if args.metric_parser and args.metric_regex:
+        raise UsageError("give --metric-parser or --metric-regex, not both")
+    parser = "regex" if args.metric_regex else (args.metric_parser or "file")
+    default_unit = "tokens/s" if parser == "torchtitan" else (
+        space.throughput_unit if isinstance(space, _spaces.FileSpace) else "items/s")
+    try:
+        check_template(template, space.knobs())
+        source = MetricSource(parser=parser, regex=args.metric_regex, unit=args.throughput_unit or default_unit)
+        from perfzoo.records import Metrics
+
+        Metrics(throughput_unit=source.unit)
+    except ValueError as exc:
+        raise UsageError(" ".join(str(exc).split())[:300]) from None
+    return template, source
+
+
 # running ---------------------------------------------------------------------------------
 
 def _sweep_id(args, space_name: str, configs: list[dict]) -> str:
@@ -301,6 +351,7 @@ def _run(args, argv: list[str]) -> int:
             raise UsageError(f"--{name} must be at least 1")
     if args.warmup < 0 or args.timeout <= 0:
         raise UsageError("--warmup must be >= 0 and --timeout > 0")
+    command = command_of(args, space)
     configs = resolve_configs(args, space)
     if args.mode == "inprocess":
         bad = [c for c in configs if int(c[space.world_size_key]) != 1]
@@ -308,6 +359,7 @@ def _run(args, argv: list[str]) -> int:
             raise UsageError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
                              f"{space.world_size_key} = {bad[0][space.world_size_key]} (use --mode torchrun or auto)")
 
+    from harness.command import CommandLauncher
     from harness.environment import capture_hardware, capture_software, hardware_key, relevant_env
     from harness.jobs import JobSpec, to_record
     from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
@@ -331,15 +383,25 @@ def _run(args, argv: list[str]) -> int:
             raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
     store = RecordStore(args.out)
     done_ids = store.job_ids()
-    mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in store.records()
+    records = store.records()
+    mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in records
                     if r.workload != space.workload or r.annotations.get("space") not in (None, space.name)})
     if mixed:
         raise UsageError(f"--out {args.out} holds records of {', '.join(mixed)}, not of {space.workload}/"
                          f"{space.name}: one store, one space (splits and predictors need that); "
                          "give another --out")
+    if command is not None:
+        other = sorted({r.annotations.get("command_template") for r in records} - {command[0], None})
+        if other:
+            raise UsageError(f"--out {args.out} holds jobs of another command ({other[0]!r}): their records would "
+                             "be taken for this command's; give another --out")
+        other = sorted({r.annotations.get("metric_source") for r in records} - {command[1].describe(), None})
+        if other:
+            raise UsageError(f"--out {args.out} holds jobs read with another metric source ({other[0]}): "
+                             "give another --out")
     sweep_id = _sweep_id(args, space.name, configs)
     provenance = "python -m perfzoo.collect " + shlex.join(argv)
-    unit = get_workload(args.workload).THROUGHPUT_UNIT
+    unit = command[1].unit if command else get_workload(args.workload).THROUGHPUT_UNIT
     software = capture_software()
     inproc = InProcessBatchLauncher(batch_size=args.batch_size)
     hardware_cache: dict[int, dict] = {}
@@ -363,11 +425,15 @@ def _run(args, argv: list[str]) -> int:
                 continue
             spec = JobSpec(workload=args.workload, config=cfg, job_id=jid, nproc=nproc, device=args.device,
                            steps=args.steps, warmup=args.warmup, timeout_s=args.timeout, repeat=r,
-                           require_quiet=args.require_quiet, quiet_wait_s=args.quiet_wait)
-            use_inproc = slurm is None and (args.mode == "inprocess" or (args.mode == "auto" and nproc == 1))
+                           require_quiet=args.require_quiet, quiet_wait_s=args.quiet_wait,
+                           command=command[0] if command else None,
+                           metrics=asdict(command[1]) if command else {})
+            use_inproc = slurm is None and command is None and (
+                args.mode == "inprocess" or (args.mode == "auto" and nproc == 1))
             (jobs_in if use_inproc else jobs_tr).append(spec)
     total = len(jobs_in) + len(jobs_tr)
-    how = (f"{len(jobs_in)} in-process, {len(jobs_tr)} torchrun{' (warm)' if args.warm else ''}" if slurm is None
+    how = (f"{len(jobs_tr)} command jobs ({command[1].describe()})" if command and slurm is None else
+           f"{len(jobs_in)} in-process, {len(jobs_tr)} torchrun{' (warm)' if args.warm else ''}" if slurm is None
            else f"Slurm arrays of {slurm.nodes} node(s) x {slurm.tasks_per_node} torchrun agent(s)")
     print(f"perfzoo.collect: {space.name} ({args.workload}), {len(configs)} configs x {args.repeat} "
           f"repeat(s): {total} jobs to run ({how}), {skipped} already in {args.out}", file=sys.stderr)
@@ -398,6 +464,8 @@ def _run(args, argv: list[str]) -> int:
             tr = SlurmLauncher(slurm, folder=args.slurm_folder or Path(args.out) / "slurm",
                                ledger=Path(args.out) / "slurm-jobs.jsonl")
             streams.append((tr.run_many(jobs_tr), None))
+        elif jobs_tr and command is not None:
+            streams.append((CommandLauncher().run_many(jobs_tr), None))
         elif jobs_tr:
             tr = WarmTorchrunLauncher(batch_size=args.batch_size) if args.warm else LocalTorchrunLauncher()
             streams.append((tr.run_many(jobs_tr), None))

@@ -97,7 +97,8 @@ class Metrics(_Strict):
 
     throughput: Optional[float] = Field(None, ge=0)
     throughput_per_device: Optional[float] = Field(None, ge=0)
-    throughput_unit: Optional[Literal["tokens/s", "queries/s"]] = None
+    throughput_unit: Optional[str] = Field(None, pattern=r"^[A-Za-z][\w.-]*/s$",
+                                           description="tokens/s, queries/s, samples/s, ...: what is counted per second")
     throughput_stat: Optional[Literal["p90", "p50", "mean", "reported"]] = None
     throughput_mean: Optional[float] = Field(None, ge=0)
     throughput_p50: Optional[float] = Field(None, ge=0)

@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m perfzoo.tune",
         description="The closed loop: N random jobs, then R rounds of fit -> search -> launch the top k "
                     "through the harness. Resumable: run the same command again after a kill.")
-    p.add_argument("--space", default="fsdp-ads", help="search space (default fsdp-ads)")
+    p.add_argument("--space", default="fsdp-ads", help="search space: a name or a .toml space file (default fsdp-ads)")
     p.add_argument("--store", required=True, metavar="DIR", help="record store the jobs are added to")
     p.add_argument("--n-random", type=int, default=100, help="random jobs before the first round (default 100)")
     p.add_argument("--rounds", type=int, default=3, help="search rounds (default 3)")
@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--warm", action="store_true",
                    help="collect --warm: launch each torchrun job from a warm worker (how fsdp-cpu was collected)")
+    p.add_argument("--command", metavar="TEMPLATE",
+                   help="your own job: the launch command of a .toml space (see python -m perfzoo.collect --help)")
+    p.add_argument("--metric-parser", choices=["file", "torchtitan"], help="how the command reports (collect's)")
+    p.add_argument("--metric-regex", metavar="REGEX", help="metrics from output lines matching REGEX (collect's)")
+    p.add_argument("--throughput-unit", metavar="UNIT", help="what the command's throughput counts (collect's)")
     p.add_argument("--collect-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for python -m perfzoo.collect (repeatable), e.g. --collect-arg=--batch-size=20")
     p.add_argument("--plot", metavar="PNG", help="frontier figure (default <store>/tune/<tag>-frontier.png)")
@@ -108,7 +113,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         opts["lr"] = args.lr
     extra = (["--warm"] if args.warm else []) + list(args.collect_arg)
-    launcher = CollectLauncher(space.name, args.store, timeout=args.timeout, steps=args.steps,
+    for flag in ("command", "metric_parser", "metric_regex", "throughput_unit"):
+        if getattr(args, flag) is not None:
+            extra += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
+    launcher = CollectLauncher(space.ref, args.store, timeout=args.timeout, steps=args.steps,
                                warmup=args.warmup, device=args.device, extra=extra, progress=not args.no_progress)
     try:
         loop = ClosedLoop(space, args.store, launcher=launcher, n_random=args.n_random, rounds=args.rounds,

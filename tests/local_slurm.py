@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.slurm import free_port
+from harness.launchers import free_port
 
 DAEMONS = ("munged", "mariadbd", "slurmdbd", "slurmctld", "slurmd")
 PACKAGES = "slurmctld slurmd slurm-client slurmdbd munge mariadb-server"

@@ -214,6 +214,28 @@ def test_two_task_fsdp_job_through_slurm_is_ok(slurm, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.slurm
+def test_a_command_job_runs_as_two_slurm_tasks_that_meet_at_one_rendezvous(slurm, tmp_path):
+    """The command workload on Slurm: each task runs the user's torchrun with its node rank."""
+    store = tmp_path / "store"
+    template = ("torchrun --nnodes {nnodes} --node-rank {node_rank} --nproc-per-node {nproc_per_node} "
+                "--master-addr {master_addr} --master-port {master_port} {space_dir}/train.py --batch {batch} "
+                "--width {width} --depth {depth} --reshard {reshard} --steps {total_steps}")
+    config = {"batch": 16, "width": 256, "depth": 2, "reshard": True}
+    assert main(["--space", str(REPO / "examples" / "fsdp2-cpu" / "space.toml"), "--command", template,
+                 "--configs", write_configs(tmp_path / "c.jsonl", [config]), "--out", str(store), "--steps", "3",
+                 "--warmup", "1", "--no-progress", "--launcher", "slurm", "--poll", "0.5",
+                 "--tasks-per-node", "2"]) == 0
+    [rec] = RecordStore(store).records()
+    assert rec.status == "ok", rec.failure
+    assert rec.workload == "command" and rec.annotations["slurm_state"] == "COMPLETED"
+    assert rec.metrics.step_time_n == 3 and rec.metrics.throughput_unit == "samples/s"
+    [job_dir] = (store / "slurm" / "jobs").glob(f"*/{rec.job_id}")
+    logs = [(job_dir / f"log-agent{k}.txt").read_text() for k in (0, 1)]
+    assert all("Traceback" not in log for log in logs)
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
 def test_job_over_its_time_limit_is_a_timeout(slurm, tmp_path, monkeypatch):
     monkeypatch.setenv("PERFZOO_TEST_HANG", "1")  # sbatch passes the environment to the job
     store = tmp_path / "store"

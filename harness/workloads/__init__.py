@@ -15,7 +15,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-WORKLOADS = {"fsdp": "harness.workloads.fsdp_ads", "llm": "harness.workloads.llm"}
+WORKLOADS = {"fsdp": "harness.workloads.fsdp_ads", "llm": "harness.workloads.llm", "command": "harness.command"}
 
 
 @dataclass
@@ -54,7 +54,8 @@ class Built:
 
 
 def get_workload(name: str):
-    """The workload module for ``name`` ('fsdp' or 'llm')."""
+    """The workload module for ``name`` ('fsdp', 'llm', or 'command': a user's launch command,
+    which :class:`harness.command.CommandLauncher` runs instead of the worker)."""
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload {name!r}; choose one of {sorted(WORKLOADS)}")
     return importlib.import_module(WORKLOADS[name])

@@ -400,6 +400,9 @@ def build_tasks(
             if spec.max_seeds is not None and seed_rank >= spec.max_seeds and sp.kind != "group":
                 continue
             if tr.size < 2 or te.size < 2:
+                if skipped is not None and spec is predictors[0]:
+                    skipped.append({"dataset": dname, "split": sp.name, "reason": f"{tr.size} ok training and "
+                                    f"{te.size} ok test rows (at least 2 each)"})
                 continue
             tasks.append(_task(dname, dhash, spec, sp, X, y, tr, te, groups, failure=False))
         # the failure classifier: every row, label = failed

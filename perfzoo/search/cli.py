@@ -26,6 +26,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from perfzoo.spaces import Space
+
 
 class UsageError(Exception):
     """A mistake on the command line (exit status 2, one line)."""
@@ -166,13 +168,13 @@ def _abbrev(v: Any) -> str:
     return str(v)
 
 
-def format_table(result, show: int = 10, unit: str = "") -> str:
+def format_table(result, space: Space, show: int = 10, unit: str = "") -> str:
     """The top proposals as a table: rank, predicted, std, P(ok), and the knobs that vary."""
     frame = result.to_frame().head(show)
     if frame.empty:
         return "(no proposals)"
     knobs = [c for c in frame.columns if c not in ("rank", "predicted", "std", "p_success", "reward")]
-    space_dims = [d.name for d in __import__("perfzoo.spaces", fromlist=["get"]).get(result.space).dimensions]
+    space_dims = [d.name for d in space.dimensions]
     knobs = [k for k in knobs if k in space_dims]
     # runs of knobs named <prefix>_<number> with the same values print as one column of initials
     groups: list[tuple[str, list[str]]] = []
@@ -240,12 +242,12 @@ def _run(args) -> int:
         f"{n_excl} measured configs excluded")
     if args.out:
         path = result.write_jsonl(args.out)
-        log(f"wrote {path} (run them: python -m perfzoo.collect --space {space.name} --configs {path} --out DIR)")
+        log(f"wrote {path} (run them: python -m perfzoo.collect --space {space.ref} --configs {path} --out DIR)")
     if args.json:
         for line in result.records():
             print(json.dumps(line))
     else:
-        print(format_table(result, args.show, unit))
+        print(format_table(result, space, args.show, unit))
         if dataset is not None and len(dataset.ok()):
             print(f"\nbest measured in {dataset.name}: {np.nanmax(dataset.ok().y):,.1f} {unit}".rstrip())
     return 0

@@ -58,7 +58,8 @@ class LaunchInterrupted(KeyboardInterrupt):
 class CollectLauncher:
     """Runs configs through the harness with ``python -m perfzoo.collect --configs``.
 
-    Parameters are collect's: ``timeout`` (s per job), ``steps``, ``warmup``, ``device``,
+    ``space`` is what collect's ``--space`` takes (a name, or a space file's path); the other
+    parameters are collect's: ``timeout`` (s per job), ``steps``, ``warmup``, ``device``,
     ``extra`` (more collect arguments), ``progress`` (collect's bar).
     """
 
@@ -234,7 +235,7 @@ class ClosedLoop:
         self.codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
         self.space = self.codec.space
         self.store = store if isinstance(store, RecordStore) else RecordStore(store)
-        self.launcher = launcher if launcher is not None else CollectLauncher(self.space.name, self.store.path)
+        self.launcher = launcher if launcher is not None else CollectLauncher(self.space.ref, self.store.path)
         for name, v in (("n_random", n_random), ("top_k", top_k)):
             if int(v) < 1:
                 raise ValueError(f"{name} must be at least 1, got {v}")

@@ -1,0 +1,281 @@
+"""Your own job: space files, the command workload's outcomes with real processes, the example loop."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.command import MetricSource, parse_regex, parse_torchtitan, render
+from perfzoo import collect
+from perfzoo.records import JobRecord
+from perfzoo.spaces import FileSpace, SpaceError, SpaceFileError, get
+from perfzoo.spaces.file import Expression
+from perfzoo.store import RecordStore
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "fsdp2-cpu" / "space.toml"
+
+SPACE = """\
+name = "toy"
+world_size_key = "nproc"
+throughput_unit = "samples/s"
+constraints = ["tp * pp <= nproc * 2", "mode in ('a', 'b') or tp == 1"]
+
+[knobs]
+tp = { values = [1, 2, 4] }
+pp = { kind = "integer", low = 1, high = 3, step = 1 }
+lr = { kind = "float", low = 0.1, high = 0.3, step = 0.1 }
+mode = { values = ["a", "b", "c"] }
+flag = { values = [true, false] }
+
+[constants]
+nproc = 2
+
+[derived]
+degree = "tp * pp"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "space.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+# --- space files ------------------------------------------------------------------------------
+
+def test_space_file_has_every_kind_of_knob_constraints_and_derived_keys(tmp_path):
+    space = get(str(write(tmp_path, SPACE)))
+    assert isinstance(space, FileSpace) and space.name == "toy" and space.workload == "command"
+    assert [d.values for d in space.dimensions[:3]] == [(1, 2, 4), (1, 2, 3), (0.1, 0.2, 0.3)]
+    configs = list(space.enumerate())
+    assert configs and all(c["tp"] * c["pp"] <= 4 for c in configs)
+    assert all(c["degree"] == c["tp"] * c["pp"] and c["nproc"] == 2 for c in configs)
+    assert not any(c["mode"] == "c" and c["tp"] > 1 for c in configs)
+    assert any(c["mode"] == "c" for c in configs)
+    with pytest.raises(SpaceError, match=r"'tp \* pp <= nproc \* 2' does not hold for nproc=2, pp=3, tp=2"):
+        space.validate({"tp": 2, "pp": 3, "lr": 0.1, "mode": "a", "flag": True})
+    assert space.ref == str(tmp_path / "space.toml")
+
+
+@pytest.mark.parametrize("body, line, words", [
+    ('name = "x"\nworld_size_key = "n"\n[constants]\nn = 1\n[knobs]\na = { kind = "choice", values = [1] }\n', 6,
+     "unknown kind 'choice'"),
+    ('name = "x"\nworld_size_key = "n"\n[constants]\nn = 1\n[knobs]\n\na = { kind = "integer", low = 4, high = 2 }\n',
+     7, "bad range low=4, high=2"),
+    ('name = "x"\nworld_size_key = "n"\n[constants]\nn = 1\n[knobs]\na = { kind = "float", low = 0.1, high = 0.35, '
+     'step = 0.1 }\n', 6, "not a multiple of step"),
+    ('name = "x"\nworld_size_key = "n"\nconstraints = [\n  "a <= n",\n  "a * tpx <= 4",\n]\n[constants]\nn = 1\n'
+     '[knobs]\na = { values = [1, 2] }\n', 5, "names 'tpx', which is not a knob"),
+    ('name = "x"\nworld_size_key = "n"\nconstraints = ["__import__(\'os\').system(\'true\') == 0"]\n'
+     '[constants]\nn = 1\n[knobs]\na = { values = [1] }\n', 3, "only min, max, abs may be called"),
+    ('name = "x"\nworld_size_key = "n"\nconstraints = ["a.real > 0"]\n[constants]\nn = 1\n[knobs]\n'
+     'a = { values = [1] }\n', 3, "'Attribute' is not allowed"),
+    ('name = "x"\nworld_size_key = "n"\nknob = 3\n[constants]\nn = 1\n[knobs]\na = { values = [1] }\n', 3,
+     "unknown key 'knob'"),
+    ('name = "x"\nworld_size_key = "n"\n[constants]\nn = 1\n[knobs]\na = { values = [] }\n', 6,
+     "values must be a non-empty list"),
+    ('name = "x"\n[knobs]\na = { values = [1] }\n', 1, "world_size_key = 'world_size' is not a knob"),
+])
+def test_a_malformed_space_file_is_one_line_naming_the_line(tmp_path, body, line, words):
+    path = write(tmp_path, body)
+    with pytest.raises(SpaceFileError) as info:
+        get(str(path))
+    message = str(info.value)
+    assert message.startswith(f"{path} line {line}: ") and words in message and "\n" not in message
+
+
+def test_invalid_toml_and_a_missing_file_are_clear(tmp_path):
+    with pytest.raises(SpaceFileError, match=r"not valid TOML: .*line 2"):
+        get(str(write(tmp_path, 'name = "x"\n[knobs\n')))
+    with pytest.raises(SpaceFileError, match="no such file"):
+        get(str(tmp_path / "nope.toml"))
+
+
+def test_expressions_are_interpreted_not_evaluated():
+    assert Expression.parse("max(tp, pp) if mode == 'a' else -1")({"tp": 2, "pp": 3, "mode": "a"}) == 3
+    for bad in ("[x for x in (1, 2)]", "(lambda: 1)()", "a[0]", "open('f')"):
+        with pytest.raises(ValueError):
+            Expression.parse(bad)
+
+
+# --- templates and parsers ----------------------------------------------------------------------
+
+def test_template_renders_knobs_quoted_and_leaves_shell_variables():
+    out = render("run --mode {mode} --flag {flag} --home ${HOME} --port {master_port}",
+                 {"mode": "a b", "flag": False}, {"master_port": 29500})
+    assert out == "run --mode 'a b' --flag false --home ${HOME} --port 29500"
+
+
+def test_torchtitan_parser_reads_the_documented_step_lines_with_colours():
+    text = ("[rank0]:[titan] 2025-01-10 12:00:00,123 - root - INFO - \x1b[31mstep:  1  \x1b[32mloss: 12.0000  "
+            "\x1b[33mmemory: 30.10GiB(38.05%)  \x1b[34mtps: 1,024  \x1b[36mtflops: 58.30  \x1b[35mmfu: 5.89%\x1b[39m\n"
+            "[rank0]:[titan] ... - INFO - step: 10  loss:  7.1234  grad_norm:  1.2000  memory: 31.20GiB(39.46%)  "
+            "tps: 7,389  tflops: 428.12  mfu: 43.29%\n"
+            "[rank0]:[titan] ... - INFO - validate step: 10  loss:  7.0000  memory: 31.20GiB(39.46%)  tps: 9,000\n")
+    rows = parse_torchtitan(text)
+    assert [r["step"] for r in rows] == [1, 10]
+    assert rows[1] == {"step": 10, "loss": 7.1234, "peak_memory_gib": 31.2, "throughput_per_device": 7389.0,
+                       "tflops_per_device": 428.12, "mfu": 0.4329}
+
+
+def test_torchtitan_parser_reads_a_step_without_mfu():
+    """torchtitan 0.3.0 prints ``mfu: N/A`` when it does not know the device's peak."""
+    [row] = parse_torchtitan("step:  5  loss:  6.5  grad_norm:  0.9  memory:  2.00GiB(2.5%)  tps: 12,345  "
+                             "tflops: 1.50  mfu: N/A")
+    assert row["throughput_per_device"] == 12345.0 and "mfu" not in row
+
+
+def test_the_torchtitan_example_space_renders_its_entry_point_flags():
+    space = get(str(ROOT / "examples" / "torchtitan" / "space.toml"))
+    config = space.validate({"nproc": 8, "tp": 2, "model_config": "llama3_debugmodel_float8", "local_batch": 2,
+                             "seq_len": 4096, "reshard": "never", "compile": "enable", "ac": "full"})
+    with pytest.raises(SpaceError, match="nproc % tp == 0"):
+        space.validate({**config, "nproc": 2, "tp": 4})
+    cmd = render(space.command, config, {"total_steps": 12})
+    assert cmd.startswith("torchrun --standalone --nproc-per-node 8 -m torchtitan.train --module llama3 "
+                          "--config llama3_debugmodel_float8 --training.steps 12 --metrics.log-freq 1")
+    assert "--parallelism.tensor-parallel-degree 2" in cmd and cmd.endswith("--compile.enable activation-checkpoint:full")
+
+
+def test_regex_parser_and_its_validation():
+    assert parse_regex("it/s=12.5 x\nnothing\nit/s=13", r"it/s=(?P<throughput>[\d.]+)") == [
+        {"throughput": 12.5}, {"throughput": 13.0}]
+    with pytest.raises(ValueError, match="needs a named group"):
+        MetricSource(parser="regex", regex=r"(\d+)")
+    with pytest.raises(ValueError, match="is not a regular expression"):
+        MetricSource(parser="regex", regex=r"(?P<throughput>[")
+
+
+# --- the command workload with real processes ----------------------------------------------------
+
+JOB = """\
+import json, os, sys, time
+mode = sys.argv[1]
+steps = int(sys.argv[2])
+if mode == "crash":
+    sys.exit("boom: the job fell over")
+if mode == "hang":
+    time.sleep(60)
+if mode == "oom":
+    x = bytearray(2 * 1024 ** 3)
+if mode == "killed":
+    os.kill(os.getpid(), 9)
+if mode == "titan":
+    for s in range(1, steps + 1):
+        print(f"[rank0]: step: {s:2}  loss: 7.0  memory: 1.50GiB(2.00%)  tps: {1000 + s:,}  tflops: 10.00  mfu: 5.00%")
+    sys.exit(0)
+if mode == "ok":
+    with open(os.environ["PERFZOO_METRICS_FILE"], "a") as f:
+        f.write("this line is not JSON\\n")
+        for s in range(1, steps + 1):
+            f.write(json.dumps({"step": s, "step_time_s": 0.5 if s == 1 else 0.1, "samples_per_step": 8}) + "\\n")
+"""
+
+
+@pytest.fixture()
+def job_space(tmp_path):
+    (tmp_path / "job.py").write_text(JOB)
+    return write(tmp_path, f"""\
+        name = "modes"
+        world_size_key = "nproc"
+        throughput_unit = "samples/s"
+        command = "{sys.executable} {{space_dir}}/job.py {{mode}} {{total_steps}}"
+        [knobs]
+        mode = {{ values = ["ok", "crash", "hang", "oom", "killed", "silent", "titan"] }}
+        [constants]
+        nproc = 1
+        memory_budget_gib = 1.0
+        """)
+
+
+def run_modes(job_space, tmp_path, modes, *extra, store=None):
+    configs = tmp_path / f"configs-{'-'.join(modes)}.jsonl"
+    configs.write_text("".join(json.dumps({"mode": m}) + "\n" for m in modes))
+    out = tmp_path / (store or f"store-{'-'.join(modes)}")
+    rc = collect.main(["--space", str(job_space), "--configs", str(configs), "--out", str(out), "--timeout", "5",
+                       "--steps", "4", "--warmup", "1", "--no-progress", *extra])
+    assert rc == 0
+    lines = (out / "records.jsonl").read_text().splitlines()
+    return {r.config["mode"]: r for r in (JobRecord.model_validate_json(line) for line in lines)}
+
+
+def test_each_outcome_of_a_command_job_is_the_right_record(job_space, tmp_path):
+    recs = run_modes(job_space, tmp_path, ["ok", "crash", "hang", "oom", "killed", "silent"])
+    ok = recs["ok"]
+    assert ok.status == "ok" and ok.metrics.step_time_n == 4  # step 1 (warm-up) left out
+    assert ok.metrics.throughput == pytest.approx(80.0) and ok.metrics.throughput_unit == "samples/s"
+    assert "line 1: not JSON" in ok.annotations["metrics_lines_skipped"]
+    assert ok.annotations["command"].endswith("job.py ok 5")
+    assert recs["crash"].status == "failed" and recs["crash"].failure.kind == "crash"
+    assert "boom: the job fell over" in recs["crash"].failure.message
+    assert recs["hang"].status == "timeout" and recs["hang"].failure.kind == "timeout"
+    assert recs["oom"].status == "oom" and "MemoryError" in recs["oom"].failure.message
+    assert recs["oom"].failure.memory["limit_gib"] == 1.0
+    assert recs["killed"].status == "oom" and "SIGKILL" in recs["killed"].failure.message
+    silent = recs["silent"]
+    assert silent.status == "failed" and silent.failure.kind == "no_metrics"
+    assert "exited 0 but reported no metrics in $PERFZOO_METRICS_FILE" in silent.failure.message
+
+
+def test_torchtitan_and_regex_parsers_through_collect(job_space, tmp_path):
+    titan = run_modes(job_space, tmp_path, ["titan"], "--metric-parser", "torchtitan")["titan"]
+    assert titan.status == "ok" and titan.metrics.throughput_unit == "tokens/s"
+    assert titan.metrics.step_time_n == 4 and titan.metrics.mfu == pytest.approx(0.05)
+    assert 1002 <= titan.metrics.throughput <= 1005  # tps x 1 rank, p90 over steps 2..5
+    rx = run_modes(job_space, tmp_path, ["titan"], "--metric-regex", r"tps: (?P<throughput>[\d,]+)",
+                   store="regex")["titan"]
+    assert rx.status == "ok" and rx.metrics.throughput_unit == "samples/s" and rx.metrics.step_time_n == 4
+
+
+def test_command_usage_errors_name_the_fix(job_space, tmp_path, capsys):
+    def err(*argv, out=tmp_path / "x"):
+        assert collect.main([*argv, "--out", str(out), "--no-progress"]) == 2
+        return capsys.readouterr().err
+
+    assert "neither a knob of the space (mode, nproc, memory_budget_gib) nor a harness value" in err(
+        "--space", str(job_space), "--n", "1", "--command", "run {nosuch}")
+    assert "is for your own job" in err("--space", "llm-small", "--n", "1", "--command", "run")
+    bare = write(tmp_path, 'name = "b"\nworld_size_key = "n"\n[knobs]\na = { values = [1] }\n[constants]\nn = 1\n',
+                 "bare.toml")
+    assert "give --command 'TEMPLATE'" in err("--space", str(bare), "--n", "1")
+    run_modes(job_space, tmp_path, ["silent"])  # a store of the space file's command
+    assert "holds jobs of another command" in err("--space", str(job_space), "--n", "1", "--command", "true {mode}",
+                                                  out=tmp_path / "store-silent")
+    assert "read with another metric source" in err("--space", str(job_space), "--n", "1", "--metric-parser",
+                                                    "torchtitan", out=tmp_path / "store-silent")
+
+
+# --- the worked example: the whole loop on a plain FSDP2 script ------------------------------------
+
+@pytest.mark.slow
+def test_the_cpu_example_loop_runs_end_to_end(tmp_path, capsys):
+    from perfzoo import bench, tune
+    from perfzoo.search import cli as search_cli
+
+    store = tmp_path / "store"
+    assert collect.main(["--space", str(EXAMPLE), "--n", "8", "--seed", "1", "--out", str(store), "--steps", "3",
+                         "--warmup", "1", "--no-progress"]) == 0
+    records = RecordStore(store).records()
+    assert len(records) == 8 and sum(r.status == "ok" for r in records) >= 7
+    assert all(r.workload == "command" and r.annotations["space"] == "fsdp2-cpu-example" for r in records)
+    assert bench.main(["--datasets", str(store), "--predictors", "ridge", "--splits", "random", "--seeds", "2",
+                       "--out", str(tmp_path / "lb"), "--no-figures", "--no-artifacts", "--no-cache", "-q"]) == 0
+    assert "store" in (tmp_path / "lb" / "README.md").read_text()
+    proposals = tmp_path / "proposals.jsonl"
+    assert search_cli.main(["--space", str(EXAMPLE), "--dataset", str(store), "--predictor", "ridge", "--top-k", "2",
+                            "--n-samples", "200", "--restarts", "1", "--out", str(proposals)]) == 0
+    proposed = [json.loads(line)["config"] for line in proposals.read_text().splitlines()]
+    measured = {json.dumps(r.config, sort_keys=True) for r in records}
+    assert len(proposed) == 2 and not {json.dumps(c, sort_keys=True) for c in proposed} & measured
+    assert tune.main(["--space", str(EXAMPLE), "--store", str(tmp_path / "tune"), "--n-random", "3", "--rounds", "1",
+                      "--top-k", "1", "--predictor", "ridge", "--steps", "3", "--warmup", "1", "--n-samples", "200",
+                      "--restarts", "1", "--no-progress"]) == 0
+    tuned = RecordStore(tmp_path / "tune").records()
+    assert len(tuned) == 4 and {r.sweep_id.rsplit("-", 1)[1] for r in tuned} == {"random", "round1"}
+    summary = json.loads(next((tmp_path / "tune" / "tune").glob("*-summary.json")).read_text())
+    assert summary["space"] == "fsdp2-cpu-example"
