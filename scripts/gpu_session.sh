@@ -14,9 +14,9 @@ mkdir -p "$out" "$ret"
 finish() { for s in "$out"/*/records.jsonl; do [ -f "$s" ] && cp "$s" "$ret/$(basename "$(dirname "$s")")-records.jsonl"; done; }
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD
+  export PYTHONPATH=/tmp/site:$PWD/src
 else
-  export PYTHONPATH=$PWD
+  export PYTHONPATH=$PWD/src
 fi
 export PYTHONUNBUFFERED=1
 collect() { python3 -m perfzoo.collect --device cuda --space llm-gpu "$@"; }

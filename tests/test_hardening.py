@@ -83,3 +83,99 @@ def test_collect_refuses_search_only_spaces_and_mixed_stores_and_runs_a_repeated
     assert record.annotations["space"] == "llm-small"
     assert collect(["--space", "fsdp-ads-v2", "--n", "1", "--out", str(tmp_path / "s"), "--dry-run"]) == 2
     assert "holds records of llm/llm-small, not of fsdp/fsdp-ads-v2" in capsys.readouterr().err
+
+
+# --- every entry point: one line, the right exit status, never a traceback --------------------------
+
+def _stores(tmp_path):
+    """Bad record stores: a corrupt middle line, a newer schema, a file where a folder should be."""
+    good = make_record(0).model_dump_json()
+    (tmp_path / "corrupt").mkdir()
+    (tmp_path / "corrupt" / "records.jsonl").write_text(good + "\n{\"not json\n" + make_record(1).model_dump_json() + "\n")
+    (tmp_path / "newer").mkdir()
+    (tmp_path / "newer" / "records.jsonl").write_text(json.dumps({**json.loads(good), "schema_version": 9}) + "\n")
+    (tmp_path / "afile").write_text("x")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command, argv, status, words", [
+    ("collect", ["--workload", "llm", "--n", "1", "--out", "{tmp}/corrupt"], 2, "line 2: not valid JSON"),
+    ("collect", ["--workload", "llm", "--n", "1", "--out", "{tmp}/newer"], 2, "upgrade perfzoo to read this store"),
+    ("collect", ["--workload", "llm", "--n", "1", "--out", "/proc/x"], 2, "--out /proc/x: cannot be a record store"),
+    ("collect", ["--workload", "llm", "--n", "1", "--out", "{tmp}/afile"], 2, "is a file"),
+    ("collect", ["--space", "nosuch", "--n", "1", "--out", "{tmp}/s"], 2, "unknown search space 'nosuch'"),
+    ("tune", ["--store", "{tmp}/t", "--predictor", "nosuch"], 2, "--predictor 'nosuch' is not 'best' or a zoo member"),
+    ("tune", ["--store", "/proc/x"], 2, "--store /proc/x: cannot be a record store"),
+    ("tune", ["--store", "{tmp}/t", "--space", "megatron-a100"], 2, "is a space for search only"),
+    ("tune", ["--store", "{tmp}/t", "--space", "llm-small", "--hand-tuned"], 2, "no hand-tuned baseline"),
+    ("tune", ["--store", "{tmp}/t", "--lr", "-1"], 2, "must be positive"),
+    ("search", ["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--lr", "-1"], 2, "--lr must be positive"),
+    ("search", ["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--n-samples", "0"], 2, "--n-samples must be"),
+    ("search", ["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--out", "/proc/x/p.jsonl"], 2, "cannot write there"),
+    ("search", ["--space", "fsdp-ads", "--dataset", "llm-cpu", "--predictor", "ridge"], 2,
+     "holds jobs of the llm workload, --space fsdp-ads configs of the fsdp workload"),
+    ("search", ["--space", "fsdp-ads-v2", "--dataset", "{tmp}/corrupt"], 2, "line 2: not valid JSON"),
+    ("bench", ["--train", "vtrain-a100", "--test", "fsdp-cpu", "--predictor", "ridge"], 1,
+     "share no config knob that varies in fsdp-cpu"),
+    ("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "temporal", "--no-cache", "-q",
+               "--out", "{tmp}/lb"], 1, "nothing to score: vtrain-a100 temporal"),
+    ("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "curve", "--curve-sizes", "5000",
+               "--no-cache", "-q", "--out", "{tmp}/lb"], 1, "give smaller --curve-sizes"),
+    ("perfzoo", ["datasets", "show", "{tmp}/newer"], 2, "upgrade perfzoo"),
+])
+def test_every_entry_point_answers_bad_input_in_one_line(command, argv, status, words, tmp_path, capsys):
+    import importlib
+
+    module = importlib.import_module("perfzoo.cli" if command == "perfzoo" else
+                                     "perfzoo.search.cli" if command == "search" else f"perfzoo.{command}")
+    tmp = _stores(tmp_path)
+    assert module.main([a.replace("{tmp}", str(tmp)) for a in argv]) == status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and words in err[-1] and err[-1].count(": error: ") == 1, err
+    assert not (tmp_path / "t").exists()  # tune checked everything before it touched a store
+
+
+def test_a_predictor_of_another_workload_cannot_drive_a_search():
+    from perfzoo import zoo
+    from perfzoo.search.encoding import SpaceCodec
+    from perfzoo.search.objective import Objective
+
+    llm = load_dataset("llm-cpu").labelled()
+    model = zoo.make("ridge").fit(llm.X, llm.y)
+    with pytest.raises(ValueError, match="reads none of the knobs space 'fsdp-ads-v2' varies"):
+        Objective(SpaceCodec("fsdp-ads-v2"), model)
+
+
+def test_ties_at_the_top_are_said_and_broken_by_a_second_predictor(capsys):
+    """A predictor that cannot tell the proposals apart: the log says so, and a ridge fit orders them."""
+    from perfzoo import zoo
+    from perfzoo.search import cli
+
+    assert cli.main(["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--predictor", "constant", "--top-k", "5",
+                     "--failure", "none", "--n-samples", "300", "--restarts", "1", "--json"]) == 0
+    out = capsys.readouterr()
+    assert "ties: the top 5 proposals had only 1 distinct scores (within 0.1%); ties broken by a ridge fit on " \
+           "fsdp-cpu over the best 25" in out.err
+    configs = [json.loads(line)["config"] for line in out.out.splitlines()]
+    ds = load_dataset("fsdp-cpu").labelled().ok()
+    ridge = zoo.make("ridge").fit(ds.X, ds.y)
+    from perfzoo.search.encoding import SpaceCodec
+
+    codec = SpaceCodec("fsdp-ads-v2")
+    frame = codec.frame(codec.index_of(configs), columns=list(ds.X.columns),
+                        fixed={c: ds.X[c].mode().iloc[0] for c in ds.X.columns if not c[7:] in codec.names})
+    second = ridge.predict(frame)
+    assert len(configs) == 5 and list(second) == sorted(second, reverse=True)
+
+
+def test_a_folder_named_perfzoo_does_not_shadow_the_package(tmp_path):
+    """A clone called perfzoo, with Python started in the folder holding it (issue: import shadowing)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "perfzoo").symlink_to(Path(__file__).resolve().parent.parent, target_is_directory=True)
+    out = subprocess.run([sys.executable, "-c", "from perfzoo.datasets import load_dataset; import perfzoo; "
+                          "print(perfzoo.__file__)"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("src/perfzoo/__init__.py")

@@ -37,7 +37,8 @@ def exhaustive(space: Any, predictor: Any = None, top_k: int = 50, *, failure: A
     predictors: score the grid tree by tree, exactly, see :mod:`perfzoo.search.treegrid`;
     falls back to chunked prediction by itself). ``stats`` has ``valid`` (configs scored),
     ``max_reward`` and ``max_predicted`` over all of them (excluded configs included),
-    ``path`` (``treegrid`` or ``chunked``) and ``seconds``.
+    ``path`` (``treegrid`` or ``chunked``, with ``path_reason`` saying why the fast path did not
+    apply) and ``seconds``.
     """
     t0 = time.perf_counter()
     objective = make_objective(space, predictor, failure, objective=objective, who="exhaustive", columns=columns,
@@ -96,7 +97,8 @@ def exhaustive(space: Any, predictor: Any = None, top_k: int = 50, *, failure: A
     if bar is not None:
         bar.close()
     stats = {"grid": codec.size, "valid": n_valid, "max_reward": max_reward, "max_predicted": max_pred,
-             "chunk_size": chunk_size, "excluded_known": int(len(excl)), "path": "chunked"}
+             "chunk_size": chunk_size, "excluded_known": int(len(excl)), "path": "chunked",
+             "path_reason": objective.grid_reason if fast else "fast=False"}
     result = select_top(objective, best_keys, best_pred, best_ps, best_reward, top_k, excl, "exhaustive", stats)
     result.stats["seconds"] = round(time.perf_counter() - t0, 3)
     return result

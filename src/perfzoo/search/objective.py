@@ -37,6 +37,25 @@ def input_columns(model: Any) -> Optional[list[str]]:
     return None
 
 
+def check_inputs(codec: SpaceCodec, columns: Optional[Sequence[str]]) -> list[str]:
+    """The space's dimensions the predictor does not read (a ``ValueError`` if it reads none).
+
+    A predictor fitted on another workload's data reads none of the knobs a search varies: every
+    proposal would get the same prediction, so that is an error naming both sides.
+    """
+    if columns is None:
+        return []
+    dims = [f"config.{d.name}" for d in codec.dims if len(d) > 1]
+    unread = [c for c in dims if c not in columns]
+    if dims and len(unread) == len(dims):
+        inputs = [c for c in columns if c.startswith("config.")]
+        raise ValueError(f"the predictor reads none of the knobs space '{codec.space.name}' varies "
+                         f"({', '.join(c[7:] for c in dims[:6])}{', ...' if len(dims) > 6 else ''}); its config "
+                         f"inputs are {', '.join(c[7:] for c in inputs[:6]) or 'none'}"
+                         f"{', ...' if len(inputs) > 6 else ''}: fit it on a dataset measured in this space")
+    return unread
+
+
 def _predict_fn(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
     if hasattr(model, "predict"):
         return model.predict
@@ -108,6 +127,7 @@ class Objective:
         self.failure_columns = (list(failure_columns) if failure_columns is not None
                                 else input_columns(failure) if failure is not None else None)
         self.fixed = dict(fixed or {})
+        check_inputs(self.codec, self.columns)
         self.failure_mode = failure_mode
         self.min_success = min_success
         self.invalid_reward = float(invalid_reward)
@@ -117,6 +137,7 @@ class Objective:
             hasattr(predictor, "predict_std")
         self.n_predicted = 0
         self.predict_seconds = 0.0
+        self.grid_reason: Optional[str] = None  # why grid() found no fast path, once it was tried
         self._cache: dict[int, tuple[float, float, float]] = {}
         ref = self.codec.sample(n_reference, seed=np.random.default_rng([seed, 7919]))
         p = self._raw_predict(ref)
@@ -201,14 +222,18 @@ class Objective:
         from perfzoo.search.treegrid import grid_values
 
         t0 = time.perf_counter()
-        pred = grid_values(self.predictor, self.codec, lambda idx: self.frame(idx, self.columns), "predict")
+        why: list[str] = []
+        pred = grid_values(self.predictor, self.codec, lambda idx: self.frame(idx, self.columns), "predict", why=why)
         if pred is None:
+            self.grid_reason = "predictor: " + (why[0] if why else "not supported")
             return None
         if self.failure is None:
             ps = np.ones(self.codec.size)
         else:
-            ps = grid_values(self.failure, self.codec, lambda idx: self.frame(idx, self.failure_columns), "success")
+            ps = grid_values(self.failure, self.codec, lambda idx: self.frame(idx, self.failure_columns), "success",
+                             why=why)
             if ps is None:
+                self.grid_reason = "failure classifier: " + (why[0] if why else "not supported")
                 return None
         self.predict_seconds += time.perf_counter() - t0
         self.n_predicted += self.codec.size
@@ -263,6 +288,28 @@ class SearchResult:
 
     def __len__(self) -> int:
         return len(self.configs)
+
+    def _tie_key(self) -> np.ndarray:
+        """Rewards rounded to 0.1% of the best: closer than that, two proposals are tied (the
+        measurements they predict differ by more than that from one repeat to the next)."""
+        reward = np.asarray(self.reward, dtype=float)
+        scale = np.nanmax(np.abs(reward)) if len(reward) and np.isfinite(reward).any() else 1.0
+        return np.round(reward / (scale or 1.0), 3)
+
+    def tied(self, k: int) -> int:
+        """How many distinct rewards (within 0.1%) the first ``k`` proposals have (``k``: no ties)."""
+        return len(np.unique(self._tie_key()[:k]))
+
+    def break_ties(self, secondary: np.ndarray, k: int) -> "SearchResult":
+        """The best ``k``, ordered by reward, then by ``secondary`` (one score per proposal,
+        higher first) among rewards within 0.1%: a second predictor decides what the first cannot."""
+        reward = self._tie_key()
+        order = np.lexsort((-np.asarray(secondary, dtype=float), -reward))[:k]
+        pick = (lambda a: None if a is None else np.asarray(a)[order])
+        return SearchResult(method=self.method, space=self.space, configs=[self.configs[i] for i in order],
+                            keys=pick(self.keys), predicted=pick(self.predicted), reward=pick(self.reward),
+                            p_success=pick(self.p_success), std=pick(self.std),
+                            stats={**self.stats, "tie_break": True}, history=self.history)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per proposal: rank, predicted, std, p_success, reward and the knobs."""

@@ -157,6 +157,8 @@ class RecordStore:
                     _warn_torn_once(self.file, offset, f"{where}(byte {offset}) torn partial record left "
                                     "by an interrupted writer; skipped")
                     continue
+                if "newer perfzoo" in str(exc):
+                    raise StoreError(f"{exc} to read this store") from None
                 raise StoreError(
                     f"{exc} -- the store is damaged at this line; perfzoo never edits stored "
                     "records: move the line out by hand (or restore the file) and read again"

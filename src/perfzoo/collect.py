@@ -20,25 +20,36 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shlex
 import signal
 import statistics
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.protocol import QUIET_WAIT_S
 from perfzoo import spaces as _spaces
+from perfzoo._cli import UsageError, guarded
 from perfzoo.records import STATUSES
 
 DEFAULT_SPACE = {"fsdp": "fsdp-ads", "llm": "llm-small"}
 
 
-class UsageError(Exception):
-    """A mistake on the command line or in a configs file (exit status 2, one line)."""
+@dataclass(frozen=True)
+class JobDefaults:
+    """How long each job runs unless told otherwise: the measurement protocol's figures
+    (``datasets/fsdp-cpu/README.md``), shared by collect, tune and the closed loop."""
+
+    steps: int = 10  # measured steps: repeat CV 1-5% on the bundled datasets
+    warmup: int = 2  # steps run first and not measured
+    timeout_s: float = 120.0  # wall-clock limit per job
+
+
+JOB_DEFAULTS = JobDefaults()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,11 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
                                             "with --n, only configs of this world size are drawn)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cpu (gloo) or cuda (NCCL)")
     p.add_argument("--repeat", type=int, default=1, help="runs of each config (repeat index 0..R-1; default 1)")
-    p.add_argument("--timeout", type=float, default=120.0, help="wall-clock limit per job in seconds (default 120)")
+    p.add_argument("--timeout", type=float, default=JOB_DEFAULTS.timeout_s,
+                   help=f"wall-clock limit per job in seconds (default {JOB_DEFAULTS.timeout_s:g})")
     p.add_argument("--out", required=True, metavar="DIR", help="record store directory (created if needed)")
     p.add_argument("--seed", type=int, default=0, help="seed for --n sampling (default 0)")
-    p.add_argument("--steps", type=int, default=10, help="measured steps per job (default 10: the protocol; see datasets/fsdp-cpu/README.md)")
-    p.add_argument("--warmup", type=int, default=2, help="warm-up steps per job, not measured (default 2)")
+    p.add_argument("--steps", type=int, default=JOB_DEFAULTS.steps,
+                   help=f"measured steps per job (default {JOB_DEFAULTS.steps}: the protocol; see datasets/fsdp-cpu/README.md)")
+    p.add_argument("--warmup", type=int, default=JOB_DEFAULTS.warmup,
+                   help=f"warm-up steps per job, not measured (default {JOB_DEFAULTS.warmup})")
     p.add_argument("--mode", choices=["auto", "torchrun", "inprocess"], default="auto",
                    help="torchrun: a fresh torchrun per job; inprocess: world-size-1 jobs run in one "
                         "worker process; auto (default): inprocess for world size 1, torchrun otherwise")
@@ -259,6 +273,21 @@ def command_of(args, space: _spaces.Space):
 
 # running ---------------------------------------------------------------------------------
 
+def open_store(path: str, flag: str):
+    """The record store at ``path``, created if needed; a :class:`UsageError` says why it cannot be."""
+    from perfzoo.store import RecordStore
+
+    try:
+        store = RecordStore(path)
+        if not os.access(store.path, os.W_OK):
+            raise PermissionError(13, "not writable")
+        return store
+    except OSError as exc:
+        why = exc.strerror or " ".join(str(exc).split())
+        raise UsageError(f"{flag} {path}: cannot be a record store ({why}); give a directory you can write, "
+                         "e.g. runs/my-sweep") from None
+
+
 def _sweep_id(args, space_name: str, configs: list[dict]) -> str:
     if args.sweep_id:
         return args.sweep_id
@@ -323,11 +352,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     from harness.slurm import SlurmError
 
-    try:
-        return _run(args, argv)
-    except (UsageError, SlurmError) as exc:
-        print(f"perfzoo.collect: error: {exc}", file=sys.stderr)
-        return 2
+    def body() -> int:
+        try:
+            return _run(args, argv)
+        except SlurmError as exc:
+            raise UsageError(str(exc)) from None
+
+    return guarded("perfzoo.collect", body)
 
 
 def _run(args, argv: list[str]) -> int:
@@ -365,7 +396,6 @@ def _run(args, argv: list[str]) -> int:
     from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
     from harness.workloads import get_workload
     from perfzoo.records import job_id_for
-    from perfzoo.store import RecordStore
 
     if args.warm and args.device != "cpu":
         raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
@@ -381,7 +411,7 @@ def _run(args, argv: list[str]) -> int:
 
         if not torch.cuda.is_available():
             raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
-    store = RecordStore(args.out)
+    store = open_store(args.out, "--out")
     done_ids = store.job_ids()
     records = store.records()
     mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in records

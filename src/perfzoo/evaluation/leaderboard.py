@@ -187,7 +187,7 @@ def pick_best(summary: pd.DataFrame, dataset: str, split: Optional[str] = None) 
 
 def run_context(command: str, wall_time_s: Optional[float] = None) -> dict[str, Any]:
     """The command, commit, machine and date that produced a leaderboard."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     commit = "unknown"
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
@@ -518,7 +518,7 @@ def _leaderboard_dir(leaderboard_dir: Optional[Union[str, os.PathLike]]) -> Path
         return Path(leaderboard_dir)
     if os.environ.get(LEADERBOARD_DIR_ENV):
         return Path(os.environ[LEADERBOARD_DIR_ENV])
-    return Path(__file__).resolve().parents[2] / "leaderboard"
+    return Path(__file__).resolve().parents[3] / "leaderboard"  # the checkout's leaderboard/
 
 
 def load_best(dataset: Any, leaderboard_dir: Optional[Union[str, os.PathLike]] = None) -> Any:

@@ -26,6 +26,8 @@ import math
 import os
 import sys
 import time
+
+from perfzoo._cli import guarded
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -174,18 +176,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     predictors = None
     if args.predictors:
         predictors = [n for chunk in args.predictors for n in _csv(chunk) or []]
-    try:
-        if args.train or args.test:
-            if not (args.train and args.test):
-                parser.error("--train and --test go together")
-            return cross(args.train, args.test, predictors, as_json=args.json, external_dir=args.external_dir)
-        return bench(args, predictors)
-    except (KeyError, ValueError, OSError) as exc:
-        if os.environ.get("PERFZOO_DEBUG"):
-            raise
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"perfzoo bench: error: {msg}", file=sys.stderr)
-        return 1
+    if (args.train or args.test) and not (args.train and args.test):
+        parser.error("--train and --test go together")
+    if args.train:
+        return guarded("perfzoo bench", lambda: cross(args.train, args.test, predictors, as_json=args.json,
+                                                      external_dir=args.external_dir))
+    return guarded("perfzoo bench", lambda: bench(args, predictors))
 
 
 # --- the benchmark ------------------------------------------------------------------------
@@ -334,6 +330,7 @@ def cross(train: str, test: str, predictors: Optional[list[str]], *, as_json: bo
     names = predictors or [n for n in CROSS_DEFAULT if n in zoo.names()]
     specs = _specs(names, FULL)
     tr, te = _load([train, test], external_dir)
+    shared_features(tr, te)
     rows = cross_evaluate(tr, te, specs)
     if as_json:
         for r in rows:
@@ -349,6 +346,26 @@ def cross(train: str, test: str, predictors: Optional[list[str]], *, as_json: bo
         print(f"{r['predictor']:20} {r['kendall']:8.3f} {r['spearman']:8.3f} {r['pearson']:8.3f} "
               f"{_num(r['grouped_kendall'])} {r['top1_regret']:11.3f} {_num(r['mape'])}")
     return 0
+
+
+def shared_features(train: Any, test: Any) -> list[str]:
+    """The feature columns both datasets have; says which on stderr, and refuses when they share
+    no config knob (a model of one would only see the other's hardware columns)."""
+    tr_cols, te_cols = list(train.feature_columns), set(test.feature_columns)
+    shared = [c for c in tr_cols if c in te_cols]
+    ok = test.frame[test.frame["status"] == "ok"]
+    knobs = [c for c in shared if c.startswith("config.") and ok[c].nunique(dropna=True) > 1]
+    if not knobs:
+        fixed = [c for c in shared if c.startswith("config.")]
+        raise ValueError(f"{train.name} and {test.name} share no config knob that varies in {test.name}"
+                         + (f" (only {', '.join(fixed)}, constant there)" if fixed else "")
+                         + f": a predictor fitted on {train.name} cannot rank {test.name}'s configurations "
+                         f"(features {', '.join(tr_cols[:4])}, ... vs {', '.join(sorted(te_cols)[:4])}, ...)")
+    missing = [c for c in tr_cols if c not in te_cols]
+    print(f"perfzoo bench: {len(shared)} shared features ({', '.join(shared[:8])}{', ...' if len(shared) > 8 else ''})"
+          + (f"; {len(missing)} of {train.name}'s are unknown in {test.name} ({', '.join(missing[:6])}"
+             f"{', ...' if len(missing) > 6 else ''})" if missing else ""), file=sys.stderr)
+    return shared
 
 
 def _clean(v: Any) -> Any:

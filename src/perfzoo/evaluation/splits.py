@@ -237,6 +237,9 @@ def curve_splits(
                 continue
             out.append(Split("curve", "curve", int(seed), np.sort(order[:n]), base.test, fold=str(n),
                              info={"train_size": int(n)}))
+    if not out and len(sizes):
+        raise SplitNotApplicable(f"curve split: every training size ({', '.join(map(str, sizes))}) exceeds the "
+                                 f"{order.size} rows a training side holds; give smaller --curve-sizes")
     return out
 
 

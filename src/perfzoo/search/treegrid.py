@@ -111,17 +111,24 @@ def _go_left_categorical(node: dict, x: np.ndarray) -> np.ndarray:
 
 
 def grid_values(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.DataFrame], kind: str = "predict",
-                check: int = 2000, seed: int = 0, max_grid: int = MAX_GRID) -> Optional[np.ndarray]:
+                check: int = 2000, seed: int = 0, max_grid: int = MAX_GRID,
+                why: Optional[list] = None) -> Optional[np.ndarray]:
     """The predictor's output on every grid point of ``codec`` (index = config key), or None.
 
     ``frame_fn(idx)`` must build the predictor's input frame for index rows (the same one
     the caller would predict on). ``kind='success'``: P(success) of a failure classifier.
+    When it returns None, the reason is appended to ``why`` (if given).
     """
+    why = why if why is not None else []
     if codec.size > max_grid:
+        why.append(f"the grid has {codec.size:,} points, more than {max_grid:,}")
         return None
     parts = _parts(predictor, kind)
     if parts is None:
-        return additive_grid(predictor, codec, frame_fn, kind, check=check, seed=seed)
+        out = additive_grid(predictor, codec, frame_fn, kind, check=check, seed=seed)
+        if out is None:
+            why.append(f"{type(predictor).__name__} is neither a LightGBM model nor additive over the knobs")
+        return out
     if parts[0] == "constant":
         return np.full(codec.size, parts[1])
     enc, lgbm, post = parts
@@ -152,6 +159,10 @@ def grid_values(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.
     for f in range(n_feat):
         ds = np.nonzero(changes[:, f])[0]
         if len(ds) > 1:
+            name = str(Z.columns[f]) if f < Z.shape[1] else f"feature {f}"
+            knobs = [codec.names[d] for d in ds]
+            why.append(f"feature {name} depends on {len(knobs)} knobs ({', '.join(knobs[:4])}"
+                       f"{', ...' if len(knobs) > 4 else ''}), and the fast path needs one knob per feature")
             return None
         owner.append(int(ds[0]) if len(ds) else None)
         table.append(per_dim_vals[int(ds[0])][:, f] if len(ds) else None)
@@ -194,6 +205,7 @@ def grid_values(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.
     got = out[sample]
     tol = 1e-6 * np.maximum(1.0, np.abs(truth))
     if not np.all(np.abs(got - truth) <= tol):
+        why.append("the tree-by-tree grid did not match the model's own predictions on a sample")
         return None
     return out
 

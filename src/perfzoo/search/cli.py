@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,11 +27,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from perfzoo._cli import UsageError, guarded
 from perfzoo.spaces import Space
-
-
-class UsageError(Exception):
-    """A mistake on the command line (exit status 2, one line)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,14 +70,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status (0 ok, 1 a problem with the data, 2 usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    try:
-        return _run(args)
-    except UsageError as exc:
-        print(f"perfzoo.search: error: {exc}", file=sys.stderr)
-        return 2
-    except (ValueError, KeyError, FileNotFoundError, ImportError) as exc:
-        print(f"perfzoo.search: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
+    return guarded("perfzoo.search", lambda: _run(args))
 
 
 def _parse_value(text: str) -> Any:
@@ -203,11 +194,36 @@ def format_table(result, space: Space, show: int = 10, unit: str = "") -> str:
     return "\n".join(lines)
 
 
+TIE_POOL = 5  # proposals searched per proposal asked for, to break ties at the cut
+
+
+def break_ties(result, k: int, dataset: Any, objective: Any, log) -> Any:
+    """The top ``k`` of ``result``; where the predictor ties, a ridge fit (a smooth model of another
+    family) on ``dataset`` orders the tied configs, and the log says so."""
+    distinct = result.tied(k)
+    if distinct == min(k, len(result)):
+        return result.break_ties(np.zeros(len(result)), k)
+    if dataset is None:
+        log(f"ties: the top {k} proposals have only {distinct} distinct scores (within 0.1%) and no --dataset to "
+            "break them; their order is arbitrary")
+        return result.break_ties(np.zeros(len(result)), k)
+    from perfzoo import zoo
+
+    ok = dataset.labelled().ok()
+    cols = [c for c in (objective.columns or ok.feature_columns) if c in ok.X.columns]
+    second = zoo.make("ridge").fit(ok.X[cols], ok.y)
+    scores = second.predict(objective.codec.frame(objective.codec.decode(result.keys), columns=cols,
+                                                  fixed=objective.fixed))
+    log(f"ties: the top {k} proposals had only {distinct} distinct scores (within 0.1%); ties broken by a ridge "
+        f"fit on {dataset.name} over the best {len(result)}")
+    return result.break_ties(scores, k)
+
+
 def _run(args) -> int:
     from perfzoo.datasets import load_dataset
     from perfzoo.search import SEARCHERS
     from perfzoo.search.encoding import SpaceCodec
-    from perfzoo.search.objective import Objective
+    from perfzoo.search.objective import Objective, check_inputs
     from perfzoo.spaces import SpaceError, get
 
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
@@ -217,7 +233,22 @@ def _run(args) -> int:
         space = get(args.space)
     except SpaceError as exc:
         raise UsageError(str(exc)) from None
+    for flag in ("n_samples", "restarts", "batch_size"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
+    if args.lr <= 0:
+        raise UsageError(f"--lr must be positive, got {args.lr}")
+    if args.out:
+        folder = Path(args.out).resolve().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise UsageError(f"--out {args.out}: cannot write there ({folder} is not a writable folder)")
     dataset = load_dataset(args.dataset) if args.dataset else None
+    if dataset is not None and "workload" in dataset.frame:
+        workloads = sorted(set(dataset.frame["workload"].dropna()))
+        if workloads and space.workload not in workloads:
+            raise UsageError(f"--dataset {dataset.name} holds jobs of the {', '.join(workloads)} workload, --space "
+                             f"{space.name} configs of the {space.workload} workload: a predictor fitted on one "
+                             "cannot rank the other; give a dataset measured in this space")
     codec = SpaceCodec(space)
     predictor = resolve_predictor(args.predictor, dataset, log)
     failure = resolve_failure(args.failure, dataset, log)
@@ -233,10 +264,19 @@ def _run(args) -> int:
         if args.searcher == "exhaustive":
             raise UsageError("--n-samples does not apply to --searcher exhaustive")
         kwargs["n_samples"] = args.n_samples
+    unread = check_inputs(codec, objective.columns)
+    if unread:
+        log(f"note: the predictor does not read {', '.join(c[7:] for c in unread)}: those knobs cannot move its "
+            "predictions")
     t = time.perf_counter()
-    result = SEARCHERS[args.searcher](codec, None, args.top_k, **kwargs)
+    pool = args.top_k * TIE_POOL  # more than k, so that ties at the cut can be broken
+    result = SEARCHERS[args.searcher](codec, None, pool, **kwargs)
     secs = time.perf_counter() - t
+    result = break_ties(result, args.top_k, dataset, objective, log)
     unit = dataset.target_unit if dataset is not None else ""
+    if result.stats.get("path") == "chunked":
+        log(f"exhaustive: scored chunk by chunk, not on the tree-grid fast path, because "
+            f"{result.stats.get('path_reason')}")
     n_excl = result.stats.get("excluded_known", 0)
     log(f"{args.searcher}: {len(result)} proposals for {space.name} ({space.size():,} grid points) in {secs:.1f} s; "
         f"{n_excl} measured configs excluded")

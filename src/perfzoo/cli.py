@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 from typing import Any, Optional, Sequence
+
+from perfzoo._cli import USER_ERRORS, guarded, one_line
 
 FORWARDED = {
     "collect": "run a sweep of profiling jobs and record them",
@@ -27,7 +28,6 @@ FORWARDED = {
     "search": "search configurations with a predictor (REINFORCE and baselines)",
     "tune": "the closed loop: random jobs, fit, search, launch the top k, repeat",
 }
-USER_ERRORS = (ValueError, KeyError, OSError)  # RecordError and DataError are ValueErrors
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -117,7 +117,7 @@ def _list(args: argparse.Namespace) -> int:
         try:
             rows.append(load_dataset(name, args.external_dir).summary())
         except USER_ERRORS as exc:
-            rows.append({"name": name, "rows": None, "error": _one_line(exc).split(". ")[0]})
+            rows.append({"name": name, "rows": None, "error": one_line(exc).split(". ")[0]})
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -165,26 +165,13 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``perfzoo`` command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv and argv[0] in FORWARDED:
-            return _forward(argv[0], argv[1:])
-        args = _parser().parse_args(argv)
-        return _show(args) if args.action == "show" else _list(args)
-    except BrokenPipeError:  # `perfzoo datasets | head`: the reader left, which is fine
-        sys.stdout = open(os.devnull, "w")
-        return 0
-    except USER_ERRORS as exc:
-        if os.environ.get("PERFZOO_DEBUG"):
-            raise
-        print(f"perfzoo: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
+    if argv and argv[0] in FORWARDED:
+        return _forward(argv[0], argv[1:])
+    args = _parser().parse_args(argv)
+    return guarded("perfzoo", lambda: _show(args) if args.action == "show" else _list(args))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ from perfzoo.store import RECORDS_FILE, RecordStore, records_to_frame
 
 PathLike = Union[str, Path]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # src/perfzoo/datasets.py -> the checkout
 ENV_EXTERNAL = "PERFZOO_EXTERNAL_DATA"
 ENV_DATASETS = "PERFZOO_DATASETS"
 METADATA_FILE = "dataset.json"

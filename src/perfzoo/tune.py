@@ -29,7 +29,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
+
+from perfzoo._cli import UsageError, guarded
+from perfzoo.collect import JOB_DEFAULTS
+
+if TYPE_CHECKING:
+    from perfzoo.spaces import Space
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,19 +64,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="extra random jobs after the rounds (e.g. rounds x top-k: random search with the "
                         "same number of jobs)")
     p.add_argument("--hand-tuned", action="store_true",
-                   help="also run the hand-tuned baseline (every layer FULL_SHARD, unlimited memory budget, "
-                        "the largest local batch that runs)")
+                   help="also run the FSDP default (every layer FULL_SHARD, the most memory, the largest local "
+                        "batch that runs)")
+    p.add_argument("--expert", action="store_true",
+                   help="also run the expert heuristic (NO_SHARD the smallest layers while a memory estimate allows)")
+    p.add_argument("--race", type=int, default=3, metavar="K",
+                   help="with --confirm: re-measure each arm's K best configs, not only its best (default 3)")
     p.add_argument("--confirm", type=int, default=0, metavar="N",
-                   help="measure the loop's best, random search's best and the hand-tuned config N more times "
-                        "at the end and compare medians (default 0)")
+                   help="at the end, measure each arm's --race best configs N more times; each arm's champion is "
+                        "its best median (--confirm 4: medians of 5; default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random phase and the searcher")
     p.add_argument("--tag", help="sweep-id prefix (default tune-<space>-s<seed>)")
     p.add_argument("--n-samples", type=int, help="searcher samples per restart (REINFORCE default 2000)")
     p.add_argument("--restarts", type=int, help="REINFORCE restarts (default 3)")
     p.add_argument("--lr", type=float, help="REINFORCE Adam learning rate (default 0.01, the paper's)")
-    p.add_argument("--timeout", type=float, default=120.0, help="wall-clock limit per job in seconds")
-    p.add_argument("--steps", type=int, default=6, help="measured steps per job")
-    p.add_argument("--warmup", type=int, default=2, help="warm-up steps per job")
+    p.add_argument("--timeout", type=float, default=JOB_DEFAULTS.timeout_s, help="wall-clock limit per job in seconds "
+                   f"(default {JOB_DEFAULTS.timeout_s:g}, as collect)")
+    p.add_argument("--steps", type=int, default=JOB_DEFAULTS.steps,
+                   help=f"measured steps per job (default {JOB_DEFAULTS.steps}, collect's protocol)")
+    p.add_argument("--warmup", type=int, default=JOB_DEFAULTS.warmup,
+                   help=f"warm-up steps per job (default {JOB_DEFAULTS.warmup})")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--warm", action="store_true",
                    help="collect --warm: launch each torchrun job from a warm worker (how fsdp-cpu was collected)")
@@ -88,30 +101,51 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage error)."""
+    """Entry point; returns the exit status (0 done, 1 interrupted or failed, 2 usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    from perfzoo.search.loop import ClosedLoop, CollectLauncher, frontier_figure
-    from perfzoo.spaces import SpaceError, get
+    return guarded("perfzoo.tune", lambda: _run(args))
 
-    try:
-        space = get(args.space)
-    except SpaceError as exc:
-        print(f"perfzoo.tune: error: {exc}", file=sys.stderr)
-        return 2
-    opts = {}
-    if args.n_samples is not None:
-        opts["n_samples"] = args.n_samples
-    if args.restarts is not None:
-        if args.searcher != "reinforce":
-            print("perfzoo.tune: error: --restarts applies to --searcher reinforce only", file=sys.stderr)
-            return 2
-        opts["restarts"] = args.restarts
-    if args.lr is not None:
-        if args.searcher != "reinforce":
-            print("perfzoo.tune: error: --lr applies to --searcher reinforce only", file=sys.stderr)
-            return 2
-        opts["lr"] = args.lr
+
+def _check(args) -> "Space":
+    """Every argument checked before anything is launched; a :class:`UsageError` names the first bad one."""
+    from perfzoo import zoo
+    from perfzoo.search.loop import expert_ladder, hand_tuned_ladder
+    from perfzoo.spaces import get
+
+    space = get(args.space)
+    if not space.runnable:
+        raise UsageError(f"--space {space.name} is a space for search only ({space.description}); the harness "
+                         "cannot run its configs")
+    if args.predictor != "best" and args.predictor not in zoo.names():
+        raise UsageError(f"--predictor {args.predictor!r} is not 'best' or a zoo member ({', '.join(zoo.names())})")
+    for flag in ("n_random", "top_k", "steps", "n_samples", "restarts", "race"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {value}")
+    for flag in ("rounds", "control", "confirm", "warmup"):
+        if getattr(args, flag) < 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be at least 0, got {getattr(args, flag)}")
+    if args.timeout <= 0 or (args.lr is not None and args.lr <= 0):
+        raise UsageError("--timeout and --lr must be positive")
+    if (args.restarts is not None or args.lr is not None) and args.searcher != "reinforce":
+        raise UsageError("--restarts and --lr apply to --searcher reinforce only")
+    for flag, ladder in (("hand_tuned", hand_tuned_ladder), ("expert", expert_ladder)):
+        if getattr(args, flag):
+            try:
+                ladder(space)
+            except ValueError as exc:
+                raise UsageError(f"--{flag.replace('_', '-')}: {exc}") from None
+    return space
+
+
+def _run(args) -> int:
+    from perfzoo.collect import open_store
+    from perfzoo.search.loop import ClosedLoop, CollectLauncher, frontier_figure
+
+    space = _check(args)
+    open_store(args.store, "--store")
+    opts = {k: getattr(args, k) for k in ("n_samples", "restarts", "lr") if getattr(args, k) is not None}
     extra = (["--warm"] if args.warm else []) + list(args.collect_arg)
     for flag in ("command", "metric_parser", "metric_regex", "throughput_unit"):
         if getattr(args, flag) is not None:
@@ -122,12 +156,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         loop = ClosedLoop(space, args.store, launcher=launcher, n_random=args.n_random, rounds=args.rounds,
                           top_k=args.top_k, searcher=args.searcher, predictor=args.predictor,
                           failure=not args.no_failure, seed=args.seed, tag=args.tag, train_on=args.train_on,
-                          control=args.control, hand_tuned=args.hand_tuned, confirm=args.confirm,
+                          control=args.control, hand_tuned=args.hand_tuned, expert=args.expert,
+                          confirm=args.confirm, race=args.race,
                           dataset=args.dataset,
                           search_options=opts, log=lambda s: print(s, file=sys.stderr, flush=True))
     except ValueError as exc:
-        print(f"perfzoo.tune: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     if args.status:
         print(loop.summary().table())
         return 0
@@ -137,6 +171,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         interrupted = True
         summary = loop.summary()
+    except RuntimeError as exc:  # e.g. every random job failed: nothing to fit on
+        print(f"perfzoo.tune: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
     print(summary.table())
     plot = Path(args.plot) if args.plot else loop.plan_dir / f"{loop.tag}-frontier.png"
     try:

@@ -105,7 +105,7 @@ def worker_env(device: str, nproc: int, extra: Optional[dict] = None) -> dict:
         env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
     env.setdefault("LOGLEVEL", "WARNING")
     env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
-    # the harness must import from this checkout even when run from elsewhere
+    # the harness must import from this checkout even when run from elsewhere (src/, holding harness/)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(extra or {})

@@ -36,6 +36,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo import collect
+from perfzoo.collect import JOB_DEFAULTS
 from perfzoo.records import JobRecord, canonical_json
 from perfzoo.search.encoding import SpaceCodec
 from perfzoo.store import RecordStore
@@ -63,8 +65,9 @@ class CollectLauncher:
     ``extra`` (more collect arguments), ``progress`` (collect's bar).
     """
 
-    def __init__(self, space: str, store: Union[str, Path], *, timeout: float = 120.0, steps: int = 6,
-                 warmup: int = 2, device: str = "cpu", extra: Sequence[str] = (), progress: bool = True):
+    def __init__(self, space: str, store: Union[str, Path], *, timeout: float = JOB_DEFAULTS.timeout_s,
+                 steps: int = JOB_DEFAULTS.steps, warmup: int = JOB_DEFAULTS.warmup, device: str = "cpu",
+                 extra: Sequence[str] = (), progress: bool = True):
         self.space = space
         self.store = Path(store)
         self.timeout = timeout
@@ -76,8 +79,6 @@ class CollectLauncher:
 
     def __call__(self, configs: list, sweep_id: str, repeat: int = 1) -> None:
         """Run ``configs`` (repeat indices ``0 .. repeat - 1``; those in the store are skipped)."""
-        from perfzoo import collect
-
         if not configs:
             return
         plan_dir = self.store / PLAN_DIR
@@ -182,6 +183,15 @@ def expert_ladder(space: Any) -> list[dict]:
     return ladder
 
 
+# the baseline phases: ladder and the rule written into the plan
+BASELINES = {
+    "baseline": (hand_tuned_ladder, "the FSDP default: every layer FULL_SHARD, the most memory, the largest local "
+                                    "batch that runs ok (tried largest first)"),
+    "expert": (expert_ladder, "the expert heuristic: NO_SHARD the smallest layers while a memory estimate allows, "
+                              "the most memory, the largest local batch that runs ok"),
+}
+
+
 # --- the loop -------------------------------------------------------------------------------
 
 @dataclass
@@ -218,9 +228,12 @@ class ClosedLoop:
         store of this space: a warm start from earlier sweeps).
     control : extra random jobs after the rounds (0: none; e.g. ``rounds * top_k`` so that
         random search with the same number of jobs is measured too).
-    hand_tuned : also run the hand-tuned baseline (:func:`hand_tuned_ladder`).
-    confirm : measure the loop's best config, random search's best and the hand-tuned config
-        this many more times at the end; the summary then compares medians.
+    hand_tuned : also run the hand-tuned baseline, the FSDP default (:func:`hand_tuned_ladder`).
+    expert : also run the expert heuristic (:func:`expert_ladder`).
+    confirm : at the end, measure each arm's ``race`` best candidates this many more times; each
+        arm's champion is then its candidate with the best median (a failed run counts as 0), so a
+        lucky single measurement cannot name a champion.
+    race : candidates per arm re-measured by ``confirm`` (default 3; 1: only the best).
     search_options : extra keyword arguments for the searcher (e.g. ``n_samples``).
     log : where progress lines go (``print`` by default; None: silent).
     """
@@ -229,7 +242,7 @@ class ClosedLoop:
                  n_random: int = 100, rounds: int = 3, top_k: int = 20, searcher: str = "reinforce",
                  predictor: Union[str, Callable[[], Any]] = "lightgbm", failure: bool = True, seed: int = 0,
                  tag: Optional[str] = None, train_on: str = "loop", control: int = 0, hand_tuned: bool = False,
-                 confirm: int = 0,
+                 expert: bool = False, confirm: int = 0, race: int = 3,
                  dataset: Optional[str] = None, search_options: Optional[dict] = None,
                  log: Optional[Callable[[str], None]] = print):
         self.codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
@@ -239,8 +252,8 @@ class ClosedLoop:
         for name, v in (("n_random", n_random), ("top_k", top_k)):
             if int(v) < 1:
                 raise ValueError(f"{name} must be at least 1, got {v}")
-        if rounds < 0 or control < 0 or confirm < 0:
-            raise ValueError("rounds, control and confirm must be >= 0")
+        if rounds < 0 or control < 0 or confirm < 0 or race < 1:
+            raise ValueError("rounds, control and confirm must be >= 0, race >= 1")
         if train_on not in ("loop", "store"):
             raise ValueError(f"train_on must be 'loop' or 'store', got {train_on!r}")
         from perfzoo.search import SEARCHERS
@@ -256,6 +269,8 @@ class ClosedLoop:
         self.train_on = train_on
         self.control = int(control)
         self.hand_tuned = hand_tuned
+        self.expert = expert
+        self.race = int(race)
         self.confirm = int(confirm)
         self.dataset = dataset
         self.search_options = dict(search_options or {})
@@ -274,6 +289,8 @@ class ClosedLoop:
             out.append("control")
         if self.hand_tuned:
             out.append("baseline")
+        if self.expert:
+            out.append("expert")
         if self.confirm:
             out.append("confirm")
         return out
@@ -313,8 +330,8 @@ class ClosedLoop:
         """Run (or resume) every phase; returns the :class:`LoopSummary`."""
         t0 = time.perf_counter()
         for i, phase in enumerate(self.phases()):
-            if phase == "baseline":
-                self._run_baseline()
+            if phase in BASELINES:
+                self._run_baseline(phase)
                 continue
             if phase == "confirm":
                 self._run_confirm()
@@ -417,21 +434,20 @@ class ClosedLoop:
             failure = zoo.make("failure").fit(X, failed)
         return predictor, failure
 
-    def _run_baseline(self) -> None:
-        sid = self.sweep_id("baseline")
-        ladder = hand_tuned_ladder(self.codec)
-        plan = self.read_plan("baseline")
+    def _run_baseline(self, phase: str) -> None:
+        sid = self.sweep_id(phase)
+        ladder_fn, rule = BASELINES[phase]
+        plan = self.read_plan(phase)
         if plan is None:
-            plan = [{"config": c, "phase": "baseline", "rule": "every layer FULL_SHARD, memory budget unlimited, "
-                     "largest local batch that runs ok (tried largest first)"} for c in ladder]
+            plan = [{"config": c, "phase": phase, "rule": rule} for c in ladder_fn(self.codec)]
             self.plan_dir.mkdir(parents=True, exist_ok=True)
-            _write_lines(self.plan_path("baseline"), plan)
+            _write_lines(self.plan_path(phase), plan)
         for p in plan:
             cfg = p["config"]
             cid = config_id(cfg)
             recs = [r for r in self._records() if config_id(r.config) == cid]
             if not recs:
-                self.log(f"[{self.tag}] baseline: trying local_batch {cfg.get('local_batch')}")
+                self.log(f"[{self.tag}] {phase}: trying local_batch {cfg.get('local_batch')}")
                 self.launcher([cfg], sid)
                 recs = [r for r in self._records() if config_id(r.config) == cid]
             if any(r.status == "ok" for r in recs):
@@ -439,26 +455,38 @@ class ClosedLoop:
 
     def arms(self, state: Optional[list[Phase]] = None) -> dict[str, list[JobRecord]]:
         """The records of each arm of the comparison: ``loop`` (random phase + rounds),
-        ``random`` (random phase + control) and ``hand-tuned`` (the baseline)."""
+        ``random`` (random phase + control), ``hand-tuned`` and ``expert`` (the baselines)."""
         by = {p.name: p for p in (state if state is not None else self.state())}
         return {"loop": [r for n in self.loop_phases() if n in by for r in by[n].records],
                 "random": by["random"].records + (by["control"].records if "control" in by else []),
-                "hand-tuned": by["baseline"].records if "baseline" in by else []}
+                "hand-tuned": by["baseline"].records if "baseline" in by else [],
+                "expert": by["expert"].records if "expert" in by else []}
 
-    def champions(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
-        """The configs the comparison is about: the best measured job of each of :meth:`arms`."""
+    def candidates(self, state: Optional[list[Phase]] = None) -> dict[str, list[dict]]:
+        """Each arm's configs in the race: its ``race`` best by a single measurement (a baseline:
+        the one rung that ran)."""
         out = {}
         for name, recs in self.arms(state).items():
-            ok = [r for r in recs if r.status == "ok" and r.metrics.throughput is not None]
-            if ok:
-                out[name] = max(ok, key=lambda r: r.metrics.throughput).config
+            ok = sorted((r for r in recs if r.status == "ok" and r.metrics.throughput is not None),
+                        key=lambda r: -r.metrics.throughput)
+            configs: dict[str, dict] = {}
+            for r in ok:
+                if len(configs) < (self.race if name in ("loop", "random") else 1):
+                    configs.setdefault(config_id(r.config), r.config)
+            if configs:
+                out[name] = list(configs.values())
         return out
+
+    def champions(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
+        """The configs the comparison is about: each arm's best single measurement."""
+        return {name: configs[0] for name, configs in self.candidates(state).items()}
 
     def _run_confirm(self) -> None:
         sid = self.sweep_id("confirm")
         seen: dict[str, dict] = {}
-        for cfg in self.champions().values():
-            seen.setdefault(config_id(cfg), cfg)
+        for configs in self.candidates().values():
+            for cfg in configs:
+                seen.setdefault(config_id(cfg), cfg)
         counts = Counter(config_id(r.config) for r in self._records())
         todo = [cfg for cid, cfg in seen.items() if counts[cid] < 1 + self.confirm]
         if not todo:
@@ -468,16 +496,21 @@ class ClosedLoop:
         self.launcher(todo, sid, repeat=1 + self.confirm)
 
     def confirmed(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
-        """Median and count of every measurement of each champion config (see :meth:`champions`)."""
+        """Each arm's champion after the race: of its :meth:`candidates`, the one with the best median
+        over every measurement (a run that did not finish ``ok`` counts as 0), with its values and
+        the medians of the candidates it beat."""
         recs = self._records()
         out = {}
-        for name, cfg in self.champions(state).items():
-            cid = config_id(cfg)
-            vals = [r.metrics.throughput if r.status == "ok" and r.metrics.throughput is not None else np.nan
-                    for r in recs if config_id(r.config) == cid]
-            ok = [v for v in vals if np.isfinite(v)]
-            out[name] = {"median": float(np.median(ok)) if ok else None, "n": len(vals), "ok": len(ok),
-                         "values": [float(v) for v in vals], "config": cfg}
+        for name, configs in self.candidates(state).items():
+            raced = []
+            for cfg in configs:
+                cid = config_id(cfg)
+                vals = [r.metrics.throughput if r.status == "ok" and r.metrics.throughput is not None else 0.0
+                        for r in recs if config_id(r.config) == cid]
+                raced.append({"median": float(np.median(vals)), "n": len(vals),
+                              "ok": sum(v > 0 for v in vals), "values": [float(v) for v in vals], "config": cfg})
+            best = max(raced, key=lambda c: c["median"])
+            out[name] = {**best, "raced": [c["median"] for c in raced]}
         return out
 
     # -- results ---------------------------------------------------------------------------------
@@ -536,12 +569,15 @@ class LoopSummary:
         if self.confirmed:
             c = self.confirmed
             lines.append("")
-            lines.append("re-measured (median of every measurement of each champion config):")
-            for name in ("loop", "random", "hand-tuned"):
+            lines.append("raced (each arm's best candidates re-measured; champion = best median, a failed run = 0):")
+            for name in ("loop", "random", "hand-tuned", "expert"):
                 if name in c:
-                    lines.append(f"  {name:<10} {_fmt(c[name]['median'])} over {c[name]['ok']}/{c[name]['n']} ok runs")
+                    raced = "" if len(c[name]["raced"]) < 2 else \
+                        f" (best of {len(c[name]['raced'])} raced: {', '.join(_fmt(v) for v in c[name]['raced'])})"
+                    lines.append(f"  {name:<10} {_fmt(c[name]['median'])} over {c[name]['ok']}/{c[name]['n']} ok "
+                                 f"runs{raced}")
             lo = c.get("loop", {}).get("median")
-            for name in ("random", "hand-tuned"):
+            for name in ("random", "hand-tuned", "expert"):
                 if name in c:
                     lines.append(f"  loop vs {name}: {_gain(lo, c[name]['median'])}")
         return "\n".join(lines)
