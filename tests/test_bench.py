@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo import bench
+from perfzoo import bench, zoo
 from perfzoo.datasets import external_data_dir, load_dataset
 from perfzoo.evaluation import leaderboard, runner
 from perfzoo.evaluation.runner import PredictorSpec
@@ -116,13 +116,11 @@ def test_leaderboard_files_and_load_best(vtrain, tmp_path):
     assert json.loads((tmp_path / "best.json").read_text())["rule"] == leaderboard.BEST_RULE
 
     # the saved artifact is a ready predictor, equal to ridge fitted on every job
-    model = leaderboard.load_best("vtrain-a100", leaderboard_dir=tmp_path)
-    from perfzoo import zoo
-
+    model = zoo.load_best("vtrain-a100", tmp_path)
     ref = zoo.make("ridge").fit(vtrain.X, vtrain.y)
     np.testing.assert_allclose(model.predict(vtrain.X.head(20)), ref.predict(vtrain.X.head(20)), rtol=1e-9)
     with pytest.raises(KeyError, match="no best predictor"):
-        leaderboard.load_best("published-llm", leaderboard_dir=tmp_path)
+        zoo.load_best("published-llm", tmp_path)
 
     # a rerun with nothing changed keeps the saved artifact (no churn in the repository)
     saved = tmp_path / entry["artifact"] / "model.joblib"

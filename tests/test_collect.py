@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,9 +126,28 @@ def test_a_killed_sweep_resumes_without_duplicates(tmp_path):
     assert len({r.job_id for r in records}) == 4
     lines = (store_dir / "records.jsonl").read_text().splitlines()
     assert len(lines) == 4  # nothing written twice, no torn line
-    assert "jobs run" in out and "ok" in out  # the summary table
+    assert "jobs stored" in out and "ok" in out  # the summary table
     assert all(r.provenance.startswith("python -m perfzoo.collect --workload llm") for r in records)
     assert len({r.sweep_id for r in records}) == 1
+
+
+@pytest.mark.slow
+def test_two_concurrent_collects_of_one_sweep_store_each_job_once_and_say_so(tmp_path):
+    """Both run every job (neither can know the other's), the store keeps one record per job, and
+    the two summaries together count each job once as stored; the other run is counted as raced."""
+    store_dir = tmp_path / "store"
+    args = ["--workload", "llm", "--n", "3", "--nproc", "1", "--seed", "3", "--steps", "2", "--warmup", "1",
+            "--quiet-wait", "0", "--out", str(store_dir), "--no-progress"]
+    procs = [_collect(args), _collect(args)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
+    assert len(RecordStore(store_dir)) == 3
+    assert len((store_dir / "records.jsonl").read_text().splitlines()) == 3
+    stored = [int(re.search(r"jobs stored\s+(\d+)", out).group(1)) for out, _ in outs]
+    raced = [int(m.group(1)) if (m := re.search(r"stored first by another collect\s+(\d+)", out)) else 0
+             for out, _ in outs]
+    skipped = [int(re.search(r"skipped \(already in store\)\s+(\d+)", out).group(1)) for out, _ in outs]
+    assert sum(stored) == 3 and all(st + r + sk == 3 for st, r, sk in zip(stored, raced, skipped))
 
 
 @pytest.mark.slow

@@ -122,6 +122,9 @@ def _stores(tmp_path):
     ("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "curve", "--curve-sizes", "5000",
                "--no-cache", "-q", "--out", "{tmp}/lb"], 1, "give smaller --curve-sizes"),
     ("perfzoo", ["datasets", "show", "{tmp}/newer"], 2, "upgrade perfzoo"),
+    ("predict", ["--set", "n_layers"], 2, "--set 'n_layers': expected KEY=VALUE"),
+    ("predict", ["--configs", "{tmp}/nope.jsonl"], 2, "no such file"),
+    ("predict", ["--set", "n_layers=2", "--dataset", "{tmp}/corrupt"], 2, "line 2: not valid JSON"),
 ])
 def test_every_entry_point_answers_bad_input_in_one_line(command, argv, status, words, tmp_path, capsys):
     import importlib

@@ -13,45 +13,22 @@ import pytest
 
 from perfzoo import zoo
 from perfzoo.records import JobRecord, job_id_for
-from perfzoo.search import SpaceCodec, exhaustive, random_search, reinforce, tpe
-from perfzoo.spaces import Categorical, Constraint, Space, get
+from perfzoo.search import SEARCHERS, SpaceCodec, exhaustive, random_search, reinforce, tpe
+from perfzoo.spaces import Space, get
 from perfzoo.store import RecordStore
+from perfzoo.testing import K, V, check_searcher, toy_reward, toy_space
 
-# --- a toy space with a known optimum -------------------------------------------------------
+# --- the shared searcher kit, and a toy space with a known optimum (perfzoo.testing's) -------
 
-K, V = 6, 5
-
-
-def _toy_space() -> Space:
-    def pair(c):
-        if c["k0"] == f"v{V - 1}" and c["k1"] == f"v{V - 1}":
-            return "k0 and k1 cannot both be the last value"
-        return None
-
-    return Space(name="toy", workload="fsdp",
-                 dimensions=[Categorical(f"k{i}", choices=tuple(f"v{j}" for j in range(V))) for i in range(K)],
-                 constraints=[Constraint("pair", pair)])
-
-
-def _toy_reward():
-    rng = np.random.default_rng(1)
-    W = rng.normal(size=(K, V))
-    # the unconstrained optimum (k0 = k1 = last value) is forbidden by the constraint
-    W[0, V - 1] = W[0].max() + 0.5
-    W[1, V - 1] = W[1].max() + 0.5
-
-    def predictor(X: pd.DataFrame) -> np.ndarray:
-        s = np.zeros(len(X))
-        for i in range(K):
-            codes = np.array([int(str(v)[1:]) for v in X[f"config.k{i}"]])
-            s += W[i][codes]
-        return np.exp(s)
-
-    return predictor
+@pytest.mark.parametrize("name", sorted(SEARCHERS))
+def test_every_searcher_keeps_the_searcher_contract(name):
+    """Every built-in searcher passes :func:`perfzoo.testing.check_searcher`."""
+    options = {"tpe": {"n_samples": 120}, "random": {"n_samples": 400}}.get(name, {})
+    check_searcher(SEARCHERS[name], **options)
 
 
 def test_reinforce_finds_the_optimum_in_most_seeds_and_beats_random():
-    space, f = _toy_space(), _toy_reward()
+    space, f = toy_space(), toy_reward()
     truth = exhaustive(space, f, top_k=1)
     assert truth.stats["valid"] == V ** K - V ** (K - 2)
     opt_key, opt = truth.keys[0], truth.predicted[0]
@@ -72,7 +49,7 @@ def test_reinforce_finds_the_optimum_in_most_seeds_and_beats_random():
 
 
 def test_reinforce_learns_away_from_uniform_and_pools_restarts():
-    space, f = _toy_space(), _toy_reward()
+    space, f = toy_space(), toy_reward()
     r = reinforce(space, f, top_k=10, seed=0, n_samples=600)
     assert r.history.shape == (3, 20)
     # mean batch reward rises as the policies learn
@@ -146,7 +123,7 @@ def _fsdp_records(n: int, seed: int = 0) -> list[JobRecord]:
 
 
 def test_proposals_exclude_measured_configs_and_duplicates():
-    space, f = _toy_space(), _toy_reward()
+    space, f = toy_space(), toy_reward()
     best = exhaustive(space, f, top_k=20)
     measured = best.configs[:10]  # the 10 best are "already measured"
     for res in (reinforce(space, f, top_k=20, exclude=measured, seed=3),
@@ -223,4 +200,4 @@ def test_tpe_without_optuna_names_the_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "optuna", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"pip install perfzoo\[search\]"):
-        tpe(_toy_space(), _toy_reward(), top_k=1, n_samples=10)
+        tpe(toy_space(), toy_reward(), top_k=1, n_samples=10)

@@ -230,8 +230,8 @@ def test_a_command_job_runs_as_two_slurm_tasks_that_meet_at_one_rendezvous(slurm
     assert rec.workload == "command" and rec.annotations["slurm_state"] == "COMPLETED"
     assert rec.metrics.step_time_n == 3 and rec.metrics.throughput_unit == "samples/s"
     [job_dir] = (store / "slurm" / "jobs").glob(f"*/{rec.job_id}")
-    logs = [(job_dir / f"log-agent{k}.txt").read_text() for k in (0, 1)]
-    assert all("Traceback" not in log for log in logs)
+    agents = [json.loads((job_dir / f"agent{k}.json").read_text()) for k in (0, 1)]
+    assert [a["exit_code"] for a in agents] == [0, 0]  # both tasks ran the user's torchrun, node ranks 0 and 1
 
 
 @pytest.mark.slow

@@ -9,17 +9,14 @@ on 2 cores.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.base import clone
 
 from perfzoo import zoo
 from perfzoo.datasets import load_dataset
-from perfzoo.evaluation.metrics import kendall
 from perfzoo.evaluation.splits import random_split
+from perfzoo.testing import check_predictor
 
 REQUIRED_MEMBERS = {
     "constant", "analytic", "ridge", "knn", "random_forest", "gbr", "hist_gbr", "lightgbm", "catboost",
@@ -81,71 +78,12 @@ def test_registry_has_every_member():
 
 @pytest.mark.parametrize("name", zoo.names())
 def test_conformance(name, vtrain, tmp_path):
+    """Every member passes :func:`perfzoo.testing.check_predictor` on real data."""
     X, y, X_test, y_test = vtrain
     params = FAST.get(name, {})
     model = zoo.make(name, **params)
-    y_fit = _target(name, y)
-
-    # the constructor stores parameters only; clone copies them
-    assert model.get_params() == {**zoo.get(name)().get_params(), **params}
-    twin = clone(model)
-    assert twin.get_params() == model.get_params()
-    assert model.set_params(**params) is model
-
-    # fit returns self; predict gives one finite float per row
-    assert model.fit(X, y_fit, dataset="vtrain-a100") is model
-    pred = model.predict(X_test)
-    assert pred.shape == (len(X_test),) and pred.dtype == float
-    assert np.isfinite(pred).all(), f"{name}: non-finite predictions"
-
-    # same seed, same predictions
-    np.testing.assert_allclose(twin.fit(X, y_fit).predict(X_test), pred, rtol=1e-7, atol=1e-10,
-                               err_msg=f"{name}: refit with the same seed differs")
-
-    # save / load: identical predictions, metadata written
-    path = model.save(tmp_path / name)
-    loaded = zoo.load(path)
-    assert type(loaded) is type(model)
-    np.testing.assert_allclose(loaded.predict(X_test), pred, rtol=1e-12)  # threads may reorder a sum
-    meta = json.loads((path / "metadata.json").read_text())
-    assert meta["name"] == name and meta["dataset"] == "vtrain-a100" and meta["n_train"] == N_TRAIN - (
-        int(np.isnan(y_fit).sum()) if name != "failure" else 0)
-    assert meta["perfzoo_version"] and meta["fit_time_s"] >= 0 and meta["params"] == json.loads(
-        json.dumps(model.get_params(), default=repr))
-    assert set(meta["input_columns"]) == set(X.columns)
-
-    # one row predicts what it predicts inside a frame
-    np.testing.assert_allclose(model.predict(X_test.iloc[[3]]), pred[[3]], rtol=1e-9)
-
-    # unseen categories
-    unseen = X_test.iloc[:20].assign(**{"hardware.accelerator": "H100-80GB", "config.fsdp": "full_shard"})
-    out = model.predict(unseen)
-    assert out.shape == (20,) and np.isfinite(out).all(), f"{name}: unseen category"
-
-    # a missing optional field is unknown, not an error
-    out = model.predict(X_test.iloc[:20].drop(columns=["hardware.accelerator"]))
-    assert out.shape == (20,) and np.isfinite(out).all(), f"{name}: missing optional column"
-
-    # a constant target does not crash
-    const = np.full(len(X), 1234.0)
-    out = clone(model).fit(X, const).predict(X_test)
-    assert out.shape == (len(X_test),) and np.isfinite(out).all(), f"{name}: constant target"
-
-    # extras some members offer
-    if model.has_std:
-        std = model.predict_std(X_test)
-        assert std.shape == (len(X_test),) and np.isfinite(std).all() and (std >= 0).all()
-    if name == "failure":
-        proba = model.predict_proba(X_test)
-        assert proba.shape == (len(X_test), 2) and np.allclose(proba.sum(axis=1), 1.0)
-        np.testing.assert_allclose(proba[:, 0], pred)  # predict = P(success)
-
-    # every non-floor member ranks held-out jobs better than the constant floor (tau = 0)
-    tau = kendall(y_test, pred)
-    if model.floor:
-        assert name == "constant" or np.isfinite(tau)
-    else:
-        assert tau > 0.3, f"{name}: Kendall tau {tau:.3f} on held-out vtrain-a100 does not beat constant"
+    assert model.get_params() == {**zoo.get(name)().get_params(), **params}  # the constructor stores parameters only
+    check_predictor(model, X, _target(name, y), X_test, y_test, tmp_path, dataset="vtrain-a100")
 
 
 def test_failure_classifier_on_real_oom_rows():

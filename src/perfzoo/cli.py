@@ -27,6 +27,7 @@ FORWARDED = {
     "bench": "fit and score the predictor zoo, write the leaderboard",
     "search": "search configurations with a predictor (REINFORCE and baselines)",
     "tune": "the closed loop: random jobs, fit, search, launch the top k, repeat",
+    "predict": "predict the throughput of configurations, with the analytic breakdown",
 }
 
 

@@ -27,7 +27,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -50,6 +50,66 @@ class JobDefaults:
 
 
 JOB_DEFAULTS = JobDefaults()
+
+
+@dataclass
+class CollectConfig:
+    """One collect run, as :func:`run` takes it; the command line (:func:`build_parser`, whose
+    ``--help`` documents every field) only translates onto it, field for field.
+
+    >>> cfg = CollectConfig(out="runs/llm", space="llm-small", n=4, steps=3)
+    >>> cfg.repeat, cfg.device, cfg.timeout
+    (1, 'cpu', 120.0)
+    """
+
+    out: str  # the record store directory
+    space: Optional[str] = None  # a space name or a .toml space file (default: the workload's)
+    workload: Optional[str] = None  # fsdp | llm | command (default: the space's)
+    n: Optional[int] = None  # N random distinct configs from the space ...
+    configs: Optional[str] = None  # ... or the configs in this JSONL file
+    nproc: Optional[int] = None  # ranks per job (default: each config's world size)
+    device: str = "cpu"  # cpu (gloo) or cuda (NCCL)
+    repeat: int = 1  # runs of each config (repeat index 0 .. repeat - 1)
+    timeout: float = JOB_DEFAULTS.timeout_s  # wall-clock limit per job, seconds
+    seed: int = 0  # seed of the random configs
+    steps: int = JOB_DEFAULTS.steps  # measured steps per job
+    warmup: int = JOB_DEFAULTS.warmup  # warm-up steps per job, not measured
+    mode: str = "auto"  # auto | torchrun | inprocess
+    warm: bool = False  # CPU: fork each job's ranks from a warm worker
+    batch_size: int = 50  # jobs per in-process or warm worker
+    launcher: str = "local"  # local | slurm
+    sweep_id: Optional[str] = None  # default: derived from the arguments
+    require_quiet: bool = False  # a job on a busy machine fails (noisy_machine) instead of being timed
+    quiet_wait: float = QUIET_WAIT_S  # seconds a CPU job waits for quiet before timing
+    dry_run: bool = False  # validate and list the jobs, run nothing
+    no_progress: bool = False  # no progress bar
+    command: Optional[str] = None  # the command workload: the launch template (default: the space file's)
+    metric_parser: Optional[str] = None  # file | torchtitan
+    metric_regex: Optional[str] = None  # metrics from output lines matching this
+    throughput_unit: Optional[str] = None  # what the command's throughput counts
+    partition: Optional[str] = None  # Slurm (with launcher='slurm'): sbatch's options of these names
+    nodes: Optional[int] = None
+    tasks_per_node: Optional[int] = None
+    gpus_per_node: Optional[int] = None
+    cpus_per_task: Optional[int] = None
+    time: Optional[int] = None
+    mem_gb: Optional[float] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    constraint: Optional[str] = None
+    array_parallelism: Optional[int] = None
+    slurm_arg: list = field(default_factory=list)  # more sbatch options, KEY=VALUE
+    slurm_folder: Optional[str] = None
+    poll: Optional[float] = None
+
+    def __post_init__(self):
+        if (self.n is None) == (self.configs is None):
+            raise UsageError("give exactly one of --n and --configs")
+        for name in ("repeat", "steps"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name} must be at least 1")
+        if self.warmup < 0 or self.timeout <= 0:
+            raise UsageError("--warmup must be >= 0 and --timeout > 0")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,30 +147,30 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run these configs: one JSON object per line, or {\"config\": {...}} lines")
     p.add_argument("--nproc", type=int, help="ranks per job (default: each config's own world size; "
                                             "with --n, only configs of this world size are drawn)")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cpu (gloo) or cuda (NCCL)")
-    p.add_argument("--repeat", type=int, default=1, help="runs of each config (repeat index 0..R-1; default 1)")
-    p.add_argument("--timeout", type=float, default=JOB_DEFAULTS.timeout_s,
+    p.add_argument("--device", choices=["cpu", "cuda"], help="cpu (gloo) or cuda (NCCL)")
+    p.add_argument("--repeat", type=int, help="runs of each config (repeat index 0..R-1; default 1)")
+    p.add_argument("--timeout", type=float,
                    help=f"wall-clock limit per job in seconds (default {JOB_DEFAULTS.timeout_s:g})")
     p.add_argument("--out", required=True, metavar="DIR", help="record store directory (created if needed)")
-    p.add_argument("--seed", type=int, default=0, help="seed for --n sampling (default 0)")
-    p.add_argument("--steps", type=int, default=JOB_DEFAULTS.steps,
+    p.add_argument("--seed", type=int, help="seed for --n sampling (default 0)")
+    p.add_argument("--steps", type=int,
                    help=f"measured steps per job (default {JOB_DEFAULTS.steps}: the protocol; see datasets/fsdp-cpu/README.md)")
-    p.add_argument("--warmup", type=int, default=JOB_DEFAULTS.warmup,
+    p.add_argument("--warmup", type=int,
                    help=f"warm-up steps per job, not measured (default {JOB_DEFAULTS.warmup})")
-    p.add_argument("--mode", choices=["auto", "torchrun", "inprocess"], default="auto",
+    p.add_argument("--mode", choices=["auto", "torchrun", "inprocess"],
                    help="torchrun: a fresh torchrun per job; inprocess: world-size-1 jobs run in one "
                         "worker process; auto (default): inprocess for world size 1, torchrun otherwise")
     p.add_argument("--warm", action="store_true",
                    help="CPU: launch each torchrun job from a warm worker (the same torchrun-standalone "
                         "launch, ranks forked instead of re-importing torch: about half the overhead)")
-    p.add_argument("--batch-size", type=int, default=50, help="jobs per in-process or warm worker (default 50)")
-    p.add_argument("--launcher", choices=["local", "slurm"], default="local",
+    p.add_argument("--batch-size", type=int, help="jobs per in-process or warm worker (default 50)")
+    p.add_argument("--launcher", choices=["local", "slurm"],
                    help="local (default): run jobs on this machine; slurm: submit them as Slurm job arrays")
     p.add_argument("--sweep-id", help="sweep id stored in each record (default: derived from the arguments)")
     p.add_argument("--require-quiet", action="store_true",
                    help="measure only on a quiet machine: a job that still sees other processes using "
                         "CPU after --quiet-wait seconds is recorded as failed (noisy_machine), not timed")
-    p.add_argument("--quiet-wait", type=float, default=QUIET_WAIT_S, metavar="S",
+    p.add_argument("--quiet-wait", type=float, metavar="S",
                    help=f"seconds a CPU job waits for the machine to be quiet before timing (default "
                         f"{QUIET_WAIT_S:g}); then it is timed and flagged noisy, or fails with --require-quiet")
     p.add_argument("--dry-run", action="store_true", help="validate and list the jobs, run nothing")
@@ -129,11 +189,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--qos", help="quality of service")
     g.add_argument("--constraint", help="node features (sbatch --constraint)")
     g.add_argument("--array-parallelism", type=int, help="array elements running at once (default 256)")
-    g.add_argument("--slurm-arg", action="append", default=[], metavar="KEY=VALUE",
+    g.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE",
                    help="any other sbatch option, e.g. --slurm-arg reservation=r1 (repeatable)")
     g.add_argument("--slurm-folder", metavar="DIR",
                    help="job files and logs, on a file system the nodes share (default: OUT/slurm)")
     g.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
+    # every default lives once, in CollectConfig
+    p.set_defaults(**{f.name: f.default if f.default is not MISSING else f.default_factory()
+                      for f in fields(CollectConfig) if f.default is not MISSING or f.default_factory is not MISSING})
     return p
 
 
@@ -307,6 +370,7 @@ class Tally:
         self.measured_s = 0.0
         self.wall_s = 0.0
         self.unit = ""
+        self.raced = 0  # jobs whose record another collect of the same sweep stored first
 
     def add(self, rec) -> None:
         self.status[rec.status] += 1
@@ -325,7 +389,9 @@ class Tally:
 
     def table(self, elapsed_s: float, skipped: int, out: str) -> str:
         n = sum(self.status.values())
-        rows = [("jobs run", f"{n}"), ("skipped (already in store)", f"{skipped}")]
+        rows = [("jobs stored", f"{n}"), ("skipped (already in store)", f"{skipped}")]
+        if self.raced:
+            rows.append(("run, but stored first by another collect", f"{self.raced}"))
         rows += [(f"  {k}", f"{self.status[k]}") for k in STATUSES]
         if self.throughput:
             t = sorted(self.throughput)
@@ -345,23 +411,44 @@ def _sigterm_to_interrupt(signum, frame):  # pragma: no cover - exercised by the
     raise KeyboardInterrupt
 
 
+def config_from_argv(argv: Sequence[str]) -> CollectConfig:
+    """The :class:`CollectConfig` a command line means (argparse exits 2 on a malformed one)."""
+    args = vars(build_parser().parse_args(list(argv)))
+    return CollectConfig(**{f.name: args[f.name] for f in fields(CollectConfig)})
+
+
+def options_from_argv(argv: Sequence[str]) -> dict:
+    """The :class:`CollectConfig` fields that collect flags set, e.g. ``["--batch-size=20"]`` ->
+    ``{"batch_size": 20}`` (how tune's ``--collect-arg`` reaches collect)."""
+    full, plain = config_from_argv(["--n", "1", "--out", ".", *argv]), CollectConfig(out=".", n=1)
+    return {f.name: getattr(full, f.name) for f in fields(CollectConfig) if getattr(full, f.name) != getattr(plain, f.name)}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    build_parser().parse_args(argv)  # --help and malformed flags: argparse's own answer first
+    return guarded("perfzoo.collect", lambda: run(config_from_argv(argv),
+                                                  "python -m perfzoo.collect " + shlex.join(argv)))
+
+
+def run(args: CollectConfig, provenance: Optional[str] = None) -> int:
+    """Run (or resume) the jobs ``args`` describes; 0 when every job has a record, 1 when
+    interrupted (run again to resume). A :class:`UsageError` names a bad field before anything
+    runs. ``provenance`` is stored in every record (default: this call, spelled out)."""
     from harness.slurm import SlurmError
 
-    def body() -> int:
-        try:
-            return _run(args, argv)
-        except SlurmError as exc:
-            raise UsageError(str(exc)) from None
+    if provenance is None:
+        changed = {f.name: getattr(args, f.name) for f in fields(args) if getattr(args, f.name) != f.default
+                   and not (f.name == "slurm_arg" and not args.slurm_arg)}
+        provenance = "perfzoo.collect.run(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
+    try:
+        return _run(args, provenance)
+    except SlurmError as exc:
+        raise UsageError(str(exc)) from None
 
-    return guarded("perfzoo.collect", body)
 
-
-def _run(args, argv: list[str]) -> int:
+def _run(args: CollectConfig, provenance: str) -> int:
     space_name = args.space or DEFAULT_SPACE.get(args.workload or "", None)
     if space_name is None:
         raise UsageError("give --workload or --space")
@@ -372,16 +459,11 @@ def _run(args, argv: list[str]) -> int:
     if args.workload and args.workload != space.workload:
         raise UsageError(f"--space {space.name} is a space of the '{space.workload}' workload, "
                          f"not '{args.workload}'")
-    args.workload = space.workload
+    args = replace(args, workload=space.workload)
     if not space.runnable:
         raise UsageError(f"--space {space.name} is a space for search only: the harness has no workload "
                          f"that runs its configs ({space.description}); collect runs "
                          f"{', '.join(n for n in _spaces.names() if _spaces.get(n).runnable)}")
-    for name in ("repeat", "steps"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name} must be at least 1")
-    if args.warmup < 0 or args.timeout <= 0:
-        raise UsageError("--warmup must be >= 0 and --timeout > 0")
     command = command_of(args, space)
     configs = resolve_configs(args, space)
     if args.mode == "inprocess":
@@ -430,7 +512,6 @@ def _run(args, argv: list[str]) -> int:
             raise UsageError(f"--out {args.out} holds jobs read with another metric source ({other[0]}): "
                              "give another --out")
     sweep_id = _sweep_id(args, space.name, configs)
-    provenance = "python -m perfzoo.collect " + shlex.join(argv)
     unit = command[1].unit if command else get_workload(args.workload).THROUGHPUT_UNIT
     software = capture_software()
     inproc = InProcessBatchLauncher(batch_size=args.batch_size)
@@ -507,8 +588,10 @@ def _run(args, argv: list[str]) -> int:
                 rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
                                 provenance=provenance, sweep_id=sweep_id, throughput_unit=unit,
                                 space=space.name)
-                store.append(rec)
-                tally.add(rec)
+                if store.append(rec):
+                    tally.add(rec)
+                else:  # another collect of the same sweep stored this job first: its record stands
+                    tally.raced += 1
                 if bar is not None:
                     bar.set_postfix_str(tally.postfix(), refresh=False)
                     bar.update(1)

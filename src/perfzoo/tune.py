@@ -9,18 +9,16 @@ same command runs again. Writes a frontier plot like the CubicML paper's Figure 
 
 Examples
 --------
-The paper's protocol, scaled to this machine (100 random + 3 x 20, with 60 random control
-jobs, the hand-tuned baseline, and the three champions re-measured 3 more times), records
-joining ``datasets/fsdp-cpu``::
+The paper's protocol, scaled to this machine (100 random + 3 x 20, a 60-job random control,
+the FSDP default and the expert heuristic, each arm's 3 best raced over 4 more runs), as
+``scripts/tune_seeds.sh`` runs it::
 
-    python -m perfzoo.tune --space fsdp-ads --store datasets/fsdp-cpu --n-random 100 \\
-        --rounds 3 --top-k 20 --control 60 --hand-tuned --confirm 3 \\
-        --warm --steps 6 --warmup 2 --timeout 180 \\
-        --plot leaderboard/search/tune-fsdp-ads-frontier.png
+    python -m perfzoo.tune --space fsdp-ads-v2 --store runs/tune --n-random 100 --rounds 3 --top-k 20 \\
+        --control 60 --hand-tuned --expert --confirm 4 --race 3 --warm --plot runs/tune/frontier.png
 
 A tiny end-to-end check into a scratch store::
 
-    python -m perfzoo.tune --space fsdp-ads --store /tmp/tune-check --n-random 6 --rounds 1 --top-k 2
+    python -m perfzoo.tune --space fsdp-ads-v2 --store /tmp/tune-check --n-random 6 --rounds 1 --top-k 2
 """
 
 from __future__ import annotations
@@ -140,18 +138,17 @@ def _check(args) -> "Space":
 
 
 def _run(args) -> int:
-    from perfzoo.collect import open_store
+    from perfzoo.collect import open_store, options_from_argv
     from perfzoo.search.loop import ClosedLoop, CollectLauncher, frontier_figure
 
     space = _check(args)
     open_store(args.store, "--store")
     opts = {k: getattr(args, k) for k in ("n_samples", "restarts", "lr") if getattr(args, k) is not None}
-    extra = (["--warm"] if args.warm else []) + list(args.collect_arg)
-    for flag in ("command", "metric_parser", "metric_regex", "throughput_unit"):
-        if getattr(args, flag) is not None:
-            extra += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
-    launcher = CollectLauncher(space.ref, args.store, timeout=args.timeout, steps=args.steps,
-                               warmup=args.warmup, device=args.device, extra=extra, progress=not args.no_progress)
+    options = {"timeout": args.timeout, "steps": args.steps, "warmup": args.warmup, "device": args.device,
+               "warm": args.warm, **options_from_argv(args.collect_arg),
+               **{flag: getattr(args, flag) for flag in ("command", "metric_parser", "metric_regex", "throughput_unit")
+                  if getattr(args, flag) is not None}}
+    launcher = CollectLauncher(space.ref, args.store, options=options, progress=not args.no_progress)
     try:
         loop = ClosedLoop(space, args.store, launcher=launcher, n_random=args.n_random, rounds=args.rounds,
                           top_k=args.top_k, searcher=args.searcher, predictor=args.predictor,

@@ -13,7 +13,7 @@
 """
 
 from perfzoo.evaluation import metrics, splits
-from perfzoo.evaluation.leaderboard import load_best
+from perfzoo.zoo.best import load_best
 from perfzoo.evaluation.runner import PredictorSpec, cross_evaluate, run
 from perfzoo.evaluation.splits import Split, SplitNotApplicable, make_splits
 

@@ -14,10 +14,11 @@
     ``<dataset>-curve.png`` (rank correlation vs training examples, Figure 4 right);
 ``leaderboard/best.json`` and ``leaderboard/artifacts/``
     the best predictor per dataset by :data:`BEST_RULE`, fitted on every successful job of
-    the dataset and saved, so :func:`load_best` returns a ready predictor.
+    the dataset and saved, so :func:`perfzoo.zoo.load_best` returns a ready predictor.
 
 Example
 -------
+>>> from perfzoo.zoo import load_best
 >>> predictor = load_best("vtrain-a100")                       # doctest: +SKIP
 >>> predictor.predict(load_dataset("vtrain-a100").X.head(3))   # doctest: +SKIP
 """
@@ -29,7 +30,6 @@ import os
 import platform
 import shutil
 import subprocess
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -55,7 +55,6 @@ BEST_RULE = (
     "random split uses its first split; if no member fits the "
     "budgets, the most accurate one is shipped and the entry says so"
 )
-LEADERBOARD_DIR_ENV = "PERFZOO_LEADERBOARD"
 
 # the columns of a split table: (result column, header, digits)
 TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -511,46 +510,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists():
         path.unlink()
-
-
-def _leaderboard_dir(leaderboard_dir: Optional[Union[str, os.PathLike]]) -> Path:
-    if leaderboard_dir is not None:
-        return Path(leaderboard_dir)
-    if os.environ.get(LEADERBOARD_DIR_ENV):
-        return Path(os.environ[LEADERBOARD_DIR_ENV])
-    return Path(__file__).resolve().parents[3] / "leaderboard"  # the checkout's leaderboard/
-
-
-def load_best(dataset: Any, leaderboard_dir: Optional[Union[str, os.PathLike]] = None) -> Any:
-    """The best predictor of ``dataset`` (a name or a Dataset), fitted and ready to predict.
-
-    Reads ``best.json`` in ``leaderboard_dir`` (default: ``$PERFZOO_LEADERBOARD`` or the
-    repository's ``leaderboard/``) and loads the saved artifact with ``perfzoo.zoo.load``.
-    Warns when the dataset's content hash differs from the one the artifact was fitted on.
-
-    >>> predictor = load_best("vtrain-a100")            # doctest: +SKIP
-    """
-    from perfzoo import zoo
-
-    root = _leaderboard_dir(leaderboard_dir)
-    best_file = root / "best.json"
-    if not best_file.exists():
-        raise FileNotFoundError(
-            f"{best_file}: no leaderboard yet; run `python -m perfzoo.bench` (or pass leaderboard_dir)")
-    best = json.loads(best_file.read_text())
-    name = getattr(dataset, "name", dataset)
-    entries = best.get("datasets", {})
-    if name not in entries:
-        raise KeyError(f"{name!r} has no best predictor in {best_file}; it has: {', '.join(sorted(entries)) or 'none'}")
-    entry = entries[name]
-    if not entry.get("artifact"):
-        raise FileNotFoundError(f"{best_file}: {name!r} has no saved artifact ({entry.get('note', 'not fitted')})")
-    if hasattr(dataset, "content_hash") and entry.get("content_hash"):
-        if str(dataset.content_hash()) != entry["content_hash"]:
-            warnings.warn(f"{name}: the dataset changed since its best predictor was fitted "
-                          f"(content hash {entry['content_hash'][:12]}...); rerun python -m perfzoo.bench",
-                          stacklevel=2)
-    return zoo.load(root / entry["artifact"])
 
 
 # --- the writer -----------------------------------------------------------------------------

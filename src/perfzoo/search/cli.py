@@ -91,9 +91,7 @@ def resolve_predictor(name: str, dataset: Any, log=print) -> Any:
         if dataset is None:
             raise UsageError("--predictor best needs --dataset (the dataset whose best predictor to use)")
         try:
-            from perfzoo.evaluation.leaderboard import load_best
-
-            model = load_best(dataset)
+            model = zoo.load_best(dataset)
             log(f"predictor: the leaderboard's best for {dataset.name} ({getattr(model, 'name', type(model).__name__)})")
             return model
         except Exception as exc:

@@ -37,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import collect
-from perfzoo.collect import JOB_DEFAULTS
 from perfzoo.records import JobRecord, canonical_json
 from perfzoo.search.encoding import SpaceCodec
 from perfzoo.store import RecordStore
@@ -58,23 +57,17 @@ class LaunchInterrupted(KeyboardInterrupt):
 
 
 class CollectLauncher:
-    """Runs configs through the harness with ``python -m perfzoo.collect --configs``.
+    """Runs configs through the harness: :func:`perfzoo.collect.run`, called as a function.
 
-    ``space`` is what collect's ``--space`` takes (a name, or a space file's path); the other
-    parameters are collect's: ``timeout`` (s per job), ``steps``, ``warmup``, ``device``,
-    ``extra`` (more collect arguments), ``progress`` (collect's bar).
+    ``space`` is what collect's ``space`` takes (a name, or a space file's path); ``options``
+    are more :class:`~perfzoo.collect.CollectConfig` fields (``timeout``, ``steps``, ``warm``,
+    ``command``, ...; collect's defaults otherwise); ``progress``: collect's bar.
     """
 
-    def __init__(self, space: str, store: Union[str, Path], *, timeout: float = JOB_DEFAULTS.timeout_s,
-                 steps: int = JOB_DEFAULTS.steps, warmup: int = JOB_DEFAULTS.warmup, device: str = "cpu",
-                 extra: Sequence[str] = (), progress: bool = True):
+    def __init__(self, space: str, store: Union[str, Path], *, options: Optional[dict] = None, progress: bool = True):
         self.space = space
         self.store = Path(store)
-        self.timeout = timeout
-        self.steps = steps
-        self.warmup = warmup
-        self.device = device
-        self.extra = list(extra)
+        self.options = dict(options or {})
         self.progress = progress
 
     def __call__(self, configs: list, sweep_id: str, repeat: int = 1) -> None:
@@ -85,16 +78,10 @@ class CollectLauncher:
         plan_dir.mkdir(parents=True, exist_ok=True)
         path = plan_dir / f"{sweep_id}-launch.jsonl"
         _write_lines(path, [{"config": c} for c in configs])
-        argv = ["--space", self.space, "--configs", str(path), "--out", str(self.store), "--sweep-id", sweep_id,
-                "--timeout", str(self.timeout), "--steps", str(self.steps), "--warmup", str(self.warmup),
-                "--device", self.device, "--repeat", str(repeat), *self.extra]
-        if not self.progress:
-            argv.append("--no-progress")
-        rc = collect.main(argv)
-        if rc == 1:
+        config = collect.CollectConfig(out=str(self.store), space=self.space, configs=str(path), sweep_id=sweep_id,
+                                       repeat=repeat, no_progress=not self.progress, **self.options)
+        if collect.run(config, provenance=f"python -m perfzoo.tune (sweep {sweep_id})") == 1:
             raise LaunchInterrupted(f"collect was interrupted during {sweep_id}")
-        if rc not in (0, None):
-            raise RuntimeError(f"python -m perfzoo.collect {' '.join(argv)} failed with exit status {rc}")
 
 
 def _write_lines(path: Path, rows: list[dict]) -> None:
@@ -408,9 +395,7 @@ class ClosedLoop:
             try:
                 from sklearn.base import clone
 
-                from perfzoo.evaluation.leaderboard import load_best
-
-                return clone(load_best(self.dataset or "fsdp-cpu"))
+                return clone(zoo.load_best(self.dataset or "fsdp-cpu"))
             except Exception as exc:  # no leaderboard yet
                 note = f"no best predictor available ({type(exc).__name__}: {exc}); using lightgbm"
                 if note not in self.notes:
@@ -675,7 +660,10 @@ def frontier_figure(summary_or_loop: Any, path: Union[str, Path], permutations: 
         x0 += n
     if "baseline" in state and state["baseline"].best is not None:
         ax.axhline(state["baseline"].best, color="k", linestyle="--", linewidth=1,
-                   label=f"hand-tuned baseline ({state['baseline'].best:,.0f})")
+                   label=f"FSDP default ({state['baseline'].best:,.0f})")
+    if "expert" in state and state["expert"].best is not None:
+        ax.axhline(state["expert"].best, color="tab:purple", linestyle="--", linewidth=1,
+                   label=f"expert heuristic ({state['expert'].best:,.0f})")
     if "control" in state and state["control"].records:
         both = state["random"].records + state["control"].records
         b = _best(both)

@@ -366,4 +366,4 @@ def select_top(objective: Objective, keys: np.ndarray, pred: np.ndarray, ps: np.
                         predicted=pred, reward=reward, p_success=ps, std=objective.std(idx), stats=stats)
 
 
-__all__ = [Objective, "SearchResult", "exclude_keys", "input_columns", "select_top"]
+__all__ = ["Objective", "SearchResult", "check_inputs", "exclude_keys", "input_columns", "select_top"]

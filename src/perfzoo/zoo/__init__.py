@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Union
 
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
+from perfzoo.zoo.best import load_best
 from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor
 from perfzoo.zoo.boosting import (
     CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, LightGBMPredictor, LightGBMRankPredictor,
@@ -99,17 +100,6 @@ def load(path: Union[str, Path]) -> Predictor:
 
 
 __all__ = [
-    "REGISTRY", "names", "get", "make", "load", "Predictor", "EncodedPredictor", "NotFittedError",
+    "REGISTRY", "names", "get", "make", "load", "load_best", "Predictor", "EncodedPredictor", "NotFittedError",
     "failure_labels", *[cls.__name__ for cls in REGISTRY.values()],
 ]
-
-
-def load_best(dataset, leaderboard_dir=None) -> Predictor:
-    """The leaderboard's best predictor for ``dataset`` (a name or a Dataset), fitted and ready.
-
-    Written by ``python -m perfzoo.bench`` (``leaderboard/best.json`` and its artifacts); see
-    :func:`perfzoo.evaluation.leaderboard.load_best`.
-    """
-    from perfzoo.evaluation.leaderboard import load_best as _load_best  # evaluation imports the zoo
-
-    return _load_best(dataset, leaderboard_dir)

@@ -1,0 +1,252 @@
+"""``python -m perfzoo.predict``: how fast would these configurations run, and why?
+
+Configurations from flags (``--set key=value``, one config), a CSV or a JSONL file (one per
+row / line; ``{"config": {...}}`` lines from the searcher too). For each: the predicted
+throughput (tokens/s global and per device, step time where the batch is known), a range
+where the predictor has an uncertainty (plus or minus two standard deviations), the analytic
+breakdown (compute and communication time, traffic by kind, pipeline bubble, memory per device
+and whether it fits) and warnings when the config lies outside what the predictor was fitted
+on (an accelerator it never saw, a scale or model size well beyond its training range). A
+column the config does not give is unknown, not an error: the predictor treats it as missing,
+and the output says which.
+
+Examples
+--------
+Llama 3 70B on 1,024 H100s, with the leaderboard's best predictor for the published tables::
+
+    python -m perfzoo.predict --dataset published-llm --set model_name=llama3-70b n_layers=80 \\
+        hidden_dim=8192 ffn_dim=28672 n_heads=64 n_kv_heads=8 vocab_size=128256 seq_len=8192 \\
+        global_batch_size=1024 micro_batch_size=1 n_gpus=1024 tp=8 pp=4 precision=bf16 \\
+        accelerator=H100-SXM-80GB
+
+From Python::
+
+    from perfzoo.datasets import load_dataset
+    from perfzoo.predict import predict_frame
+    table = predict_frame([{"n_layers": 80, ...}], load_dataset("published-llm"))
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from perfzoo import accelerators, analytic, zoo
+from perfzoo._cli import UsageError, guarded
+from perfzoo.datasets import Dataset, load_dataset
+from perfzoo.search.objective import input_columns
+from perfzoo.zoo.base import Predictor
+
+HARDWARE_KEYS = ("accelerator", "accelerator_count", "accelerator_memory_gib", "nodes", "interconnect")
+SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
+BREAKDOWN = ("compute_time_s", "comm_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
+             "comm_cp_bytes", "memory_bytes", "memory_fraction", "step_time_s", "throughput_per_device")
+
+
+def as_frame(configs: Sequence[dict]) -> pd.DataFrame:
+    """Configs as the flat frame predictors take: ``config.*`` and ``hardware.*`` columns
+    (a key already prefixed keeps its prefix; the hardware keys get ``hardware.``)."""
+    rows = []
+    for cfg in configs:
+        row = {}
+        for key, value in cfg.items():
+            if key.startswith(("config.", "hardware.")):
+                row[key] = value
+            else:
+                row[f"hardware.{key}" if key in HARDWARE_KEYS else f"config.{key}"] = value
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def read_configs(path: str) -> list[dict]:
+    """Configs from a CSV (one per row) or a JSONL file (one object, or ``{"config": ...}``, per line)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"--configs {path}: no such file")
+    if p.suffix.lower() == ".csv":
+        frame = pd.read_csv(p)
+        return [{k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
+                for row in frame.to_dict("records")]
+    out = []
+    for i, line in enumerate(p.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path} line {i}: not valid JSON ({exc.msg})") from None
+        obj = obj.get("config", obj) if isinstance(obj, dict) else obj
+        if not isinstance(obj, dict):
+            raise UsageError(f"{path} line {i}: expected a JSON object of knobs")
+        out.append(obj)
+    if not out:
+        raise UsageError(f"--configs {path}: the file holds no configs")
+    return out
+
+
+def _devices(frame: pd.DataFrame) -> np.ndarray:
+    for col in ("config.n_gpus", "hardware.accelerator_count", "config.world_size"):
+        if col in frame:
+            values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+            if np.isfinite(values).all():
+                return values
+    return np.full(len(frame), np.nan)
+
+
+def outside_training(frame: pd.DataFrame, training) -> list[list[str]]:
+    """Per config, why it lies outside what ``training`` (a Dataset) covered: an accelerator never
+    seen, a device count or model size more than :data:`SCALE_WARNING` x beyond the largest seen."""
+    def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
+            found = accelerators.spec(name)
+        return found.name if found is not None else accelerators.normalise(str(name))
+
+    seen = {identity(a) for a in training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().unique()}
+    tr_devices = _devices(training.frame)
+    tr_params = analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float)
+    params = analytic.estimate(frame)["n_params"].to_numpy(dtype=float)
+    devices = _devices(frame)
+    out = []
+    for i in range(len(frame)):
+        notes = []
+        acc = frame["hardware.accelerator"].iloc[i] if "hardware.accelerator" in frame else None
+        if acc is None or (isinstance(acc, float) and np.isnan(acc)):
+            notes.append("no accelerator given: the predictor treats it as unknown")
+        elif identity(acc) not in seen:
+            notes.append(f"accelerator {acc} is not in {training.name}'s training data "
+                         f"({', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
+        for what, value, known in (("devices", devices[i], tr_devices), ("parameters", params[i], tr_params)):
+            top = np.nanmax(known) if np.isfinite(known).any() else np.nan
+            if np.isfinite(value) and np.isfinite(top) and value > SCALE_WARNING * top:
+                notes.append(f"{what} {value:,.0f} is {value / top:.1f}x the largest in {training.name} ({top:,.0f})")
+        out.append(notes)
+    return out
+
+
+def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optional[Predictor] = None) -> pd.DataFrame:
+    """One row per config: predictions, their range, the analytic breakdown, unknown inputs and warnings.
+
+    ``training`` is the data the predictor was fitted on (its target says whether predictions
+    are per device or global; its range drives the warnings); ``predictor`` a fitted predictor
+    (default: the leaderboard's best for ``training``, else ``ridge`` fitted on it).
+    """
+    if predictor is None:
+        try:
+            predictor = zoo.load_best(training)
+        except (FileNotFoundError, KeyError):
+            ok = training.labelled().ok()
+            predictor = zoo.make("ridge").fit(ok.X, ok.y, dataset=training.name)
+    frame = as_frame(configs)
+    cols = input_columns(predictor) or list(training.feature_columns)
+    unknown = [c for c in cols if c not in frame.columns]
+    X = frame.reindex(columns=cols)
+    pred = np.asarray(predictor.predict(X), dtype=float)
+    std = np.asarray(predictor.predict_std(X), dtype=float) if hasattr(predictor, "predict_std") else None
+    n = _devices(frame)
+    per_device_target = training.target.endswith("_per_device")
+    glob, per_dev = (pred * n, pred) if per_device_target else (pred, pred / n)
+    est = analytic.estimate(frame)
+    tokens = est["tokens_per_step"].to_numpy(dtype=float)  # global batch x sequence, NaN when unknown
+    out = pd.DataFrame({"predicted_tokens_per_s": glob, "predicted_tokens_per_s_per_device": per_dev,
+                        "predicted_step_time_s": tokens / glob})
+    if std is not None:
+        scale = n if per_device_target else np.ones(len(frame))
+        out["range_low"] = (pred - 2 * std) * scale
+        out["range_high"] = (pred + 2 * std) * scale
+    for c in BREAKDOWN:
+        out[f"analytic.{c}"] = est[c].to_numpy()
+    out["fits_in_memory"] = [None if not np.isfinite(f) else bool(f <= 1.0) for f in est["memory_fraction"]]
+    out["unknown_inputs"] = [", ".join(unknown)] * len(frame)
+    out["warnings"] = ["; ".join(w) for w in outside_training(frame, training)]
+    out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
+    out.attrs["dataset"] = training.name
+    return out
+
+
+def _show(table: pd.DataFrame) -> str:
+    lines = [f"predictor: {table.attrs.get('predictor')} fitted on {table.attrs.get('dataset')}"]
+    for i, row in table.iterrows():
+        rng = (f" (range {row['range_low']:,.0f} .. {row['range_high']:,.0f})" if "range_low" in row and
+               np.isfinite(row["range_low"]) else "")
+        lines.append(f"config {i + 1}: {row['predicted_tokens_per_s']:,.0f} tokens/s "
+                     f"({row['predicted_tokens_per_s_per_device']:,.1f} per device){rng}; step "
+                     f"{row['predicted_step_time_s']:.3g} s")
+        mem = row["analytic.memory_bytes"] / 2**30
+        fits = {True: "fits", False: "does NOT fit", None: "unknown fit"}[row["fits_in_memory"]]
+        lines.append(f"  analytic: compute {row['analytic.compute_time_s']:.3g} s, communication "
+                     f"{row['analytic.comm_time_s']:.3g} s (dp {row['analytic.comm_dp_bytes'] / 2**30:.2f} GiB, "
+                     f"tp {row['analytic.comm_tp_bytes'] / 2**30:.2f} GiB, pp {row['analytic.comm_pp_bytes'] / 2**30:.2f} "
+                     f"GiB, cp {row['analytic.comm_cp_bytes'] / 2**30:.2f} GiB), bubble {row['analytic.bubble']:.1%}, "
+                     f"memory {mem:,.1f} GiB per device ({fits}); ideal step {row['analytic.step_time_s']:.3g} s")
+        if row["unknown_inputs"]:
+            lines.append(f"  unknown inputs (treated as missing): {row['unknown_inputs']}")
+        if row["warnings"]:
+            lines.append(f"  warning: {row['warnings']}")
+    return "\n".join(lines)
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m perfzoo.predict", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--set", nargs="+", metavar="KEY=VALUE", help="one config, knob by knob (hardware keys too: "
+                                                                   "accelerator=H100-SXM-80GB)")
+    src.add_argument("--configs", metavar="FILE", help="configs from a CSV or a JSONL file")
+    p.add_argument("--dataset", default="published-llm", help="the predictor's training data (default published-llm)")
+    p.add_argument("--predictor", default="best",
+                   help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, or a saved folder")
+    p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
+    p.add_argument("--json", action="store_true", help="one JSON object per config")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point; returns the exit status (0 ok, 1 a problem with the data, 2 usage error)."""
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    return guarded("perfzoo.predict", lambda: _run(args))
+
+
+def _run(args) -> int:
+    if args.set:
+        bad = [item for item in args.set if "=" not in item]
+        if bad:
+            raise UsageError(f"--set {bad[0]!r}: expected KEY=VALUE")
+        configs = [{k.strip(): _parse_value(v.strip()) for k, v in (item.split("=", 1) for item in args.set)}]
+    else:
+        configs = read_configs(args.configs)
+    training = load_dataset(args.dataset, external_dir=args.external_dir)
+    predictor = None
+    if Path(args.predictor).is_dir():
+        predictor = zoo.load(args.predictor)
+    elif args.predictor != "best":
+        if args.predictor not in zoo.names():
+            raise UsageError(f"--predictor {args.predictor!r} is not 'best', a zoo member or a saved folder")
+        ok = training.labelled().ok()
+        predictor = zoo.make(args.predictor).fit(ok.X, ok.y, dataset=training.name)
+    table = predict_frame(configs, training, predictor)
+    if args.json:
+        for rec in table.to_dict("records"):
+            print(json.dumps({k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in rec.items()},
+                             default=str))
+    else:
+        print(_show(table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Conformance checks for your own predictor or searcher, like scikit-learn's ``check_estimator``.
+
+The zoo's members and the built-in searchers pass these in perfzoo's own tests
+(``tests/test_zoo.py``, ``tests/test_search.py``); a new member or searcher passes them too
+before it joins, and so can one of yours::
+
+    from perfzoo.testing import check_predictor, check_searcher
+    check_predictor(MyPredictor(), X, y, X_test, y_test, tmp_dir)   # raises AssertionError naming the check
+    check_searcher(my_searcher)                                     # (space, predictor, top_k, **kw) -> SearchResult
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from perfzoo.evaluation.metrics import kendall
+from perfzoo.search.objective import SearchResult
+from perfzoo.spaces import Categorical, Constraint, Space
+from perfzoo.zoo.base import Predictor
+
+
+def check_predictor(model: Predictor, X: pd.DataFrame, y: np.ndarray, X_test: pd.DataFrame, y_test: np.ndarray,
+                    tmp_dir: Path, dataset: str = "check", min_kendall: float = 0.3) -> None:
+    """The estimator contract every zoo member keeps, on real data: parameters and ``clone``,
+    ``fit`` returns self, one finite float per row, the same seed gives the same predictions,
+    ``save``/``load`` round trip with metadata, one row predicts as inside a frame, unseen
+    categories and a missing optional column are unknowns, a constant target does not crash,
+    ``predict_std`` where offered, and a non-floor member ranks held-out rows (Kendall tau above
+    ``min_kendall``). ``y`` may hold NaN for failed jobs (the ``failure`` member's labels)."""
+    from perfzoo import zoo
+
+    name = model.name
+    params = model.get_params()
+    twin = clone(model)
+    assert twin.get_params() == params, f"{name}: clone changed the parameters"
+    assert model.set_params(**params) is model, f"{name}: set_params must return self"
+
+    assert model.fit(X, y, dataset=dataset) is model, f"{name}: fit must return self"
+    pred = model.predict(X_test)
+    assert pred.shape == (len(X_test),) and pred.dtype == float, f"{name}: predict must give one float per row"
+    assert np.isfinite(pred).all(), f"{name}: non-finite predictions"
+    np.testing.assert_allclose(twin.fit(X, y).predict(X_test), pred, rtol=1e-7, atol=1e-10,
+                               err_msg=f"{name}: refit with the same seed differs")
+
+    path = model.save(Path(tmp_dir) / name)
+    loaded = zoo.load(path)
+    assert type(loaded) is type(model), f"{name}: load gave {type(loaded).__name__}"
+    np.testing.assert_allclose(loaded.predict(X_test), pred, rtol=1e-12, err_msg=f"{name}: save/load changed it")
+    meta = json.loads((path / "metadata.json").read_text())
+    n_fit = len(y) - (int(np.isnan(y).sum()) if model.output != "probability" else 0)
+    assert meta["name"] == name and meta["dataset"] == dataset and meta["n_train"] == n_fit, f"{name}: metadata"
+    assert meta["perfzoo_version"] and meta["fit_time_s"] >= 0 and meta["params"] == json.loads(
+        json.dumps(model.get_params(), default=repr)), f"{name}: metadata parameters"
+    assert set(meta["input_columns"]) == set(X.columns), f"{name}: metadata input columns"
+
+    np.testing.assert_allclose(model.predict(X_test.iloc[[3]]), pred[[3]], rtol=1e-9,
+                               err_msg=f"{name}: one row predicts differently than inside a frame")
+    categorical = [c for c in X_test.columns if X_test[c].dtype == object]
+    unseen = X_test.iloc[:20].assign(**{c: "never-seen" for c in categorical}, **{"config.not_a_knob": 1})
+    out = model.predict(unseen)
+    assert out.shape == (20,) and np.isfinite(out).all(), f"{name}: unseen category or an extra column"
+    optional = [c for c in X_test.columns if c.startswith("hardware.")]
+    if optional:
+        out = model.predict(X_test.iloc[:20].drop(columns=optional[:1]))
+        assert out.shape == (20,) and np.isfinite(out).all(), f"{name}: missing optional column {optional[0]}"
+    out = clone(model).fit(X, np.full(len(X), 1234.0)).predict(X_test)
+    assert out.shape == (len(X_test),) and np.isfinite(out).all(), f"{name}: constant target"
+
+    if model.has_std:
+        std = model.predict_std(X_test)
+        assert std.shape == (len(X_test),) and np.isfinite(std).all() and (std >= 0).all(), f"{name}: predict_std"
+    if model.output == "probability":
+        proba = model.predict_proba(X_test)
+        assert proba.shape == (len(X_test), 2) and np.allclose(proba.sum(axis=1), 1.0), f"{name}: predict_proba"
+        np.testing.assert_allclose(proba[:, 0], pred, err_msg=f"{name}: predict must be P(success)")
+    tau = kendall(y_test, pred)
+    if model.floor:
+        assert name == "constant" or np.isfinite(tau), f"{name}: Kendall tau is not finite"
+    else:
+        assert tau > min_kendall, f"{name}: Kendall tau {tau:.3f} on held-out rows is not above {min_kendall}"
+
+
+# --- searchers -----------------------------------------------------------------------------------
+
+K, V = 6, 5  # the toy space: 6 knobs of 5 values
+
+
+def toy_space() -> Space:
+    """6 knobs of 5 values; the pair (k0, k1) may not both take the last value."""
+    def pair(c: dict):
+        return "k0 and k1 cannot both be the last value" if c["k0"] == c["k1"] == f"v{V - 1}" else None
+
+    return Space(name="toy", workload="fsdp",
+                 dimensions=[Categorical(f"k{i}", choices=tuple(f"v{j}" for j in range(V))) for i in range(K)],
+                 constraints=[Constraint("pair", pair)])
+
+
+def toy_reward(seed: int = 1) -> Callable[[pd.DataFrame], np.ndarray]:
+    """A predictor over :func:`toy_space` whose unconstrained optimum the constraint forbids."""
+    W = np.random.default_rng(seed).normal(size=(K, V))
+    W[0, V - 1] = W[0].max() + 0.5
+    W[1, V - 1] = W[1].max() + 0.5
+
+    def predictor(X: pd.DataFrame) -> np.ndarray:
+        s = np.zeros(len(X))
+        for i in range(K):
+            s += W[i][np.array([int(str(v)[1:]) for v in X[f"config.k{i}"]])]
+        return np.exp(s)
+
+    return predictor
+
+
+def check_searcher(searcher: Callable[..., SearchResult], top_k: int = 10, **kwargs) -> None:
+    """The searcher contract: ``searcher(space, predictor, top_k, exclude=..., seed=..., **kwargs)``
+    returns at most ``top_k`` distinct configs, each valid in the space (constraints included),
+    none of them excluded, best first, the same for the same seed, and none scoring above the
+    exhaustive optimum of the same predictor."""
+    from perfzoo.search.exhaustive import exhaustive
+
+    space, f = toy_space(), toy_reward()
+    truth = exhaustive(space, f, top_k=20)
+    excluded = truth.configs[:5]
+    res = searcher(space, f, top_k, exclude=excluded, seed=3, **kwargs)
+    name = getattr(searcher, "__name__", type(searcher).__name__)
+    assert isinstance(res, SearchResult), f"{name}: must return a SearchResult"
+    assert 0 < len(res) <= top_k, f"{name}: {len(res)} proposals for top_k={top_k}"
+    assert len(set(res.keys.tolist())) == len(res), f"{name}: duplicate proposals"
+    assert all(space.validate(c) == c for c in res.configs), f"{name}: a proposal is not a valid config"
+    assert not set(res.keys.tolist()) & set(truth.keys[:5].tolist()), f"{name}: proposed an excluded config"
+    assert np.all(np.diff(res.reward) <= 1e-12), f"{name}: proposals are not best first"
+    assert res.predicted[0] <= truth.predicted[0] + 1e-9, f"{name}: scored above the exhaustive optimum"
+    again = searcher(space, f, top_k, exclude=excluded, seed=3, **kwargs)
+    assert again.keys.tolist() == res.keys.tolist(), f"{name}: the same seed gave other proposals"

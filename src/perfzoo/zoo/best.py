@@ -1,0 +1,54 @@
+"""The leaderboard's best predictor per dataset: where it lives and how it is loaded.
+
+``python -m perfzoo.bench`` writes ``best.json`` and the fitted artifacts into the leaderboard
+folder (:func:`leaderboard_dir`); :func:`load_best` reads them back. It lives in the zoo, which
+the evaluation package imports, so neither has to import the other to find a predictor.
+
+>>> predictor = load_best("vtrain-a100")            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Optional, Union
+
+from perfzoo.datasets import Dataset
+from perfzoo.zoo.base import Predictor
+
+LEADERBOARD_DIR_ENV = "PERFZOO_LEADERBOARD"
+
+
+def leaderboard_dir(folder: Optional[Union[str, os.PathLike]] = None) -> Path:
+    """``folder``, else ``$PERFZOO_LEADERBOARD``, else the checkout's ``leaderboard/``."""
+    if folder is not None:
+        return Path(folder)
+    if os.environ.get(LEADERBOARD_DIR_ENV):
+        return Path(os.environ[LEADERBOARD_DIR_ENV])
+    return Path(__file__).resolve().parents[3] / "leaderboard"  # src/perfzoo/zoo/best.py -> the checkout
+
+
+def load_best(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> Predictor:
+    """The best predictor of ``dataset`` (its name, or the Dataset), fitted and ready to predict.
+
+    Reads ``best.json`` in :func:`leaderboard_dir` and loads the saved artifact; warns when the
+    Dataset's content hash differs from the one the artifact was fitted on.
+    """
+    root = leaderboard_dir(folder)
+    best_file = root / "best.json"
+    if not best_file.exists():
+        raise FileNotFoundError(
+            f"{best_file}: no leaderboard yet; run `python -m perfzoo.bench` (or pass the leaderboard folder)")
+    entries = json.loads(best_file.read_text()).get("datasets", {})
+    name = dataset if isinstance(dataset, str) else dataset.name
+    if name not in entries:
+        raise KeyError(f"{name!r} has no best predictor in {best_file}; it has: {', '.join(sorted(entries)) or 'none'}")
+    entry = entries[name]
+    if not entry.get("artifact"):
+        raise FileNotFoundError(f"{best_file}: {name!r} has no saved artifact ({entry.get('note', 'not fitted')})")
+    if isinstance(dataset, Dataset) and entry.get("content_hash") and str(dataset.content_hash()) != entry["content_hash"]:
+        warnings.warn(f"{name}: the dataset changed since its best predictor was fitted (content hash "
+                      f"{entry['content_hash'][:12]}...); rerun python -m perfzoo.bench", stacklevel=2)
+    return Predictor.load(root / entry["artifact"])

@@ -1,0 +1,71 @@
+"""``perfzoo predict``: predictions with a breakdown, warnings outside the training data, unknown columns."""
+
+import json
+
+import numpy as np
+import pytest
+
+from perfzoo import zoo
+from perfzoo.datasets import load_dataset
+from perfzoo.predict import main, predict_frame
+
+LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
+              "n_kv_heads": 8, "vocab_size": 128256, "seq_len": 8192, "micro_batch_size": 1, "tp": 8, "pp": 4,
+              "cp": 1, "precision": "bf16", "activation_checkpointing": "selective", "fsdp": "none"}
+
+
+@pytest.fixture(scope="module")
+def published():
+    ds = load_dataset("published-llm")
+    ok = ds.labelled().ok()
+    return ds, zoo.make("ridge").fit(ok.X, ok.y, dataset=ds.name)
+
+
+def test_llama3_70b_on_h100_and_gb200_gets_a_prediction_and_a_breakdown(published):
+    ds, ridge = published
+    configs = [{**LLAMA3_70B, "n_gpus": 1024, "dp": 32, "global_batch_size": 1024, "accelerator": "H100-SXM-80GB"},
+               {**LLAMA3_70B, "n_gpus": 256, "dp": 8, "global_batch_size": 256, "accelerator": "GB200"}]
+    table = predict_frame(configs, ds, ridge)
+    assert len(table) == 2
+    per_dev = table["predicted_tokens_per_s_per_device"].to_numpy()
+    assert np.allclose(table["predicted_tokens_per_s"].to_numpy(), per_dev * [1024, 256])  # published: per GPU
+    for c in ("analytic.compute_time_s", "analytic.comm_time_s", "analytic.memory_bytes", "analytic.step_time_s"):
+        assert np.isfinite(table[c]).all() and (table[c] > 0).all(), c
+    assert table["analytic.comm_tp_bytes"].gt(0).all() and table["analytic.bubble"].gt(0).all()  # tp 8, pp 4
+    assert set(table["fits_in_memory"]) <= {True, False}
+    assert np.allclose(table["predicted_step_time_s"], [1024 * 8192, 256 * 8192] / table["predicted_tokens_per_s"])
+
+
+def test_configs_outside_the_training_data_are_warned_about(published):
+    ds, ridge = published
+    table = predict_frame([{**LLAMA3_70B, "n_gpus": 1_000_000, "global_batch_size": 8192, "accelerator": "MI300X"},
+                           {**LLAMA3_70B, "n_layers": 4000, "n_gpus": 64, "dp": 2, "global_batch_size": 64,
+                            "accelerator": "H100-SXM-80GB"}], ds, ridge)
+    first, second = table["warnings"]
+    assert "accelerator MI300X is not in published-llm's training data" in first
+    assert "devices 1,000,000 is" in first and "x the largest in published-llm" in first
+    assert "parameters" in second and "accelerator" not in second
+
+
+def test_missing_columns_are_unknowns_not_errors(published):
+    ds, ridge = published
+    table = predict_frame([{"n_layers": 32, "hidden_dim": 4096, "seq_len": 4096, "n_gpus": 8,
+                            "accelerator": "H100-SXM-80GB"}], ds, ridge)
+    assert np.isfinite(table["predicted_tokens_per_s"]).all()
+    unknown = table["unknown_inputs"].iloc[0].split(", ")
+    assert "config.tp" in unknown and "config.global_batch_size" in unknown and "config.n_layers" not in unknown
+    assert np.isnan(table["predicted_step_time_s"].iloc[0])  # no batch given: no step time
+
+
+def test_the_command_prints_the_breakdown_and_json(tmp_path, capsys):
+    cfg = {**LLAMA3_70B, "n_gpus": 1024, "dp": 32, "global_batch_size": 1024, "accelerator": "H100-SXM-80GB"}
+    argv = ["--predictor", "ridge", "--set", *[f"{k}={v}" for k, v in cfg.items()]]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "tokens/s" in out and "analytic: compute" in out and "bubble" in out
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps({"config": cfg}) + "\n")
+    assert main(["--predictor", "ridge", "--configs", str(path), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert row["predicted_tokens_per_s"] > 0 and "analytic.memory_bytes" in row
+    assert main(["--set", "n_layers"]) == 2
