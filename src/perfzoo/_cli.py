@@ -16,9 +16,13 @@ python -m perfzoo.search: error: --top-k must be at least 1
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Callable
+
+from perfzoo.records import RecordError
+from perfzoo.spaces import SpaceError
 
 USER_ERRORS = (ValueError, KeyError, OSError, ImportError)  # RecordError, SpaceError, DataError: ValueErrors
 
@@ -33,12 +37,15 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(text).split()) or type(exc).__name__
 
 
-def usage_errors() -> tuple[type, ...]:
-    """The exceptions that are usage errors (exit 2): bad arguments, spaces, records."""
-    from perfzoo.records import RecordError
-    from perfzoo.spaces import SpaceError
+USAGE_ERRORS = (UsageError, SpaceError, RecordError)  # exit 2: bad arguments, spaces, records
 
-    return UsageError, SpaceError, RecordError
+
+def parse_value(text: str):
+    """A ``KEY=VALUE`` value from the command line: JSON when it parses (numbers, true, null), else the text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
 
 
 def guarded(prog: str, body: Callable[[], int], data_status: int = 1) -> int:
@@ -52,4 +59,4 @@ def guarded(prog: str, body: Callable[[], int], data_status: int = 1) -> int:
         if os.environ.get("PERFZOO_DEBUG"):
             raise
         print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, usage_errors()) else data_status
+        return 2 if isinstance(exc, USAGE_ERRORS) else data_status

@@ -38,9 +38,10 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, analytic, zoo
-from perfzoo._cli import UsageError, guarded
+from perfzoo import accelerators, analytic, collect, zoo
+from perfzoo._cli import UsageError, guarded, parse_value
 from perfzoo.datasets import Dataset, load_dataset
+from perfzoo.features import n_devices
 from perfzoo.search.objective import input_columns
 from perfzoo.zoo.base import Predictor
 
@@ -67,42 +68,18 @@ def as_frame(configs: Sequence[dict]) -> pd.DataFrame:
 
 def read_configs(path: str) -> list[dict]:
     """Configs from a CSV (one per row) or a JSONL file (one object, or ``{"config": ...}``, per line)."""
-    p = Path(path)
-    if not p.is_file():
+    if Path(path).suffix.lower() != ".csv":
+        return [cfg for _, cfg in collect.read_configs(path)]  # collect's reader: the same files
+    if not Path(path).is_file():
         raise UsageError(f"--configs {path}: no such file")
-    if p.suffix.lower() == ".csv":
-        frame = pd.read_csv(p)
-        return [{k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
-                for row in frame.to_dict("records")]
-    out = []
-    for i, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path} line {i}: not valid JSON ({exc.msg})") from None
-        obj = obj.get("config", obj) if isinstance(obj, dict) else obj
-        if not isinstance(obj, dict):
-            raise UsageError(f"{path} line {i}: expected a JSON object of knobs")
-        out.append(obj)
-    if not out:
-        raise UsageError(f"--configs {path}: the file holds no configs")
-    return out
+    return [{k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
+            for row in pd.read_csv(path).to_dict("records")]
 
 
-def _devices(frame: pd.DataFrame) -> np.ndarray:
-    for col in ("config.n_gpus", "hardware.accelerator_count", "config.world_size"):
-        if col in frame:
-            values = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-            if np.isfinite(values).all():
-                return values
-    return np.full(len(frame), np.nan)
-
-
-def outside_training(frame: pd.DataFrame, training) -> list[list[str]]:
-    """Per config, why it lies outside what ``training`` (a Dataset) covered: an accelerator never
-    seen, a device count or model size more than :data:`SCALE_WARNING` x beyond the largest seen."""
+def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
+    """Per config (``params``: its parameter count), why it lies outside what ``training``
+    covered: an accelerator never seen, a device count or model size more than
+    :data:`SCALE_WARNING` x beyond the largest seen."""
     def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
@@ -110,10 +87,9 @@ def outside_training(frame: pd.DataFrame, training) -> list[list[str]]:
         return found.name if found is not None else accelerators.normalise(str(name))
 
     seen = {identity(a) for a in training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().unique()}
-    tr_devices = _devices(training.frame)
+    tr_devices = n_devices(training.frame)
     tr_params = analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float)
-    params = analytic.estimate(frame)["n_params"].to_numpy(dtype=float)
-    devices = _devices(frame)
+    devices = n_devices(frame)
     out = []
     for i in range(len(frame)):
         notes = []
@@ -150,7 +126,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     X = frame.reindex(columns=cols)
     pred = np.asarray(predictor.predict(X), dtype=float)
     std = np.asarray(predictor.predict_std(X), dtype=float) if hasattr(predictor, "predict_std") else None
-    n = _devices(frame)
+    n = n_devices(frame)
     per_device_target = training.target.endswith("_per_device")
     glob, per_dev = (pred * n, pred) if per_device_target else (pred, pred / n)
     est = analytic.estimate(frame)
@@ -165,7 +141,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
         out[f"analytic.{c}"] = est[c].to_numpy()
     out["fits_in_memory"] = [None if not np.isfinite(f) else bool(f <= 1.0) for f in est["memory_fraction"]]
     out["unknown_inputs"] = [", ".join(unknown)] * len(frame)
-    out["warnings"] = ["; ".join(w) for w in outside_training(frame, training)]
+    out["warnings"] = ["; ".join(w) for w in outside_training(frame, est["n_params"].to_numpy(dtype=float), training)]
     out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
     out.attrs["dataset"] = training.name
     return out
@@ -191,13 +167,6 @@ def _show(table: pd.DataFrame) -> str:
         if row["warnings"]:
             lines.append(f"  warning: {row['warnings']}")
     return "\n".join(lines)
-
-
-def _parse_value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,7 +195,7 @@ def _run(args) -> int:
         bad = [item for item in args.set if "=" not in item]
         if bad:
             raise UsageError(f"--set {bad[0]!r}: expected KEY=VALUE")
-        configs = [{k.strip(): _parse_value(v.strip()) for k, v in (item.split("=", 1) for item in args.set)}]
+        configs = [{k.strip(): parse_value(v.strip()) for k, v in (item.split("=", 1) for item in args.set)}]
     else:
         configs = read_configs(args.configs)
     training = load_dataset(args.dataset, external_dir=args.external_dir)

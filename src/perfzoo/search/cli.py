@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from perfzoo._cli import UsageError, guarded
+from perfzoo._cli import UsageError, guarded, parse_value
 from perfzoo.spaces import Space
 
 
@@ -71,13 +71,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     return guarded("perfzoo.search", lambda: _run(args))
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def resolve_predictor(name: str, dataset: Any, log=print) -> Any:
@@ -143,7 +136,7 @@ def fixed_columns(dataset: Any, space_columns: Sequence[str], overrides: Sequenc
         if "=" not in item:
             raise UsageError(f"--set {item!r}: expected COLUMN=VALUE")
         k, v = item.split("=", 1)
-        fixed[k.strip()] = _parse_value(v.strip())
+        fixed[k.strip()] = parse_value(v.strip())
     return fixed
 
 
