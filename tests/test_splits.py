@@ -111,6 +111,7 @@ def test_make_splits_repeats_deterministic_splits_per_seed():
 # --- the real datasets --------------------------------------------------------------------
 
 
+@pytest.mark.external
 def test_real_vtrain_scale_and_random():
     ds = load_dataset("vtrain-a100")
     sp = S.scale_split(ds)
@@ -123,6 +124,7 @@ def test_real_vtrain_scale_and_random():
     assert not set(keys[rs.train]) & set(keys[rs.test])
 
 
+@pytest.mark.external
 def test_real_published_llm_temporal_and_duplicates():
     ds = load_dataset("published-llm")
     sp = S.temporal_split(ds)

@@ -106,6 +106,24 @@ def git_commit() -> Optional[str]:
         return None
 
 
+LIBRARIES = ("numpy", "pandas", "sklearn", "lightgbm", "catboost", "torch")
+
+
+def library_versions(modules: tuple[str, ...] = LIBRARIES) -> dict[str, Optional[str]]:
+    """The version of each library in ``modules`` (None where it is missing or fails to import).
+
+    >>> library_versions(("numpy",))["numpy"] is not None
+    True
+    """
+    versions: dict[str, Optional[str]] = {}
+    for mod in modules:
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception:  # not installed, or broken (a CUDA library torch cannot load)
+            versions[mod] = None
+    return versions
+
+
 def relevant_env(environ: Optional[dict] = None) -> dict[str, str]:
     environ = os.environ if environ is None else environ
     return {k: v for k, v in sorted(environ.items())

@@ -23,16 +23,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
+import shlex
 import sys
 import time
-
-from perfzoo._cli import guarded
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from perfzoo.evaluation.runner import DEFAULT_CACHE_DIR, PredictorSpec
+from harness.environment import cpu_cores
+from perfzoo import zoo
+from perfzoo._cli import guarded
+from perfzoo.datasets import Dataset, list_datasets, load_dataset
+from perfzoo.evaluation import leaderboard, runner
+from perfzoo.evaluation.ranking import best_per_split, summarize
+from perfzoo.evaluation.report import run_context
+from perfzoo.evaluation.runner import cross_evaluate
+from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, PredictorSpec
 
 SPLITS = ("random", "temporal", "scale", "group", "curve")
 
@@ -164,10 +170,6 @@ def _sizes(text: str) -> tuple[int, ...]:
     return tuple(sizes)
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -190,8 +192,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _specs(names: Sequence[str], cfg: BenchConfig, explicit: bool = False) -> list[PredictorSpec]:
     """Specs for ``names``; the config's caps on heavy members apply unless the user named
     the members explicitly (then they run everywhere they were asked to)."""
-    from perfzoo import zoo
-
     known = list(zoo.names())
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -207,17 +207,11 @@ def _specs(names: Sequence[str], cfg: BenchConfig, explicit: bool = False) -> li
     return specs
 
 
-def _load(names: Sequence[str], external_dir: Optional[str]) -> list[Any]:
-    from perfzoo.datasets import load_dataset
-
+def _load(names: Sequence[str], external_dir: Optional[str]) -> list[Dataset]:
     return [load_dataset(name, external_dir=external_dir or None) for name in names]
 
 
 def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> int:
-    from perfzoo import zoo
-    from perfzoo.datasets import list_datasets
-    from perfzoo.evaluation import leaderboard, runner
-
     cfg = QUICK if args.quick else FULL
     t0 = time.perf_counter()
     if args.datasets:
@@ -243,7 +237,7 @@ def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> i
     curve_seeds = list(range(args.curve_seeds if args.curve_seeds is not None else cfg.curve_seeds))
     curve_sizes = args.curve_sizes or cfg.curve_sizes
     out = Path(args.out or cfg.out)
-    jobs = args.jobs or _cores()
+    jobs = args.jobs or cpu_cores()
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "
           f"{len(specs)} predictors, splits {', '.join(splits)}, {len(seeds)} seeds, {jobs} jobs",
           file=sys.stderr)
@@ -256,17 +250,14 @@ def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> i
     if results.frame.empty:
         why = "; ".join(f"{s['dataset']} {s['split']}: {s['reason']}" for s in results.skipped[:3])
         raise ValueError(f"nothing to score: {why or 'no task ran'} (measure more jobs, or choose other splits)")
-    import shlex
-
-    command = " ".join(["python -m perfzoo.bench", *map(shlex.quote, getattr(args, "argv", []))])
-    context = leaderboard.run_context(command, wall_time_s=None)
+    command = " ".join(["python -m perfzoo.bench", *map(shlex.quote, args.argv)])
+    context = run_context(command, wall_time_s=None)
     context["notes"] = _notes(specs, splits, seeds, curve_sizes, curve_seeds, cfg)
-    scored = [s.display for s in specs if _scores_only(s.name)]
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
-    best = leaderboard.write(results, datasets, specs, out, context, figures=not args.no_figures,
-                             artifacts=not args.no_artifacts, scored_only=scored)
+    leaderboard.write(results, datasets, specs, out, context, figures=not args.no_figures,
+                      artifacts=not args.no_artifacts)
     wall = time.perf_counter() - t0
-    _print_headline(results, datasets, best, out, wall)
+    _print_headline(results, datasets, out, wall)
     return 0 if len(results.frame) else 1
 
 
@@ -293,19 +284,7 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, cfg: BenchConfig) -> 
     return notes
 
 
-def _scores_only(name: str) -> bool:
-    """Members whose outputs are ranking scores, not throughput (their MAPE is meaningless)."""
-    try:
-        from perfzoo import zoo
-
-        return getattr(zoo.make(name), "output", "throughput") == "score"
-    except Exception:
-        return name.endswith("_rank") or name == "mlp_rank_ensemble"
-
-
-def _print_headline(results, datasets, best, out: Path, wall: float) -> None:
-    from perfzoo.evaluation.leaderboard import best_per_split, summarize
-
+def _print_headline(results: runner.Results, datasets: Sequence[Dataset], out: Path, wall: float) -> None:
     summary = summarize(results.frame)
     print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8}")
     for ds in datasets:
@@ -324,9 +303,6 @@ def _print_headline(results, datasets, best, out: Path, wall: float) -> None:
 def cross(train: str, test: str, predictors: Optional[list[str]], *, as_json: bool = False,
           external_dir: Optional[str] = None) -> int:
     """Fit on ``train``, score on ``test``; print a table or one JSON object per predictor."""
-    from perfzoo import zoo
-    from perfzoo.evaluation.runner import cross_evaluate
-
     names = predictors or [n for n in CROSS_DEFAULT if n in zoo.names()]
     specs = _specs(names, FULL)
     tr, te = _load([train, test], external_dir)
@@ -336,8 +312,7 @@ def cross(train: str, test: str, predictors: Optional[list[str]], *, as_json: bo
         for r in rows:
             print(json.dumps({k: _clean(r.get(k)) for k in JSON_FIELDS}, allow_nan=False))
         return 0
-    print(f"train: {tr.name} ({int((tr.frame['status'] == 'ok').sum())} ok jobs)  ->  "
-          f"test: {te.name} ({int((te.frame['status'] == 'ok').sum())} ok jobs)")
+    print(f"train: {tr.name} ({int((~tr.failed).sum())} ok jobs)  ->  test: {te.name} ({int((~te.failed).sum())} ok jobs)")
     print(f"{'predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8} {'grouped':>8} {'top1 regret':>11} {'MAPE %':>8}")
     for r in rows:
         if r.get("error"):
@@ -348,12 +323,12 @@ def cross(train: str, test: str, predictors: Optional[list[str]], *, as_json: bo
     return 0
 
 
-def shared_features(train: Any, test: Any) -> list[str]:
+def shared_features(train: Dataset, test: Dataset) -> list[str]:
     """The feature columns both datasets have; says which on stderr, and refuses when they share
     no config knob (a model of one would only see the other's hardware columns)."""
     tr_cols, te_cols = list(train.feature_columns), set(test.feature_columns)
     shared = [c for c in tr_cols if c in te_cols]
-    ok = test.frame[test.frame["status"] == "ok"]
+    ok = test.ok().frame
     knobs = [c for c in shared if c.startswith("config.") and ok[c].nunique(dropna=True) > 1]
     if not knobs:
         fixed = [c for c in shared if c.startswith("config.")]

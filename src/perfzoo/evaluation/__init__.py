@@ -4,18 +4,26 @@
   learning-curve splits of a Dataset, each with one promise the tests check;
 * :mod:`perfzoo.evaluation.metrics`: Kendall tau-b, Spearman, Pearson, MAPE, grouped Kendall,
   top-k regret, precision@k, ROC AUC: one definition each;
-* :mod:`perfzoo.evaluation.runner`: predictors x datasets x splits x seeds in parallel
-  (joblib), cached under ``.perfzoo-cache/``; cross-dataset evaluation;
-* :mod:`perfzoo.evaluation.leaderboard`: ``leaderboard/`` (README.md, results.csv, figures,
-  best.json, artifacts) and :func:`load_best`.
+* :mod:`perfzoo.evaluation.tasks`: predictor specs, tasks (one fit and score each), their
+  cache keys and the result cache under ``.perfzoo-cache/``;
+* :mod:`perfzoo.evaluation.runner`: runs the tasks in parallel (joblib); cross-dataset evaluation;
+* :mod:`perfzoo.evaluation.ranking`: results summarised per split, the ★ of a split, the
+  shipped-predictor rule;
+* :mod:`perfzoo.evaluation.report` and :mod:`perfzoo.evaluation.figures`: the leaderboard's
+  README and figures;
+* :mod:`perfzoo.evaluation.artifacts`: the shipped predictors (``best.json``, ``artifacts/``),
+  which :func:`perfzoo.zoo.load_best` reads back;
+* :mod:`perfzoo.evaluation.leaderboard`: :func:`~perfzoo.evaluation.leaderboard.write`, all of
+  the above into one folder.
 
-``python -m perfzoo.bench`` drives them all.
+Every module takes a :class:`perfzoo.datasets.Dataset` and branches on a member's tags
+(``output``, ``fit_cost``), never on its name. ``python -m perfzoo.bench`` drives them all.
 """
 
 from perfzoo.evaluation import metrics, splits
-from perfzoo.zoo.best import load_best
-from perfzoo.evaluation.runner import PredictorSpec, cross_evaluate, run
+from perfzoo.evaluation.runner import cross_evaluate, run
 from perfzoo.evaluation.splits import Split, SplitNotApplicable, make_splits
+from perfzoo.evaluation.tasks import PredictorSpec
 
-__all__ = ["metrics", "splits", "load_best", "PredictorSpec", "cross_evaluate", "run", "Split",
-           "SplitNotApplicable", "make_splits"]
+__all__ = ["metrics", "splits", "PredictorSpec", "cross_evaluate", "run", "Split", "SplitNotApplicable",
+           "make_splits"]

@@ -40,6 +40,8 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.datasets import Dataset
+
 TEST_SIZE = 0.25
 CURVE_SIZES: tuple[int, ...] = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000)
 SPLIT_KINDS: tuple[str, ...] = ("random", "temporal", "scale", "group", "curve")
@@ -73,19 +75,10 @@ class Split:
         return f"{self.name}/{self.fold}/{self.seed}"
 
 
-def _frame(dataset: Any) -> pd.DataFrame:
-    return dataset.frame if hasattr(dataset, "frame") else dataset
-
-
-def duplicate_groups(dataset: Any) -> np.ndarray:
-    """One integer per row: equal for rows measuring the same configuration.
-
-    Uses ``dataset.duplicate_key`` (a column name); without one every row is its own group.
-    """
-    frame = _frame(dataset)
-    key = getattr(dataset, "duplicate_key", None)
-    if key is None or key not in frame.columns:
-        return np.arange(len(frame))
+def duplicate_groups(dataset: Dataset) -> np.ndarray:
+    """One integer per row: equal for rows measuring the same configuration (equal
+    ``dataset.duplicate_key``); a row without a key is its own group."""
+    frame, key = dataset.frame, dataset.duplicate_key
     values = frame[key].astype(object).where(frame[key].notna(), None)
     # a missing key means "unknown configuration": its own group
     labels = [f"\x00row{i}" if v is None else str(v) for i, v in enumerate(values)]
@@ -109,7 +102,7 @@ def _group_aware_cut(
     return np.flatnonzero(~is_test), np.flatnonzero(is_test)
 
 
-def random_split(dataset: Any, seed: int, test_size: float = TEST_SIZE) -> Split:
+def random_split(dataset: Dataset, seed: int, test_size: float = TEST_SIZE) -> Split:
     """A group-aware random split: duplicates of one configuration stay on one side."""
     groups = duplicate_groups(dataset)
     if np.unique(groups).size < 2:
@@ -118,20 +111,20 @@ def random_split(dataset: Any, seed: int, test_size: float = TEST_SIZE) -> Split
     return Split("random", "random", int(seed), train, test, info={"test_size": test_size})
 
 
-def random_splits(dataset: Any, seeds: Iterable[int] = range(5), test_size: float = TEST_SIZE) -> list[Split]:
+def random_splits(dataset: Dataset, seeds: Iterable[int] = range(5), test_size: float = TEST_SIZE) -> list[Split]:
     """:func:`random_split` for each seed."""
     return [random_split(dataset, s, test_size) for s in seeds]
 
 
-def temporal_split(dataset: Any, test_size: float = TEST_SIZE, time_column: Optional[str] = None) -> Split:
+def temporal_split(dataset: Dataset, test_size: float = TEST_SIZE, time_column: Optional[str] = None) -> Split:
     """Oldest ~75% predicts the newest ~25%, cut between two distinct timestamps.
 
     Of all cuts between consecutive distinct times, the one whose training share is closest
     to ``1 - test_size`` is used (both sides non-empty). Every training row is strictly older
     than every test row.
     """
-    frame = _frame(dataset)
-    column = time_column or getattr(dataset, "time_column", None) or "started_at"
+    frame = dataset.frame
+    column = time_column or dataset.time_column
     if column not in frame.columns:
         raise SplitNotApplicable(f"temporal split: the dataset has no time column {column!r}")
     times = pd.to_datetime(frame[column], utc=True)
@@ -159,12 +152,12 @@ def temporal_split(dataset: Any, test_size: float = TEST_SIZE, time_column: Opti
 
 
 def scale_split(
-    dataset: Any, scale_column: Optional[str] = None, threshold: Optional[float] = None
+    dataset: Dataset, scale_column: Optional[str] = None, threshold: Optional[float] = None
 ) -> Split:
     """Train on ``scale <= threshold``, test on ``scale > threshold`` (from dataset metadata)."""
-    frame = _frame(dataset)
-    column = scale_column or getattr(dataset, "scale_column", None)
-    thr = threshold if threshold is not None else getattr(dataset, "scale_threshold", None)
+    frame = dataset.frame
+    column = scale_column or dataset.scale_column
+    thr = threshold if threshold is not None else dataset.scale_threshold
     if column is None or thr is None:
         raise SplitNotApplicable("scale split: the dataset names no scale column and threshold")
     if column not in frame.columns:
@@ -183,13 +176,13 @@ def scale_split(
     )
 
 
-def group_splits(dataset: Any, column: str, min_test: int = 5, min_train: int = 20) -> list[Split]:
+def group_splits(dataset: Dataset, column: str, min_test: int = 5, min_train: int = 20) -> list[Split]:
     """Leave one value of ``column`` out at a time (values with < ``min_test`` rows are skipped).
 
     The split name is ``group:<column>``; ``seed`` is the index of the held-out value (in
     sorted order) and ``fold`` its text.
     """
-    frame = _frame(dataset)
+    frame = dataset.frame
     if column not in frame.columns:
         raise SplitNotApplicable(f"group split: the dataset has no column {column!r}")
     values = frame[column].astype(object).where(frame[column].notna(), "(missing)").astype(str)
@@ -211,7 +204,7 @@ def group_splits(dataset: Any, column: str, min_test: int = 5, min_train: int = 
 
 
 def curve_splits(
-    dataset: Any,
+    dataset: Dataset,
     sizes: Sequence[int] = CURVE_SIZES,
     seeds: Iterable[int] = range(10),
     eligible: Optional[np.ndarray] = None,
@@ -219,13 +212,12 @@ def curve_splits(
 ) -> list[Split]:
     """Learning-curve splits: per seed one random group-aware split, train subsampled to n.
 
-    ``eligible`` (bool per row; default ``status == 'ok'`` where the frame has a status) says
+    ``eligible`` (bool per row; default ``status == 'ok'``) says
     which rows count toward n; the test side keeps all its rows. Sizes larger than the
     eligible training side are dropped. Subsets are nested within a seed.
     """
-    frame = _frame(dataset)
     if eligible is None:
-        eligible = (frame["status"] == "ok").to_numpy() if "status" in frame.columns else np.ones(len(frame), bool)
+        eligible = (dataset.frame["status"] == "ok").to_numpy()
     eligible = np.asarray(eligible, dtype=bool)
     out = []
     for seed in seeds:
@@ -244,7 +236,7 @@ def curve_splits(
 
 
 def make_splits(
-    dataset: Any,
+    dataset: Dataset,
     kind: str,
     seeds: Iterable[int] = range(5),
     *,

@@ -12,7 +12,8 @@ Every member follows the scikit-learn contract (``fit(X, y)`` returns self, ``pr
 (``dataset.X``), and saves / loads with its metadata (:meth:`Predictor.save`, :func:`load`).
 Class attributes say what a member is: ``encoding`` (which :mod:`perfzoo.features`
 encoding it consumes), ``floor`` (a baseline), ``output`` (``throughput``, ``score`` for
-ranking members, ``probability`` for ``failure``) and ``has_std`` (offers ``predict_std``).
+ranking members, ``probability`` for ``failure``), ``has_std`` (offers ``predict_std``) and
+``fit_cost`` (fit time per row relative to ridge's). Evaluation reads these tags, never names.
 
 Members (:func:`names`, in this order)
 --------------------------------------

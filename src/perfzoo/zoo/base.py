@@ -14,7 +14,9 @@ Class attributes every member declares
 ``floor``     True for the baselines (``constant``, ``analytic``) others must beat;
 ``output``    ``throughput`` (predictions are tokens/s or queries/s), ``score`` (a ranking
               score: only the order means anything) or ``probability`` (``failure``);
-``has_std``   whether it offers ``predict_std``.
+``has_std``   whether it offers ``predict_std``;
+``fit_cost``  roughly how long a fit takes per training row, relative to ridge's 1 (the
+              benchmark starts the costly fits first, so its pool does not end on one).
 
 Threads
 -------
@@ -47,6 +49,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 import perfzoo
+from harness.environment import library_versions
 from perfzoo.features import FeatureEncoder, TargetTransform, check_frame
 
 MODEL_FILE = "model.joblib"
@@ -72,13 +75,7 @@ def _json_safe(value: Any) -> Any:
 
 
 def _versions() -> dict[str, Optional[str]]:
-    out: dict[str, Optional[str]] = {"perfzoo": perfzoo.__version__, "python": platform.python_version()}
-    for mod in ("numpy", "pandas", "sklearn", "lightgbm", "catboost", "torch"):
-        try:
-            out[mod] = __import__(mod).__version__
-        except Exception:  # pragma: no cover - optional library missing
-            out[mod] = None
-    return out
+    return {"perfzoo": perfzoo.__version__, "python": platform.python_version(), **library_versions()}
 
 
 _POOLS: list = [None, -1]  # the ThreadpoolController, and len(sys.modules) when it was made
@@ -105,6 +102,7 @@ class Predictor(BaseEstimator):
     floor: ClassVar[bool] = False
     output: ClassVar[str] = "throughput"
     has_std: ClassVar[bool] = False
+    fit_cost: ClassVar[float] = 1.0
 
     # -- the contract ---------------------------------------------------------------------
     def fit(self, X: pd.DataFrame, y: Any, *, dataset: Optional[str] = None, groups: Any = None) -> "Predictor":

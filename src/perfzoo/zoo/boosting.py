@@ -63,6 +63,7 @@ class CatBoostPredictor(EncodedPredictor):
 
     name = "catboost"
     encoding = "native"
+    fit_cost = 4.0
     loss_function = "RMSE"
 
     def __init__(self, iterations: int = 500, learning_rate: float = 0.08, depth: int = 6,
@@ -237,6 +238,7 @@ class HybridPredictor(LightGBMPredictor):
     """
 
     name = "hybrid"
+    fit_cost = 2.0
 
     def __init__(self, n_estimators: int = 150, learning_rate: float = 0.1, num_leaves: int = 15,
                  min_child_samples: int = 10, subsample: float = 1.0, colsample_bytree: float = 0.8,

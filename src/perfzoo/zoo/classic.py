@@ -70,6 +70,7 @@ class RandomForestPredictor(EncodedPredictor):
 
     name = "random_forest"
     encoding = "numeric"
+    fit_cost = 2.0
 
     def __init__(self, n_estimators: int = 100, max_depth: Optional[int] = 12, min_samples_leaf: int = 1,
                  max_features: float = 0.5, target: str = "log", n_jobs: int = 1, random_state: int = 0):
@@ -101,6 +102,7 @@ class GBRPredictor(EncodedPredictor):
 
     name = "gbr"
     encoding = "numeric"
+    fit_cost = 2.0
 
     def __init__(self, n_estimators: int = 100, learning_rate: float = 0.1, max_depth: int = 3,
                  subsample: float = 1.0, target: str = "log", random_state: int = 0):
@@ -168,6 +170,7 @@ class MLPPredictor(_Standardised):
 
     name = "mlp"
     encoding = "scaled"
+    fit_cost = 4.0
 
     def __init__(self, hidden_layer_sizes: tuple = (128, 64), alpha: float = 1e-3, learning_rate_init: float = 1e-3,
                  max_iter: int = 1000, early_stopping: bool = True, target: str = "log", random_state: int = 0):
@@ -214,6 +217,7 @@ class GPPredictor(_Standardised):
     name = "gp"
     encoding = "scaled"
     has_std = True
+    fit_cost = 5.0
 
     def __init__(self, ard: bool = True, noise: float = 1e-2, max_samples: int = 2000, max_opt_samples: int = 300,
                  max_opt_iter: int = 50, n_restarts_optimizer: int = 0, target: str = "log", random_state: int = 0):

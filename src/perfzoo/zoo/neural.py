@@ -45,6 +45,7 @@ class MLPRankEnsemblePredictor(EncodedPredictor):
     encoding = "onehot"
     output = "score"
     has_std = True
+    fit_cost = 50.0
 
     def __init__(self, n_models: int = 10, hidden: int = 1600, dropout: float = 0.5, epochs: int = 200,
                  batch_size: int = 64, lr: float = 1e-3, weight_decay: float = 5e-3, margin: float = 1e-3,

@@ -1,0 +1,169 @@
+"""The shipped predictors: per dataset, the member :data:`~perfzoo.evaluation.ranking.BEST_RULE`
+picks, fitted on every labelled job, saved under ``artifacts/`` and listed in ``best.json``.
+
+:func:`write_best` writes ``best.json``; :func:`perfzoo.zoo.load_best` reads it back. An
+artifact is refitted only when what it depends on changed (:func:`artifact_key`: the dataset's
+content hash, the member's name, parameters and code), so a rerun does not churn the
+repository; a partial rerun keeps the entries of the datasets it did not cover.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+from perfzoo.datasets import Dataset
+from perfzoo.evaluation.ranking import ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, ranked
+from perfzoo.evaluation.runner import fit_kwargs, set_threads
+from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
+
+BEST_FILE = "best.json"
+ARTIFACTS_DIR = "artifacts"
+
+
+def fit_artifact(dataset: Dataset, spec: PredictorSpec, out_dir: Path) -> dict[str, Any]:
+    """Fit ``spec`` on every labelled job of ``dataset`` (one thread) and save it under
+    ``out_dir`` as ``<dataset>--<member>/``, replacing the dataset's previous artifact."""
+    labelled = dataset.is_labelled
+    est = spec.build(seed=0)
+    set_threads(est, 1)
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1):
+        est.fit(dataset.X[labelled].reset_index(drop=True), dataset.y[labelled], **fit_kwargs(est, dataset.name))
+    fit_s = time.perf_counter() - t0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob(f"{dataset.name}--*"):
+        _remove(old)
+    saved = est.save(out_dir / f"{dataset.name}--{spec.name}")
+    size = sum(f.stat().st_size for f in saved.rglob("*") if f.is_file())
+    return {"path": saved, "fit_time_s": fit_s, "bytes": int(size), "n_train": int(labelled.sum())}
+
+
+def artifact_key(dataset: Dataset, spec: PredictorSpec) -> str:
+    """What an artifact depends on: the dataset's content and the member's name, parameters, code."""
+    return stable_hash({"data": dataset.content_hash(), "predictor": spec.cache_identity()})[:16]
+
+
+def _fit_or_reuse(ds: Dataset, spec: PredictorSpec, out: Path, previous: dict[str, Any]) -> dict[str, Any]:
+    """The artifact of ``spec`` on ``ds``: the one saved last time when nothing it depends on
+    changed (no churn in the repository on a rerun), else a fresh fit."""
+    key = artifact_key(ds, spec)
+    old = previous.get(ds.name) or {}
+    path = out / old["artifact"] if old.get("artifact") else None
+    if old.get("artifact_key") == key and path is not None and path.exists():
+        return {"path": path, "fit_time_s": old.get("artifact_fit_time_s", float("nan")),
+                "bytes": int(old.get("artifact_bytes", 0)), "n_train": int(old.get("artifact_n_train", 0)), "key": key}
+    art = fit_artifact(ds, spec, out / ARTIFACTS_DIR)
+    art["key"] = key
+    return art
+
+
+def _passed(row: pd.Series, why: str) -> dict[str, Any]:
+    """A best.json ``passed_over`` entry: a member not shipped, and why."""
+    return {"predictor": row["predictor"], "kendall": round(float(row["kendall_mean"]), 4), "why": why}
+
+
+def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec], out: Path, artifacts: bool,
+          previous: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The best.json entry of one dataset by :data:`BEST_RULE`, its artifact fitted and saved."""
+    cands = ranked(summary, ds.name)
+    if cands.empty:
+        return None
+    passed_over: list[dict[str, Any]] = []
+    chosen, art = None, None
+    for _, row in cands.iterrows():
+        spec = by_spec.get(row["predictor"])
+        if row["fit_time_s_median"] > FIT_BUDGET_S:
+            passed_over.append(_passed(row, f"median fit {row['fit_time_s_median']:.1f} s > {FIT_BUDGET_S:g} s"))
+            continue
+        if not artifacts or spec is None:
+            chosen = row
+            break
+        try:
+            art = _fit_or_reuse(ds, spec, out, previous)
+        except Exception as exc:  # report, try the next one
+            passed_over.append(_passed(row, f"artifact not saved: {type(exc).__name__}: {exc}"))
+            continue
+        if art["bytes"] > ARTIFACT_BUDGET_BYTES:
+            passed_over.append(_passed(row, f"artifact {art['bytes'] / 2**20:.1f} MiB > "
+                                            f"{ARTIFACT_BUDGET_BYTES / 2**20:g} MiB"))
+            _remove(Path(art["path"]))
+            art = None
+            continue
+        chosen = row
+        break
+    note = None
+    if chosen is None:  # nothing fits the budgets: ship the most accurate, and say so
+        chosen = cands.iloc[0]
+        note = "no member fits the fit-time and size budgets; the most accurate is shipped"
+        spec = by_spec.get(chosen["predictor"])
+        if artifacts and spec is not None:
+            try:
+                art = _fit_or_reuse(ds, spec, out, previous)
+            except Exception as exc:
+                note += f"; artifact not saved: {type(exc).__name__}: {exc}"
+    spec = by_spec.get(chosen["predictor"])
+    entry: dict[str, Any] = {
+        "predictor": chosen["predictor"], "split": chosen["split"],
+        "kendall": round(float(chosen["kendall_mean"]), 4), "spearman": round(float(chosen["spearman_mean"]), 4),
+        "pearson": round(float(chosen["pearson_mean"]), 4), "fit_time_s": round(float(chosen["fit_time_s_mean"]), 3),
+        "fit_time_s_median": round(float(chosen["fit_time_s_median"]), 3),
+        "runs": int(chosen["runs"]), "content_hash": ds.content_hash(),
+        "name": spec.name if spec is not None else chosen["predictor"],
+        "params": {k: v for k, v in spec.params} if spec is not None else {},
+        "artifact": None, "passed_over": passed_over,
+    }
+    if note:
+        entry["note"] = note
+    if art is not None:
+        entry.update(artifact=str(Path(art["path"]).relative_to(out)), artifact_bytes=art["bytes"],
+                     artifact_n_train=art["n_train"], artifact_fit_time_s=round(art["fit_time_s"], 3),
+                     artifact_key=art["key"])
+    entry["best_by_split"] = {split: {"predictor": b["predictor"], "kendall": round(float(b["kendall_mean"]), 4),
+                                      "spearman": round(float(b["spearman_mean"]), 4),
+                                      "pearson": round(float(b["pearson_mean"]), 4)}
+                              for split, b in best_per_split(summary, ds.name)}
+    return entry
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def write_best(summary: pd.DataFrame, datasets: Sequence[Dataset], predictors: Sequence[PredictorSpec],
+               out: Path, context: dict[str, Any], *, artifacts: bool = True) -> dict[str, Any]:
+    """Pick, fit and save each dataset's shipped predictor; write and return ``out/best.json``.
+
+    ``context`` (:func:`~perfzoo.evaluation.report.run_context`) gives the date and commit;
+    ``artifacts=False`` picks without fitting or saving anything (the fit-time budget still applies).
+    """
+    by_spec = {p.display: p for p in predictors}
+    best_doc: dict[str, Any] = {"rule": BEST_RULE, "generated": context.get("date"),
+                                "commit": context.get("commit"), "datasets": {}}
+    previous: dict[str, Any] = {}
+    if (out / BEST_FILE).exists():
+        try:
+            previous = json.loads((out / BEST_FILE).read_text()).get("datasets", {})
+        except ValueError:
+            previous = {}
+    for ds in datasets:
+        entry = _ship(ds, summary, by_spec, out, artifacts, previous)
+        if entry is not None:
+            best_doc["datasets"][ds.name] = entry
+    if artifacts:
+        # a partial rerun (--datasets A) keeps the shipped predictors of the datasets it did
+        # not cover, so load_best keeps working for them
+        for name, entry in previous.items():
+            if name not in best_doc["datasets"] and entry.get("artifact") and (out / entry["artifact"]).exists():
+                best_doc["datasets"][name] = entry
+    (out / BEST_FILE).write_text(json.dumps(best_doc, indent=2, default=str) + "\n")
+    return best_doc

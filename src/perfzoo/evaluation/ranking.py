@@ -1,0 +1,117 @@
+"""The ranking policy: the runner's results summarised per split, the ★ of a split and the
+order in which members are tried for shipping (:data:`STAR_RULE`, :data:`BEST_RULE`).
+
+Members are told apart by their ``output`` tag (a column of every result row): ``probability``
+members (the failure classifier) are scored by ROC AUC and never ranked; ``throughput`` and
+``score`` members compete on Kendall tau.
+
+>>> frame = pd.DataFrame({"dataset": "d", "split": "random", "kind": "random", "fold": "",
+...                       "predictor": ["a", "b"], "output": "throughput", "kendall": [0.9, 0.5],
+...                       "fit_time_s": [1.0, 0.1], "n_train": 10, "n_test": 5})
+>>> pick_best(summarize(frame), "d")["predictor"]
+'a'
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from perfzoo.evaluation import metrics as M
+
+FIT_BUDGET_S = 6.0  # 1/10 of AutoGluon-Tabular's 60 s on vtrain-a100: the searcher refits every round
+ARTIFACT_BUDGET_BYTES = 2 * 2**20  # the shipped artifacts live in the repository
+TIE_KENDALL = 0.005
+STAR_RULE = (
+    "the highest mean Kendall tau of the split; predictors within 0.005 of the top are tied and "
+    "the one with the shortest mean fit time wins (the floors compete too: where `analytic` wins, "
+    "nothing learned beats the formula)"
+)
+BEST_RULE = (
+    "per dataset, the member with the highest mean Kendall tau on the random split (ties within "
+    "0.005: the shorter mean fit time), among those whose median fit time there is <= 6 s (1/10 "
+    "of AutoGluon's 60 s: the searcher refits every round; the median, because this machine is "
+    "shared and single fits can stall) and whose fitted artifact is <= 2 MiB (it "
+    "ships in the repository); the failure classifier is not eligible; a dataset without a "
+    "random split uses its first split; if no member fits the "
+    "budgets, the most accurate one is shipped and the entry says so"
+)
+
+# every number a result row may hold, in leaderboard order
+RESULT_METRICS: tuple[str, ...] = (*M.THROUGHPUT_METRICS, "fit_time_s", "predict_time_s", "roc_auc")
+
+
+def metric_columns(frame: pd.DataFrame) -> list[str]:
+    """The :data:`RESULT_METRICS` that ``frame`` holds, in that order."""
+    return [c for c in RESULT_METRICS if c in frame.columns]
+
+
+def summarize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation of every metric per (dataset, split, predictor[, fold]).
+
+    Learning-curve rows keep their ``fold`` (the train size); other splits average over
+    seeds and folds. Columns ``<metric>_mean``, ``<metric>_std`` and ``runs``.
+    """
+    if frame.empty:
+        return pd.DataFrame()
+    ok = frame[frame["error"].isna()] if "error" in frame.columns else frame
+    ok = ok.copy()
+    ok["curve_n"] = np.where(ok["kind"] == "curve", pd.to_numeric(ok["fold"], errors="coerce"), np.nan)
+    keys = ["dataset", "split", "kind", "predictor", "output", "curve_n"]
+    cols = metric_columns(ok)
+    g = ok.groupby(keys, dropna=False, sort=False)
+    mean = g[cols].mean().add_suffix("_mean")
+    std = g[cols].std(ddof=0).fillna(0.0).add_suffix("_std")
+    out = pd.concat([mean, std, g["fit_time_s"].median().rename("fit_time_s_median"), g.size().rename("runs"),
+                     g["n_train"].mean().rename("n_train"), g["n_test"].mean().rename("n_test")], axis=1)
+    return out.reset_index()
+
+
+def split_order(splits) -> list[str]:
+    """Split names in their usual order: random, temporal, scale, then the rest by name."""
+    order = {"random": 0, "temporal": 1, "scale": 2}
+    return sorted(splits, key=lambda s: (order.get(s, 3), s))
+
+
+def _eligible(summary: pd.DataFrame, dataset: str, split: Optional[str]) -> pd.DataFrame:
+    s = summary[(summary["dataset"] == dataset) & (summary["kind"] != "curve") & (summary["output"] != "probability")]
+    s = s[s["kendall_mean"].notna()] if "kendall_mean" in s.columns else s.iloc[0:0]
+    if s.empty:
+        return s
+    if split is None:
+        split = "random" if (s["split"] == "random").any() else s["split"].iloc[0]
+    return s[s["split"] == split]
+
+
+def _top(s: pd.DataFrame) -> pd.Series:
+    """The row of ``s`` with the highest mean Kendall; within :data:`TIE_KENDALL` of it, the fastest fit."""
+    tied = s[s["kendall_mean"] >= s["kendall_mean"].max() - TIE_KENDALL]
+    return tied.sort_values("fit_time_s_mean").iloc[0]
+
+
+def ranked(summary: pd.DataFrame, dataset: str, split: Optional[str] = None) -> pd.DataFrame:
+    """Eligible predictors of a split (default: random), best first by :data:`STAR_RULE`
+    applied again to what is left after each pick."""
+    s = _eligible(summary, dataset, split)
+    order = []
+    while not s.empty:
+        row = _top(s)
+        order.append(row.name)
+        s = s.drop(index=row.name)
+    return summary.loc[order]
+
+
+def pick_best(summary: pd.DataFrame, dataset: str, split: Optional[str] = None) -> Optional[pd.Series]:
+    """The ★ of a split (default: the dataset's random split) by :data:`STAR_RULE`."""
+    s = _eligible(summary, dataset, split)
+    return None if s.empty else _top(s)
+
+
+def best_per_split(summary: pd.DataFrame, dataset: str) -> list[tuple[str, pd.Series]]:
+    """``[(split, best row)]`` of a dataset, splits in their usual order, learning curves left out."""
+    if summary.empty:
+        return []
+    splits = summary.loc[(summary["dataset"] == dataset) & (summary["kind"] != "curve"), "split"].unique()
+    return [(split, b) for split in split_order(splits) if (b := pick_best(summary, dataset, split)) is not None]

@@ -1,0 +1,319 @@
+"""What the benchmark runs: predictor specs, tasks, their cache keys and the result cache.
+
+One *task* fits one predictor on the training side of one split and scores it on the test
+side. Members whose ``output`` tag is ``throughput`` or ``score`` see labelled rows only
+(:attr:`~perfzoo.datasets.Dataset.is_labelled`) on both sides; a ``probability`` member (the
+``failure`` classifier) sees every row and is scored by ROC AUC (only where a dataset has
+failures on both sides). Each finished task is stored as one JSON file under the cache
+directory (default ``.perfzoo-cache/``, gitignored), keyed by
+
+    (dataset content hash, predictor name + parameters + code fingerprint, split rows, seed)
+
+so a rerun computes only what changed. The code fingerprint hashes the source of the
+predictor's module and of ``perfzoo.features`` / ``perfzoo.analytic``: editing a model
+invalidates its results, nothing else does.
+
+>>> from perfzoo.datasets import load_dataset
+>>> tasks = build_tasks(load_dataset("vtrain-a100"), [PredictorSpec("ridge")], ["random"], seeds=[0])
+>>> len(tasks), tasks[0].ids["split"], len(tasks[0].y_test)
+(1, 'random', 360)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+import perfzoo.analytic
+import perfzoo.features
+from perfzoo import zoo
+from perfzoo.datasets import Dataset
+from perfzoo.evaluation import metrics as M
+from perfzoo.evaluation.splits import CURVE_SIZES, Split, SplitNotApplicable, make_splits
+
+RESULT_VERSION = 1  # bump when a task's output changes meaning: old cache entries are ignored
+DEFAULT_CACHE_DIR = ".perfzoo-cache"
+
+
+# --- predictors ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PredictorSpec:
+    """A predictor to benchmark: a zoo name, its parameters, and how much to run it.
+
+    ``label`` is the name on the leaderboard (default: ``name``, or ``name(k=v,...)`` when
+    parameters are given). ``max_seeds`` caps the seeds of heavy members; ``curve`` says
+    whether it takes part in learning curves; ``kinds`` (None: all) limits the split kinds it
+    runs on and ``datasets`` (None: all) the datasets. ``factory`` (tests, experiments) builds the
+    estimator instead of ``perfzoo.zoo.make``; a factory without the zoo's tags is a throughput
+    regressor of cost 1.
+    """
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+    label: str = ""
+    max_seeds: Optional[int] = None
+    curve: bool = True
+    kinds: Optional[tuple[str, ...]] = None
+    datasets: Optional[tuple[str, ...]] = None
+    factory: Optional[Callable[..., Any]] = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, name: str, **kw: Any) -> "PredictorSpec":
+        params = kw.pop("params", {}) or {}
+        return cls(name, tuple(sorted(params.items())), **kw)
+
+    @property
+    def display(self) -> str:
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.name
+        return f"{self.name}(" + ",".join(f"{k}={v}" for k, v in self.params) + ")"
+
+    @property
+    def member(self) -> Callable[..., Any]:
+        """What builds the estimator (``factory``, else the zoo class): its class attributes
+        are the member's tags (:mod:`perfzoo.zoo.base`)."""
+        return self.factory if self.factory is not None else zoo.get(self.name)
+
+    @property
+    def output(self) -> str:
+        """The member's ``output`` tag: ``throughput``, ``score`` or ``probability``."""
+        return getattr(self.member, "output", "throughput")
+
+    @property
+    def fit_cost(self) -> float:
+        """The member's ``fit_cost`` tag: fit time per training row relative to ridge's."""
+        return float(getattr(self.member, "fit_cost", 1.0))
+
+    def build(self, seed: Optional[int] = None) -> Any:
+        """A fresh estimator, its random state set to ``seed`` where it has one."""
+        est = self.factory(**dict(self.params)) if self.factory is not None else zoo.make(self.name, **dict(self.params))
+        if seed is not None:
+            set_seed(est, seed)
+        return est
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"name": self.name, "params": [[k, repr(v)] for k, v in self.params],
+                "code": _code_fingerprint(self)}
+
+
+def set_seed(est: Any, seed: int) -> None:
+    """Set ``random_state`` (or ``seed``) on an estimator that has one; otherwise do nothing."""
+    try:
+        params = est.get_params(deep=False)
+    except Exception:  # not a scikit-learn estimator
+        return
+    for name in ("random_state", "seed"):
+        if name in params:
+            est.set_params(**{name: int(seed)})
+            return
+
+
+_FINGERPRINTS: dict[str, str] = {}
+_SHARED_SOURCES = (inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.analytic))
+
+
+def _code_fingerprint(spec: PredictorSpec) -> str:
+    """Hash of the predictor's module source plus perfzoo.features / perfzoo.analytic."""
+    if spec.name in _FINGERPRINTS and spec.factory is None:
+        return _FINGERPRINTS[spec.name]
+    files: list[Optional[str]] = list(_SHARED_SOURCES)
+    try:
+        files.append(inspect.getsourcefile(type(spec.build())))
+    except Exception:  # a member that cannot be built: its tasks record the error
+        pass
+    h = hashlib.sha256()
+    for f in sorted(set(filter(None, files))):
+        try:
+            h.update(Path(f).read_bytes())
+        except OSError:
+            pass
+    digest = h.hexdigest()[:16]
+    if spec.factory is None:
+        _FINGERPRINTS[spec.name] = digest
+    return digest
+
+
+# --- tasks --------------------------------------------------------------------------------
+
+
+@dataclass
+class Task:
+    """One (dataset, predictor, split) fit-and-score, everything a worker needs."""
+
+    key: str
+    ids: dict[str, Any]
+    spec: PredictorSpec
+    X_train: pd.DataFrame
+    y_train: np.ndarray
+    X_test: pd.DataFrame
+    y_test: np.ndarray
+    groups_test: Optional[np.ndarray]
+    failure: bool = False
+    keep_predictions: bool = True
+    threads: int = 1
+
+
+_METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
+
+
+def stable_hash(obj: Any) -> str:
+    """sha256 of ``obj`` as sorted JSON: the same for equal content, run after run.
+
+    >>> stable_hash({"b": 1, "a": 2}) == stable_hash({"a": 2, "b": 1})
+    True
+    """
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _rows_hash(idx: np.ndarray) -> str:
+    return hashlib.sha256(np.asarray(idx, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def build_tasks(
+    dataset: Dataset,
+    predictors: Sequence[PredictorSpec],
+    split_kinds: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    group_columns: Optional[Sequence[str]] = None,
+    curve_sizes: Sequence[int] = CURVE_SIZES,
+    curve_seeds: Optional[Sequence[int]] = None,
+    skipped: Optional[list[dict[str, Any]]] = None,
+) -> list[Task]:
+    """Every task for one dataset (the failure classifier is added where it applies).
+
+    ``group_columns`` are the columns to leave out one value at a time (default: the
+    dataset's :attr:`~perfzoo.datasets.Dataset.holdout_columns`). Splits the dataset cannot
+    support are listed in ``skipped`` with the reason.
+    """
+    X, y = dataset.X, dataset.y
+    labelled, failed = dataset.is_labelled, dataset.failed
+    groups = dataset.comparable_groups()
+    dhash, dname = dataset.content_hash(), dataset.name
+    curve_seeds = list(curve_seeds) if curve_seeds is not None else list(range(max(10, len(seeds))))
+
+    splits: list[Split] = []
+    for kind in split_kinds:
+        try:
+            if kind == "group":
+                for col in group_columns or dataset.holdout_columns:
+                    try:
+                        splits += make_splits(dataset, "group", group_column=col)
+                    except SplitNotApplicable as exc:
+                        if skipped is not None:
+                            skipped.append({"dataset": dname, "split": f"group:{col}", "reason": str(exc)})
+            elif kind == "curve":
+                splits += make_splits(dataset, "curve", curve_seeds, curve_sizes=curve_sizes)
+            else:
+                splits += make_splits(dataset, kind, seeds)
+        except SplitNotApplicable as exc:
+            if skipped is not None:
+                skipped.append({"dataset": dname, "split": kind, "reason": str(exc)})
+
+    tasks: list[Task] = []
+    fail_spec = next((p for p in predictors if p.output == "probability"), None)
+    for sp in splits:
+        tr = sp.train[labelled[sp.train]]
+        te = sp.test[labelled[sp.test]]
+        seed_rank = _seed_rank(sp, seeds, curve_seeds)
+        for spec in predictors:
+            if spec.output == "probability":
+                continue
+            if sp.kind == "curve" and not spec.curve:
+                continue
+            if spec.kinds is not None and sp.kind not in spec.kinds:
+                continue
+            if spec.datasets is not None and dname not in spec.datasets:
+                continue
+            if spec.max_seeds is not None and seed_rank >= spec.max_seeds and sp.kind != "group":
+                continue
+            if tr.size < 2 or te.size < 2:
+                if skipped is not None and spec is predictors[0]:
+                    skipped.append({"dataset": dname, "split": sp.name, "reason": f"{tr.size} ok training and "
+                                    f"{te.size} ok test rows (at least 2 each)"})
+                continue
+            tasks.append(_task(dname, dhash, spec, sp, X, y, tr, te, groups, failure=False))
+        # the failure classifier: every row, label = failed
+        if fail_spec is not None and failed.any() and sp.kind != "curve":
+            if failed[sp.train].any() and (~failed[sp.train]).any():
+                if fail_spec.max_seeds is None or seed_rank < fail_spec.max_seeds:
+                    tasks.append(_task(dname, dhash, fail_spec, sp, X, failed.astype(float),
+                                       sp.train, sp.test, None, failure=True))
+    return tasks
+
+
+def _seed_rank(sp: Split, seeds: Sequence[int], curve_seeds: Sequence[int]) -> int:
+    """For seed caps: the position of a split's seed in its seed list (0 = first)."""
+    order = list(curve_seeds) if sp.kind == "curve" else list(seeds)
+    return order.index(sp.seed) if sp.seed in order else 0
+
+
+def _task(dname: str, dhash: str, spec: PredictorSpec, sp: Split, X: pd.DataFrame, y: np.ndarray,
+          tr: np.ndarray, te: np.ndarray, groups: Optional[np.ndarray], failure: bool) -> Task:
+    ids = {"dataset": dname, "predictor": spec.display, "output": spec.output, "split": sp.name,
+           "kind": sp.kind, "fold": sp.fold, "seed": int(sp.seed)}
+    key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
+                       "predictor": spec.cache_identity(), "split": sp.key, "train": _rows_hash(tr),
+                       "test": _rows_hash(te), "failure": failure})
+    return Task(
+        key=key, ids=ids, spec=spec,
+        X_train=X.iloc[tr].reset_index(drop=True), y_train=y[tr],
+        X_test=X.iloc[te].reset_index(drop=True), y_test=y[te],
+        groups_test=None if groups is None else groups[te],
+        failure=failure, keep_predictions=sp.kind in ("random", "temporal", "scale"),
+    )
+
+
+# --- the cache ----------------------------------------------------------------------------
+
+
+class Cache:
+    """Finished task results, one JSON file each under ``root/<key[:2]>/<key>.json``
+    (``root`` None: a cache that holds nothing)."""
+
+    def __init__(self, root: Optional[os.PathLike] = DEFAULT_CACHE_DIR):
+        self.root = Path(root) if root is not None else None
+
+    def _path(self, key: str) -> Path:
+        assert self.root is not None
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Optional[dict[str, Any]]:
+        if self.root is None:
+            return None
+        path = self._path(key)
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, result: dict[str, Any]) -> None:
+        if self.root is None or result.get("error"):
+            return
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(result, allow_nan=True, default=_json_default))
+        os.replace(tmp, path)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
