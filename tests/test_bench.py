@@ -1,4 +1,5 @@
-"""The runner's cache, the leaderboard writer and the ``python -m perfzoo.bench`` CLI."""
+"""The runner's cache, the ranking by member tags, the leaderboard writer and the
+``python -m perfzoo.bench`` CLI."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import pandas as pd
 import pytest
 
 from perfzoo import bench, zoo
-from perfzoo.datasets import external_data_dir, load_dataset
-from perfzoo.evaluation import leaderboard, runner
-from perfzoo.evaluation.runner import PredictorSpec
-from perfzoo.external import VTRAIN_COLUMNS, VTRAIN_PARAMS
+from perfzoo.datasets import load_dataset
+from perfzoo.evaluation import leaderboard, ranking, report, runner, tasks
+from perfzoo.evaluation.tasks import PredictorSpec
+from perfzoo.sources.vtrain import VTRAIN_COLUMNS, VTRAIN_PARAMS
 
 
 class CountingLinear:
@@ -49,8 +50,8 @@ class CountingLinear:
 
 
 @pytest.fixture(scope="module")
-def vtrain():
-    return load_dataset("vtrain-a100")
+def vtrain(external):
+    return load_dataset("vtrain-a100", external_dir=external)
 
 
 def test_cache_reuses_results(vtrain, tmp_path):
@@ -90,17 +91,56 @@ def test_parallel_run_matches_serial(vtrain, tmp_path):
 
 def test_unsupported_splits_are_skipped_with_a_reason(vtrain):
     skipped: list = []
-    tasks = runner.build_tasks(vtrain, [PredictorSpec("counting", factory=CountingLinear)],
-                               ["random", "temporal"], seeds=[0], skipped=skipped)
-    assert {t.ids["split"] for t in tasks} == {"random"}
+    built = tasks.build_tasks(vtrain, [PredictorSpec("counting", factory=CountingLinear)],
+                              ["random", "temporal"], seeds=[0], skipped=skipped)
+    assert {t.ids["split"] for t in built} == {"random"}
     assert skipped and skipped[0]["split"] == "temporal" and "share one" in skipped[0]["reason"]
+
+
+class FailsLinear(CountingLinear):
+    """Not named ``failure``, but tagged as a classifier of failed jobs: P(fail) per row."""
+
+    output = "probability"
+
+    def fit(self, X, y):
+        self.rate_ = float(np.mean(y))
+        return self
+
+    def predict_proba(self, X):
+        return np.column_stack([np.full(len(X), 1 - self.rate_), np.full(len(X), self.rate_)])
+
+
+class ScoresLinear(CountingLinear):
+    """A ranking member: its outputs are scores, so its MAPE means nothing."""
+
+    output = "score"
+
+
+@pytest.mark.external
+def test_evaluation_follows_member_tags_not_names():
+    ds = load_dataset("fsdp-cpu")  # bundled, with OOM rows
+    specs = [PredictorSpec("counting", factory=CountingLinear), PredictorSpec("fails", factory=FailsLinear),
+             PredictorSpec("scores", factory=ScoresLinear)]
+    built = tasks.build_tasks(ds, specs, ["random"], seeds=range(4))
+    by_name = {}
+    for t in built:
+        by_name.setdefault(t.ids["predictor"], []).append(t)
+    assert all(not t.failure and np.isfinite(t.y_train).all() for t in by_name["counting"])  # labelled rows only
+    assert by_name["fails"] and all(t.failure and t.ids["output"] == "probability" for t in by_name["fails"])
+    assert all(len(t.X_train) + len(t.X_test) == len(ds) for t in by_name["fails"])  # every row, failed ones too
+    frame = pd.DataFrame(runner.execute(t) for t in built)
+    summary = ranking.summarize(frame)
+    assert set(ranking.ranked(summary, ds.name)["predictor"]) == {"counting", "scores"}
+    rows = {line.split("|")[1].strip(" *★"): line for line in report.split_table(summary, ds.name, "random").splitlines()[2:]}
+    assert set(rows) == {"counting", "scores"}
+    assert "n/a" in rows["scores"] and "n/a" not in rows["counting"]  # MAPE
 
 
 def test_leaderboard_files_and_load_best(vtrain, tmp_path):
     specs = [PredictorSpec("ridge"), PredictorSpec("constant", curve=False)]
     res = runner.run([vtrain], specs, ["random", "scale", "curve"], seeds=range(2), jobs=1,
                      cache_dir=None, curve_sizes=(25, 100), curve_seeds=range(2), progress=False)
-    ctx = leaderboard.run_context("python -m perfzoo.bench --test", 1.0)
+    ctx = report.run_context("python -m perfzoo.bench --test", 1.0)
     best = leaderboard.write(res, [vtrain], specs, tmp_path, ctx)
     readme = (tmp_path / "README.md").read_text()
     for text in ("## vtrain-a100", "### random", "### scale", "### learning curve", "Kendall", "± ",
@@ -113,7 +153,7 @@ def test_leaderboard_files_and_load_best(vtrain, tmp_path):
     assert (tmp_path / "figures" / "vtrain-a100-curve.png").stat().st_size > 1000
     entry = best["datasets"]["vtrain-a100"]
     assert entry["predictor"] == "ridge"  # a constant ranks nothing (Kendall NaN): never "best"
-    assert json.loads((tmp_path / "best.json").read_text())["rule"] == leaderboard.BEST_RULE
+    assert json.loads((tmp_path / "best.json").read_text())["rule"] == ranking.BEST_RULE
 
     # the saved artifact is a ready predictor, equal to ridge fitted on every job
     model = zoo.load_best("vtrain-a100", tmp_path)
@@ -142,8 +182,8 @@ def _write_vtrain_subset(src: Path, dst: Path, keep, multi: bool) -> int:
     return len(table)
 
 
-def test_cross_dataset_json_parses(tmp_path, capsys):
-    src = external_data_dir() / "vtrain_ground_truth_single.csv"
+def test_cross_dataset_json_parses(tmp_path, capsys, external):
+    src = external / "vtrain_ground_truth_single.csv"
     train = tmp_path / "vtrain_small.csv"
     test = tmp_path / "vtrain_multi.csv"
     _write_vtrain_subset(src, train, lambda t: t["# GPUs"] <= 4, multi=False)

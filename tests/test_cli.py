@@ -17,6 +17,7 @@ def run(*args):
     return done.returncode, done.stdout, done.stderr
 
 
+@pytest.mark.external
 def test_datasets_table_lists_every_dataset(capsys):
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
@@ -31,6 +32,7 @@ def test_datasets_table_lists_every_dataset(capsys):
     assert titan.split()[1:4] == ["60", "58", "2"]
 
 
+@pytest.mark.external
 def test_datasets_json(capsys):
     assert main(["datasets", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
@@ -41,6 +43,7 @@ def test_datasets_json(capsys):
         by_name[f"published-{n}"]["rows"] for n in ("mosaicml", "torchtitan", "nemo", "megatron"))
 
 
+@pytest.mark.external
 def test_datasets_show(capsys):
     assert main(["datasets", "show", "vtrain-a100"]) == 0
     out = capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""The dataset registry and the external-data loaders, on the real files in ../shared/external."""
+"""The dataset registry and the external-data loaders: on the real files in ../shared/external
+(tests marked ``external``), and on files written here or in tests/data/external."""
 
 import json
 import shutil
@@ -11,7 +12,7 @@ import pytest
 from perfzoo.datasets import (
     EXTERNAL, Dataset, UnknownDatasetError, list_datasets, load_dataset,
 )
-from perfzoo.external import DataError, read_vtrain
+from perfzoo.sources import DataError, read_vtrain
 from perfzoo.records import Hardware, JobRecord, Metrics, RecordError, job_id_for
 from perfzoo.store import RecordStore
 
@@ -51,6 +52,7 @@ def rows_where(ds, **equal):
 
 # --- vTrain -------------------------------------------------------------------------------
 
+@pytest.mark.external
 def test_vtrain_a100_rows_and_a_hand_checked_throughput():
     ds = load_dataset("vtrain-a100")
     assert len(ds) == 1440 and ds.summary()["ok"] == 1440
@@ -69,6 +71,7 @@ def test_vtrain_a100_rows_and_a_hand_checked_throughput():
     assert ds.frame["job_id"].is_unique
 
 
+@pytest.mark.external
 def test_vtrain_a100_metadata_and_scale_split():
     ds = load_dataset("vtrain-a100")
     assert (ds.target, ds.target_unit, ds.time_column) == ("metrics.throughput", "tokens/s", "started_at")
@@ -102,6 +105,7 @@ def test_multi_node_layout_file_loads_by_path(tmp_path):
 
 # --- published tables ---------------------------------------------------------------------
 
+@pytest.mark.external
 def test_published_row_counts_and_the_union():
     mosaic = load_dataset("published-mosaicml")
     titan = load_dataset("published-torchtitan")
@@ -120,6 +124,7 @@ def test_published_row_counts_and_the_union():
         assert ds.group_columns == ("config.model_name", "hardware.accelerator", "annotations.file")
 
 
+@pytest.mark.external
 def test_published_throughput_per_device_and_global():
     row = load_dataset("published-mosaicml").frame.iloc[0]  # MPT-70b, 128 GPUs, 328.3501 tok/s/GPU
     assert row["metrics.throughput_per_device"] == pytest.approx(328.3501)
@@ -129,6 +134,7 @@ def test_published_throughput_per_device_and_global():
     assert row["annotations.variant"] == "removed_in_later_version"
 
 
+@pytest.mark.external
 def test_oom_rows_are_failures_not_missing_values():
     ds = load_dataset("published-torchtitan")
     oom = ds.frame[ds.frame["status"] == "oom"]
@@ -141,6 +147,7 @@ def test_oom_rows_are_failures_not_missing_values():
     assert len(ok) == 58 and not ok.failed.any() and not np.isnan(ok.y).any()
 
 
+@pytest.mark.external
 def test_architecture_filled_from_model_architectures_csv():
     ds = load_dataset("published-torchtitan")
     llama3 = rows_where(ds, **{"config.model_name": "Llama 3 8B"})
@@ -158,6 +165,7 @@ def test_architecture_filled_from_model_architectures_csv():
     assert mosaic["config.n_params"].iloc[0] == 64861528064
 
 
+@pytest.mark.external
 def test_messy_text_is_normalised_and_the_raw_text_kept():
     frame = load_dataset("published-llm").frame
     for key, allowed in VOCABULARY.items():
@@ -189,6 +197,7 @@ def test_messy_text_is_normalised_and_the_raw_text_kept():
     assert set(frame["hardware.accelerator"]) >= {"A100-80GB", "A100-40GB", "H100-80GB", "H100-96GB", "B200"}
 
 
+@pytest.mark.external
 def test_republished_configurations_share_a_config_key():
     ds = load_dataset("published-mosaicml")
     sizes = ds.frame.groupby("config_key").size()
@@ -198,16 +207,17 @@ def test_republished_configurations_share_a_config_key():
     assert copies.filter(like="config.").nunique(dropna=False).max() == 1  # the same configuration
 
 
-def test_a_new_published_csv_is_picked_up_with_no_code_change(tmp_path, external, write_published):
-    for name in ("torchtitan_benchmarks.csv", "model_architectures.csv", "vtrain_ground_truth_single.csv"):
-        shutil.copy(external / name, tmp_path / name)
+def test_a_new_published_csv_is_picked_up_with_no_code_change(tmp_path, synthetic, write_published):
+    for name in ("lab_benchmarks.csv", "model_architectures.csv", "vtrain_sample.csv"):
+        shutil.copy(synthetic / name, tmp_path / name)
     write_published(tmp_path / "newlab_benchmarks.csv", [
         published_row(),
         published_row(tokens_per_sec_per_gpu="OOM", micro_batch_size="4", variant="OOM"),
     ])
-    assert "newlab-benchmarks" in list_datasets(tmp_path)
+    assert list_datasets(tmp_path)[len(EXTERNAL):len(EXTERNAL) + 3] == [
+        "lab-benchmarks", "newlab-benchmarks", "vtrain-sample"]
     union = load_dataset("published-llm", external_dir=tmp_path)
-    assert len(union) == 60 + 2
+    assert len(union) == 5 + 2  # lab_benchmarks.csv: 6 rows, 1 without a GPU count
     new = load_dataset("newlab-benchmarks", external_dir=tmp_path)
     assert new.frame["status"].tolist() == ["ok", "oom"]
     assert new.frame["config.n_layers"].tolist() == [32, 32]  # filled by the architecture table
@@ -216,6 +226,7 @@ def test_a_new_published_csv_is_picked_up_with_no_code_change(tmp_path, external
 
 # --- the Dataset object -------------------------------------------------------------------
 
+@pytest.mark.external
 def test_dataset_api():
     ds = load_dataset("published-torchtitan")
     assert list(ds.X.columns) == list(ds.feature_columns)
@@ -229,6 +240,7 @@ def test_dataset_api():
     assert summary["time_min"].startswith("2024-04-18")
 
 
+@pytest.mark.external
 def test_dataset_rejects_metadata_naming_missing_columns():
     frame = load_dataset("published-torchtitan").frame
     with pytest.raises(ValueError, match="'config.nope'"):
@@ -247,6 +259,19 @@ def make_record(i, status="ok"):
         workload="llm", config=config, hardware=hardware,
         failure={"kind": "oom", "message": "CUDA out of memory"} if status == "oom" else None,
         metrics=Metrics(throughput=None if status == "oom" else 100.0 * (i + 1), throughput_unit="tokens/s"))
+
+
+def test_comparable_groups_holdout_columns_and_the_labelled_mask():
+    ds = Dataset.from_records("toy", [make_record(i) for i in range(6)] + [make_record(6, status="oom")])
+    assert ds.is_labelled.tolist() == [True] * 6 + [False]
+    assert len(ds.labelled()) == 6
+    # the jobs a searcher chooses between: same model, device count and accelerator
+    assert ds.comparable_columns == ["config.model_name", "config.n_gpus", "hardware.accelerator"]
+    assert ds.comparable_groups().tolist()[:3] == ["tiny|1|cpu", "tiny|2|cpu", "tiny|3|cpu"]
+    # group splits hold out the group columns that vary (none here), or the ones named
+    assert ds.holdout_columns == []
+    named = Dataset.from_records("toy", [make_record(i) for i in range(6)], group_columns=["config.n_gpus"])
+    assert named.holdout_columns == ["config.n_gpus"]
 
 
 def test_bundled_folders_are_discovered(tmp_path, monkeypatch):

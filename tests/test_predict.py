@@ -15,8 +15,8 @@ LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "f
 
 
 @pytest.fixture(scope="module")
-def published():
-    ds = load_dataset("published-llm")
+def published(external):
+    ds = load_dataset("published-llm", external_dir=external)
     ok = ds.labelled().ok()
     return ds, zoo.make("ridge").fit(ok.X, ok.y, dataset=ds.name)
 
@@ -57,6 +57,7 @@ def test_missing_columns_are_unknowns_not_errors(published):
     assert np.isnan(table["predicted_step_time_s"].iloc[0])  # no batch given: no step time
 
 
+@pytest.mark.external
 def test_the_command_prints_the_breakdown_and_json(tmp_path, capsys):
     cfg = {**LLAMA3_70B, "n_gpus": 1024, "dp": 32, "global_batch_size": 1024, "accelerator": "H100-SXM-80GB"}
     argv = ["--predictor", "ridge", "--set", *[f"{k}={v}" for k, v in cfg.items()]]

@@ -1,5 +1,6 @@
 """The published-table loader on real-world, untidy files: null spellings, derived targets,
-unlabelled and skipped rows, and a load report that accounts for every row."""
+unlabelled and skipped rows, and a load report that accounts for every row. Rows written here
+and the synthetic tables of tests/data/external; the real files where a test asks for ``external``."""
 
 import shutil
 
@@ -9,7 +10,8 @@ import pytest
 from perfzoo import analytic
 from perfzoo.cli import main as perfzoo_main
 from perfzoo.datasets import EXTERNAL, load_dataset
-from perfzoo.external import NULL_SPELLINGS, read_published
+from perfzoo.sources import read_published
+from perfzoo.sources._csv import NULL_SPELLINGS
 
 from test_datasets import published_row
 
@@ -17,9 +19,9 @@ PUBLISHED_FILES = [spec.files[0] for name, spec in EXTERNAL.items() if name.star
 
 
 @pytest.fixture(autouse=True)
-def architectures(tmp_path, external):
-    """The architecture table beside the test files, as in the external directory."""
-    shutil.copy(external / "model_architectures.csv", tmp_path / "model_architectures.csv")
+def architectures(tmp_path, synthetic):
+    """An architecture table beside the test files, as in the external directory."""
+    shutil.copy(synthetic / "model_architectures.csv", tmp_path / "model_architectures.csv")
 
 
 def load_rows(tmp_path, write_published, rows, name="lab.csv"):
@@ -130,8 +132,9 @@ def test_the_new_vendor_tables_have_derived_targets(external):
     assert megatron.flop_convention.startswith("hardware FLOPs")  # Megatron counts recompute
 
 
-def test_datasets_show_prints_the_load_report(capsys):
-    assert perfzoo_main(["datasets", "show", "published-megatron"]) == 0
+def test_datasets_show_prints_the_load_report(capsys, synthetic):
+    assert perfzoo_main(["datasets", "show", str(synthetic / "lab_benchmarks.csv")]) == 0
     out = capsys.readouterr().out
-    assert "megatron_lm_readme_scaling.csv: 49 rows read: 45 labelled" in out
-    assert "skipped line 34: no GPU count" in out
+    assert ("lab_benchmarks.csv: 6 rows read: 3 labelled (1 of them derived), 1 unlabelled, 1 OOM, 1 skipped; "
+            "1 superseded variants") in out
+    assert "derived: tokens/s from TFLOP/s 1" in out and "skipped line 7: no GPU count" in out

@@ -41,9 +41,9 @@ N_TRAIN = 400
 
 
 @pytest.fixture(scope="module")
-def vtrain():
+def vtrain(external):
     """(X_train, y_train, X_test, y_test): seed-0 random split, 400 training rows sampled."""
-    ds = load_dataset("vtrain-a100").ok()
+    ds = load_dataset("vtrain-a100", external_dir=external).ok()
     X = ds.X  # features, constant ones included: the analytic estimates need them
     y = ds.y
     split = random_split(ds, seed=0)
@@ -86,6 +86,7 @@ def test_conformance(name, vtrain, tmp_path):
     check_predictor(model, X, _target(name, y), X_test, y_test, tmp_path, dataset="vtrain-a100")
 
 
+@pytest.mark.external
 def test_failure_classifier_on_real_oom_rows():
     ds = load_dataset("published-llm")
     X, failed = ds.X, ds.failed

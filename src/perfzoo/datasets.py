@@ -16,7 +16,7 @@ Where datasets come from (:func:`list_datasets`, :func:`load_dataset`):
 * **bundled record stores** ``datasets/<name>/`` (``records.jsonl``, ``dataset.json``,
   ``README.md``; ``$PERFZOO_DATASETS`` names another folder), found automatically.
 * **any path**: a vTrain or published-table CSV, a record-store directory or its
-  ``records.jsonl``.
+  ``records.jsonl``: whatever a source of :data:`perfzoo.sources.SOURCES` detects.
 
 ``dataset.json`` (optional) may set ``name``, ``target``, ``target_unit``, ``time_column``,
 ``scale_column``, ``scale_threshold``, ``group_columns``, ``feature_columns`` and
@@ -34,7 +34,6 @@ Example
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import warnings
 from dataclasses import dataclass, field, replace
@@ -44,25 +43,26 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from perfzoo.external import (
-    ARCHITECTURES_FILE, DataError, LoadReport, config_key, detect_layout, read_published, read_vtrain,
-)
+from perfzoo import sources
+from perfzoo.sources import DataError, LoadReport, Source, config_key
 from perfzoo.records import STATUSES, JobRecord, canonical_json
-from perfzoo.store import RECORDS_FILE, RecordStore, records_to_frame
+from perfzoo.store import RECORDS_FILE, records_to_frame
 
 PathLike = Union[str, Path]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # src/perfzoo/datasets.py -> the checkout
 ENV_EXTERNAL = "PERFZOO_EXTERNAL_DATA"
 ENV_DATASETS = "PERFZOO_DATASETS"
-METADATA_FILE = "dataset.json"
-CARD_FILE = "README.md"
 
 SCALE_CANDIDATES = ("config.n_gpus", "config.world_size", "hardware.accelerator_count")
 GROUP_CANDIDATES = ("config.model_name", "hardware.accelerator", "source", "workload")
 HARDWARE_FEATURES = ("hardware.accelerator", "hardware.accelerator_memory_gib", "hardware.nodes",
                      "hardware.interconnect")
 NOT_FEATURES = ("config.model_name",)  # an identity, not a knob: a group column instead
+MODEL_SHAPE_COLUMNS = ("config.n_layers", "config.hidden_dim", "config.ffn_dim", "config.n_heads",
+                       "config.seq_len", "config.width", "config.n_tables", "config.rows_per_table",
+                       "config.emb_dim")  # a model's identity where no row names it
+HOLDOUT_FALLBACK = ("source", "hardware.accelerator")  # held out when a dataset names no group columns
 
 
 class UnknownDatasetError(KeyError, ValueError):
@@ -91,12 +91,15 @@ class Dataset:
         (``config_key``): splits keep such rows on one side.
     provenance, card : where the data came from; the dataset card (markdown).
     load_reports : what reading each published-table file did with its rows
-        (:class:`~perfzoo.external.LoadReport`; empty for record stores and vTrain files).
+        (:class:`~perfzoo.sources.LoadReport`; empty for record stores and vTrain files).
 
     ``X`` and ``y`` cover every row as it is, failures included (``y`` is NaN there); use
     :meth:`ok` for the successful rows only, ``failed`` to tell them apart, and
-    :meth:`labelled` for the rows a throughput predictor can fit and be scored on (``ok`` with
-    a known target: a published configuration without a usable figure is ``ok`` but unlabelled).
+    :meth:`labelled` (mask: ``is_labelled``) for the rows a throughput predictor can fit and be
+    scored on (``ok`` with a known target: a published configuration without a usable figure is
+    ``ok`` but unlabelled). ``comparable_columns`` / :meth:`comparable_groups` name the jobs a
+    searcher chooses between (grouped Kendall), ``holdout_columns`` what a group split holds out,
+    and :meth:`content_hash` identifies the data (the benchmark's cache key).
 
     Example
     -------
@@ -149,7 +152,7 @@ class Dataset:
         are constant here are kept: analytic estimates need them (vTrain's ``seq_len``), and
         a predictor applied to other data must see them.
 
-        >>> from perfzoo.external import read_published
+        >>> from perfzoo.sources import read_published
         >>> path = external_data_dir() / "torchtitan_benchmarks.csv"
         >>> ds = Dataset.from_records("torchtitan", read_published(path).records)
         >>> ds.scale_column, ds.scale_threshold
@@ -210,9 +213,46 @@ class Dataset:
         """Boolean mask of ``ok`` rows whose target is unknown (kept for prediction, not scored)."""
         return ~self.failed & ~np.isfinite(self.y)
 
+    @property
+    def is_labelled(self) -> np.ndarray:
+        """Boolean mask of ``ok`` rows with a known target: what throughput fits and scores use."""
+        return ~self.failed & np.isfinite(self.y)
+
     def labelled(self) -> "Dataset":
         """The rows with a known target: ``ok`` and not :attr:`unlabelled` (what fits and scores use)."""
-        return self.subset(~self.failed & np.isfinite(self.y))
+        return self.subset(self.is_labelled)
+
+    @property
+    def comparable_columns(self) -> list[str]:
+        """The columns that define a group of comparable jobs (for grouped Kendall).
+
+        The model (its ``config.model_name``, or :data:`MODEL_SHAPE_COLUMNS` where a row has
+        no name), the device count (the first of :data:`SCALE_CANDIDATES` with a known value)
+        and the accelerator: the jobs a searcher chooses between (same model on the same machines).
+        """
+        frame = self.frame
+        named = "config.model_name" in frame.columns and frame["config.model_name"].notna().all()
+        cols = ["config.model_name"] if named else [c for c in MODEL_SHAPE_COLUMNS if c in frame.columns]
+        devices = next((c for c in SCALE_CANDIDATES if c in frame.columns and frame[c].notna().any()), None)
+        for c in (devices, "hardware.accelerator"):
+            if c and c in frame.columns and c not in cols:
+                cols.append(c)
+        return cols
+
+    def comparable_groups(self) -> Optional[np.ndarray]:
+        """One label per row naming its group of comparable jobs (None without :attr:`comparable_columns`)."""
+        cols = self.comparable_columns
+        if not cols:
+            return None
+        parts = self.frame[cols].astype(object).where(self.frame[cols].notna(), "<na>").astype(str)
+        return parts.agg("|".join, axis=1).to_numpy()
+
+    @property
+    def holdout_columns(self) -> list[str]:
+        """What group splits hold out by default: the ``group_columns`` (without any,
+        :data:`HOLDOUT_FALLBACK`) that vary here."""
+        named = self.group_columns or HOLDOUT_FALLBACK
+        return [c for c in named if c in self.frame.columns and self.frame[c].nunique(dropna=False) > 1]
 
     def content_hash(self) -> str:
         """A stable hash of the frame and the metadata that changes what is fitted or scored.
@@ -305,9 +345,11 @@ def bundled_dir() -> Path:
 
 @dataclass(frozen=True)
 class ExternalSpec:
-    """A registered external dataset: its files (none: every published-table CSV), the scale
+    """A registered external dataset: the source its files are in (a name in
+    :data:`perfzoo.sources.SOURCES`), its files (none: every CSV of that source), the scale
     threshold, where the files come from (completes "It is ..."), and what the data is."""
 
+    source: str
     files: tuple[str, ...]
     scale_threshold: float
     published_at: str
@@ -322,12 +364,12 @@ PUBLISHED_SCALE = 64
 
 EXTERNAL: dict[str, ExternalSpec] = {
     "vtrain-a100": ExternalSpec(
-        ("vtrain_ground_truth_single.csv",), 4, VTRAIN_AT,
+        "vtrain", ("vtrain_ground_truth_single.csv",), 4, VTRAIN_AT,
         "vTrain ground truth: Megatron-DeepSpeed GPT training on one node of 2-8 NVIDIA A100 "
         "GPUs, one row per configuration (1,440 rows). Throughput = global batch x sequence "
         "length / iteration time. Scale split: 2-4 GPUs predict 8."),
     "published-mosaicml": ExternalSpec(
-        ("mosaicml_llmfoundry_benchmarks.csv",), PUBLISHED_SCALE,
+        "published", ("mosaicml_llmfoundry_benchmarks.csv",), PUBLISHED_SCALE,
         "compiled from the MosaicML llm-foundry MPT throughput tables "
         "(https://github.com/mosaicml/llm-foundry, llm/throughput/README.md and its history) into "
         "the published-table schema of SOURCES.md in the shared external-data folder",
@@ -335,7 +377,7 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "H100-80GB, pure FSDP, 2022-12 to 2024-01 (516 rows; re-published rows share a "
         "config_key). Target: tokens/s per GPU. Scale split: <=64 GPUs predict 128-512."),
     "published-torchtitan": ExternalSpec(
-        ("torchtitan_benchmarks.csv",), PUBLISHED_SCALE,
+        "published", ("torchtitan_benchmarks.csv",), PUBLISHED_SCALE,
         "compiled from the PyTorch torchtitan published benchmarks "
         "(https://github.com/pytorch/torchtitan, docs/performance.md, benchmarks/ and the "
         "quantization docs) into the published-table schema of SOURCES.md in the shared "
@@ -344,7 +386,7 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "torch.compile, Float8/MXFP8/NVFP4 on 4-512 GPUs, 2024-04 to 2026-08, OOM rows "
         "included (60 rows). Target: tokens/s per GPU. Scale split: <=64 GPUs predict 128-512."),
     "published-nemo": ExternalSpec(
-        ("nvidia_nemo_perf_summary_2024.csv",), PUBLISHED_SCALE,
+        "published", ("nvidia_nemo_perf_summary_2024.csv",), PUBLISHED_SCALE,
         "compiled from the NVIDIA NeMo performance summary tables (https://github.com/NVIDIA/NeMo, "
         "docs/source/performance/) into the published-table schema of SOURCES.md in the shared "
         "external-data folder",
@@ -352,7 +394,7 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "LoRA of GPT-3, Llama 2/3 and Nemotron, plus long-context CP rows on H100 and B200 (71 "
         "rows; the CP rows publish TFLOP/s only, their tokens/s is derived). Target: tokens/s per GPU."),
     "published-megatron": ExternalSpec(
-        ("megatron_lm_readme_scaling.csv",), PUBLISHED_SCALE,
+        "published", ("megatron_lm_readme_scaling.csv",), PUBLISHED_SCALE,
         "compiled from the scaling tables of the NVIDIA/Megatron-LM README "
         "(https://github.com/NVIDIA/Megatron-LM) and its history into the published-table schema "
         "of SOURCES.md in the shared external-data folder",
@@ -360,7 +402,7 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "H100 (49 rows; most publish TFLOP/s or MFU only, their tokens/s is derived; 4 rows without "
         "a GPU count are skipped). Target: tokens/s per GPU."),
     "published-llm": ExternalSpec(
-        (), PUBLISHED_SCALE,
+        "published", (), PUBLISHED_SCALE,
         "any CSV whose header is the published-table schema of SOURCES.md in the shared "
         "external-data folder",
         "Every published-table CSV in the external-data directory together (MosaicML, "
@@ -368,34 +410,19 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "Scale split: <=64 GPUs predict more."),
 }
 
-LAYOUT_METADATA = {
-    "vtrain": {"target": "metrics.throughput", "target_unit": "tokens/s",
-               "scale_column": "config.n_gpus", "group_columns": ("config.model_name",)},
-    "published": {"target": "metrics.throughput_per_device", "target_unit": "tokens/s",
-                  "scale_column": "config.n_gpus",
-                  "group_columns": ("config.model_name", "hardware.accelerator", "annotations.file")},  # one file, one publisher
-}
 
-
-def file_dataset_name(path: PathLike) -> str:
-    """The name a CSV file is listed under: its stem, underscores as hyphens."""
-    return Path(path).stem.replace("_", "-")
-
-
-def _external_csvs(directory: Path) -> dict[str, tuple[str, Path]]:
-    """``name -> (layout, path)`` for every CSV in ``directory`` in a known layout."""
+def _external_csvs(directory: Path) -> dict[str, tuple[Source, Path]]:
+    """``name -> (source, path)`` for every CSV in ``directory`` in a known layout."""
     found = {}
     for path in sorted(directory.glob("*.csv")) if directory.is_dir() else []:
-        if path.name == ARCHITECTURES_FILE:
-            continue
         try:
-            found[file_dataset_name(path)] = (detect_layout(path), path)
+            found[sources.file_dataset_name(path)] = (sources.detect(path), path)
         except (DataError, OSError):
-            continue  # a CSV in no known layout is not a dataset
+            continue  # a CSV in no known layout (the architecture table, notes) is not a dataset
     return found
 
 
-def _discovered(directory: Path) -> dict[str, tuple[str, Path]]:
+def _discovered(directory: Path) -> dict[str, tuple[Source, Path]]:
     registered = {f for spec in EXTERNAL.values() for f in spec.files}
     return {name: found for name, found in _external_csvs(directory).items()
             if found[1].name not in registered and name not in EXTERNAL}
@@ -415,8 +442,8 @@ def list_datasets(external_dir: Optional[PathLike] = None) -> list[str]:
     """Every dataset name: the registered external ones, other CSVs found in the external
     directory, then every bundled ``datasets/<name>/`` folder holding ``records.jsonl``.
 
-    >>> list_datasets()[:4]
-    ['vtrain-a100', 'published-mosaicml', 'published-torchtitan', 'published-llm']
+    >>> list_datasets()[:3]
+    ['vtrain-a100', 'published-mosaicml', 'published-torchtitan']
     """
     directory = external_data_dir(external_dir)
     names = list(EXTERNAL) + list(_discovered(directory))
@@ -431,7 +458,7 @@ def load_dataset(name_or_path: PathLike, external_dir: Optional[PathLike] = None
     A path may be a vTrain CSV (either layout), a published-table CSV, a record-store
     directory or its ``records.jsonl``. Raises :class:`UnknownDatasetError` (a ``KeyError``
     and ``ValueError``) for an unknown name, ``FileNotFoundError`` for a missing file (saying
-    where it is published), :class:`~perfzoo.external.DataError` for a malformed one.
+    where it is published), :class:`~perfzoo.sources.DataError` for a malformed one.
 
     >>> load_dataset("published-torchtitan").summary()["oom"]
     2
@@ -442,10 +469,10 @@ def load_dataset(name_or_path: PathLike, external_dir: Optional[PathLike] = None
         return _load_external(name, directory, external_dir)
     discovered = _discovered(directory) if "/" not in name else {}
     if name in discovered:
-        return _load_csv(discovered[name][1], name)
+        return _load(*discovered[name])
     bundled = _bundled() if "/" not in name else {}
     if name in bundled:
-        return _load_store(bundled[name], name)
+        return _load(sources.get("store"), bundled[name], name=name)
     path = Path(name_or_path).expanduser()
     if path.exists():
         return load_path(path)
@@ -459,29 +486,17 @@ def load_dataset(name_or_path: PathLike, external_dir: Optional[PathLike] = None
 
 
 def load_path(path: PathLike) -> Dataset:
-    """The dataset stored at ``path``: a CSV in a known layout, a record store or its records.jsonl."""
+    """The dataset stored at ``path``: a file or folder one of :data:`perfzoo.sources.SOURCES`
+    detects (a CSV in a known layout, a record store or its records.jsonl)."""
     path = Path(path)
-    if path.is_dir():
-        return _load_store(path)
-    if path.name == RECORDS_FILE:
-        return _load_store(path.parent)
-    if path.suffix.lower() == ".csv":
-        return _load_csv(path, file_dataset_name(path))
-    raise DataError(
-        f"{path}: not a dataset perfzoo can read; give a .csv file (vTrain or published-table "
-        f"layout), a record-store folder, or its {RECORDS_FILE}")
+    return _load(sources.detect(path), path)
 
 
-def _read(layout: str, paths: Sequence[Path]) -> tuple[list[JobRecord], list[LoadReport]]:
-    """The records of CSV files in one layout, and their load reports (vTrain files: none)."""
-    return (read_vtrain(paths[0]), []) if layout == "vtrain" else read_published(paths)
-
-
-def _load_csv(path: Path, name: str) -> Dataset:
-    layout = detect_layout(path)
-    records, reports = _read(layout, [path])
-    return Dataset.from_records(name, records, **LAYOUT_METADATA[layout], load_reports=reports,
-                                provenance=f"{path} ({layout} layout, read in place)")
+def _load(source: Source, *paths: Path, **given: Any) -> Dataset:
+    """The dataset in ``paths``: the metadata ``source`` gives them, overridden by ``given``."""
+    records, reports = source.read(paths)
+    metadata = {**source.metadata(paths), **given}
+    return Dataset.from_records(metadata.pop("name"), records, load_reports=reports, **metadata)
 
 
 def _missing(what: str, directory: Path, given: Optional[PathLike], published_at: str) -> FileNotFoundError:
@@ -496,64 +511,18 @@ def _missing(what: str, directory: Path, given: Optional[PathLike], published_at
 
 def _load_external(name: str, directory: Path, given: Optional[PathLike]) -> Dataset:
     spec = EXTERNAL[name]
+    source = sources.get(spec.source)
     for file in spec.files:
         if not (directory / file).is_file():
             raise _missing(file, directory, given, spec.published_at)
-    if spec.files:
-        paths = [directory / f for f in spec.files]
-        layout = detect_layout(paths[0])
-    else:
-        paths = [p for layout, p in _external_csvs(directory).values() if layout == "published"]
-        layout = "published"
-        if not paths:
-            raise _missing("a published-table CSV", directory, given, spec.published_at)
-    records, reports = _read(layout, paths)
+    paths = ([directory / f for f in spec.files] if spec.files else
+             [p for found, p in _external_csvs(directory).values() if found is source])
+    if not paths:
+        raise _missing(f"a {source.title} CSV", directory, given, spec.published_at)
     card = f"# {name}\n\n{spec.about}\n\nRead in place from: {', '.join(map(str, paths))}.\n"
-    return Dataset.from_records(
-        name, records, **LAYOUT_METADATA[layout], scale_threshold=spec.scale_threshold,
-        provenance=f"{', '.join(p.name for p in paths)} in {directory}; {spec.published_at}",
-        card=card, load_reports=reports)
-
-
-_METADATA_TYPES = {"name": str, "target": str, "target_unit": str, "time_column": str,
-                   "scale_column": str, "scale_threshold": (int, float), "group_columns": list,
-                   "feature_columns": list, "provenance": str}
-
-
-def read_metadata(path: Path) -> dict[str, Any]:
-    """The known fields of a ``dataset.json`` ({} when there is none), type-checked."""
-    if not path.is_file():
-        return {}
-    try:
-        metadata = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
-    if not isinstance(metadata, dict):
-        raise DataError(f"{path}: expected a JSON object of dataset metadata, got {type(metadata).__name__}")
-    for key, kind in _METADATA_TYPES.items():
-        value = metadata.get(key)
-        bad_list = kind is list and isinstance(value, list) and not all(isinstance(v, str) for v in value)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool) or bad_list):
-            expected = "a list of column names" if kind is list else getattr(kind, "__name__", "a number")
-            raise DataError(f"{path}: field '{key}' = {value!r}: expected {expected}")
-    return {key: metadata[key] for key in _METADATA_TYPES if metadata.get(key) is not None}
-
-
-def _load_store(directory: Path, name: Optional[str] = None) -> Dataset:
-    if not (directory / RECORDS_FILE).is_file():
-        raise FileNotFoundError(
-            f"{directory}: no {RECORDS_FILE}; a record-store dataset folder holds {RECORDS_FILE} "
-            f"(and optionally {METADATA_FILE} and {CARD_FILE})")
-    records = RecordStore(directory, create=False).records()
-    if not records:
-        raise DataError(f"{directory / RECORDS_FILE}: holds no job records")
-    metadata = read_metadata(directory / METADATA_FILE)
-    name = name or metadata.pop("name", None) or directory.name
-    metadata.pop("name", None)
-    card_file = directory / CARD_FILE
-    card = card_file.read_text(encoding="utf-8") if card_file.is_file() else ""
-    metadata.setdefault("provenance", f"record store {directory}")
-    return Dataset.from_records(name, records, card=card, **metadata)
+    return _load(source, *paths, name=name, scale_threshold=spec.scale_threshold,
+                 provenance=f"{', '.join(p.name for p in paths)} in {directory}; {spec.published_at}",
+                 card=card)
 
 
 __all__ = ["Dataset", "UnknownDatasetError", "list_datasets", "load_dataset", "load_path",

@@ -1,0 +1,362 @@
+"""The published-table layout: the schema of ``../shared/external/SOURCES.md``, one row per
+published training-throughput figure, read into job records (``source="published"``,
+``workload="llm"``, config in the LLM vocabulary of ``docs/architecture.md``) with a
+:class:`~perfzoo.sources.LoadReport` per file that accounts for every row. Missing
+architecture fields are filled from ``model_architectures.csv`` (:func:`read_architectures`).
+
+Example
+-------
+>>> from perfzoo.datasets import external_data_dir
+>>> load = read_published(external_data_dir() / "torchtitan_benchmarks.csv")
+>>> len(load.records), load.reports[0].oom
+(60, 2)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from perfzoo import analytic
+from perfzoo.external import CATEGORICAL_RULES
+from perfzoo.records import JobRecord
+from perfzoo.sources._base import Load, LoadReport
+from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
+from perfzoo.sources._llm import RecordBuilder, llm_config
+
+PUBLISHED_COLUMNS = (
+    "source", "date", "date_basis", "model_name", "task", "n_params", "n_layers", "hidden_dim",
+    "ffn_dim", "n_heads", "n_kv_heads", "vocab_size", "seq_len", "global_batch_size",
+    "global_batch_tokens", "micro_batch_size", "grad_accum", "n_gpus", "gpu_type", "system",
+    "tp", "pp", "cp", "dp", "ep", "vp", "fsdp", "precision", "activation_checkpointing",
+    "compile", "other_opts", "tokens_per_sec_per_gpu", "tflops_per_gpu", "mfu",
+    "peak_memory_gib", "variant", "derived_fields", "notes", "provenance",
+)
+PUBLISHED_REQUIRED = ("source", "date", "model_name", "seq_len", "n_gpus", "gpu_type",
+                      "tokens_per_sec_per_gpu")  # columns every file has; a row's cells may be unknown
+ARCH_COLUMNS = ("model_key", "aliases_in_csvs")
+ARCH_FIELDS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads",
+               "vocab_size", "n_experts", "experts_per_token")
+ARCHITECTURES_FILE = "model_architectures.csv"
+
+
+class PublishedSource(CsvSource):
+    """Published-table CSVs; target: tokens/s per GPU (publishers quote it per GPU)."""
+
+    name = "published"
+    title = "published-table"
+    describe = f"the published-table schema ({', '.join(PUBLISHED_COLUMNS[:6])}, ...; see SOURCES.md)"
+    columns = PUBLISHED_COLUMNS
+    target = "metrics.throughput_per_device"
+    target_unit = "tokens/s"
+    scale_column = "config.n_gpus"
+    group_columns = ("config.model_name", "hardware.accelerator", "annotations.file")  # one file, one publisher
+
+    def read(self, paths: Sequence[Path]) -> Load:
+        return read_published(*paths)
+
+
+def read_architectures(path: Path) -> dict[str, dict]:
+    """Architecture fields by model name, from ``model_architectures.csv``.
+
+    Each pipe-separated alias in ``aliases_in_csvs`` maps to that row's ``model_key`` and
+    numeric fields of :data:`ARCH_FIELDS`. Cells holding no number (``MLA``, ``see n_params
+    column in CSV``) are unknown; a number followed by a comment counts as the number.
+    """
+    frame = read_table(path, "model-architecture")
+    require_columns(frame, path, ARCH_COLUMNS, "model-architecture")
+    lookup = {}
+    for row in iter_rows(frame, path):
+        key = row.text("model_key")
+        if key is None or key.startswith("("):  # "(unlisted)": names with no architecture
+            continue
+        fields: dict = {"model_key": key}
+        for field in ARCH_FIELDS:
+            try:
+                value = split_number(row.cells.get(field, ""))[0]
+            except ValueError:
+                value = None
+            fields[field] = None if value is None else round(value)
+        for alias in (row.text("aliases_in_csvs") or "").split("|"):
+            if alias.strip():
+                lookup[alias.strip()] = fields
+    return lookup
+
+
+_FAMILY = re.compile(r"\b(GB\d{3}|[ABH]\d{2,3}|MI\d{3}X?|L40S?|V100|Blackwell|TPU ?v\d\w*)", re.IGNORECASE)
+_MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*Gi?B\b")
+
+
+def accelerator_hardware(gpu_type: str, count: int) -> dict:
+    """Hardware fields from a free-text GPU description.
+
+    The name is the GPU family plus the memory stated before any parenthesis; nodes assume 8
+    GPUs a node (4 for GB200 trays).
+
+    >>> accelerator_hardware("H100-SXM-96GB-HBM2e (lower TDP)", 16)["accelerator"]
+    'H100-96GB'
+    """
+    head = gpu_type.split("(")[0]
+    family, head_memory, memory = _FAMILY.search(head), _MEMORY.search(head), _MEMORY.search(gpu_type)
+    name = family.group(1) if family else head.strip()
+    if family and head_memory:
+        name += f"-{head_memory.group(1)}GB"
+    per_node = 4 if name.upper().startswith("GB") else 8
+    return {"accelerator": name, "accelerator_count": count,
+            "accelerator_memory_gib": float(memory.group(1)) if memory else None,
+            "nodes": math.ceil(count / per_node)}
+
+
+def _started_at(row: Row) -> datetime:
+    text = row.text("date")
+    if text is None:
+        raise row.error("date", "is blank; every row needs the publication date (YYYY-MM-DD)")
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise row.error("date", f"{text!r} is not a date (expected YYYY-MM-DD)") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+_WHOLE_COLUMNS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size",
+                  "seq_len", "global_batch_size", "micro_batch_size", "grad_accum", "tp", "pp", "cp",
+                  "dp", "ep", "vp")
+_TEXT_ANNOTATIONS = ("source", "variant", "notes", "derived_fields", "date_basis", "system",
+                     "other_opts", "gpu_type")
+# variants that mark a figure a later document replaced (SOURCES.md); they stay in the data,
+# grouped with their configuration, and are counted in the load report
+SUPERSEDED = re.compile(r"superseded|removed_in_later|earlier_version|previous_version", re.IGNORECASE)
+# a row whose FLOP figures count activation recomputation (hardware FLOPs, "HFU-like")
+_HARDWARE_FLOPS = re.compile(r"HFU-like|includes activation recomputation|recompute FLOPs counted", re.IGNORECASE)
+
+
+def flops_per_token_published(configs: Sequence[dict]) -> list[dict[bool, tuple[Optional[float], str]]]:
+    """Training FLOPs per token of published rows, computed for all rows at once, and the
+    convention used (for the record), keyed by whether the source counts hardware FLOPs.
+
+    ``6N + 12*L*d*s`` (:func:`perfzoo.analytic.flops_per_token`), plus the recomputed forward
+    for hardware FLOPs (full recompute unless the row says selective); ``6N`` (``8N``) alone when
+    only ``n_params`` is known; None when neither the shape nor ``n_params`` is.
+
+    >>> cfg = llm_config(n_layers=24, hidden_dim=1024, n_heads=16, seq_len=1024)
+    >>> flops_per_token_published([cfg])[0][False]
+    (2113929216.0, 'model FLOPs 6N+12Lds')
+    """
+    frame = pd.DataFrame(list(configs))
+    checkpointing = frame["activation_checkpointing"]
+    recomputed = frame.assign(activation_checkpointing=checkpointing.where(
+        checkpointing.notna() & (checkpointing != "none"), "full"))
+    model = analytic.flops_per_token(frame).to_numpy(float)
+    hardware = analytic.flops_per_token(recomputed, recompute=True).to_numpy(float)
+    params = pd.to_numeric(frame["n_params"], errors="coerce").to_numpy(float)
+    return [{False: _with_convention(m, n, False), True: _with_convention(h, n, True)}
+            for m, h, n in zip(model, hardware, params)]
+
+
+def _with_convention(value: float, n_params: float, hardware: bool) -> tuple[Optional[float], str]:
+    kind = "hardware FLOPs" if hardware else "model FLOPs"
+    if not math.isnan(value):
+        return float(value), f"{kind} 6N+12Lds" + ("+recompute" if hardware else "")
+    if not math.isnan(n_params) and n_params > 0:
+        return (8.0 if hardware else 6.0) * float(n_params), f"{kind} {'8N' if hardware else '6N'} (shape unknown)"
+    return None, ""
+
+
+def _gpu_count(row: Row) -> tuple[Optional[int], bool, Optional[str]]:
+    """(n_gpus, derived?, reason when unknown): as published, else tp*pp*cp*dp when those are given."""
+    n_gpus = row.number("n_gpus", whole=True)
+    if n_gpus is not None:
+        if n_gpus < 1:
+            raise row.error("n_gpus", f"{n_gpus} is not a GPU count (>= 1)")
+        return n_gpus, False, None
+    degrees = [row.number(c, whole=True, lenient=True) for c in ("tp", "pp", "dp")]
+    cp = row.number("cp", whole=True, lenient=True) or 1
+    if None in degrees:
+        return None, False, "no GPU count (n_gpus blank, and tp, pp, dp not all given)"
+    return math.prod(degrees) * cp, True, None
+
+
+@dataclass
+class _Parsed:
+    """One published row read into config and hardware, before its target is settled."""
+
+    row: Row
+    config: dict
+    hardware: dict
+    per_gpu: Optional[float]
+    oom: bool
+    tflops: Optional[float]
+    mfu: Optional[float]
+    derived: list[str]
+    filled: list[str]
+    arch_key: Optional[str]
+    flops_by_convention: dict = field(default_factory=dict)  # flops_per_token_published, per file
+
+    def flops(self, hardware_flops: bool) -> tuple[Optional[float], str]:
+        return self.flops_by_convention[hardware_flops]
+
+
+def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> Optional[_Parsed]:
+    """The row read, or None when it cannot be a job (counted as skipped in ``report``)."""
+    n_gpus, from_degrees, why = _gpu_count(row)
+    gpu_type = row.text("gpu_type")
+    if n_gpus is None or gpu_type is None:
+        report.skipped.append((row.line, why or "no accelerator (gpu_type blank)"))
+        return None
+    derived = ["n_gpus=tp*pp*cp*dp"] if from_degrees else []
+    if from_degrees:
+        report.derived["n_gpus from tp*pp*cp*dp"] += 1
+    oom = "OOM" in ((row.text("tokens_per_sec_per_gpu") or "").upper(), (row.text("variant") or "").upper())
+    config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
+                        **{key: row.number(key, whole=True, lenient=True) for key in _WHOLE_COLUMNS},
+                        **{key: row.category(key) for key in CATEGORICAL_RULES})
+    arch = architectures.get(config["model_name"] or "", {})
+    filled = [f for f in ARCH_FIELDS if config[f] is None and arch.get(f) is not None]
+    config.update({f: arch[f] for f in filled})
+
+    def metric(column: str) -> Optional[float]:
+        return None if (row.text(column) or "").upper() == "OOM" else row.number(column, lenient=True)
+
+    return _Parsed(row, config, accelerator_hardware(gpu_type, n_gpus),
+                   None if oom else metric("tokens_per_sec_per_gpu"), oom,
+                   metric("tflops_per_gpu"), metric("mfu"), derived, filled,
+                   arch["model_key"] if filled else None)
+
+
+def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[bool, str]:
+    """Whether a file's FLOP figures count recompute (hardware FLOPs), and why.
+
+    Read off the rows that publish both tokens/s and TFLOP/s: the FLOPs per token they imply,
+    over the model FLOPs ``6N+12Lds``, sit near 1 for model FLOPs and near 4/3 for hardware
+    FLOPs with full recompute. Without such rows: model FLOPs (a row can still say ``HFU-like``).
+    """
+    ratios = []
+    for p in rows:
+        flops, _ = p.flops(False)
+        if p.per_gpu and p.tflops and flops:
+            ratios.append(p.tflops * 1e12 / p.per_gpu / flops)
+    if not ratios:
+        return False, "model FLOPs (no row gives both tokens/s and TFLOP/s to tell)"
+    median = float(pd.Series(ratios).median())
+    hardware = median > (1 + 4 / 3) / 2
+    return hardware, (f"{'hardware' if hardware else 'model'} FLOPs: on {len(ratios)} rows giving both, "
+                      f"the implied FLOPs per token are {median:.2f}x 6N+12Lds")
+
+
+def _derive_target(p: _Parsed, hardware_flops: bool) -> tuple[Optional[float], Optional[str], str]:
+    """(tokens/s per GPU, kind, how) from TFLOP/s per GPU, else MFU; (None, None, why not)."""
+    if p.tflops is None and p.mfu is None:
+        return None, None, "no tokens/s, TFLOP/s or MFU"
+    # a row that says its figures count recompute does; one that publishes MFU counts model
+    # FLOPs (MFU's definition); any other row follows its file's convention
+    basis = " ".join(p.row.text(c) or "" for c in ("derived_fields", "notes", "other_opts"))
+    hardware_flops = bool(_HARDWARE_FLOPS.search(basis)) or (hardware_flops and p.mfu is None)
+    flops, convention = p.flops(hardware_flops)
+    if flops is None:
+        return None, None, "architecture unknown (no shape, no n_params): FLOPs per token unknown"
+    if p.tflops is not None:
+        return p.tflops * 1e12 / flops, "tokens/s from TFLOP/s", (
+            f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})")
+    spec = analytic.accelerator_spec(p.hardware["accelerator"])
+    peak = None if spec is None else spec.peak_flops.get("bf16")
+    if peak is None:
+        return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown"
+    return p.mfu * peak / flops, "tokens/s from MFU", (
+        f"tokens_per_sec_per_gpu=mfu*peak/flops_per_token (dense bf16 peak of {spec.name}, "
+        f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})")
+
+
+def _published_record(p: _Parsed, builder: RecordBuilder, hardware_flops: bool, convention: str,
+                      report: LoadReport) -> JobRecord:
+    row, per_gpu, derived, label = p.row, p.per_gpu, list(p.derived), "published"
+    if not p.oom:
+        value, kind, how = _derive_target(p, hardware_flops)
+        if per_gpu is None and value is not None:
+            per_gpu, label = value, kind
+            report.derived[kind] += 1
+            derived.append(f"{how}; file convention: {convention}")
+        elif per_gpu is None:
+            label = f"unlabelled: {how}"
+        elif value is not None and per_gpu > 0:
+            report.derivation_ratios.append(value / per_gpu)
+    report.oom += p.oom
+    report.labelled += per_gpu is not None
+    report.unlabelled += not p.oom and per_gpu is None
+    report.superseded += bool(SUPERSEDED.search(row.text("variant") or ""))
+    n_gpus = p.hardware["accelerator_count"]
+    metrics = {"throughput": None if per_gpu is None else per_gpu * n_gpus,
+               "throughput_per_device": per_gpu, "throughput_unit": "tokens/s",
+               "throughput_stat": "reported", "mfu": p.mfu, "tflops_per_device": p.tflops,
+               "peak_memory_gib": row.number("peak_memory_gib", lenient=True)}
+    annotations = {key: row.text(key) for key in _TEXT_ANNOTATIONS}
+    annotations.update(global_batch_tokens=row.number("global_batch_tokens", whole=True, lenient=True),
+                       arch_filled=",".join(p.filled) or None, arch_key=p.arch_key,
+                       label=label, perfzoo_derived="; ".join(derived) or None,
+                       file=row.path.name, line=row.line)
+    annotations.update({f"{column}_raw": text for column, text in row.raw.items()})  # after every parse
+    report.null_cells.update(row.nulls)
+    report.unreadable_cells.update(row.unreadable)
+    return builder.record(
+        row, p.config, p.hardware,
+        provenance=row.text("provenance") or row.where,
+        started_at=_started_at(row),
+        status="oom" if p.oom else "ok",
+        failure={"kind": "oom", "message": row.text("notes") or "published as OOM"} if p.oom else None,
+        metrics=metrics, annotations=annotations,
+    )
+
+
+def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None) -> Load:
+    """Job records from one or more published-table CSVs (the schema of SOURCES.md), with a
+    :class:`~perfzoo.sources.LoadReport` per file that accounts for every row.
+
+    * ``OOM`` in ``tokens_per_sec_per_gpu`` (or variant ``OOM``) gives a record with status
+      ``oom``, a ``Failure(kind='oom')`` and no throughput.
+    * ``metrics.throughput_per_device`` is the published tokens/s per GPU and
+      ``metrics.throughput`` that times ``n_gpus``. Where tokens/s is not published it is
+      derived from TFLOP/s per GPU, else from MFU (against the dense bf16 peak), over the
+      training FLOPs per token of :func:`flops_per_token_published`; the formula and the FLOP
+      convention go to ``annotations['perfzoo_derived']`` and ``annotations['label']`` says
+      ``published``, ``tokens/s from TFLOP/s`` or ``tokens/s from MFU``. A row with none of
+      these stays an unlabelled configuration (status ``ok``, no throughput; ``label`` says why).
+    * Null spellings (``n/a``, ``NA``, ``-``, ``—``, ...) are unknown values; free text is
+      normalised to the config vocabulary (``'BF16 (mixed precision)'`` -> ``'bf16'``,
+      ``'selective op'`` -> ``'selective'``, ``'256 (doc text ...)'`` -> 256; text no rule
+      knows -> None) and the original kept as ``annotations['<column>_raw']``.
+    * A row without a GPU count (``n_gpus`` blank and not ``tp*pp*cp*dp``) or an accelerator
+      cannot be a job: it is skipped and listed, with its line, in the report.
+    * Blank architecture fields are filled from ``architectures`` (default: the
+      ``model_architectures.csv`` beside the first file, if there is one) and listed in
+      ``annotations['arch_filled']``. Repeated configurations get distinct job ids.
+
+    A structurally broken file (missing columns, not CSV, a non-number where a row must have
+    one, a bad date) raises :class:`~perfzoo.sources.DataError` naming the file, line and column.
+
+    >>> from perfzoo.datasets import external_data_dir
+    >>> load = read_published(external_data_dir() / "megatron_lm_readme_scaling.csv")
+    >>> r = load.reports[0]; r.rows == r.labelled + r.unlabelled + r.oom + len(r.skipped)
+    True
+    """
+    if architectures is None:
+        beside = paths[0].parent / ARCHITECTURES_FILE if paths else None
+        architectures = read_architectures(beside) if beside and beside.exists() else {}
+    builder, records, reports = RecordBuilder(), [], []
+    for path in paths:
+        frame = read_table(path, "published-table")
+        require_columns(frame, path, PUBLISHED_REQUIRED, "published-table")
+        report = LoadReport(file=path.name, rows=len(frame))
+        parsed = [p for row in iter_rows(frame, path) if (p := _parse_row(row, architectures, report))]
+        if parsed:
+            for p, flops in zip(parsed, flops_per_token_published([p.config for p in parsed])):
+                p.flops_by_convention = flops
+        hardware_flops, report.flop_convention = file_flop_convention(parsed)
+        records.extend(_published_record(p, builder, hardware_flops, report.flop_convention, report)
+                       for p in parsed)
+        reports.append(report)
+    return Load(records, reports)
