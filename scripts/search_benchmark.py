@@ -26,7 +26,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from perfzoo import zoo  # noqa: E402
 from perfzoo.datasets import load_dataset  # noqa: E402
-from perfzoo.search import SpaceCodec, exhaustive, reinforce  # noqa: E402
+from perfzoo.search import Exhaustive, Reinforce, propose  # noqa: E402
+from perfzoo.spaces import get  # noqa: E402
+from perfzoo.spaces.codec import SpaceCodec  # noqa: E402
 
 OUT = ROOT / "leaderboard" / "search"
 
@@ -52,10 +54,12 @@ def speed(args, command: str) -> str:
     """REINFORCE and exhaustive wall times on ``fsdp-ads-v2``, with models fitted two ways: as
     ``python -m perfzoo.search`` fits them (every feature column of the dataset, so the zoo adds
     its analytic features, each of which depends on many knobs) and on the space's knobs alone."""
-    from perfzoo.search.cli import fixed_columns
+    from perfzoo.search.cli import fixed_columns, measured_configs
 
     ds = load_dataset("fsdp-cpu")
-    codec = SpaceCodec("fsdp-ads-v2")
+    space = get("fsdp-ads-v2")
+    codec = SpaceCodec(space)
+    measured = measured_configs(ds)
     ok = ds.labelled().ok()
     failed = ds.failed
     knob_cols = [f"config.{n}" for n in codec.names]
@@ -70,13 +74,13 @@ def speed(args, command: str) -> str:
                 times = []
                 for rep in range(args.speed_repeats):
                     t = time.perf_counter()
-                    r = reinforce(codec, model, 50, failure=fail, exclude=ds, seed=rep, fixed=fixed)
+                    r = propose(Reinforce(seed=rep), space, model, 50, failure=fail, exclude=measured, fixed=fixed)
                     times.append(time.perf_counter() - t)
                 rows.append(("REINFORCE round (3 restarts x 2,000 samples, top 50)", label,
                              f"{np.median(times):.2f} s (median of {len(times)}; {r.stats['distinct']:,} distinct "
                              "configs)", ""))
             t = time.perf_counter()
-            e = exhaustive(codec, model, 50, failure=fail, exclude=ds, fixed=fixed)
+            e = propose(Exhaustive(), space, model, 50, failure=fail, exclude=measured, fixed=fixed)
             rows.append((f"exhaustive fsdp-ads-v2 ({e.stats['valid']:,} configs)", label,
                          f"{time.perf_counter() - t:.2f} s", e.stats["path"] + (
                              f": {e.stats['path_reason']}" if e.stats.get("path_reason") else "")))

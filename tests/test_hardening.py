@@ -8,7 +8,7 @@ import pytest
 
 from perfzoo.bench import main as bench
 from perfzoo.datasets import list_datasets, load_dataset
-from perfzoo.external import DataError
+from perfzoo.sources import DataError
 from perfzoo.records import RecordError, parse_record
 from perfzoo.store import RecordStore, TornLineWarning
 
@@ -115,12 +115,14 @@ def _stores(tmp_path):
     ("search", ["--space", "fsdp-ads", "--dataset", "llm-cpu", "--predictor", "ridge"], 2,
      "holds jobs of the llm workload, --space fsdp-ads configs of the fsdp workload"),
     ("search", ["--space", "fsdp-ads-v2", "--dataset", "{tmp}/corrupt"], 2, "line 2: not valid JSON"),
-    ("bench", ["--train", "vtrain-a100", "--test", "fsdp-cpu", "--predictor", "ridge"], 1,
-     "share no config knob that varies in fsdp-cpu"),
-    ("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "temporal", "--no-cache", "-q",
-               "--out", "{tmp}/lb"], 1, "nothing to score: vtrain-a100 temporal"),
-    ("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "curve", "--curve-sizes", "5000",
-               "--no-cache", "-q", "--out", "{tmp}/lb"], 1, "give smaller --curve-sizes"),
+    pytest.param("bench", ["--train", "vtrain-a100", "--test", "fsdp-cpu", "--predictor", "ridge"], 1,
+                 "share no config knob that varies in fsdp-cpu", marks=pytest.mark.external),
+    pytest.param("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "temporal", "--no-cache",
+                           "-q", "--out", "{tmp}/lb"], 1, "nothing to score: vtrain-a100 temporal",
+                 marks=pytest.mark.external),
+    pytest.param("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "curve", "--curve-sizes",
+                           "5000", "--no-cache", "-q", "--out", "{tmp}/lb"], 1, "give smaller --curve-sizes",
+                 marks=pytest.mark.external),
     ("perfzoo", ["datasets", "show", "{tmp}/newer"], 2, "upgrade perfzoo"),
     ("predict", ["--set", "n_layers"], 2, "--set 'n_layers': expected KEY=VALUE"),
     ("predict", ["--configs", "{tmp}/nope.jsonl"], 2, "no such file"),
@@ -140,13 +142,14 @@ def test_every_entry_point_answers_bad_input_in_one_line(command, argv, status, 
 
 def test_a_predictor_of_another_workload_cannot_drive_a_search():
     from perfzoo import zoo
-    from perfzoo.search.encoding import SpaceCodec
     from perfzoo.search.objective import Objective
+    from perfzoo.spaces import get
+    from perfzoo.spaces.codec import SpaceCodec
 
     llm = load_dataset("llm-cpu").labelled()
     model = zoo.make("ridge").fit(llm.X, llm.y)
     with pytest.raises(ValueError, match="reads none of the knobs space 'fsdp-ads-v2' varies"):
-        Objective(SpaceCodec("fsdp-ads-v2"), model)
+        Objective(SpaceCodec(get("fsdp-ads-v2")), model)
 
 
 def test_ties_at_the_top_are_said_and_broken_by_a_second_predictor(capsys):
@@ -162,9 +165,10 @@ def test_ties_at_the_top_are_said_and_broken_by_a_second_predictor(capsys):
     configs = [json.loads(line)["config"] for line in out.out.splitlines()]
     ds = load_dataset("fsdp-cpu").labelled().ok()
     ridge = zoo.make("ridge").fit(ds.X, ds.y)
-    from perfzoo.search.encoding import SpaceCodec
+    from perfzoo.spaces import get
+    from perfzoo.spaces.codec import SpaceCodec
 
-    codec = SpaceCodec("fsdp-ads-v2")
+    codec = SpaceCodec(get("fsdp-ads-v2"))
     frame = codec.frame(codec.index_of(configs), columns=list(ds.X.columns),
                         fixed={c: ds.X[c].mode().iloc[0] for c in ds.X.columns if not c[7:] in codec.names})
     second = ridge.predict(frame)

@@ -13,34 +13,51 @@ import pytest
 
 from perfzoo import zoo
 from perfzoo.records import JobRecord, job_id_for
-from perfzoo.search import SEARCHERS, SpaceCodec, exhaustive, random_search, reinforce, tpe
+from perfzoo.search import SEARCHERS, TPE, Exhaustive, RandomSearch, Reinforce, make, propose
 from perfzoo.spaces import Space, get
+from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.store import RecordStore
-from perfzoo.testing import K, V, check_searcher, toy_reward, toy_space
+from perfzoo.testing import K, V, SearcherTestKit, check_searcher, toy_reward, toy_space
 
 # --- the shared searcher kit, and a toy space with a known optimum (perfzoo.testing's) -------
 
-@pytest.mark.parametrize("name", sorted(SEARCHERS))
-def test_every_searcher_keeps_the_searcher_contract(name):
-    """Every built-in searcher passes :func:`perfzoo.testing.check_searcher`."""
-    options = {"tpe": {"n_samples": 120}, "random": {"n_samples": 400}}.get(name, {})
-    check_searcher(SEARCHERS[name], **options)
+KIT_SETTINGS = {"tpe": {"n_samples": 120}, "random": {"n_samples": 400}}  # quicker than the defaults
+
+
+class TestEveryRegisteredSearcher(SearcherTestKit):
+    """Every registered searcher keeps the contract of :class:`perfzoo.testing.SearcherTestKit`
+    (a searcher added to ``perfzoo.search.SEARCHERS`` is tested here without another line)."""
+
+    @pytest.fixture(params=sorted(SEARCHERS))
+    def searcher(self, request):
+        return make(request.param, **KIT_SETTINGS.get(request.param, {}))
+
+
+def test_check_searcher_is_the_kit_as_a_function():
+    check_searcher(RandomSearch(n_samples=400))
+
+    class Careless(RandomSearch):  # forgets the exclusions
+        def propose(self, objective, top_k, exclude=None):
+            return super().propose(objective, top_k)
+
+    with pytest.raises(AssertionError, match="proposed an excluded config"):
+        check_searcher(Careless(n_samples=6000))
 
 
 def test_reinforce_finds_the_optimum_in_most_seeds_and_beats_random():
     space, f = toy_space(), toy_reward()
-    truth = exhaustive(space, f, top_k=1)
+    truth = propose(Exhaustive(), space, f, top_k=1)
     assert truth.stats["valid"] == V ** K - V ** (K - 2)
     opt_key, opt = truth.keys[0], truth.predicted[0]
     seeds = range(8)
     rl_hits = rd_hits = 0
     rl_best, rd_best = [], []
     for s in seeds:
-        r = reinforce(space, f, top_k=1, seed=s)  # the paper's settings: 3 x 2000 samples, batch 30, lr 0.01
+        r = propose(Reinforce(seed=s), space, f, top_k=1)  # the paper's settings: 3 x 2000 samples, batch 30, lr 0.01
         assert r.stats["sampled"] == 3 * 2000 + 3
         rl_hits += int(r.keys[0] == opt_key)
         rl_best.append(r.predicted[0] / opt)
-        q = random_search(space, f, top_k=1, n_samples=3 * 2000, seed=s)  # equal samples
+        q = propose(RandomSearch(n_samples=3 * 2000, seed=s), space, f, top_k=1)  # equal samples
         rd_hits += int(q.keys[0] == opt_key)
         rd_best.append(q.predicted[0] / opt)
     assert rl_hits >= 6, (rl_hits, rl_best)
@@ -50,7 +67,7 @@ def test_reinforce_finds_the_optimum_in_most_seeds_and_beats_random():
 
 def test_reinforce_learns_away_from_uniform_and_pools_restarts():
     space, f = toy_space(), toy_reward()
-    r = reinforce(space, f, top_k=10, seed=0, n_samples=600)
+    r = propose(Reinforce(n_samples=600), space, f, top_k=10)
     assert r.history.shape == (3, 20)
     # mean batch reward rises as the policies learn
     assert r.history[:, -5:].mean() > r.history[:, :5].mean()
@@ -81,17 +98,16 @@ def test_codec_validity_and_derived_keys_match_the_space():
 
 def test_searchers_never_propose_configs_that_violate_constraints():
     space = get("llm-small")
-    codec = SpaceCodec(space)
 
     def greedy(X):  # rewards exactly the corners the constraints forbid
         return (X["config.n_heads"].to_numpy() * X["config.micro_batch_size"].to_numpy()
                 * X["config.seq_len"].to_numpy() / X["config.n_kv_heads"].to_numpy()).astype(float)
 
-    r = reinforce(codec, greedy, top_k=30, seed=1, n_samples=600)
+    r = propose(Reinforce(n_samples=600, seed=1), space, greedy, top_k=30)
     assert r.stats["invalid"] > 0  # it did try invalid configs, and was penalised
-    results = [r, random_search(codec, greedy, top_k=30, n_samples=500, seed=1),
-               tpe(codec, greedy, top_k=10, n_samples=90, seed=1),
-               exhaustive(codec, greedy, top_k=30)]
+    results = [r, propose(RandomSearch(n_samples=500, seed=1), space, greedy, top_k=30),
+               propose(TPE(n_samples=90, seed=1), space, greedy, top_k=10),
+               propose(Exhaustive(), space, greedy, top_k=30)]
     for res in results:
         assert len(res) > 0
         for cfg in res.configs:
@@ -124,16 +140,15 @@ def _fsdp_records(n: int, seed: int = 0) -> list[JobRecord]:
 
 def test_proposals_exclude_measured_configs_and_duplicates():
     space, f = toy_space(), toy_reward()
-    best = exhaustive(space, f, top_k=20)
+    best = propose(Exhaustive(), space, f, top_k=20)
     measured = best.configs[:10]  # the 10 best are "already measured"
-    for res in (reinforce(space, f, top_k=20, exclude=measured, seed=3),
-                exhaustive(space, f, top_k=20, exclude=measured),
-                random_search(space, f, top_k=20, exclude=measured, n_samples=3000, seed=3)):
+    for searcher in (Reinforce(seed=3), Exhaustive(), RandomSearch(n_samples=3000, seed=3)):
+        res = propose(searcher, space, f, top_k=20, exclude=measured)
         keys = res.keys.tolist()
         assert len(keys) == 20 == len(set(keys))
         assert not set(keys) & set(best.keys[:10].tolist())
         assert res.stats["excluded_known"] == 10
-    ex = exhaustive(space, f, top_k=10, exclude=measured)
+    ex = propose(Exhaustive(), space, f, top_k=10, exclude=measured)
     assert ex.keys.tolist() == best.keys[10:20].tolist()  # the next 10, in order
 
 
@@ -152,8 +167,8 @@ def test_exhaustive_tree_path_is_exact_and_failure_weighted():
     y = np.array([r.metrics.throughput if r.status == "ok" else np.nan for r in records])
     model = zoo.make("lightgbm", n_estimators=60).fit(X[np.isfinite(y)], y[np.isfinite(y)])
     failure = zoo.make("failure", model="lightgbm", min_class_for_trees=5).fit(X, ~np.isfinite(y))
-    fast = exhaustive(codec, model, top_k=15, failure=failure)
-    slow = exhaustive(codec, model, top_k=15, failure=failure, fast=False, chunk_size=4096)
+    fast = propose(Exhaustive(), space, model, top_k=15, failure=failure)
+    slow = propose(Exhaustive(fast=False, chunk_size=4096), space, model, top_k=15, failure=failure)
     assert fast.stats["path"] == "treegrid" and slow.stats["path"] == "chunked"
     assert fast.stats["valid"] == slow.stats["valid"] == codec.size
     np.testing.assert_allclose(fast.reward, slow.reward, rtol=1e-9)
@@ -161,8 +176,8 @@ def test_exhaustive_tree_path_is_exact_and_failure_weighted():
     assert (fast.p_success < 1).any() and (fast.p_success > 0.5).all()
     # the logistic form of the failure classifier is additive over knobs: also exact
     logistic = zoo.make("failure", model="logistic").fit(X, ~np.isfinite(y))
-    fast = exhaustive(codec, model, top_k=15, failure=logistic)
-    slow = exhaustive(codec, model, top_k=15, failure=logistic, fast=False, chunk_size=4096)
+    fast = propose(Exhaustive(), space, model, top_k=15, failure=logistic)
+    slow = propose(Exhaustive(fast=False, chunk_size=4096), space, model, top_k=15, failure=logistic)
     assert fast.stats["path"] == "treegrid"
     np.testing.assert_allclose(fast.reward, slow.reward, rtol=1e-9)
 
@@ -200,4 +215,4 @@ def test_tpe_without_optuna_names_the_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "optuna", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"pip install perfzoo\[search\]"):
-        tpe(toy_space(), toy_reward(), top_k=1, n_samples=10)
+        propose(TPE(n_samples=10), toy_space(), toy_reward(), top_k=1)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perfzoo.search.benchmark import Surrogate, main, run
-from perfzoo.search.encoding import SpaceCodec
+from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.spaces import Categorical, Space
 
 

@@ -8,8 +8,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from perfzoo.loop import ClosedLoop, LaunchInterrupted, config_id, frontier_figure, hand_tuned_ladder
 from perfzoo.records import JobRecord, job_id_for
-from perfzoo.search.loop import ClosedLoop, LaunchInterrupted, config_id, frontier_figure, hand_tuned_ladder
+from perfzoo.search import Reinforce
+from perfzoo.spaces import get
 from perfzoo.store import RecordStore
 
 HW = {"accelerator": "cpu", "accelerator_count": 2}
@@ -57,9 +59,9 @@ class FakeLauncher:
 
 
 def _loop(store, launcher, **kw):
-    opts = dict(n_random=30, rounds=2, top_k=6, seed=0, search_options={"n_samples": 300}, log=None)
+    opts = dict(n_random=30, rounds=2, top_k=6, seed=0, searcher=Reinforce(n_samples=300), log=None)
     opts.update(kw)
-    return ClosedLoop("fsdp-ads", store, launcher=launcher, **opts)
+    return ClosedLoop(get("fsdp-ads"), store, launcher=launcher, **opts)
 
 
 def test_loop_runs_and_improves_on_its_random_phase(tmp_path):
@@ -79,7 +81,7 @@ def test_loop_runs_and_improves_on_its_random_phase(tmp_path):
     # the searched rounds find faster configs than the random phase did
     assert summary.loop_best > phases["random"]["best"]
     # hand-tuned: all FULL_SHARD, unlimited budget, the largest batch (it fits: one job)
-    assert summary.baseline == FakeLauncher.qps(hand_tuned_ladder("fsdp-ads")[0])
+    assert summary.baseline == FakeLauncher.qps(hand_tuned_ladder(get("fsdp-ads"))[0])
     assert summary.baseline_config["local_batch"] == 256
     png = frontier_figure(_loop(store, launcher, control=12, hand_tuned=True), tmp_path / "frontier.png")
     assert png.stat().st_size > 10_000
@@ -131,8 +133,8 @@ def test_the_expert_heuristic_is_an_arm_of_its_own(tmp_path):
         def fails(cfg):
             return False
 
-    summary = ClosedLoop("fsdp-ads-v2", store, launcher=V2(store), n_random=8, rounds=0, hand_tuned=True,
-                         expert=True, confirm=1, race=1, search_options={"n_samples": 100}, log=None).run()
+    summary = ClosedLoop(get("fsdp-ads-v2"), store, launcher=V2(store), n_random=8, rounds=0, hand_tuned=True,
+                         expert=True, confirm=1, race=1, searcher=Reinforce(n_samples=100), log=None).run()
     assert [p["phase"] for p in summary.phases] == ["random", "baseline", "expert", "confirm"]
     assert set(summary.confirmed) == {"loop", "random", "hand-tuned", "expert"}  # no rounds: loop = random
     expert = summary.confirmed["expert"]["config"]
@@ -195,9 +197,9 @@ def test_tune_status_command(tmp_path, capsys):
 
 
 def test_hand_tuned_ladder_is_full_shard_largest_batch_first():
-    ladder = hand_tuned_ladder("fsdp-ads")
+    ladder = hand_tuned_ladder(get("fsdp-ads"))
     assert [c["local_batch"] for c in ladder] == [256, 128, 64, 32, 16]
     for c in ladder:
         assert all(c[f"shard_{i:02d}"] == "FULL_SHARD" for i in range(11)) and c["memory_budget_gib"] is None
     with pytest.raises(ValueError, match="no hand-tuned baseline"):
-        hand_tuned_ladder("llm-small")
+        hand_tuned_ladder(get("llm-small"))

@@ -6,13 +6,23 @@ before it joins, and so can one of yours::
 
     from perfzoo.testing import check_predictor, check_searcher
     check_predictor(MyPredictor(), X, y, X_test, y_test, tmp_dir)   # raises AssertionError naming the check
-    check_searcher(my_searcher)                                     # (space, predictor, top_k, **kw) -> SearchResult
+    check_searcher(MySearcher(n_samples=400))                       # a perfzoo.search.Searcher
+
+or, as Optuna's ``BasicSamplerTestCase``, one pytest test per check: subclass
+:class:`SearcherTestKit` and give it a ``searcher`` fixture::
+
+    class TestMySearcher(SearcherTestKit):
+        @pytest.fixture
+        def searcher(self):
+            return MySearcher(n_samples=400)
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from dataclasses import replace
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -20,7 +30,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from perfzoo.evaluation.metrics import kendall
-from perfzoo.search.objective import SearchResult
+from perfzoo.search import Exhaustive, Searcher, SearchResult, propose
 from perfzoo.spaces import Categorical, Constraint, Space
 from perfzoo.zoo.base import Predictor
 
@@ -116,24 +126,65 @@ def toy_reward(seed: int = 1) -> Callable[[pd.DataFrame], np.ndarray]:
     return predictor
 
 
-def check_searcher(searcher: Callable[..., SearchResult], top_k: int = 10, **kwargs) -> None:
-    """The searcher contract: ``searcher(space, predictor, top_k, exclude=..., seed=..., **kwargs)``
-    returns at most ``top_k`` distinct configs, each valid in the space (constraints included),
-    none of them excluded, best first, the same for the same seed, and none scoring above the
-    exhaustive optimum of the same predictor."""
-    from perfzoo.search.exhaustive import exhaustive
+@lru_cache(maxsize=None)
+def _toy_truth() -> SearchResult:
+    """The exhaustive top 20 of :func:`toy_reward` over :func:`toy_space` (the kit's ground truth)."""
+    return propose(Exhaustive(), toy_space(), toy_reward(), top_k=20)
 
-    space, f = toy_space(), toy_reward()
-    truth = exhaustive(space, f, top_k=20)
-    excluded = truth.configs[:5]
-    res = searcher(space, f, top_k, exclude=excluded, seed=3, **kwargs)
-    name = getattr(searcher, "__name__", type(searcher).__name__)
-    assert isinstance(res, SearchResult), f"{name}: must return a SearchResult"
-    assert 0 < len(res) <= top_k, f"{name}: {len(res)} proposals for top_k={top_k}"
-    assert len(set(res.keys.tolist())) == len(res), f"{name}: duplicate proposals"
-    assert all(space.validate(c) == c for c in res.configs), f"{name}: a proposal is not a valid config"
-    assert not set(res.keys.tolist()) & set(truth.keys[:5].tolist()), f"{name}: proposed an excluded config"
-    assert np.all(np.diff(res.reward) <= 1e-12), f"{name}: proposals are not best first"
-    assert res.predicted[0] <= truth.predicted[0] + 1e-9, f"{name}: scored above the exhaustive optimum"
-    again = searcher(space, f, top_k, exclude=excluded, seed=3, **kwargs)
-    assert again.keys.tolist() == res.keys.tolist(), f"{name}: the same seed gave other proposals"
+
+EXCLUDED = 5  # the kit excludes the 5 best configs, as if already measured
+
+
+@lru_cache(maxsize=None)
+def _toy_run(searcher: Searcher, top_k: int) -> SearchResult:
+    """``searcher`` (its seed set to 3) on the toy problem, the 5 best configs excluded."""
+    return propose(replace(searcher, seed=3), toy_space(), toy_reward(), top_k,
+                   exclude=_toy_truth().configs[:EXCLUDED])
+
+
+class SearcherTestKit:
+    """The searcher contract, one check per method, on :func:`toy_space` with :func:`toy_reward`
+    (whose unconstrained optimum the constraint forbids). Each method takes the searcher
+    (a pytest fixture named ``searcher`` in a subclass); :func:`check_searcher` runs them all.
+    A searcher with a seed and a proposal count runs with seed 3 and ``top_k`` = 10."""
+
+    top_k = 10
+
+    def test_returns_at_most_top_k_distinct_configs(self, searcher: Searcher) -> None:
+        res = _toy_run(searcher, self.top_k)
+        assert isinstance(res, SearchResult), f"{searcher.name}: must return a SearchResult"
+        assert 0 < len(res) <= self.top_k, f"{searcher.name}: {len(res)} proposals for top_k={self.top_k}"
+        assert len(set(res.keys.tolist())) == len(res), f"{searcher.name}: duplicate proposals"
+        assert res.space.name == toy_space().name, f"{searcher.name}: the result must carry the space searched"
+
+    def test_proposals_are_valid_configs(self, searcher: Searcher) -> None:
+        space, res = toy_space(), _toy_run(searcher, self.top_k)
+        assert all(space.validate(c) == c for c in res.configs), f"{searcher.name}: a proposal is not a valid config"
+
+    def test_excluded_configs_are_never_proposed(self, searcher: Searcher) -> None:
+        excluded = set(_toy_truth().keys[:EXCLUDED].tolist())
+        assert not set(_toy_run(searcher, self.top_k).keys.tolist()) & excluded, \
+            f"{searcher.name}: proposed an excluded config"
+
+    def test_best_first_and_never_above_the_optimum(self, searcher: Searcher) -> None:
+        res = _toy_run(searcher, self.top_k)
+        assert np.all(np.diff(res.reward) <= 1e-12), f"{searcher.name}: proposals are not best first"
+        assert res.predicted[0] <= _toy_truth().predicted[0] + 1e-9, \
+            f"{searcher.name}: scored above the exhaustive optimum"
+
+    def test_same_seed_same_proposals(self, searcher: Searcher) -> None:
+        again = propose(replace(searcher, seed=3), toy_space(), toy_reward(), self.top_k,
+                        exclude=_toy_truth().configs[:EXCLUDED])
+        assert again.keys.tolist() == _toy_run(searcher, self.top_k).keys.tolist(), \
+            f"{searcher.name}: the same seed gave other proposals"
+
+
+def check_searcher(searcher: Searcher, top_k: int = 10) -> None:
+    """Every check of :class:`SearcherTestKit` on ``searcher``: at most ``top_k`` distinct
+    configs, each valid in the space (constraints included), none of them excluded, best first,
+    never above the exhaustive optimum, the same for the same seed; an ``AssertionError`` names
+    the first that fails."""
+    kit = SearcherTestKit()
+    kit.top_k = top_k
+    for name in sorted(n for n in dir(kit) if n.startswith("test_")):
+        getattr(kit, name)(searcher)

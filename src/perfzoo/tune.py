@@ -27,18 +27,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
+from perfzoo import zoo
 from perfzoo._cli import UsageError, guarded
-from perfzoo.collect import JOB_DEFAULTS
-
-if TYPE_CHECKING:
-    from perfzoo.spaces import Space
+from perfzoo.collect import JOB_DEFAULTS, open_store, options_from_argv
+from perfzoo.loop import ClosedLoop, CollectLauncher, expert_ladder, frontier_figure, hand_tuned_ladder
+from perfzoo.search import SEARCHERS, Reinforce, Searcher
+from perfzoo.search.cli import make_searcher
+from perfzoo.spaces import Space, get
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from perfzoo.search import SEARCHERS
-
     p = argparse.ArgumentParser(
         prog="python -m perfzoo.tune",
         description="The closed loop: N random jobs, then R rounds of fit -> search -> launch the top k "
@@ -73,9 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "its best median (--confirm 4: medians of 5; default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random phase and the searcher")
     p.add_argument("--tag", help="sweep-id prefix (default tune-<space>-s<seed>)")
-    p.add_argument("--n-samples", type=int, help="searcher samples per restart (REINFORCE default 2000)")
-    p.add_argument("--restarts", type=int, help="REINFORCE restarts (default 3)")
-    p.add_argument("--lr", type=float, help="REINFORCE Adam learning rate (default 0.01, the paper's)")
+    p.add_argument("--n-samples", type=int,
+                   help=f"searcher samples per restart (REINFORCE default {Reinforce.n_samples})")
+    p.add_argument("--restarts", type=int, help=f"REINFORCE restarts (default {Reinforce.restarts})")
+    p.add_argument("--lr", type=float, help=f"REINFORCE Adam learning rate (default {Reinforce.lr}, the paper's)")
     p.add_argument("--timeout", type=float, default=JOB_DEFAULTS.timeout_s, help="wall-clock limit per job in seconds "
                    f"(default {JOB_DEFAULTS.timeout_s:g}, as collect)")
     p.add_argument("--steps", type=int, default=JOB_DEFAULTS.steps,
@@ -105,58 +106,49 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return guarded("perfzoo.tune", lambda: _run(args))
 
 
-def _check(args) -> "Space":
+def _check(args) -> tuple[Space, Searcher]:
     """Every argument checked before anything is launched; a :class:`UsageError` names the first bad one."""
-    from perfzoo import zoo
-    from perfzoo.search.loop import expert_ladder, hand_tuned_ladder
-    from perfzoo.spaces import get
-
     space = get(args.space)
     if not space.runnable:
         raise UsageError(f"--space {space.name} is a space for search only ({space.description}); the harness "
                          "cannot run its configs")
     if args.predictor != "best" and args.predictor not in zoo.names():
         raise UsageError(f"--predictor {args.predictor!r} is not 'best' or a zoo member ({', '.join(zoo.names())})")
-    for flag in ("n_random", "top_k", "steps", "n_samples", "restarts", "race"):
+    for flag in ("n_random", "top_k", "steps", "race"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {value}")
     for flag in ("rounds", "control", "confirm", "warmup"):
         if getattr(args, flag) < 0:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 0, got {getattr(args, flag)}")
-    if args.timeout <= 0 or (args.lr is not None and args.lr <= 0):
-        raise UsageError("--timeout and --lr must be positive")
-    if (args.restarts is not None or args.lr is not None) and args.searcher != "reinforce":
-        raise UsageError("--restarts and --lr apply to --searcher reinforce only")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    searcher = make_searcher(args.searcher, args.seed,
+                             {"n_samples": args.n_samples, "restarts": args.restarts, "lr": args.lr})
     for flag, ladder in (("hand_tuned", hand_tuned_ladder), ("expert", expert_ladder)):
         if getattr(args, flag):
             try:
                 ladder(space)
             except ValueError as exc:
                 raise UsageError(f"--{flag.replace('_', '-')}: {exc}") from None
-    return space
+    return space, searcher
 
 
 def _run(args) -> int:
-    from perfzoo.collect import open_store, options_from_argv
-    from perfzoo.search.loop import ClosedLoop, CollectLauncher, frontier_figure
-
-    space = _check(args)
-    open_store(args.store, "--store")
-    opts = {k: getattr(args, k) for k in ("n_samples", "restarts", "lr") if getattr(args, k) is not None}
+    space, searcher = _check(args)
+    store = open_store(args.store, "--store")
     options = {"timeout": args.timeout, "steps": args.steps, "warmup": args.warmup, "device": args.device,
                "warm": args.warm, **options_from_argv(args.collect_arg),
                **{flag: getattr(args, flag) for flag in ("command", "metric_parser", "metric_regex", "throughput_unit")
                   if getattr(args, flag) is not None}}
-    launcher = CollectLauncher(space.ref, args.store, options=options, progress=not args.no_progress)
+    launcher = CollectLauncher(space.ref, store.path, options=options, progress=not args.no_progress)
     try:
-        loop = ClosedLoop(space, args.store, launcher=launcher, n_random=args.n_random, rounds=args.rounds,
-                          top_k=args.top_k, searcher=args.searcher, predictor=args.predictor,
+        loop = ClosedLoop(space, store, launcher=launcher, n_random=args.n_random,
+                          rounds=args.rounds, top_k=args.top_k, searcher=searcher, predictor=args.predictor,
                           failure=not args.no_failure, seed=args.seed, tag=args.tag, train_on=args.train_on,
                           control=args.control, hand_tuned=args.hand_tuned, expert=args.expert,
                           confirm=args.confirm, race=args.race,
-                          dataset=args.dataset,
-                          search_options=opts, log=lambda s: print(s, file=sys.stderr, flush=True))
+                          dataset=args.dataset, log=lambda s: print(s, file=sys.stderr, flush=True))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.status:

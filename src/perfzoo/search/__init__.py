@@ -1,47 +1,75 @@
 """Search configurations with a predictor: REINFORCE (the CubicML searcher) and baselines.
 
-Every searcher takes a space (a :class:`~perfzoo.spaces.Space` or its name), any predictor
-(``predict(X)`` on a DataFrame of ``config.*`` columns, higher = faster; or a plain callable),
-an optional ``failure`` predictor (reward = predicted throughput x P(success)), ``top_k`` and
-``exclude`` (configs already measured), and returns a :class:`SearchResult`: the top-k
-distinct configs not yet measured, with predicted value, std where the predictor has one,
-and P(success).
+A searcher (:class:`Searcher`, as Optuna's ``BaseSampler``) is a small class holding its own
+settings, with one method ``propose(objective, top_k, exclude)``: the :class:`Objective` scores
+configs of a space with any predictor (``predict(X)`` on a DataFrame of ``config.*`` columns,
+higher = faster; or a plain callable) and an optional ``failure`` predictor (reward = predicted
+throughput x P(success)); ``exclude`` holds the keys of configs already measured. It returns a
+:class:`SearchResult`: the top-k distinct configs not yet measured, with predicted value, std
+where the predictor has one, and P(success). :data:`SEARCHERS` registers them by name:
 
-==================  ======================================================================
-:func:`reinforce`   REINFORCE, one categorical per decision, Adam lr 0.01, batch 30,
-                    2,000 samples per restart, 3 restarts pooled (the paper's settings)
-:func:`exhaustive`  every valid config, vectorised and chunked (``fsdp-ads``: 8.0M configs)
-:func:`random_search`  the best of N random configs (or plain random configs: no predictor)
-:func:`tpe`         Optuna TPE on the same reward (``pip install perfzoo[search]``)
-==================  ======================================================================
+===================  =====================================================================
+``reinforce``        :class:`Reinforce`: one categorical per decision, Adam lr 0.01, batch 30,
+                     2,000 samples per restart, 3 restarts pooled (the paper's settings)
+``exhaustive``       :class:`Exhaustive`: every valid config, vectorised and chunked
+                     (``fsdp-ads``: 8.0M configs)
+``random``           :class:`RandomSearch`: the best of N random configs
+``tpe``              :class:`TPE`: Optuna TPE on the same reward (``pip install perfzoo[search]``)
+===================  =====================================================================
 
->>> from perfzoo import search, zoo                               # doctest: +SKIP
->>> predictor = zoo.load_best("fsdp-cpu")                         # doctest: +SKIP
->>> result = search.reinforce("fsdp-ads", predictor, top_k=50)    # doctest: +SKIP
->>> result.write_jsonl("proposals.jsonl")                         # doctest: +SKIP
+:func:`propose` is the one-call form:
 
-The closed loop (random jobs -> fit -> search -> launch -> refit) is :mod:`perfzoo.search.loop`
+>>> from perfzoo import search, spaces, zoo                        # doctest: +SKIP
+>>> predictor = zoo.load_best("fsdp-cpu")                          # doctest: +SKIP
+>>> result = search.propose(search.Reinforce(), spaces.get("fsdp-ads"), predictor, top_k=50)  # doctest: +SKIP
+>>> result.write_jsonl("proposals.jsonl")                          # doctest: +SKIP
+
+The closed loop (random jobs -> fit -> search -> launch -> refit) is :mod:`perfzoo.loop`
 (``python -m perfzoo.tune``); the command line is ``python -m perfzoo.search`` (:func:`main`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
-from perfzoo.search.baselines import random_search, tpe
-from perfzoo.search.encoding import SpaceCodec
-from perfzoo.search.exhaustive import exhaustive
-from perfzoo.search.objective import Objective, SearchResult, exclude_keys
-from perfzoo.search.reinforce import reinforce
+from perfzoo.search._base import NO_KEYS, Searcher
+from perfzoo.search.exhaustive import Exhaustive
+from perfzoo.search.objective import Objective, SearchResult
+from perfzoo.search.random_search import RandomSearch
+from perfzoo.search.reinforce import Reinforce
+from perfzoo.search.tpe import TPE
+from perfzoo.spaces import Space
+from perfzoo.spaces.codec import SpaceCodec
 
-SEARCHERS = {"reinforce": reinforce, "exhaustive": exhaustive, "random": random_search, "tpe": tpe}
+SEARCHERS: dict[str, type[Searcher]] = {cls.name: cls for cls in (Reinforce, Exhaustive, RandomSearch, TPE)}
 
 
-def search(method: str, space: Any, predictor: Any = None, top_k: int = 50, **kwargs) -> SearchResult:
-    """Run the searcher called ``method`` (one of :data:`SEARCHERS`)."""
-    if method not in SEARCHERS:
-        raise ValueError(f"unknown searcher {method!r}; choose one of {sorted(SEARCHERS)}")
-    return SEARCHERS[method](space, predictor, top_k, **kwargs)
+def make(name: str, **settings: Any) -> Searcher:
+    """The searcher registered as ``name``, with ``settings`` (its constructor's keywords).
+
+    >>> make("reinforce", lr=0.1)
+    Reinforce(seed=0, n_samples=2000, batch_size=30, restarts=3, lr=0.1, entropy_coef=0.01, baseline_decay=0.9, \
+normalise_advantage=True, progress=False)
+    >>> make("annealing")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown searcher 'annealing'; choose one of exhaustive, random, reinforce, tpe
+    """
+    if name not in SEARCHERS:
+        raise ValueError(f"unknown searcher {name!r}; choose one of {', '.join(sorted(SEARCHERS))}")
+    return SEARCHERS[name](**settings)
+
+
+def propose(searcher: Searcher, space: Space, predictor: Any, top_k: int = 50, *, failure: Any = None,
+            exclude: Iterable[dict] = (), fixed: Optional[dict] = None,
+            columns: Optional[Sequence[str]] = None) -> SearchResult:
+    """``searcher.propose`` on the :class:`Objective` of ``predictor`` (and ``failure``) over
+    ``space``, leaving out the ``exclude`` configs (those already measured); the objective's
+    reference sample is seeded with the searcher's ``seed``. ``fixed`` and ``columns``: see
+    :class:`Objective`."""
+    codec = SpaceCodec(space)
+    objective = Objective(codec, predictor, failure, columns=columns, fixed=fixed, seed=searcher.seed)
+    return searcher.propose(objective, top_k, codec.keys_of(exclude))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -51,5 +79,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return _main(argv)
 
 
-__all__ = ["reinforce", "exhaustive", "random_search", "tpe", "search", "SEARCHERS", "SearchResult",
-           "Objective", "SpaceCodec", "exclude_keys", "main"]
+__all__ = ["NO_KEYS", "SEARCHERS", "TPE", "Exhaustive", "Objective", "RandomSearch", "Reinforce", "SearchResult",
+           "Searcher", "main", "make", "propose"]

@@ -44,14 +44,16 @@ import pandas as pd
 from perfzoo import zoo
 from perfzoo._cli import UsageError, guarded
 from perfzoo.datasets import Dataset, load_dataset
-from perfzoo.search.baselines import tpe
-from perfzoo.search.encoding import SpaceCodec
-from perfzoo.search.exhaustive import exhaustive
+from perfzoo.search import make
 from perfzoo.search.objective import Objective
-from perfzoo.search.reinforce import reinforce
 from perfzoo.search.treegrid import grid_values
+from perfzoo.spaces import get
+from perfzoo.spaces.codec import SpaceCodec
 
-METHODS = ("random", "reinforce", "reinforce-lr0.1", "exhaustive", "tpe")
+# each searched arm: a registered searcher and its settings (``random``: random jobs, no searcher)
+ARMS = {"reinforce": ("reinforce", {}), "reinforce-lr0.1": ("reinforce", {"lr": 0.1}),
+        "exhaustive": ("exhaustive", {}), "tpe": ("tpe", {})}
+METHODS = ("random", *ARMS)
 FAMILIES = ("lightgbm", "mlp")
 THRESHOLDS = (0.02, 0.05)
 CHUNK = 2 ** 18
@@ -122,7 +124,8 @@ def _fit(codec: SpaceCodec, keys: list, vals: np.ndarray):
 
 def run(method: str, sur: Surrogate, random_keys: np.ndarray, n_random: int, rounds: int, top_k: int, seed: int,
         tpe_samples: int) -> dict:
-    """One searcher on the surrogate for one seed: regret after each job, failures, duplicates."""
+    """One searcher on the surrogate for one seed: regret after each job, failures, duplicates
+    (``tpe_samples``: the TPE arm's ``n_samples``)."""
     codec = sur.codec
     total = n_random + rounds * top_k
     if method == "random":
@@ -134,14 +137,10 @@ def run(method: str, sur: Surrogate, random_keys: np.ndarray, n_random: int, rou
         for r in range(rounds):
             model, failure = _fit(codec, keys, sur.measure(np.array(keys)))
             obj = Objective(codec, model, failure, seed=seed)
-            excl = np.array(keys)
-            if method.startswith("reinforce"):
-                res = reinforce(codec, None, top_k, objective=obj, exclude=excl, seed=seed * 100 + r,
-                                lr=0.1 if method == "reinforce-lr0.1" else 0.01)
-            elif method == "exhaustive":
-                res = exhaustive(codec, None, top_k, objective=obj, exclude=excl)
-            else:
-                res = tpe(codec, None, top_k, objective=obj, exclude=excl, seed=seed * 100 + r, n_samples=tpe_samples)
+            name, settings = ARMS[method]
+            if name == "tpe":
+                settings = {**settings, "n_samples": tpe_samples}
+            res = make(name, seed=seed * 100 + r, **settings).propose(obj, top_k, np.unique(keys))
             keys += [int(k) for k in res.keys]
     keys_arr = np.array(keys[:total], dtype=np.int64)
     vals = sur.measure(keys_arr)
@@ -225,7 +224,7 @@ def _run(args) -> int:
     for flag in ("seeds", "members", "n_random", "top_k", "tpe_samples"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
-    codec = SpaceCodec(args.space)
+    codec = SpaceCodec(get(args.space))
     dataset = load_dataset(args.dataset)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -27,13 +27,19 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from perfzoo import zoo
 from perfzoo._cli import UsageError, guarded, parse_value
-from perfzoo.spaces import Space
+from perfzoo.datasets import Dataset, load_dataset
+from perfzoo.search import NO_KEYS, SEARCHERS, Objective, Reinforce, SearchResult, Searcher
+from perfzoo.search.objective import check_inputs
+from perfzoo.spaces import SpaceError, get
+from perfzoo.spaces.codec import SpaceCodec
+
+# the flags that set a searcher's settings (each applies to the searchers that have the setting)
+SETTING_FLAGS = ("n_samples", "restarts", "batch_size", "lr")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from perfzoo.search import SEARCHERS
-
     p = argparse.ArgumentParser(
         prog="python -m perfzoo.search",
         description="Search a space with a predictor and write the top-k configurations not yet measured "
@@ -50,10 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--searcher", default="reinforce", choices=list(SEARCHERS))
     p.add_argument("--top-k", type=int, default=50, help="configurations to propose (default 50)")
     p.add_argument("--out", metavar="FILE.jsonl", help="write the proposals here ({\"config\": ...} lines)")
-    p.add_argument("--n-samples", type=int, help="sampled configs (REINFORCE: per restart, default 2000)")
-    p.add_argument("--restarts", type=int, default=3, help="REINFORCE restarts pooled (default 3)")
-    p.add_argument("--batch-size", type=int, default=30, help="REINFORCE batch (default 30)")
-    p.add_argument("--lr", type=float, default=0.01, help="REINFORCE Adam learning rate (default 0.01)")
+    p.add_argument("--n-samples", type=int,
+                   help=f"sampled configs (REINFORCE: per restart, default {Reinforce.n_samples})")
+    p.add_argument("--restarts", type=int, help=f"REINFORCE restarts pooled (default {Reinforce.restarts})")
+    p.add_argument("--batch-size", type=int, help=f"REINFORCE batch (default {Reinforce.batch_size})")
+    p.add_argument("--lr", type=float, help=f"REINFORCE Adam learning rate (default {Reinforce.lr})")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--include-measured", action="store_true",
                    help="do not exclude the configs --dataset has already measured")
@@ -73,10 +80,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return guarded("perfzoo.search", lambda: _run(args))
 
 
-def resolve_predictor(name: str, dataset: Any, log=print) -> Any:
-    """A fitted predictor from ``best`` / a zoo name / a saved folder (see the CLI help)."""
-    from perfzoo import zoo
+def make_searcher(name: str, seed: int, flags: dict[str, Optional[float]], progress: bool = False) -> Searcher:
+    """The searcher ``--searcher`` names, with the settings its flags gave (``flags``: the values of
+    :data:`SETTING_FLAGS` a command has, None where not given) and ``progress`` where it shows one;
+    a flag its searcher has no setting for is a :class:`UsageError`. ``python -m perfzoo.tune``
+    builds its searcher here too.
 
+    >>> make_searcher("exhaustive", 0, {"n_samples": 100})
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --n-samples does not apply to --searcher exhaustive
+    """
+    cls = SEARCHERS[name]
+    settings: dict = {flag: value for flag, value in flags.items() if value is not None}
+    for flag, value in settings.items():
+        if flag not in cls.settings():
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply to --searcher {name}")
+        if value <= 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be {'positive' if flag == 'lr' else 'at least 1'}, "
+                             f"got {value}")
+    if progress and "progress" in cls.settings():
+        settings["progress"] = True
+    return cls(seed=seed, **settings)
+
+
+def measured_configs(dataset: Dataset) -> list[dict]:
+    """The configs ``dataset`` holds (its ``config.*`` columns; NaN read as None)."""
+    cols = [c for c in dataset.frame.columns if str(c).startswith("config.")]
+    frame = dataset.frame[cols].rename(columns={c: c[len("config."):] for c in cols})
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+            for row in frame.to_dict("records")]
+
+
+def resolve_predictor(name: str, dataset: Optional[Dataset], log=print) -> Any:
+    """A fitted predictor from ``best`` / a zoo name / a saved folder (see the CLI help)."""
     path = Path(name)
     if path.is_dir():
         return zoo.load(path)
@@ -103,9 +140,7 @@ def resolve_predictor(name: str, dataset: Any, log=print) -> Any:
     return model
 
 
-def resolve_failure(spec: str, dataset: Any, log=print) -> Any:
-    from perfzoo import zoo
-
+def resolve_failure(spec: str, dataset: Optional[Dataset], log=print) -> Any:
     if spec == "none":
         return None
     if spec != "auto":
@@ -121,7 +156,7 @@ def resolve_failure(spec: str, dataset: Any, log=print) -> Any:
     return model
 
 
-def fixed_columns(dataset: Any, space_columns: Sequence[str], overrides: Sequence[str]) -> dict:
+def fixed_columns(dataset: Optional[Dataset], space_columns: Sequence[str], overrides: Sequence[str]) -> dict:
     """Predictor inputs outside the space: the dataset's most common value, then ``--set``."""
     fixed: dict = {}
     if dataset is not None:
@@ -150,13 +185,13 @@ def _abbrev(v: Any) -> str:
     return str(v)
 
 
-def format_table(result, space: Space, show: int = 10, unit: str = "") -> str:
+def format_table(result: SearchResult, show: int = 10, unit: str = "") -> str:
     """The top proposals as a table: rank, predicted, std, P(ok), and the knobs that vary."""
     frame = result.to_frame().head(show)
     if frame.empty:
         return "(no proposals)"
     knobs = [c for c in frame.columns if c not in ("rank", "predicted", "std", "p_success", "reward")]
-    space_dims = [d.name for d in space.dimensions]
+    space_dims = [d.name for d in result.space.dimensions]
     knobs = [k for k in knobs if k in space_dims]
     # runs of knobs named <prefix>_<number> with the same values print as one column of initials
     groups: list[tuple[str, list[str]]] = []
@@ -188,7 +223,7 @@ def format_table(result, space: Space, show: int = 10, unit: str = "") -> str:
 TIE_POOL = 5  # proposals searched per proposal asked for, to break ties at the cut
 
 
-def break_ties(result, k: int, dataset: Any, objective: Any, log) -> Any:
+def break_ties(result: SearchResult, k: int, dataset: Optional[Dataset], objective: Objective, log) -> SearchResult:
     """The top ``k`` of ``result``; where the predictor ties, a ridge fit (a smooth model of another
     family) on ``dataset`` orders the tied configs, and the log says so."""
     distinct = result.tied(k)
@@ -198,8 +233,6 @@ def break_ties(result, k: int, dataset: Any, objective: Any, log) -> Any:
         log(f"ties: the top {k} proposals have only {distinct} distinct scores (within 0.1%) and no --dataset to "
             "break them; their order is arbitrary")
         return result.break_ties(np.zeros(len(result)), k)
-    from perfzoo import zoo
-
     ok = dataset.labelled().ok()
     cols = [c for c in (objective.columns or ok.feature_columns) if c in ok.X.columns]
     second = zoo.make("ridge").fit(ok.X[cols], ok.y)
@@ -211,12 +244,6 @@ def break_ties(result, k: int, dataset: Any, objective: Any, log) -> Any:
 
 
 def _run(args) -> int:
-    from perfzoo.datasets import load_dataset
-    from perfzoo.search import SEARCHERS
-    from perfzoo.search.encoding import SpaceCodec
-    from perfzoo.search.objective import Objective, check_inputs
-    from perfzoo.spaces import SpaceError, get
-
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if args.top_k < 1:
         raise UsageError("--top-k must be at least 1")
@@ -224,11 +251,8 @@ def _run(args) -> int:
         space = get(args.space)
     except SpaceError as exc:
         raise UsageError(str(exc)) from None
-    for flag in ("n_samples", "restarts", "batch_size"):
-        if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
-    if args.lr <= 0:
-        raise UsageError(f"--lr must be positive, got {args.lr}")
+    searcher = make_searcher(args.searcher, args.seed, {flag: getattr(args, flag) for flag in SETTING_FLAGS},
+                             args.progress)
     if args.out:
         folder = Path(args.out).resolve().parent
         if not folder.is_dir() or not os.access(folder, os.W_OK):
@@ -244,24 +268,15 @@ def _run(args) -> int:
     predictor = resolve_predictor(args.predictor, dataset, log)
     failure = resolve_failure(args.failure, dataset, log)
     fixed = fixed_columns(dataset, codec.knob_columns(), args.set)
-    exclude = None if (dataset is None or args.include_measured) else dataset
+    exclude = NO_KEYS if dataset is None or args.include_measured else codec.keys_of(measured_configs(dataset))
     objective = Objective(codec, predictor, failure, fixed=fixed, seed=args.seed)
-    kwargs: dict[str, Any] = {"exclude": exclude, "objective": objective, "seed": args.seed}
-    if args.searcher == "reinforce":
-        kwargs.update(restarts=args.restarts, batch_size=args.batch_size, lr=args.lr, progress=args.progress)
-    if args.searcher == "exhaustive":
-        kwargs.update(progress=args.progress)
-    if args.n_samples is not None:
-        if args.searcher == "exhaustive":
-            raise UsageError("--n-samples does not apply to --searcher exhaustive")
-        kwargs["n_samples"] = args.n_samples
     unread = check_inputs(codec, objective.columns)
     if unread:
         log(f"note: the predictor does not read {', '.join(c[7:] for c in unread)}: those knobs cannot move its "
             "predictions")
     t = time.perf_counter()
     pool = args.top_k * TIE_POOL  # more than k, so that ties at the cut can be broken
-    result = SEARCHERS[args.searcher](codec, None, pool, **kwargs)
+    result = searcher.propose(objective, pool, exclude)
     secs = time.perf_counter() - t
     result = break_ties(result, args.top_k, dataset, objective, log)
     unit = dataset.target_unit if dataset is not None else ""
@@ -278,7 +293,7 @@ def _run(args) -> int:
         for line in result.records():
             print(json.dumps(line))
     else:
-        print(format_table(result, space, args.show, unit))
+        print(format_table(result, args.show, unit))
         if dataset is not None and len(dataset.ok()):
             print(f"\nbest measured in {dataset.name}: {np.nanmax(dataset.ok().y):,.1f} {unit}".rstrip())
     return 0

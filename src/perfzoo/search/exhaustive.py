@@ -6,52 +6,63 @@ call; only the running top-k survives a chunk, so memory stays flat. ``fsdp-ads`
 (7,971,615 configs) is small enough for a tree model. The result is also the ground truth for
 how close REINFORCE gets to the predictor's own optimum (``stats['max_reward']``).
 
+>>> from perfzoo.search import propose
 >>> from perfzoo.spaces import get
 >>> def predictor(X):
 ...     return X["config.local_batch"].to_numpy() * 1.0
->>> exhaustive(get("fsdp-ads"), predictor, top_k=3, limit=10**7, chunk_size=2**20).stats["valid"]
+>>> propose(Exhaustive(limit=10**7, chunk_size=2**20), get("fsdp-ads"), predictor, top_k=3).stats["valid"]
 7971615
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from perfzoo.search.objective import Objective, SearchResult, exclude_keys, make_objective, select_top
+from perfzoo.search._base import NO_KEYS, Searcher
+from perfzoo.search.objective import Objective, SearchResult, select_top
 
-DEFAULT_LIMIT = 20_000_000
 
+@dataclass(frozen=True, kw_only=True)
+class Exhaustive(Searcher):
+    """Score every valid config of the space; propose the top-k by reward (deterministic: no seed).
 
-def exhaustive(space: Any, predictor: Any = None, top_k: int = 50, *, failure: Any = None,
-               chunk_size: int = 2 ** 18, limit: int = DEFAULT_LIMIT, exclude: Any = None, fast: bool = True,
-               columns: Optional[Sequence[str]] = None, fixed: Optional[dict] = None,
-               failure_mode: str = "expected", objective: Optional[Objective] = None, seed: int = 0,
-               progress: bool = False) -> SearchResult:
-    """Score every valid config of ``space``; return the top-k by reward.
+    Settings
+    --------
+    chunk_size : configs per predictor call.
+    limit : refuse grids larger than this.
+    fast : LightGBM-based predictors: score the grid tree by tree, exactly (see
+        :mod:`perfzoo.search.treegrid`); falls back to chunked prediction by itself.
+    progress : show a progress bar.
 
-    Parameters as :func:`perfzoo.search.reinforce`, plus ``chunk_size`` (configs per
-    predictor call), ``limit`` (refuse grids larger than this) and ``fast`` (LightGBM-based
-    predictors: score the grid tree by tree, exactly, see :mod:`perfzoo.search.treegrid`;
-    falls back to chunked prediction by itself). ``stats`` has ``valid`` (configs scored),
-    ``max_reward`` and ``max_predicted`` over all of them (excluded configs included),
-    ``path`` (``treegrid`` or ``chunked``, with ``path_reason`` saying why the fast path did not
-    apply) and ``seconds``.
+    ``stats`` has ``valid`` (configs scored), ``max_reward`` and ``max_predicted`` over all of
+    them (excluded configs included), ``path`` (``treegrid`` or ``chunked``, with ``path_reason``
+    saying why the fast path did not apply) and ``seconds``.
     """
-    t0 = time.perf_counter()
-    objective = make_objective(space, predictor, failure, objective=objective, who="exhaustive", columns=columns,
-                               fixed=fixed, failure_mode=failure_mode, seed=seed)
-    codec = objective.codec
-    if codec.size > limit:
-        raise ValueError(f"space {codec.space.name!r} has {codec.size:,} grid points, more than limit={limit:,}; "
-                         "use reinforce() or raise the limit")
-    excl = exclude_keys(codec, exclude)
-    if fast:
-        full = objective.grid()
-        if full is not None:
-            return _from_grid(objective, full, top_k, excl, chunk_size, t0)
+
+    name = "exhaustive"
+    chunk_size: int = 2 ** 18
+    limit: int = 20_000_000
+    fast: bool = True
+    progress: bool = False
+
+    def propose(self, objective: Objective, top_k: int, exclude: np.ndarray = NO_KEYS) -> SearchResult:
+        t0 = time.perf_counter()
+        codec = objective.codec
+        if codec.size > self.limit:
+            raise ValueError(f"space {codec.space.name!r} has {codec.size:,} grid points, more than "
+                             f"limit={self.limit:,}; use reinforce or raise the limit")
+        if self.fast:
+            full = objective.grid()
+            if full is not None:
+                return _from_grid(objective, full, top_k, exclude, self.chunk_size, t0)
+        return _chunked(self, objective, top_k, exclude, t0)
+
+
+def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
+    codec, chunk_size = objective.codec, settings.chunk_size
     keep = int(top_k)  # excluded configs are dropped before the cut
     best_keys = np.zeros(0, dtype=np.int64)
     best_pred = np.zeros(0)
@@ -61,7 +72,7 @@ def exhaustive(space: Any, predictor: Any = None, top_k: int = 50, *, failure: A
     max_reward = -np.inf
     max_pred = -np.inf
     bar = None
-    if progress:
+    if settings.progress:
         from tqdm import tqdm
 
         bar = tqdm(total=codec.size, unit="cfg", unit_scale=True, desc="exhaustive", dynamic_ncols=True)
@@ -98,7 +109,7 @@ def exhaustive(space: Any, predictor: Any = None, top_k: int = 50, *, failure: A
         bar.close()
     stats = {"grid": codec.size, "valid": n_valid, "max_reward": max_reward, "max_predicted": max_pred,
              "chunk_size": chunk_size, "excluded_known": int(len(excl)), "path": "chunked",
-             "path_reason": objective.grid_reason if fast else "fast=False"}
+             "path_reason": objective.grid_reason if settings.fast else "fast=False"}
     result = select_top(objective, best_keys, best_pred, best_ps, best_reward, top_k, excl, "exhaustive", stats)
     result.stats["seconds"] = round(time.perf_counter() - t0, 3)
     return result
@@ -134,4 +145,4 @@ def _from_grid(objective: Objective, full: tuple, top_k: int, excl: np.ndarray, 
     return result
 
 
-__all__ = ["exhaustive"]
+__all__ = ["Exhaustive"]

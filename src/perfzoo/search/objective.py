@@ -1,6 +1,6 @@
 """What every searcher maximises, and what every searcher returns.
 
-:class:`Objective` scores index rows of a space (see :mod:`perfzoo.search.encoding`) with a
+:class:`Objective` scores index rows of a space (see :mod:`perfzoo.spaces.codec`) with a
 predictor: the predicted throughput, P(success) from an optional ``failure`` predictor, and
 the reward ``normalised prediction x P(success)``. The prediction is normalised by the
 predictions on a fixed reference sample of random valid configs (throughput predictors: by
@@ -25,7 +25,9 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from perfzoo.search.encoding import SpaceCodec
+from perfzoo.search.treegrid import grid_values
+from perfzoo.spaces import Space
+from perfzoo.spaces.codec import SpaceCodec
 
 
 def input_columns(model: Any) -> Optional[list[str]]:
@@ -64,44 +66,12 @@ def _predict_fn(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
     raise TypeError(f"a predictor must have predict(X) or be callable on a DataFrame, got {type(model).__name__}")
 
 
-def exclude_keys(codec: SpaceCodec, exclude: Any) -> np.ndarray:
-    """Sorted unique int64 keys of ``exclude``: None, keys, index rows, config dicts, a
-    DataFrame with ``config.*`` columns, a Dataset or a RecordStore. Configs outside the
-    space are ignored (they can never be proposed anyway)."""
-    if exclude is None:
-        return np.zeros(0, dtype=np.int64)
-    if hasattr(exclude, "records") and callable(exclude.records):  # a RecordStore
-        exclude = [r.config for r in exclude.records()]
-    elif hasattr(exclude, "frame") and isinstance(getattr(exclude, "frame"), pd.DataFrame):  # a Dataset
-        exclude = exclude.frame
-    if isinstance(exclude, pd.DataFrame):
-        cols = {c[len("config."):]: c for c in exclude.columns if str(c).startswith("config.")}
-        if not cols:
-            cols = {c: c for c in exclude.columns}
-        records = exclude[list(cols.values())].rename(columns={v: k for k, v in cols.items()})
-        exclude = [{k: (None if _isnan(v) else v) for k, v in row.items()} for row in records.to_dict("records")]
-    if isinstance(exclude, np.ndarray):
-        if exclude.ndim == 2:
-            return np.unique(codec.keys(exclude))
-        return np.unique(exclude.astype(np.int64))
-    exclude = list(exclude)
-    if not exclude:
-        return np.zeros(0, dtype=np.int64)
-    if isinstance(exclude[0], dict):
-        return np.unique(codec.keys(codec.index_of(exclude, skip_foreign=True)))
-    return np.unique(np.asarray(exclude, dtype=np.int64))
-
-
-def _isnan(v: Any) -> bool:
-    return isinstance(v, float) and v != v
-
-
 class Objective:
     """Predicted throughput, P(success) and reward of index rows of a space.
 
     Parameters
     ----------
-    codec : the :class:`SpaceCodec` (or a space / space name).
+    codec : the :class:`~perfzoo.spaces.codec.SpaceCodec` of the space searched.
     predictor : a fitted predictor (``predict(X)``) or a callable on a DataFrame; higher is
         better. ``predictor.output == 'score'`` marks a ranking score (only order counts).
     failure : optional fitted failure predictor: ``predict_failure(X)`` = P(fail), else
@@ -114,11 +84,11 @@ class Objective:
     n_reference, seed : the reference sample the prediction is normalised by.
     """
 
-    def __init__(self, codec: Any, predictor: Any, failure: Any = None, *, columns: Optional[Sequence[str]] = None,
+    def __init__(self, codec: SpaceCodec, predictor: Any, failure: Any = None, *, columns: Optional[Sequence[str]] = None,
                  failure_columns: Optional[Sequence[str]] = None, fixed: Optional[dict] = None,
                  failure_mode: str = "expected", min_success: float = 0.5, invalid_reward: float = 0.0,
                  n_reference: int = 1000, seed: int = 0):
-        self.codec = codec if isinstance(codec, SpaceCodec) else SpaceCodec(codec)
+        self.codec = codec
         if failure_mode not in ("expected", "filter"):
             raise ValueError(f"failure_mode must be 'expected' or 'filter', got {failure_mode!r}")
         self.predictor = predictor
@@ -219,8 +189,6 @@ class Objective:
     def grid(self) -> Optional[tuple[np.ndarray, np.ndarray]]:
         """``(predicted, p_success)`` on every grid point (index = config key) when both models
         allow exact tree-by-tree evaluation (:mod:`perfzoo.search.treegrid`), else None."""
-        from perfzoo.search.treegrid import grid_values
-
         t0 = time.perf_counter()
         why: list[str] = []
         pred = grid_values(self.predictor, self.codec, lambda idx: self.frame(idx, self.columns), "predict", why=why)
@@ -248,23 +216,6 @@ class Objective:
             return None
 
 
-def make_objective(space: Any, predictor: Any, failure: Any = None, *, objective: Optional[Objective] = None,
-                   who: str = "this searcher", **options: Any) -> Objective:
-    """``objective`` if given, else an :class:`Objective` of ``predictor`` on ``space`` (a codec,
-    space or space name); ``options`` are Objective's keywords. Every searcher starts here.
-
-    >>> make_objective("fsdp-ads", None, who="reinforce")
-    Traceback (most recent call last):
-    ...
-    ValueError: reinforce needs a predictor (or an objective)
-    """
-    if objective is not None:
-        return objective
-    if predictor is None:
-        raise ValueError(f"{who} needs a predictor (or an objective)")
-    return Objective(space, predictor, failure, **options)
-
-
 @dataclass
 class SearchResult:
     """The top-k distinct, not-yet-measured configurations a searcher found.
@@ -276,7 +227,7 @@ class SearchResult:
     """
 
     method: str
-    space: str
+    space: Space
     configs: list[dict]
     keys: np.ndarray
     predicted: np.ndarray
@@ -324,7 +275,7 @@ class SearchResult:
         """The proposal lines: ``{"config": {...}, "rank", "predicted", "std", "p_success", ...}``."""
         out = []
         for i, cfg in enumerate(self.configs):
-            out.append({"config": cfg, "rank": i + 1, "method": self.method, "space": self.space,
+            out.append({"config": cfg, "rank": i + 1, "method": self.method, "space": self.space.name,
                         "predicted": _num(self.predicted[i]),
                         "std": None if self.std is None else _num(self.std[i]),
                         "p_success": _num(self.p_success[i]), "reward": _num(self.reward[i])})
@@ -362,8 +313,8 @@ def select_top(objective: Objective, keys: np.ndarray, pred: np.ndarray, ps: np.
     idx = codec.decode(keys)
     stats = dict(stats or {})
     stats.setdefault("returned", int(len(keys)))
-    return SearchResult(method=method, space=codec.space.name, configs=codec.configs(idx), keys=keys,
+    return SearchResult(method=method, space=codec.space, configs=codec.configs(idx), keys=keys,
                         predicted=pred, reward=reward, p_success=ps, std=objective.std(idx), stats=stats)
 
 
-__all__ = ["Objective", "SearchResult", "check_inputs", "exclude_keys", "input_columns", "select_top"]
+__all__ = ["Objective", "SearchResult", "check_inputs", "input_columns", "select_top"]

@@ -12,11 +12,11 @@ run collapsing onto one local optimum. Defaults are the paper's: Adam lr 0.01, b
 
 Example
 -------
+>>> from perfzoo.search import propose
 >>> from perfzoo.spaces import get
->>> space = get("fsdp-ads")
 >>> def predictor(X):  # higher local batch and fewer FULL_SHARD layers = faster
 ...     return X["config.local_batch"].to_numpy() * (1 + (X.filter(like="shard_") != "FULL_SHARD").sum(axis=1).to_numpy())
->>> result = reinforce(space, predictor, top_k=5, n_samples=600, seed=0)
+>>> result = propose(Reinforce(n_samples=600), get("fsdp-ads"), predictor, top_k=5)
 >>> len(result), result.configs[0]["local_batch"]
 (5, 256)
 """
@@ -25,30 +25,20 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from perfzoo.search.objective import Objective, SearchResult, exclude_keys, make_objective, select_top
+from perfzoo.search._base import NO_KEYS, Searcher
+from perfzoo.search.objective import Objective, SearchResult, select_top
 
 
-def reinforce(space: Any, predictor: Any = None, top_k: int = 50, *, failure: Any = None, n_samples: int = 2000,
-              batch_size: int = 30, restarts: int = 3, lr: float = 0.01, entropy_coef: float = 0.01,
-              baseline_decay: float = 0.9, normalise_advantage: bool = True,
-              exclude: Any = None, seed: int = 0, columns: Optional[Sequence[str]] = None,
-              fixed: Optional[dict] = None, failure_mode: str = "expected",
-              objective: Optional[Objective] = None, progress: bool = False) -> SearchResult:
-    """Search ``space`` with REINFORCE, maximising the predictor's reward.
+@dataclass(frozen=True, kw_only=True)
+class Reinforce(Searcher):
+    """REINFORCE maximising the objective's reward (see the module docstring).
 
-    Parameters
-    ----------
-    space : a Space, its registered name, or a :class:`SpaceCodec`.
-    predictor : a fitted predictor (``predict(X)``: higher is faster) or a callable on a
-        DataFrame of configs (``config.<knob>`` columns); ``perfzoo.zoo.load_best(dataset)``
-        plugs straight in. Not needed when ``objective`` is given.
-    top_k : how many distinct configurations to return.
-    failure : optional fitted ``failure`` predictor; the reward becomes
-        predicted throughput (normalised) x P(success).
+    Settings
+    --------
     n_samples : configurations sampled per restart (the paper: 2,000 per round).
     batch_size, lr : Adam batch and learning rate (the paper: 30, 0.01).
     restarts : independent policies with different seeds, pooled (the paper: 3).
@@ -56,42 +46,49 @@ def reinforce(space: Any, predictor: Any = None, top_k: int = 50, *, failure: An
     baseline_decay : the moving-average baseline's decay.
     normalise_advantage : divide advantages by their batch standard deviation (makes the
         step size independent of the reward's scale).
-    exclude : configurations never returned (already measured): config dicts, a Dataset,
-        a RecordStore, keys or index rows.
-    columns, fixed, failure_mode : see :class:`~perfzoo.search.objective.Objective`.
-    objective : a ready Objective (shares its prediction cache across calls).
+    progress : show a progress bar.
 
-    Returns
-    -------
-    SearchResult with the top-k configs by reward over every sampled config of every
-    restart (and each restart's final most-likely config), ``history`` (mean batch reward
+    :meth:`propose` returns the top-k configs by reward over every sampled config of every
+    restart (and each restart's final most-likely config), with ``history`` (mean batch reward
     per step and restart) and ``stats``.
     """
-    import torch
 
-    t0 = time.perf_counter()
-    objective = make_objective(space, predictor, failure, objective=objective, who="reinforce", columns=columns,
-                               fixed=fixed, failure_mode=failure_mode, seed=seed)
+    name = "reinforce"
+    n_samples: int = 2000
+    batch_size: int = 30
+    restarts: int = 3
+    lr: float = 0.01
+    entropy_coef: float = 0.01
+    baseline_decay: float = 0.9
+    normalise_advantage: bool = True
+    progress: bool = False
+
+    def __post_init__(self):
+        for name in ("n_samples", "batch_size", "restarts"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"reinforce: {name} must be at least 1, got {getattr(self, name)}")
+
+    def propose(self, objective: Objective, top_k: int, exclude: np.ndarray = NO_KEYS) -> SearchResult:
+        import torch
+
+        if int(top_k) < 1:
+            raise ValueError(f"reinforce: top_k must be at least 1, got {top_k}")
+        t0 = time.perf_counter()
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # tiny tensors: extra threads only spin (and fight the predictor for cores)
+        try:
+            return _run(torch, self, objective, exclude, top_k, t0)
+        finally:
+            torch.set_num_threads(threads)
+
+
+def _run(torch, settings: Reinforce, objective: Objective, excl: np.ndarray, top_k: int, t0: float) -> SearchResult:
     codec = objective.codec
-    for name, v in (("top_k", top_k), ("n_samples", n_samples), ("batch_size", batch_size), ("restarts", restarts)):
-        if int(v) < 1:
-            raise ValueError(f"reinforce: {name} must be at least 1, got {v}")
-    excl = exclude_keys(codec, exclude)
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: extra threads only spin (and fight the predictor for cores)
-    try:
-        return _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, lr, entropy_coef,
-                    baseline_decay, normalise_advantage, seed, progress, t0)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, lr, entropy_coef, baseline_decay,
-         normalise_advantage, seed, progress, t0) -> SearchResult:
+    n_samples, batch_size, lr, seed = settings.n_samples, settings.batch_size, settings.lr, settings.seed
+    entropy_coef, baseline_decay = settings.entropy_coef, settings.baseline_decay
     D = len(codec.names)
     K = int(codec.cards.max())
-    R = int(restarts)
+    R = int(settings.restarts)
     cards = torch.as_tensor(codec.cards)
     pad = torch.arange(K)[None, :] >= cards[:, None]  # (D, K): True where a dimension has no such value
     gen = torch.Generator().manual_seed(int(seed))
@@ -104,7 +101,7 @@ def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, 
     n_invalid = 0
     best_per_restart = np.full(R, -np.inf)
     bar = None
-    if progress:
+    if settings.progress:
         from tqdm import tqdm
 
         bar = tqdm(total=steps * R * batch_size, unit="cfg", desc="reinforce", dynamic_ncols=True)
@@ -130,7 +127,7 @@ def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, 
         history[:, step] = mean.numpy()
         baseline = mean if baseline is None else baseline_decay * baseline + (1 - baseline_decay) * mean
         adv = r - baseline[:, None]
-        if normalise_advantage and B > 1:
+        if settings.normalise_advantage and B > 1:
             adv = adv / (r.std(dim=1, keepdim=True) + 1e-8)
         # log p(config) = sum over decisions of log p(choice)
         lp = torch.gather(logp_all[:, None, :, :].expand(R, B, D, K), 3, draw[..., None]).squeeze(-1).sum(-1)
@@ -170,4 +167,4 @@ def _run(torch, objective, codec, excl, top_k, n_samples, batch_size, restarts, 
     return result
 
 
-__all__ = ["reinforce"]
+__all__ = ["Reinforce"]

@@ -25,6 +25,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
+from perfzoo.spaces.codec import SpaceCodec
+
 MAX_GRID = 64_000_000
 
 
@@ -110,8 +112,8 @@ def _go_left_categorical(node: dict, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def grid_values(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.DataFrame], kind: str = "predict",
-                check: int = 2000, seed: int = 0, max_grid: int = MAX_GRID,
+def grid_values(predictor: Any, codec: SpaceCodec, frame_fn: Callable[[np.ndarray], pd.DataFrame],
+                kind: str = "predict", check: int = 2000, seed: int = 0, max_grid: int = MAX_GRID,
                 why: Optional[list] = None) -> Optional[np.ndarray]:
     """The predictor's output on every grid point of ``codec`` (index = config key), or None.
 
@@ -228,8 +230,8 @@ def _outputs(predictor: Any, X: pd.DataFrame, kind: str) -> np.ndarray:
     return np.asarray(predictor.predict(X), dtype=float).reshape(-1)
 
 
-def additive_grid(predictor: Any, codec: Any, frame_fn: Callable[[np.ndarray], pd.DataFrame], kind: str = "predict",
-                  check: int = 2000, seed: int = 0) -> Optional[np.ndarray]:
+def additive_grid(predictor: Any, codec: SpaceCodec, frame_fn: Callable[[np.ndarray], pd.DataFrame],
+                  kind: str = "predict", check: int = 2000, seed: int = 0) -> Optional[np.ndarray]:
     """The grid of a model that is additive over knobs in a link space (logit for
     probabilities, log for positive outputs, else identity): e.g. the ``failure``
     classifier's logistic form, or a linear model on single-knob features. The model is

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo.spaces import Space, SpaceError, get as get_space
+from perfzoo.spaces._base import Space, SpaceError, _same
 
 MAX_TABLE = 250_000  # largest lookup table (combinations of the dimensions a rule reads)
 
@@ -132,13 +132,13 @@ class SpaceCodec:
 
     Parameters
     ----------
-    space : a Space or a registered space name.
+    space : the Space (``perfzoo.spaces.get(name_or_path)`` finds one).
     max_table : the largest lookup table a constraint may compile to; a rule reading more
         dimension combinations than this is checked config by config (slow but correct).
     """
 
-    def __init__(self, space: Any, max_table: int = MAX_TABLE):
-        self.space: Space = get_space(space) if isinstance(space, str) else space
+    def __init__(self, space: Space, max_table: int = MAX_TABLE):
+        self.space = space
         self.dims = list(self.space.dimensions)
         self.names = [d.name for d in self.dims]
         self.values = [tuple(d.values) for d in self.dims]
@@ -330,7 +330,7 @@ class SpaceCodec:
                         lookups[i][hk] = d.index(v)
                     row.append(lookups[i][hk])
                 for k, v in self.space.constants.items():
-                    if k in cfg and not _same_value(cfg[k], v):
+                    if k in cfg and not _same(cfg[k], v):
                         raise SpaceError(f"space '{self.space.name}': knob '{k}' = {cfg[k]!r} but the space "
                                          f"fixes it to {v!r}")
             except SpaceError:
@@ -339,6 +339,19 @@ class SpaceCodec:
                 raise
             rows.append(row)
         return np.array(rows, dtype=np.int64).reshape(-1, len(self.dims))
+
+    def keys_of(self, configs: Iterable[dict]) -> np.ndarray:
+        """Sorted unique keys of config dicts; configs outside the space are left out (they can
+        never be proposed anyway). What a searcher's ``exclude`` takes.
+
+        >>> from perfzoo.spaces import get
+        >>> codec = SpaceCodec(get("llm-small"))
+        >>> configs = codec.configs(codec.sample(3, seed=0, unique=True))
+        >>> keys = codec.keys_of(configs + configs[:1] + [{"other": 1}])  # a repeat, a foreign config
+        >>> len(keys), bool((np.diff(keys) > 0).all())
+        (3, True)
+        """
+        return np.unique(self.keys(self.index_of(configs, skip_foreign=True)))
 
     # -- predictor inputs ------------------------------------------------------------------
     def knob_columns(self) -> list[str]:
@@ -402,12 +415,6 @@ class SpaceCodec:
         for k in self.derived_keys:
             out[k] = _as_column(np.array([r.get(k) for r in rows], dtype=object))
         return out
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    from perfzoo.spaces import _same
-
-    return _same(a, b)
 
 
 _DTYPES: dict = {}

@@ -1,0 +1,103 @@
+"""The baselines the closed loop is compared with, fixed before any search ran.
+
+Each is a *ladder*: configs to try in order until one finishes ``ok`` (:data:`BASELINES`).
+:func:`hand_tuned_ladder` is the FSDP default of ``fsdp-ads``-like spaces, :func:`expert_ladder`
+an FSDP expert's heuristic on ``fsdp-ads-v2``-like spaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from perfzoo.spaces.codec import SpaceCodec
+
+
+def hand_tuned_ladder(space: Any) -> list[dict]:
+    """The hand-tuned baseline of ``fsdp-ads``, as a ladder to climb down.
+
+    What an engineer does without a searcher: every layer ``FULL_SHARD`` (the safest, least
+    memory), the memory budget left at its default (unlimited), and the largest local batch
+    that fits: the ladder lists the batches largest first; the loop runs them in order and
+    stops at the first job that finishes ``ok``.
+    """
+    codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
+    sp = codec.space
+    shard = [d for d in sp.dimensions if d.name.startswith("shard_")]
+    if not shard or "local_batch" not in codec.names:
+        raise ValueError(f"no hand-tuned baseline is defined for space {sp.name!r} (only for fsdp-ads-like spaces)")
+    out = []
+    memory = _memory_knob(codec)
+    for batch in sorted(sp.dimension("local_batch").values, reverse=True):
+        cfg = {d.name: "FULL_SHARD" for d in shard}
+        cfg["local_batch"] = batch
+        if memory is not None:
+            values = sp.dimension(memory).values
+            cfg[memory] = None if None in values else max(v for v in values)
+        out.append(sp.validate(cfg))
+    return out
+
+
+def _memory_knob(codec: SpaceCodec) -> Optional[str]:
+    """The space's memory knob: ``memory_headroom_gib`` (v2) or ``memory_budget_gib`` (v1), if any."""
+    return next((k for k in ("memory_headroom_gib", "memory_budget_gib") if k in codec.names), None)
+
+
+# what the v2 tower needs above its footprint with every layer FULL_SHARD, and per example of
+# local batch (GiB), and what a NO_SHARD layer adds per parameter (the other half of its fp32
+# parameters, gradients and Adam m and v, 16 / 2 bytes, and optimizer temporaries): calibration runs
+EXPERT_BASE_GIB, EXPERT_PER_EXAMPLE_GIB, EXPERT_NO_SHARD_BYTES = 0.054, 0.000025, 9.4
+
+
+def tower_layer_params(config: dict) -> list[int]:
+    """Parameters of each layer of an fsdp config (no torch: the arithmetic of
+    :class:`harness.workloads.fsdp_ads.TowerLayer` and ``InteractionLayer``)."""
+    from harness.workloads.fsdp_ads import MLP_MULT, layer_widths
+
+    widths = layer_widths(config)
+    ins = [int(config["width"]), *widths[:-1]]
+    tower = len(set(ins + widths)) > 1
+    out = []
+    for a, b in zip(ins, widths):
+        mlp = 2 * a + a * MLP_MULT * b + MLP_MULT * b + MLP_MULT * b * b + b  # norm, up, down
+        out.append(mlp + ((a * b if a != b else 0) if tower else a * a + a))  # skip, or the cross layer
+    return out
+
+
+def expert_ladder(space: Any) -> list[dict]:
+    """The expert heuristic of ``fsdp-ads-v2``, fixed before any search ran, as a ladder.
+
+    What an engineer who knows FSDP does: the most memory (the largest headroom level), and at
+    each local batch, largest first, NO_SHARD the smallest layers (their all-gathers are the
+    worst latency per byte) while a memory estimate (:data:`EXPERT_BASE_GIB` + batch x
+    :data:`EXPERT_PER_EXAMPLE_GIB` + :data:`EXPERT_NO_SHARD_BYTES` per NO_SHARD parameter) stays
+    within it; the others FULL_SHARD. The loop runs the rungs in order until one finishes ``ok``.
+    """
+    codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
+    sp, memory = codec.space, _memory_knob(codec)
+    if memory != "memory_headroom_gib":
+        raise ValueError(f"no expert heuristic is defined for space {sp.name!r} (only for fsdp-ads-v2-like spaces)")
+    limit = max(sp.dimension(memory).values)
+    ladder = []
+    for cfg in hand_tuned_ladder(codec):
+        params = tower_layer_params(cfg)
+        estimate = EXPERT_BASE_GIB + EXPERT_PER_EXAMPLE_GIB * cfg["local_batch"]
+        for i in sorted(range(len(params)), key=params.__getitem__):
+            extra = EXPERT_NO_SHARD_BYTES * params[i] / 2**30
+            if estimate + extra > limit:
+                break
+            cfg[f"shard_{i:02d}"], estimate = "NO_SHARD", estimate + extra
+        ladder.append(sp.validate(cfg))
+    return ladder
+
+
+# the baseline phases: ladder and the rule written into the plan
+BASELINES = {
+    "baseline": (hand_tuned_ladder, "the FSDP default: every layer FULL_SHARD, the most memory, the largest local "
+                                    "batch that runs ok (tried largest first)"),
+    "expert": (expert_ladder, "the expert heuristic: NO_SHARD the smallest layers while a memory estimate allows, "
+                              "the most memory, the largest local batch that runs ok"),
+}
+
+
+__all__ = ["BASELINES", "EXPERT_BASE_GIB", "EXPERT_NO_SHARD_BYTES", "EXPERT_PER_EXAMPLE_GIB", "expert_ladder",
+           "hand_tuned_ladder", "tower_layer_params"]

@@ -1,0 +1,335 @@
+"""The closed CubicML loop: random jobs -> fit -> search -> launch the top k -> refit, R rounds.
+
+Every job the loop launches lands in one :class:`~perfzoo.store.RecordStore`, tagged with
+the sweep id ``<tag>-<phase>`` (phases: ``random``, ``round1`` .. ``roundR``, and the
+optional ``control`` (extra random jobs, so the loop can be compared with the same number
+of random jobs), ``baseline`` (the hand-tuned config) and ``confirm`` (the best config of
+the loop, of random search and the hand-tuned one measured again, so the comparison is
+not a comparison of lucky maxima)). Before a phase launches, its plan
+(the configs, with the predictions that chose them) is written to
+``<store>/tune/<tag>-<phase>.jsonl``. The loop's state is derived from those two things
+only: a planned config is done when the store holds a record of it. Killed at any point and
+started again with the same arguments, the loop relaunches nothing that finished, reuses
+the plan of the phase it was in, and carries on.
+
+Launching goes through a *launcher* (:mod:`perfzoo.loop.launch`); the baselines are
+:mod:`perfzoo.loop.baselines`, the race between the arms :mod:`perfzoo.loop.race`, the summary
+and the frontier figure :mod:`perfzoo.loop.report`.
+
+>>> loop = ClosedLoop(get("fsdp-ads"), RecordStore("runs/tune"), n_random=100, rounds=3, top_k=20)  # doctest: +SKIP
+>>> summary = loop.run()                                                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from perfzoo import zoo
+from perfzoo.loop import race
+from perfzoo.loop.baselines import BASELINES
+from perfzoo.loop.launch import PLAN_DIR, CollectLauncher, Launcher, write_lines
+from perfzoo.loop.race import config_id
+from perfzoo.loop.report import LoopSummary
+from perfzoo.records import JobRecord
+from perfzoo.search import Objective, Reinforce, Searcher
+from perfzoo.spaces import Space
+from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.store import RecordStore
+
+
+@dataclass
+class Phase:
+    name: str
+    sweep_id: str
+    planned: int
+    done: int
+    ok: int
+    best: Optional[float]
+    records: list = field(default_factory=list, repr=False)
+
+
+class ClosedLoop:
+    """The closed loop over ``space`` with records in ``store`` (see the module docstring).
+
+    Parameters
+    ----------
+    space : the Space searched.
+    store : the record store.
+    launcher : ``launcher(configs, sweep_id)`` appends one record per config to ``store``;
+        default :class:`~perfzoo.loop.launch.CollectLauncher` (the harness).
+    n_random, rounds, top_k : N random jobs, then R rounds of the top k proposals.
+    searcher : the :class:`~perfzoo.search.Searcher` run each round (default :class:`~perfzoo.search.Reinforce`
+        with its defaults); its ``seed`` is replaced by ``seed * 1000 + round``.
+    predictor : a zoo member name (refitted every round on the loop's records), ``best``
+        (the member and parameters of the leaderboard's best predictor for ``dataset``; falls
+        back to ``lightgbm``), or a factory ``callable() -> unfitted predictor``.
+    failure : also fit the ``failure`` classifier and search for predicted throughput x
+        P(success) (once a failure has been seen).
+    seed : seeds the random phase (and the searcher, ``seed * 1000 + round``).
+    tag : sweep-id prefix (default ``tune-<space>-s<seed>``).
+    train_on : ``'loop'`` (only the loop's own records) or ``'store'`` (every record in the
+        store of this space: a warm start from earlier sweeps).
+    control : extra random jobs after the rounds (0: none; e.g. ``rounds * top_k`` so that
+        random search with the same number of jobs is measured too).
+    hand_tuned : also run the hand-tuned baseline, the FSDP default
+        (:func:`~perfzoo.loop.baselines.hand_tuned_ladder`).
+    expert : also run the expert heuristic (:func:`~perfzoo.loop.baselines.expert_ladder`).
+    confirm : at the end, measure each arm's ``race`` best candidates this many more times; each
+        arm's champion is then its candidate with the best median (a failed run counts as 0), so a
+        lucky single measurement cannot name a champion.
+    race : candidates per arm re-measured by ``confirm`` (default 3; 1: only the best); see
+        :mod:`perfzoo.loop.race`.
+    log : where progress lines go (``print`` by default; None: silent).
+    """
+
+    def __init__(self, space: Space, store: RecordStore, *, launcher: Optional[Launcher] = None,
+                 n_random: int = 100, rounds: int = 3, top_k: int = 20, searcher: Searcher = Reinforce(),
+                 predictor: Union[str, Callable[[], Any]] = "lightgbm", failure: bool = True, seed: int = 0,
+                 tag: Optional[str] = None, train_on: str = "loop", control: int = 0, hand_tuned: bool = False,
+                 expert: bool = False, confirm: int = 0, race: int = 3,
+                 dataset: Optional[str] = None, log: Optional[Callable[[str], None]] = print):
+        self.codec = SpaceCodec(space)
+        self.space = space
+        self.store = store
+        self.launcher = launcher if launcher is not None else CollectLauncher(self.space.ref, self.store.path)
+        for name, v in (("n_random", n_random), ("top_k", top_k)):
+            if int(v) < 1:
+                raise ValueError(f"{name} must be at least 1, got {v}")
+        if rounds < 0 or control < 0 or confirm < 0 or race < 1:
+            raise ValueError("rounds, control and confirm must be >= 0, race >= 1")
+        if train_on not in ("loop", "store"):
+            raise ValueError(f"train_on must be 'loop' or 'store', got {train_on!r}")
+        self.n_random, self.rounds, self.top_k = int(n_random), int(rounds), int(top_k)
+        self.searcher = searcher
+        self.predictor = predictor
+        self.failure = failure
+        self.seed = int(seed)
+        self.tag = tag or f"tune-{self.space.name}-s{self.seed}"
+        self.train_on = train_on
+        self.control = int(control)
+        self.hand_tuned = hand_tuned
+        self.expert = expert
+        self.race = int(race)
+        self.confirm = int(confirm)
+        self.dataset = dataset
+        self.log = log or (lambda s: None)
+        self.plan_dir = self.store.path / PLAN_DIR
+        self.notes: list[str] = []
+
+    # -- phases and state ----------------------------------------------------------------------
+    def loop_phases(self) -> list[str]:
+        """The phases whose jobs are the loop's own: the random start and the search rounds."""
+        return ["random"] + [f"round{r}" for r in range(1, self.rounds + 1)]
+
+    def phases(self) -> list[str]:
+        out = self.loop_phases()
+        if self.control:
+            out.append("control")
+        if self.hand_tuned:
+            out.append("baseline")
+        if self.expert:
+            out.append("expert")
+        if self.confirm:
+            out.append("confirm")
+        return out
+
+    def sweep_id(self, phase: str) -> str:
+        return f"{self.tag}-{phase}"
+
+    def plan_path(self, phase: str) -> Path:
+        return self.plan_dir / f"{self.sweep_id(phase)}.jsonl"
+
+    def read_plan(self, phase: str) -> Optional[list[dict]]:
+        p = self.plan_path(phase)
+        if not p.is_file():
+            return None
+        return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+    def _records(self) -> list[JobRecord]:
+        return [r for r in self.store.records() if r.workload == self.space.workload]
+
+    def state(self) -> list[Phase]:
+        """Each phase with its planned / done / ok job counts and best measured throughput."""
+        records = self._records()
+        measured = {config_id(r.config) for r in records}
+        out = []
+        for phase in self.phases():
+            sid = self.sweep_id(phase)
+            mine = [r for r in records if r.sweep_id == sid]
+            plan = self.read_plan(phase)
+            planned = len(plan) if plan is not None else 0
+            done = sum(config_id(p["config"]) in measured for p in plan) if plan else len(mine)
+            ok = [r.metrics.throughput for r in mine if r.status == "ok" and r.metrics.throughput is not None]
+            out.append(Phase(phase, sid, planned, done, len(ok), max(ok) if ok else None, mine))
+        return out
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(self) -> LoopSummary:
+        """Run (or resume) every phase; returns the :class:`LoopSummary`."""
+        t0 = time.perf_counter()
+        for i, phase in enumerate(self.phases()):
+            if phase in BASELINES:
+                self._run_baseline(phase)
+                continue
+            if phase == "confirm":
+                self._run_confirm()
+                continue
+            plan = self.read_plan(phase)
+            if plan is None:
+                plan = self._make_plan(phase, i)
+                self.plan_dir.mkdir(parents=True, exist_ok=True)
+                write_lines(self.plan_path(phase), plan)
+            measured = {config_id(r.config) for r in self._records()}
+            todo = [p["config"] for p in plan if config_id(p["config"]) not in measured]
+            if not todo:
+                self.log(f"[{self.tag}] {phase}: all {len(plan)} jobs are in the store")
+                continue
+            self.log(f"[{self.tag}] {phase}: launching {len(todo)} of {len(plan)} planned jobs "
+                     f"(sweep {self.sweep_id(phase)})")
+            self.launcher(todo, self.sweep_id(phase))
+            measured = {config_id(r.config) for r in self._records()}
+            missing = [c for c in todo if config_id(c) not in measured]
+            if missing:
+                raise RuntimeError(f"{phase}: the launcher returned but {len(missing)} of {len(todo)} jobs have "
+                                   f"no record in {self.store.path}; run again to retry them")
+        summary = self.summary()
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+    def _make_plan(self, phase: str, position: int) -> list[dict]:
+        records = self._records()
+        measured_ids = {config_id(r.config) for r in records}
+        if phase in ("random", "control"):
+            seed = self.seed if phase == "random" else self.seed + 10_007
+            exclude = []
+            if phase == "control":
+                exclude = [p["config"] for ph in self.phases()[:position] for p in (self.read_plan(ph) or [])]
+            n = self.n_random if phase == "random" else self.control
+            idx = self.codec.sample(n, seed=np.random.default_rng([seed, 2]), unique=True,
+                                    exclude=self.codec.keys(self.codec.index_of(exclude)) if exclude else None)
+            return [{"config": c, "phase": phase} for c in self.codec.configs(idx)]
+        # a search round: fit on what the loop (or the store) has measured, propose the top k
+        r = int(phase[len("round"):])
+        train = self._training_records()
+        predictor, failure = self.fit(train)
+        exclude = [rec.config for rec in records] + [p["config"] for ph in self.phases()[:position]
+                                                     for p in (self.read_plan(ph) or [])]
+        searcher = replace(self.searcher, seed=self.seed * 1000 + r)
+        t = time.perf_counter()
+        objective = Objective(self.codec, predictor, failure, seed=searcher.seed)
+        result = searcher.propose(objective, self.top_k, self.codec.keys_of(exclude))
+        self.log(f"[{self.tag}] {phase}: fitted {type(predictor).__name__} on {len(train)} records "
+                 f"({sum(x.status == 'ok' for x in train)} ok), {searcher.name} proposed {len(result)} configs "
+                 f"in {time.perf_counter() - t:.1f} s (best predicted {np.nanmax(result.predicted):,.1f})")
+        lines = result.records()
+        for line in lines:
+            line["phase"] = phase
+        assert all(config_id(x["config"]) not in measured_ids for x in lines)
+        return lines
+
+    def _training_records(self) -> list[JobRecord]:
+        records = self._records()
+        if self.train_on == "store":
+            return records
+        mine = {self.sweep_id(p) for p in self.phases()}
+        return [r for r in records if r.sweep_id in mine]
+
+    def make_predictor(self) -> Any:
+        """A new, unfitted predictor of the configured kind."""
+        if callable(self.predictor):
+            return self.predictor()
+        if self.predictor == "best":
+            try:
+                return clone(zoo.load_best(self.dataset or "fsdp-cpu"))
+            except Exception as exc:  # no leaderboard yet
+                note = f"no best predictor available ({type(exc).__name__}: {exc}); using lightgbm"
+                if note not in self.notes:
+                    self.notes.append(note)
+                    self.log(f"[{self.tag}] {note}")
+                return zoo.make("lightgbm")
+        return zoo.make(self.predictor)
+
+    def fit(self, records: Sequence[JobRecord]) -> tuple[Any, Any]:
+        """``(predictor, failure or None)`` fitted on ``records``."""
+        X, y, failed = training_frame(self.codec, records)
+        ok = np.isfinite(y)
+        if ok.sum() < 2:
+            raise RuntimeError(f"only {int(ok.sum())} successful jobs to fit a predictor on; "
+                               "run more random jobs first (--n-random)")
+        predictor = self.make_predictor().fit(X[ok].reset_index(drop=True), y[ok])
+        failure = None
+        if self.failure and failed.any():
+            failure = zoo.make("failure").fit(X, failed)
+        return predictor, failure
+
+    def _run_baseline(self, phase: str) -> None:
+        sid = self.sweep_id(phase)
+        ladder_fn, rule = BASELINES[phase]
+        plan = self.read_plan(phase)
+        if plan is None:
+            plan = [{"config": c, "phase": phase, "rule": rule} for c in ladder_fn(self.codec)]
+            self.plan_dir.mkdir(parents=True, exist_ok=True)
+            write_lines(self.plan_path(phase), plan)
+        for p in plan:
+            cfg = p["config"]
+            cid = config_id(cfg)
+            recs = [r for r in self._records() if config_id(r.config) == cid]
+            if not recs:
+                self.log(f"[{self.tag}] {phase}: trying local_batch {cfg.get('local_batch')}")
+                self.launcher([cfg], sid)
+                recs = [r for r in self._records() if config_id(r.config) == cid]
+            if any(r.status == "ok" for r in recs):
+                return
+
+    def arms(self, state: Optional[list[Phase]] = None) -> dict[str, list[JobRecord]]:
+        """The records of each arm of the comparison (:func:`perfzoo.loop.race.arms`)."""
+        by = {p.name: p.records for p in (state if state is not None else self.state())}
+        return race.arms(by, self.loop_phases())
+
+    def candidates(self, state: Optional[list[Phase]] = None) -> dict[str, list[dict]]:
+        """Each arm's configs in the race (:func:`perfzoo.loop.race.candidates`)."""
+        return race.candidates(self.arms(state), self.race)
+
+    def champions(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
+        """The configs the comparison is about: each arm's best single measurement."""
+        return {name: configs[0] for name, configs in self.candidates(state).items()}
+
+    def _run_confirm(self) -> None:
+        sid = self.sweep_id("confirm")
+        todo = race.confirm_todo(self.candidates(), self._records(), self.confirm)
+        if not todo:
+            self.log(f"[{self.tag}] confirm: every champion has {1 + self.confirm} measurements")
+            return
+        self.log(f"[{self.tag}] confirm: measuring {len(todo)} configs {self.confirm} more times")
+        self.launcher(todo, sid, repeat=1 + self.confirm)
+
+    def confirmed(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
+        """Each arm's champion after the race (:func:`perfzoo.loop.race.confirmed`)."""
+        return race.confirmed(self.candidates(state), self._records())
+
+    # -- results ---------------------------------------------------------------------------------
+    def summary(self) -> LoopSummary:
+        return LoopSummary.from_state(self, self.state())
+
+
+def training_frame(codec: SpaceCodec, records: Sequence[JobRecord]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """``(X, y, failed)`` of records: X holds the space's ``config.<dimension>`` columns
+    (what the searcher varies), y the throughput (NaN where the job failed)."""
+    cols = [f"config.{n}" for n in codec.names]
+    rows = [{c: r.config.get(c[len("config."):]) for c in cols} for r in records]
+    X = pd.DataFrame(rows, columns=cols)
+    y = np.array([r.metrics.throughput if r.status == "ok" and r.metrics.throughput is not None else np.nan
+                  for r in records], dtype=float)
+    failed = np.array([r.status != "ok" for r in records], dtype=bool)
+    return X, y, failed
+
+
+__all__ = ["ClosedLoop", "Phase", "training_frame"]
