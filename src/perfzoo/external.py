@@ -544,7 +544,7 @@ def flops_per_token_published(configs: Sequence[dict]) -> list[dict[bool, tuple[
     checkpointing = frame["activation_checkpointing"]
     recomputed = frame.assign(activation_checkpointing=checkpointing.where(
         checkpointing.notna() & (checkpointing != "none"), "full"))
-    shaped = frame[["n_layers", "hidden_dim"]].notna().all(axis=1).to_numpy()  # no shape guessed from a size
+    shaped = frame[["n_layers", "hidden_dim", "seq_len"]].notna().all(axis=1).to_numpy()  # nothing guessed
     model = np.where(shaped, analytic.flops_per_token(frame).to_numpy(float), np.nan)
     hardware = np.where(shaped, analytic.flops_per_token(recomputed, recompute=True).to_numpy(float), np.nan)
     params = pd.to_numeric(frame["n_params"], errors="coerce").to_numpy(float)

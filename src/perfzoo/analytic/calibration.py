@@ -4,9 +4,9 @@ kernel reaches at each precision, how well collectives use their links) comes fr
 
 The step time is split into terms that add up to :func:`perfzoo.analytic.estimate`'s
 ``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``, scaled
-by the pipeline bubble), the critical-path communication (TP, CP and EP, also scaled by the
-bubble), the pipeline's point-to-point traffic, and the data-parallel traffic that compute
-does not hide; and two counts whose factors are seconds per call (fixed costs the roofline
+by the pipeline bubble), the critical-path communication (TP and EP, also scaled by the
+bubble), the pipeline's point-to-point traffic, and the data- and context-parallel traffic
+that compute does not hide; and two counts whose factors are seconds per call (fixed costs the roofline
 has no figure for: launching one layer's kernels, one blocking collective's latency). The
 calibrated step is ``sum_k c_k * term_k``; the non-negative factors ``c_k``
 minimise the squared *relative* error of the step time (``scipy.optimize.nnls``), so every
@@ -47,7 +47,7 @@ def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = No
     n = len(df)
     stretch = 1.0 / (1.0 - est["bubble"])
     compute = est["compute_time_s"] * stretch
-    critical = (est["tp_time_s"] + est["cp_time_s"] + est["ep_time_s"]) * stretch
+    critical = (est["tp_time_s"] + est["ep_time_s"]) * stretch
     pipeline = est["pp_time_s"]
     exposed = np.maximum(est["step_time_s"] - compute - critical - pipeline, 0.0)
     precision = np.broadcast_to(coded(df, "precision", normalize_precision, PRECISIONS), (n,))

@@ -7,7 +7,10 @@ FFN width ``f`` (default ``4d``), ``a`` heads, ``k`` KV heads (default ``a``), v
 sequences, micro batch ``b``; parallel degrees ``tp, pp, cp, dp, ep`` (``dp`` defaults to
 ``n_gpus / (tp*pp*cp)``); ``m`` = micro-batches per step per pipeline = ``grad_accum``
 (default ``B / (b*dp)``; when neither ``b`` nor ``m`` is given, ``b = 1``, the usual choice at
-scale). MoE: ``E`` experts (``n_experts``), ``K`` active per token (``experts_per_token``).
+scale). With no layout at all (``tp``, ``pp``, ``dp`` unknown) and more devices than
+sequences, ``dp = B`` and the rest is model parallel: TP up to 8, then PP. An unknown ``s`` is
+2048 (per-device throughput hardly depends on it). MoE: ``E`` experts (``n_experts``), ``K``
+active per token (``experts_per_token``).
 
 * Shape: unknown ``L``/``d`` with a known parameter count (``n_params``, else the size the
   model name states, ``GPT3-5B``) take the common aspect ratio ``d = 128*L``, head width 128,
@@ -61,9 +64,10 @@ scale). MoE: ``E`` experts (``n_experts``), ``K`` active per token (``experts_pe
 * Pipeline bubble fraction (1F1B / GPipe): ``(pp-1)/(m+pp-1)``; interleaved with ``vp``
   virtual stages ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: ``t_compute = flops_per_device_step / peak_flops[precision]``,
-  each traffic over its link; ``step = (t_compute + t_tp + t_cp + t_ep)/(1 - bubble) + t_pp
-  + max(0, t_dp - t_compute)`` (TP, CP and EP traffic is on the critical path, DP/FSDP
-  traffic overlaps with compute, only its excess shows). Throughput = ``B*s/step`` tokens/s.
+  each traffic over its link; ``step = (t_compute + t_tp + t_ep)/(1 - bubble) + t_pp
+  + max(0, t_dp + t_cp - t_compute)`` (TP and EP traffic is on the critical path; DP/FSDP
+  traffic and ring attention's KV passing overlap with compute, only their excess shows).
+  Throughput = ``B*s/step`` tokens/s.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ from perfzoo.vocabulary import (CHECKPOINTING, PRECISIONS, SHARDINGS, is_adapter
 FP32_BYTES = (4.0, 4.0, 8.0, 4.0)  # params, grads, optimizer, activations
 MIXED_BYTES = (2.0, 2.0, 12.0, 2.0)
 ASPECT = 128.0  # d / L and the head width, for shapes known only by their parameter count
+DEFAULT_SEQ_LEN = 2048.0  # for rows that give none: per-device throughput hardly depends on it
 
 
 class LLMCost:
@@ -113,7 +118,7 @@ class LLMCost:
         f = num(df, "ffn_dim")
         self.f = np.where(np.isnan(f), 4.0 * self.d, f)
         self.V = num(df, "vocab_size", 0.0)
-        self.s = num(df, "seq_len")
+        self.s = num(df, "seq_len", DEFAULT_SEQ_LEN)
         gated = mapped(df, "gated_mlp", to_bool, dtype=float)
         self.gated = np.where(np.isnan(gated), (self.f != 4.0 * self.d).astype(float), gated)
         tied = mapped(df, "tie_embeddings", to_bool, dtype=float)
@@ -127,16 +132,22 @@ class LLMCost:
         count = num(df, "accelerator_count")
         n_gpus = num(df, "n_gpus")
         self.n_gpus = np.where(np.isnan(n_gpus), count, n_gpus)
-        self.tp = num(df, "tp", 1.0)
-        self.pp = num(df, "pp", 1.0)
+        tp, pp = num(df, "tp"), num(df, "pp")
+        self.tp = np.where(np.isnan(tp), 1.0, tp)
+        self.pp = np.where(np.isnan(pp), 1.0, pp)
         self.cp = num(df, "cp", 1.0)
         self.vp = num(df, "vp", 1.0)
         self.ep = num(df, "ep", 1.0)
         dp = num(df, "dp")
+        B = num(df, "global_batch_size")
         with np.errstate(divide="ignore", invalid="ignore"):
             self.dp = np.where(np.isnan(dp), self.n_gpus / (self.tp * self.pp * self.cp), dp)
+            # no layout given and more devices than sequences: the rest is model parallel, TP up to 8, then PP
+            excess = np.where(np.isnan(dp) & np.isnan(tp) & np.isnan(pp) & (self.dp > B), self.dp / B, 1.0)
+            self.tp = self.tp * np.minimum(excess, 8.0)
+            self.pp = self.pp * excess / np.minimum(excess, 8.0)
+            self.dp = self.dp / excess
             self.n_gpus = np.where(np.isnan(self.n_gpus), self.dp * self.tp * self.pp * self.cp, self.n_gpus)
-            B = num(df, "global_batch_size")
             b = num(df, "micro_batch_size")
             m = num(df, "grad_accum")
             b = np.where(np.isnan(b) & np.isnan(m), 1.0, b)  # neither given: micro batch 1
@@ -301,7 +312,7 @@ class LLMCost:
         t_ep = comm["comm_ep_bytes"] / link_bandwidth(hw, self.tp * self.cp * self.ep)
         t_dp = comm["comm_dp_bytes"] / link_bandwidth(hw, self.tp * self.cp * self.dp)
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
-        step = (t_compute + t_tp + t_cp + t_ep) / (1.0 - self.bubble()) + t_pp + np.maximum(0.0, t_dp - t_compute)
+        step = (t_compute + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + np.maximum(0.0, t_dp + t_cp - t_compute)
         return {"compute_time_s": t_compute, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
                 "pp_time_s": t_pp, "dp_time_s": t_dp, "comm_time_s": t_tp + t_cp + t_ep + t_pp + t_dp,
                 "step_time_s": step}
