@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from perfzoo import analytic as A
+from perfzoo import vocabulary
+from perfzoo.accelerators import spec as accelerator_spec
 
 # A vTrain-like GPT: L=24, d=1024, a=16 heads (k = a), f = 4d, vocabulary unknown (-> 0), s=1024.
 GPT = {"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024}
@@ -157,6 +159,75 @@ def test_ideal_step_time_and_throughput():
     assert A.ideal_step_time({**cfg, "precision": "fp8"}) == pytest.approx(t, rel=1e-12)
 
 
+def test_defaults_for_what_published_tables_leave_out():
+    # Megatron's tables give no micro batch and no grad_accum: b = 1, m = B / dp
+    cfg = {**GPT, "global_batch_size": 64, "n_gpus": 16, "tp": 2, "dp": 8, "accelerator": "A100-80GB"}
+    assert A.comm_bytes_per_device(cfg)["comm_tp_bytes"] == A.comm_bytes_per_device(
+        {**cfg, "micro_batch_size": 1, "grad_accum": 8})["comm_tp_bytes"] > 0
+    assert math.isfinite(A.ideal_step_time(cfg))
+    # a shape known only by its size: d = (128 N / 12)^(1/3), L = d / 128, the stated N kept
+    sized = A.estimate({"n_params": 5e9, "seq_len": 2048, "global_batch_size": 8, "n_gpus": 8,
+                        "accelerator": "H100-80GB"})
+    assert sized["n_params"] == 5e9 and math.isfinite(sized["throughput"])
+    named = A.estimate({"model_name": "GPT3-5B", "seq_len": 2048, "global_batch_size": 8, "n_gpus": 8,
+                        "accelerator": "H100-80GB"})
+    assert named["throughput"] == pytest.approx(sized["throughput"])
+    d = (128 * 5e9 / 12) ** (1 / 3)
+    assert A.flops_per_token({"n_params": 5e9, "seq_len": 2048}) == pytest.approx(
+        6 * 5e9 + 12 * round(d / 128) * d * 2048)
+
+
+def test_moe_adapters_and_where_groups_land():
+    dense = {**GPT, "ffn_dim": 4096, "global_batch_size": 64, "micro_batch_size": 1, "n_gpus": 16, "dp": 16,
+             "accelerator": "H100-80GB"}
+    moe = {**dense, "n_experts": 8, "experts_per_token": 2}
+    # MLP per expert 2*d*f = 8,388,608; 8 experts + router d*8 per layer; FLOPs use the 2 active
+    mlp = 2 * 1024 * 4096
+    assert A.param_count(moe) == GPT_N + 24 * (7 * mlp + 1024 * 8)
+    assert A.flops_per_token(moe) == GPT_FLOPS_PER_TOKEN + 6 * 24 * mlp
+    # EP=8 all-to-alls: 4 per layer pass of K*b*s*d*2 B, 7/8 leaving the device (m = 64/16 = 4)
+    ep = A.comm_bytes_per_device({**moe, "ep": 8})["comm_ep_bytes"]
+    assert ep == 4 * 24 * 4 * (7 / 8) * 2 * 1024 * 1024 * 2
+    assert A.comm_bytes_per_device(moe)["comm_ep_bytes"] == 0 and A.comm_bytes_per_device(dense)["comm_ep_bytes"] == 0
+    # EP splits the experts' state: 7 of 8 experts' parameters leave each device
+    assert (A.state_bytes_per_device(moe)["param_bytes"] - A.state_bytes_per_device({**moe, "ep": 8})["param_bytes"]
+            == 24 * 8 * mlp * (7 / 8) * 2)
+    # LoRA: no weight gradients (4N + 12Lds), no gradient or optimizer state
+    lora = {**GPT, "task": "LoRA"}
+    assert A.flops_per_token(lora) == GPT_FLOPS_PER_TOKEN - 2 * GPT_N
+    state = A.state_bytes_per_device({**lora, "n_gpus": 1})
+    assert state["grad_bytes"] == 0 and state["optimizer_bytes"] == 0 and state["param_bytes"] == 2 * GPT_N
+    # the DP group of tp=2 x dp=4 spans 8 ranks: one H100 node (NVLink); tp=2 x dp=8 spans two (network)
+    h100 = A.HARDWARE["H100-80GB"]
+    inside = A.estimate({**dense, "n_gpus": 8, "tp": 2, "dp": 4, "global_batch_size": 4})
+    across = A.estimate({**dense, "n_gpus": 16, "tp": 2, "dp": 8, "global_batch_size": 8})
+    assert inside["dp_time_s"] == pytest.approx(inside["comm_dp_bytes"] / h100.intra_bw)
+    assert across["dp_time_s"] == pytest.approx(across["comm_dp_bytes"] / h100.inter_bw)
+
+
+def test_calibration_recovers_the_efficiency_factors():
+    rng = np.random.default_rng(0)
+    n = 60
+    jobs = pd.DataFrame({"n_layers": rng.choice([4, 8, 16], n), "hidden_dim": rng.choice([512, 1024, 2048], n),
+                         "n_heads": 16, "seq_len": 1024, "global_batch_size": rng.choice([8, 32], n),
+                         "micro_batch_size": rng.choice([1, 2, 4], n), "n_gpus": 8,
+                         "tp": rng.choice([1, 2, 4], n), "precision": rng.choice(["bf16", "fp8"], n),
+                         "accelerator": "H100-80GB"})
+    jobs["dp"] = 8 // jobs["tp"]
+    terms = A.calibration.estimate_step_terms(jobs)
+    truth = dict.fromkeys(A.calibration.TERMS, 0.0)
+    truth.update(compute_bf16=2.0, compute_fp8=3.0, critical_comm=1.5, exposed_dp_comm=1.0, per_layer_pass=2e-4)
+    measured = terms @ np.array([truth[t] for t in A.calibration.TERMS])
+    cal = A.calibrate(jobs, measured)
+    for term in ("compute_bf16", "compute_fp8", "critical_comm", "per_layer_pass"):
+        assert cal.factors[term] == pytest.approx(truth[term], rel=1e-6), term
+    assert cal.factors["compute_fp4"] == pytest.approx(2.5)  # unseen precision: the median compute factor
+    assert np.allclose(cal.step_time(jobs), measured)
+    # from throughput: tokens per step over the measured step
+    tput = jobs["global_batch_size"] * 1024 / measured
+    assert A.calibrate_throughput(jobs, tput).factors["compute_fp8"] == pytest.approx(3.0, rel=1e-6)
+
+
 def test_unknown_hardware_is_nan_not_an_error():
     cfg = {**GPT, "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "dp": 4}
     with pytest.warns(UserWarning, match="unknown accelerator 'TPU v99'"):
@@ -167,22 +238,22 @@ def test_unknown_hardware_is_nan_not_an_error():
 
 
 def test_accelerator_lookup_and_normalisers():
-    assert A.accelerator_spec("A100-SXM-40GB").name == "A100-40GB"
-    assert A.accelerator_spec("A100").name == "A100-80GB"
-    assert A.accelerator_spec("H100-SXM-96GB-HBM2e (lower TDP)").name == "H100-96GB"
-    assert A.accelerator_spec("NVIDIA H200").name == "H200"
-    assert A.accelerator_spec("B200 (power limited)").name == "B200"
-    assert A.accelerator_spec("GB200").name == "GB200"
-    assert A.accelerator_spec("cpu").name == "cpu"
-    assert A.accelerator_spec("MI300X").name == "MI300X"
-    assert A.accelerator_spec("DGX-H100").name == A.accelerator_spec("NVIDIA H100-SXM-80GB").name == "H100-80GB"
+    assert accelerator_spec("A100-SXM-40GB").name == "A100-40GB"
+    assert accelerator_spec("A100").name == "A100-80GB"
+    assert accelerator_spec("H100-SXM-96GB-HBM2e (lower TDP)").name == "H100-96GB"
+    assert accelerator_spec("NVIDIA H200").name == "H200"
+    assert accelerator_spec("B200 (power limited)").name == "B200"
+    assert accelerator_spec("GB200").name == "GB200"
+    assert accelerator_spec("cpu").name == "cpu"
+    assert accelerator_spec("MI300X").name == "MI300X"
+    assert accelerator_spec("DGX-H100").name == accelerator_spec("NVIDIA H100-SXM-80GB").name == "H100-80GB"
     with pytest.warns(UserWarning, match="unknown accelerator 'Quantum QPU-7'"):
-        assert A.accelerator_spec("Quantum QPU-7") is None
-    assert A.normalize_sharding("FSDP2 (dp_shard=8)") == "full_shard"
-    assert A.normalize_sharding("replicate") == "no_shard"
-    assert A.normalize_checkpointing("selective layer") == "selective"
-    assert A.normalize_precision("NVFP4 (bf16 tail)") == "fp4"
-    assert A.normalize_precision("MXFP8") == "fp8"
+        assert accelerator_spec("Quantum QPU-7") is None
+    assert vocabulary.normalize_sharding("FSDP2 (dp_shard=8)") == "full_shard"
+    assert vocabulary.normalize_sharding("replicate") == "no_shard"
+    assert vocabulary.normalize_checkpointing("selective layer") == "selective"
+    assert vocabulary.normalize_precision("NVFP4 (bf16 tail)") == "fp4"
+    assert vocabulary.normalize_precision("MXFP8") == "fp8"
 
 
 def test_fsdp_recommendation_workload():

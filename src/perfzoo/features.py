@@ -32,8 +32,9 @@ missing values in training) is treated as unknown; a missing required column rai
 Targets (:data:`TARGETS`)
 -------------------------
 ``raw`` (throughput), ``log`` (natural log), ``per_device`` (throughput / devices),
-``log_per_device`` and ``log_ratio`` (log of measured over analytic throughput: a residual
-model that inherits the analytic model's scaling). Devices are ``config.n_gpus``, else
+``log_per_device``, ``log_ratio`` (log of measured over analytic throughput: a residual
+model that inherits the analytic model's scaling) and ``log_roofline_ratio`` (the same over
+the calibrated roofline of :mod:`perfzoo.analytic.calibration`, fitted on the training jobs). Devices are ``config.n_gpus``, else
 ``hardware.accelerator_count``, else ``config.world_size``.
 
 Example
@@ -57,7 +58,7 @@ import pandas as pd
 from perfzoo import analytic
 
 ENCODINGS = ("native", "numeric", "scaled", "onehot")
-TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio")
+TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio", "log_roofline_ratio")
 
 # size-like keys: also given as log2 (trees do not care, linear models and distances do)
 SIZE_KEYS = frozenset({
@@ -435,7 +436,13 @@ class TargetTransform:
         self.per_device = per_device
 
     def _baseline(self, X: pd.DataFrame) -> np.ndarray:
-        base = _analytic_log_throughput(X, self.per_device_)
+        if self.kind == "log_roofline_ratio":
+            est = analytic.estimate_arrays(X)
+            tput = self.calibration_.throughput(X, est) / (n_devices(X) if self.per_device_ else 1.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                base = np.where(tput > 0, np.log(np.where(tput > 0, tput, 1.0)), np.nan)
+        else:
+            base = _analytic_log_throughput(X, self.per_device_)
         return np.where(np.isfinite(base), base, self.fallback_)
 
     def fit(self, y: Iterable[float], X: pd.DataFrame) -> "TargetTransform":
@@ -443,7 +450,8 @@ class TargetTransform:
         self.per_device_ = bool(self.per_device)
         # log_ratio: rows whose analytic estimate is unknown are regressed around the median log y
         self.fallback_ = float(np.median(_safe_log(y))) if len(y) else 0.0
-        if self.kind == "log_ratio" and self.per_device is None:
+        ratio = self.kind in ("log_ratio", "log_roofline_ratio")
+        if ratio and self.per_device is None:
             ly, est = _safe_log(y), analytic.estimate_arrays(X)
             spread = {}
             for pd_ in (False, True):
@@ -451,6 +459,9 @@ class TargetTransform:
                 r = r[np.isfinite(r)]
                 spread[pd_] = float(np.std(r)) if len(r) > 1 else np.inf
             self.per_device_ = spread[True] < spread[False]
+        if self.kind == "log_roofline_ratio":
+            global_y = y * n_devices(X) if self.per_device_ else y
+            self.calibration_ = analytic.calibrate_throughput(X, global_y)
         return self
 
     def transform(self, y: Iterable[float], X: pd.DataFrame) -> np.ndarray:

@@ -130,7 +130,9 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     per_device_target = training.target.endswith("_per_device")
     glob, per_dev = (pred * n, pred) if per_device_target else (pred, pred / n)
     est = analytic.estimate(frame)
-    tokens = est["tokens_per_step"].to_numpy(dtype=float)  # global batch x sequence, NaN when unknown
+    batch = frame.get("config.global_batch_size", pd.Series(np.nan, index=frame.index))
+    # a step time for the global batch the user gave, not for the one the estimate assumes
+    tokens = np.where(pd.to_numeric(batch, errors="coerce").notna(), est["tokens_per_step"].to_numpy(dtype=float), np.nan)
     out = pd.DataFrame({"predicted_tokens_per_s": glob, "predicted_tokens_per_s_per_device": per_dev,
                         "predicted_step_time_s": tokens / glob})
     if std is not None:

@@ -34,6 +34,8 @@ import pandas as pd
 
 import perfzoo.analytic
 import perfzoo.features
+import perfzoo.vocabulary
+from perfzoo import accelerators
 from perfzoo import zoo
 from perfzoo.datasets import Dataset
 from perfzoo.evaluation import metrics as M
@@ -121,11 +123,16 @@ def set_seed(est: Any, seed: int) -> None:
 
 
 _FINGERPRINTS: dict[str, str] = {}
-_SHARED_SOURCES = (inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.analytic))
+# what every member's predictions depend on: the features, the analytic package, the vocabulary
+# and the accelerator table
+_SHARED_SOURCES = (
+    inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
+    *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
+)
 
 
 def _code_fingerprint(spec: PredictorSpec) -> str:
-    """Hash of the predictor's module source plus perfzoo.features / perfzoo.analytic."""
+    """Hash of the predictor's module source plus :data:`_SHARED_SOURCES`."""
     if spec.name in _FINGERPRINTS and spec.factory is None:
         return _FINGERPRINTS[spec.name]
     files: list[Optional[str]] = list(_SHARED_SOURCES)

@@ -12,7 +12,7 @@ from typing import ClassVar, Iterable, Optional, Sequence, Union
 
 import pandas as pd
 
-from perfzoo.external import CATEGORICAL_RULES, phrase_rules
+from perfzoo.vocabulary import CATEGORICAL_RULES, phrase_rules
 from perfzoo.sources._base import DataError, Source
 
 
@@ -164,7 +164,7 @@ class Row:
         return int(value) if whole else value
 
     def category(self, column: str) -> object:
-        """The cell mapped to the config vocabulary by :data:`perfzoo.external.CATEGORICAL_RULES`
+        """The cell mapped to the config vocabulary by :data:`perfzoo.vocabulary.CATEGORICAL_RULES`
         (None if no rule fits)."""
         text = self.text(column)
         if text is None:

@@ -21,10 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
 from perfzoo import analytic
-from perfzoo.external import CATEGORICAL_RULES
+from perfzoo.accelerators import spec as accelerator_spec
+from perfzoo.vocabulary import CATEGORICAL_RULES
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -152,8 +154,9 @@ def flops_per_token_published(configs: Sequence[dict]) -> list[dict[bool, tuple[
     checkpointing = frame["activation_checkpointing"]
     recomputed = frame.assign(activation_checkpointing=checkpointing.where(
         checkpointing.notna() & (checkpointing != "none"), "full"))
-    model = analytic.flops_per_token(frame).to_numpy(float)
-    hardware = analytic.flops_per_token(recomputed, recompute=True).to_numpy(float)
+    shaped = frame[["n_layers", "hidden_dim", "seq_len"]].notna().all(axis=1).to_numpy()  # nothing guessed
+    model = np.where(shaped, analytic.flops_per_token(frame).to_numpy(float), np.nan)
+    hardware = np.where(shaped, analytic.flops_per_token(recomputed, recompute=True).to_numpy(float), np.nan)
     params = pd.to_numeric(frame["n_params"], errors="coerce").to_numpy(float)
     return [{False: _with_convention(m, n, False), True: _with_convention(h, n, True)}
             for m, h, n in zip(model, hardware, params)]
@@ -263,7 +266,7 @@ def _derive_target(p: _Parsed, hardware_flops: bool) -> tuple[Optional[float], O
     if p.tflops is not None:
         return p.tflops * 1e12 / flops, "tokens/s from TFLOP/s", (
             f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})")
-    spec = analytic.accelerator_spec(p.hardware["accelerator"])
+    spec = accelerator_spec(p.hardware["accelerator"])
     peak = None if spec is None else spec.peak_flops.get("bf16")
     if peak is None:
         return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown"

@@ -2,7 +2,7 @@
 
 >>> from perfzoo import zoo
 >>> zoo.names()[:4]
-['constant', 'analytic', 'ridge', 'knn']
+['constant', 'analytic', 'roofline', 'ridge']
 >>> model = zoo.make("lightgbm", n_estimators=50)
 >>> model.get_params()["n_estimators"]
 50
@@ -20,6 +20,7 @@ Members (:func:`names`, in this order)
 ==================  ===================================================================
 constant            training median (floor)
 analytic            analytic throughput x one fitted efficiency (floor)
+roofline            analytic step time, one fitted efficiency per term (floor)
 ridge               ridge on standardised log / analytic features
 knn                 distance-weighted k nearest neighbours
 random_forest       random forest
@@ -33,6 +34,7 @@ mlp_rank_ensemble   the paper's ads predictor: 10 one-hot MLPs, margin ranking l
 mlp                 MLP regressor on standardised features
 gp                  Gaussian process, with ``predict_std``
 hybrid              analytic estimate x LightGBM correction on the log-ratio
+hybrid_roofline     calibrated roofline x LightGBM correction on the log-ratio
 failure             P(job fails) classifier; ``predict`` = P(success)
 ==================  ===================================================================
 """
@@ -44,9 +46,10 @@ from typing import Union
 
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
 from perfzoo.zoo.best import load_best
-from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor
+from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor, RooflinePredictor
 from perfzoo.zoo.boosting import (
-    CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, LightGBMPredictor, LightGBMRankPredictor,
+    CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, HybridRooflinePredictor, LightGBMPredictor,
+    LightGBMRankPredictor,
 )
 from perfzoo.zoo.classic import (
     GBRPredictor, GPPredictor, HistGBRPredictor, KNNPredictor, MLPPredictor, RandomForestPredictor, RidgePredictor,
@@ -57,9 +60,10 @@ from perfzoo.zoo.neural import MLPRankEnsemblePredictor
 REGISTRY: dict[str, type[Predictor]] = {
     cls.name: cls
     for cls in (
-        ConstantPredictor, AnalyticPredictor, RidgePredictor, KNNPredictor, RandomForestPredictor, GBRPredictor,
+        ConstantPredictor, AnalyticPredictor, RooflinePredictor, RidgePredictor, KNNPredictor, RandomForestPredictor, GBRPredictor,
         HistGBRPredictor, LightGBMPredictor, CatBoostPredictor, LightGBMRankPredictor, CatBoostRankPredictor,
-        MLPRankEnsemblePredictor, MLPPredictor, GPPredictor, HybridPredictor, FailurePredictor,
+        MLPRankEnsemblePredictor, MLPPredictor, GPPredictor, HybridPredictor, HybridRooflinePredictor,
+        FailurePredictor,
     )
 }
 

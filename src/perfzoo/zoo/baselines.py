@@ -1,4 +1,4 @@
-"""The floors every other member must beat: ``constant`` and ``analytic``."""
+"""The floors every other member must beat: ``constant``, ``analytic`` and ``roofline``."""
 
 from __future__ import annotations
 
@@ -71,3 +71,32 @@ class AnalyticPredictor(Predictor):
         base = _analytic_log_throughput(X, self.target_.per_device_)
         with np.errstate(over="ignore"):
             return np.where(np.isfinite(base), np.exp(base + self.log_efficiency_), self.fallback_)
+
+
+class RooflinePredictor(Predictor):
+    """The analytic step time with one efficiency factor per term fitted to the training jobs
+    (:mod:`perfzoo.analytic.calibration`: compute per precision, critical-path, pipeline and
+    exposed data-parallel communication): a calibrated roofline. Where ``analytic`` scales
+    every config by one factor, this one learns, e.g., that fp8 reaches a smaller fraction of
+    its peak than bf16, or that collectives run at a third of the link's figure.
+
+    Parameters
+    ----------
+    per_device : bool or None
+        Whether the target is throughput per device (True) or global (False); None decides
+        as :class:`perfzoo.features.TargetTransform` does.
+
+    Configs whose estimate is unknown get the training median (of the log).
+    """
+
+    name = "roofline"
+    floor = True
+
+    def __init__(self, per_device: Optional[bool] = None):
+        self.per_device = per_device
+
+    def _fit(self, X: pd.DataFrame, y: np.ndarray, groups: Any) -> None:
+        self.target_ = TargetTransform("log_roofline_ratio", per_device=self.per_device).fit(y, X)
+
+    def _predict(self, X: pd.DataFrame) -> np.ndarray:
+        return self.target_.inverse(np.zeros(len(X)), X)  # the calibrated roofline itself

@@ -1,0 +1,108 @@
+"""A calibrated roofline: the analytic step time with a few efficiency factors fitted to
+measurements, one per term, so that what the formula cannot know (the fraction of peak a
+kernel reaches at each precision, how well collectives use their links) comes from data.
+
+The step time is split into terms that add up to :func:`perfzoo.analytic.estimate`'s
+``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``, scaled
+by the pipeline bubble), the critical-path communication (TP and EP, also scaled by the
+bubble), the pipeline's point-to-point traffic, and the data- and context-parallel traffic
+that compute does not hide; and two counts whose factors are seconds per call (fixed costs the roofline
+has no figure for: launching one layer's kernels, one blocking collective's latency). The
+calibrated step is ``sum_k c_k * term_k``; the non-negative factors ``c_k``
+minimise the squared *relative* error of the step time (``scipy.optimize.nnls``), so every
+job weighs the same whatever its size. A term no training job exercises keeps a neutral
+factor: the median compute factor for an unseen precision (its speed-up over the others is
+then the peak table's), 1 for unseen communication, 0 for unseen per-call costs.
+
+>>> import pandas as pd
+>>> jobs = pd.DataFrame({"n_layers": [24, 24, 48], "hidden_dim": [1024, 2048, 2048], "n_heads": 16,
+...                      "seq_len": 1024, "global_batch_size": 8, "micro_batch_size": 1, "n_gpus": 1,
+...                      "accelerator": "A100-80GB"})
+>>> ideal = estimate_arrays(jobs)["step_time_s"]
+>>> cal = calibrate(jobs, measured_step_s=2.5 * ideal)  # jobs that ran at 40% of the roofline
+>>> round(cal.factors["compute_bf16"], 3)
+2.5
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from perfzoo.analytic._frame import coded
+from perfzoo.analytic.estimates import estimate_arrays
+from perfzoo.vocabulary import PRECISIONS, normalize_precision
+
+COMPUTE_TERMS = tuple(f"compute_{p}" for p in PRECISIONS)
+TERMS = (*COMPUTE_TERMS, "critical_comm", "pipeline_comm", "exposed_dp_comm", "per_layer_pass", "per_collective")
+
+
+def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """The step time's terms, one column per :data:`TERMS`: seconds (these add up to
+    ``step_time_s``), then the two call counts."""
+    est = est if est is not None else estimate_arrays(df)
+    n = len(df)
+    stretch = 1.0 / (1.0 - est["bubble"])
+    compute = est["compute_time_s"] * stretch
+    critical = (est["tp_time_s"] + est["ep_time_s"]) * stretch
+    pipeline = est["pp_time_s"]
+    exposed = np.maximum(est["step_time_s"] - compute - critical - pipeline, 0.0)
+    precision = np.broadcast_to(coded(df, "precision", normalize_precision, PRECISIONS), (n,))
+    terms = np.zeros((n, len(TERMS)))
+    for j in range(len(PRECISIONS)):
+        terms[:, j] = np.where(precision == j, compute, 0.0)
+    calls = np.column_stack([est["layer_passes"], est["collective_calls"]]) * stretch[:, None]
+    terms[:, len(PRECISIONS):] = np.column_stack([critical, pipeline, exposed, calls])
+    return terms
+
+
+@dataclass
+class Calibration:
+    """Fitted efficiency factors, one per :data:`TERMS` (1.0 = the roofline's own figure)."""
+
+    factors: dict[str, float]
+    n_fitted: int
+
+    def step_time(self, df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """Calibrated seconds per step (NaN where the analytic estimate is unknown)."""
+        c = np.array([self.factors[t] for t in TERMS])
+        return estimate_step_terms(df, est) @ c
+
+    def throughput(self, df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """Calibrated global throughput: the work of one step (tokens, or queries) over its time."""
+        est = est if est is not None else estimate_arrays(df)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return _work_per_step(est) / self.step_time(df, est)
+
+
+def _work_per_step(est: dict[str, np.ndarray]) -> np.ndarray:
+    return est["throughput"] * est["step_time_s"]
+
+
+def calibrate(df: pd.DataFrame, measured_step_s: np.ndarray, est: dict[str, np.ndarray] | None = None) -> Calibration:
+    """Fit the factors on jobs with a measured step time (rows with unknown terms are skipped)."""
+    terms = estimate_step_terms(df, est)
+    t = np.asarray(measured_step_s, dtype=float)
+    ok = np.isfinite(terms).all(axis=1) & np.isfinite(t) & (t > 0) & (terms.sum(axis=1) > 0)
+    A, used = terms[ok] / t[ok, None], (terms[ok] > 0).any(axis=0)
+    factors = np.array([0.0 if name.startswith("per_") else 1.0 for name in TERMS])
+    if ok.sum() >= 2 and used.any():
+        fitted, _ = nnls(A[:, used], np.ones(int(ok.sum())))
+        factors[used] = fitted
+    compute = [j for j, name in enumerate(TERMS) if name in COMPUTE_TERMS and used[j] and factors[j] > 0]
+    neutral = float(np.median(factors[compute])) if compute else 1.0
+    for j, name in enumerate(TERMS):
+        if name in COMPUTE_TERMS and (not used[j] or factors[j] == 0):
+            factors[j] = neutral
+    return Calibration(dict(zip(TERMS, map(float, factors))), int(ok.sum()))
+
+
+def calibrate_throughput(df: pd.DataFrame, global_throughput: np.ndarray) -> Calibration:
+    """:func:`calibrate` from measured global throughput (tokens/s, or queries/s) instead of step times."""
+    est = estimate_arrays(df)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        measured_step = _work_per_step(est) / np.asarray(global_throughput, dtype=float)
+    return calibrate(df, measured_step, est)

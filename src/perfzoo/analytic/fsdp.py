@@ -1,0 +1,137 @@
+"""The cost model of the recommendation-model FSDP workload (``fsdp``; keys of
+``docs/architecture.md``): per-layer sharding, local batch and a memory budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perfzoo.analytic._frame import GIB, Frame, as_frame, coded, is_code, mapped, num, wrap_frame
+from perfzoo.analytic.hardware import device_figures, link_bandwidth
+from perfzoo.analytic.llm import FP32_BYTES, MIXED_BYTES
+from perfzoo.vocabulary import PRECISIONS, is_missing, normalize_precision, normalize_sharding
+
+N_SHARD_LAYERS = 11
+
+
+def _shard_code(v: Any) -> float:
+    s = normalize_sharding(v)
+    return {"no_shard": 0.0, "none": 0.0, "zero1": 0.0, "shard_grad_op": 1.0, "full_shard": 2.0, "hybrid_shard": 2.0}[s] if not is_missing(v) else np.nan
+
+
+def fsdp_estimate(cfg: Frame):
+    """Estimates for the recommendation-model FSDP workload (keys of ``docs/architecture.md``).
+
+    Model assumed (override with ``config.params_per_layer``): ``n_layers`` dense layers,
+    layer 0 maps the concatenated embeddings (``n_tables*emb_dim``) to ``width``, the others
+    ``width -> width``, with bias: ``P_0 = n_tables*emb_dim*width + width``,
+    ``P_i = width^2 + width``. Embedding tables (``n_tables*rows_per_table*emb_dim``) are
+    replicated and all-reduced like ``NO_SHARD``. Layer ``i`` uses ``shard_{i:02d}``
+    (missing -> ``FULL_SHARD``); layers beyond ``shard_10`` use ``shard_10``.
+    ``W = world_size``; bytes per parameter as for LLMs (fp32 4/4/8, bf16 2/2/12).
+
+    Per layer and rank: memory ``NO_SHARD`` ``P*(p+g+o)``; ``SHARD_GRAD_OP`` ``P*p + P*(g+o)/W``
+    (unsharded parameters stay from forward to backward); ``FULL_SHARD`` ``P*(p+g+o)/W``.
+    Communication ``NO_SHARD`` ``2(W-1)/W*P*g`` (all-reduce); ``SHARD_GRAD_OP``
+    ``(W-1)/W*P*(p+g)`` (one all-gather, one reduce-scatter); ``FULL_SHARD``
+    ``(W-1)/W*P*(2p+g)`` (all-gather in forward and again in backward). Activations
+    ``2*local_batch*width*act_bytes`` per layer plus the embedding output. Compute
+    ``6*P_dense*local_batch`` FLOPs per rank per step; the step is compute + communication
+    (no overlap assumed: gloo on CPU overlaps little). Throughput = ``local_batch*W/step``
+    queries/s.
+
+    Returns columns ``n_params``, ``dense_params``, ``flops_per_device_step``,
+    ``param_bytes``, ``grad_bytes``, ``optimizer_bytes``, ``activation_bytes``,
+    ``memory_bytes``, ``memory_fraction`` (of ``memory_budget_gib``, else of the device
+    memory), ``comm_dp_bytes``, ``n_full_shard``, ``n_shard_grad_op``, ``n_no_shard``,
+    ``compute_time_s``, ``comm_time_s``, ``step_time_s``, ``throughput``,
+    ``throughput_per_device``.
+    """
+    df, scalar = as_frame(cfg)
+    return wrap_frame(fsdp_columns(df), df, scalar)
+
+
+def fsdp_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    n = len(df)
+    L = num(df, "n_layers", float(N_SHARD_LAYERS))
+    w = num(df, "width")
+    T = num(df, "n_tables", 0.0)
+    R = num(df, "rows_per_table", 0.0)
+    e = num(df, "emb_dim", 0.0)
+    lb = num(df, "local_batch")
+    W = num(df, "world_size")
+    W = np.where(np.isnan(W), num(df, "accelerator_count"), W)
+    W = np.where(np.isnan(W), num(df, "n_gpus"), W)
+    budget = num(df, "memory_budget_gib")
+    precision = coded(df, "precision", lambda v: "fp32" if is_missing(v) else normalize_precision(v), PRECISIONS)
+    is32 = is_code(precision, PRECISIONS, "fp32")
+    p_b, g_b, o_b, a_b = (np.where(is32, x32, xm) for x32, xm in zip(FP32_BYTES, MIXED_BYTES))
+    ppl = num(df, "params_per_layer")
+
+    in0 = np.where(T * e > 0, T * e, w)
+    ring = np.where(W > 1, (W - 1.0) / np.maximum(W, 1.0), 0.0)
+    dense = np.zeros(n)
+    param_b = np.zeros(n)
+    grad_b = np.zeros(n)
+    opt_b = np.zeros(n)
+    comm = np.zeros(n)
+    counts = np.zeros((3, n))
+    n_max = int(np.nanmax(L)) if n and np.isfinite(np.nanmax(L)) else N_SHARD_LAYERS
+    codes = [mapped(df, f"shard_{i:02d}", _shard_code, dtype=float) for i in range(N_SHARD_LAYERS)]
+    last = codes[-1]
+    for i in range(n_max):
+        active = i < L
+        P = np.where(i == 0, in0 * w + w, w * w + w)
+        P = np.where(np.isnan(ppl), P, ppl)
+        P = np.where(active, P, 0.0)
+        c = codes[i] if i < N_SHARD_LAYERS else last
+        c = np.where(np.isnan(c), 2.0, c)  # missing strategy -> FULL_SHARD
+        for j in range(3):
+            counts[j] += active & (c == j)
+        dense += P
+        full_div = np.where(c == 2, W, 1.0)
+        grad_div = np.where(c >= 1, W, 1.0)
+        param_b += P * p_b / full_div
+        grad_b += P * g_b / grad_div
+        opt_b += P * o_b / grad_div
+        comm += np.select([c == 2, c == 1], [ring * P * (2 * p_b + g_b), ring * P * (p_b + g_b)], 2.0 * ring * P * g_b)
+    emb = T * R * e
+    param_b += emb * p_b
+    grad_b += emb * g_b
+    opt_b += emb * o_b
+    comm += 2.0 * ring * emb * g_b
+    act = (2.0 * lb * w * L + lb * T * e) * a_b
+    mem = param_b + grad_b + opt_b + act
+    hw = device_figures(df, precision, W)
+    cap = np.where(np.isnan(budget), hw.memory_gib, budget) * GIB
+    flops = 6.0 * dense * lb
+    t_compute = flops / hw.peak
+    t_comm = comm / link_bandwidth(hw, W)
+    step = t_compute + t_comm
+    with np.errstate(divide="ignore", invalid="ignore"):
+        qps = lb * W / step
+        return {
+            "layer_passes": L,
+            "collective_calls": L * (W > 1),
+            "n_params": dense + emb,
+            "dense_params": dense,
+            "flops_per_device_step": flops,
+            "param_bytes": param_b,
+            "grad_bytes": grad_b,
+            "optimizer_bytes": opt_b,
+            "activation_bytes": act,
+            "memory_bytes": mem,
+            "memory_fraction": mem / cap,
+            "comm_dp_bytes": comm,
+            "n_full_shard": counts[2],
+            "n_shard_grad_op": counts[1],
+            "n_no_shard": counts[0],
+            "compute_time_s": t_compute,
+            "comm_time_s": t_comm,
+            "step_time_s": step,
+            "throughput": qps,
+            "throughput_per_device": qps / W,
+        }
+

@@ -1,0 +1,189 @@
+"""The config vocabulary's categorical values, read leniently.
+
+Published tables and user records spell one setting many ways (``amp_bf16``, ``BF16``,
+``FP8 (Float8 linears) + BF16``; ``FULL_SHARD``, ``zero3``, ``FSDP2 (dp_shard=8)``). Two
+readings live here, one per use:
+
+* loading a table (:mod:`perfzoo.sources`): :func:`phrase_rules` with :data:`CATEGORICAL_RULES`
+  turns a cell into the vocabulary's value of ``docs/architecture.md`` (``mxfp8`` stays
+  ``mxfp8``), or None when no rule matches, so the loader can report the cell;
+* costing a config (:mod:`perfzoo.analytic`): ``normalize_*`` map any value onto the few
+  classes the cost models use (``mxfp8`` is ``fp8``); they never raise, and what they cannot
+  read gets the documented default.
+
+>>> normalize_precision("amp_bf16"), normalize_sharding(3), normalize_checkpointing(True)
+('bf16', 'full_shard', 'full')
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+PRECISIONS = ("fp32", "bf16", "fp8", "fp4")
+CHECKPOINTING = ("none", "selective", "full")
+SHARDINGS = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard")
+
+
+def is_missing(v: Any) -> bool:
+    """``None``, NaN, ``pd.NA`` or a blank string."""
+    return v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA or (isinstance(v, str) and not v.strip())
+
+
+def normalize_precision(v: Any) -> str:
+    """Precision class: ``fp32``, ``bf16`` (also fp16 / amp), ``fp8`` (fp8, mxfp8), ``fp4``.
+
+    Unknown or missing -> ``bf16`` (mixed precision, the usual GPU default).
+
+    >>> [normalize_precision(x) for x in ["amp_bf16", "FP8 (Float8 linears) + BF16", "fp32", None]]
+    ['bf16', 'fp8', 'fp32', 'bf16']
+    """
+    if is_missing(v):
+        return "bf16"
+    s = str(v).lower()
+    if "fp4" in s or "nvfp4" in s or "mxfp4" in s:
+        return "fp4"
+    if "fp8" in s or "float8" in s:
+        return "fp8"
+    if "bf16" in s or "bfloat16" in s or "fp16" in s or "float16" in s or "half" in s or "amp" in s:
+        return "bf16"
+    if "fp32" in s or "float32" in s or "tf32" in s:
+        return "fp32"
+    return "bf16"
+
+
+def normalize_sharding(v: Any) -> str:
+    """Data-parallel sharding: ``none`` (DDP / Megatron DP), ``no_shard``, ``zero1``,
+    ``shard_grad_op`` (ZeRO-2), ``full_shard`` (ZeRO-3) or ``hybrid_shard``.
+
+    Accepts FSDP names in any case, ZeRO stages (``0..3`` / ``'zero3'``) and FSDP2
+    phrases (``'FSDP2 (dp_shard=8)'`` -> ``full_shard``). Missing -> ``none``.
+
+    >>> [normalize_sharding(x) for x in ["FULL_SHARD", "SHARD_GRAD_OP", 2, "FSDP2", None]]
+    ['full_shard', 'shard_grad_op', 'shard_grad_op', 'full_shard', 'none']
+    """
+    if is_missing(v) or v is False:
+        return "none"
+    if isinstance(v, (int, np.integer, float)) and not isinstance(v, bool):
+        return {0: "none", 1: "zero1", 2: "shard_grad_op", 3: "full_shard"}.get(int(v), "none")
+    s = str(v).lower().replace("-", "_").replace(" ", "_")
+    if "hybrid" in s or "hsdp" in s:
+        return "hybrid_shard"
+    if "grad_op" in s or "zero2" in s or "zero_2" in s or s == "2":
+        return "shard_grad_op"
+    if "no_shard" in s or "noshard" in s or "replicate" in s or s in ("ddp", "zero0", "0"):
+        return "no_shard"
+    if "zero1" in s or "zero_1" in s or s == "1":
+        return "zero1"
+    if "full" in s or "fsdp" in s or "zero3" in s or "zero_3" in s or s in ("true", "3"):
+        return "full_shard"
+    return "none"
+
+
+def normalize_checkpointing(v: Any) -> str:
+    """Activation checkpointing: ``none``, ``selective`` or ``full`` (``True`` -> full).
+
+    >>> [normalize_checkpointing(x) for x in [True, False, "selective op", "full", None]]
+    ['full', 'none', 'selective', 'full', 'none']
+    """
+    if is_missing(v) or v is False:
+        return "none"
+    if v is True:
+        return "full"
+    s = str(v).lower()
+    if "selective" in s:
+        return "selective"
+    if "full" in s or s in ("true", "1", "yes", "on"):
+        return "full"
+    return "none"
+
+
+def to_bool(v: Any) -> float:
+    """A yes/no value as ``1.0`` / ``0.0``; ``NaN`` when missing or unreadable.
+
+    >>> to_bool("on"), to_bool(False), to_bool("maybe")
+    (1.0, 0.0, nan)
+    """
+    if is_missing(v):
+        return np.nan
+    if isinstance(v, (bool, np.bool_)):
+        return float(v)
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes", "on"):
+        return 1.0
+    if s in ("false", "0", "no", "off"):
+        return 0.0
+    return np.nan
+
+
+def is_adapter_tuning(task: Any) -> float:
+    """1.0 when a task trains adapters over frozen weights (LoRA, QLoRA, PEFT), else 0.0.
+
+    >>> is_adapter_tuning("LoRA"), is_adapter_tuning("Pre-Training"), is_adapter_tuning(None)
+    (1.0, 0.0, 0.0)
+    """
+    if is_missing(task):
+        return 0.0
+    return 1.0 if re.search(r"lora|peft|adapter", str(task), re.IGNORECASE) else 0.0
+
+
+_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([MBT])(?![a-zA-Z])")
+_SIZE_UNITS = {"M": 1e6, "B": 1e9, "T": 1e12}
+
+
+def params_from_name(name: Any) -> float:
+    """The parameter count a model name states (``GPT3-5B`` -> 5e9, ``Nemotron-340B`` ->
+    3.4e11, ``125M`` -> 1.25e8; the last size in the name wins); ``NaN`` when it states none.
+    MoE names like ``8x7B`` give ``NaN`` (total and active counts differ).
+
+    >>> params_from_name("GPT3-20B"), params_from_name("LLAMA3-8B"), params_from_name("Mixtral-8x7B")
+    (20000000000.0, 8000000000.0, nan)
+    """
+    if is_missing(name) or re.search(r"\d+\s*x\s*\d", str(name)):
+        return math.nan
+    sizes = _SIZE.findall(str(name))
+    if not sizes:
+        return math.nan
+    number, unit = sizes[-1]
+    return float(number) * _SIZE_UNITS[unit]
+
+
+# ----------------------------------------------------------------------------------------
+# loading a table: a cell -> the vocabulary's value
+# ----------------------------------------------------------------------------------------
+
+
+def phrase_rules(text: str, rules: tuple[tuple[object, tuple[str, ...]], ...]) -> object:
+    """The value of the first rule one of whose phrases occurs, as whole words, in ``text``.
+
+    Case, punctuation and underscores are ignored; None when no rule matches.
+
+    >>> phrase_rules("FP8 (Float8 linears) + BF16", PRECISION_RULES), phrase_rules("amp_bf16", PRECISION_RULES)
+    ('fp8', 'bf16')
+    """
+    words = " " + " ".join(re.findall(r"[a-z0-9]+", text.lower())) + " "
+    for value, phrases in rules:
+        if any(f" {p} " in words for p in phrases):
+            return value
+    return None
+
+
+PRECISION_RULES = (
+    ("nvfp4", ("nvfp4",)), ("mxfp8", ("mxfp8",)), ("fp8", ("fp8", "float8")),
+    ("bf16", ("bf16", "bfloat16")), ("fp16", ("fp16", "float16")), ("fp32", ("fp32", "float32")),
+)
+FSDP_RULES = (
+    ("shard_grad_op", ("shard grad op", "zero2")), ("no_shard", ("no shard",)),
+    ("hybrid_shard", ("hybrid shard", "hsdp")),
+    ("full_shard", ("full shard", "fsdp", "fsdp2", "dp shard", "zero3")), ("none", ("none", "ddp")),
+)
+CHECKPOINTING_RULES = (
+    ("selective", ("selective",)), ("full", ("full", "true")), ("none", ("none", "false", "off")),
+)
+COMPILE_RULES = ((True, ("true", "yes", "on")), (False, ("false", "no", "off")))
+CATEGORICAL_RULES = {"precision": PRECISION_RULES, "fsdp": FSDP_RULES,
+                     "activation_checkpointing": CHECKPOINTING_RULES, "compile": COMPILE_RULES}
