@@ -206,3 +206,22 @@ def test_cli_rejects_unknown_names(capsys):
     assert "unknown dataset" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.main(["--train", "vtrain-a100"])
+
+
+def test_the_shipped_pick_is_chosen_on_transfer_not_on_the_random_split():
+    SOURCE_SPLIT = ranking.SOURCE_SPLIT
+    rows = []
+    for predictor, ks in {"fits": (0.96, 0.70, 0.72), "transfers": (0.92, 0.90, 0.89), "fast_tie": (0.92, 0.90, 0.887),
+                          "partial": (0.99, 0.99, None)}.items():
+        for split, k in zip(("random", "scale", SOURCE_SPLIT), ks):
+            if k is not None:
+                rows.append({"dataset": "d", "split": split, "kind": split.split(":")[0], "predictor": predictor,
+                             "output": "throughput", "kendall_mean": k, "fit_time_s_mean": 0.1 if predictor == "fast_tie" else 1.0})
+    order = ranking.shipping_order(pd.DataFrame(rows), "d")
+    # mean over random, scale and leave-one-source-out; a member missing a shipping split is not eligible;
+    # within 0.005 the faster fit wins
+    assert order["predictor"].tolist() == ["fast_tie", "transfers", "fits"]
+    assert order.iloc[0]["ship_kendall"] == pytest.approx((0.92 + 0.90 + 0.887) / 3)
+    assert order.iloc[0][f"kendall@{SOURCE_SPLIT}"] == pytest.approx(0.887)
+    assert order.iloc[0]["split"] == "random"
+

@@ -5,6 +5,7 @@ import pytest
 
 from perfzoo import analytic
 from perfzoo.datasets import Dataset
+from perfzoo.evaluation import transfer
 from perfzoo.evaluation.transfer import LEAVE_ONE_OUT, leave_one_out_mean, to_markdown, transfer_matrix
 from perfzoo.sources.published import read_published
 from test_datasets import published_row
@@ -30,6 +31,10 @@ def _source(tmp_path, write_published, name, efficiency, gpu_counts):
 
 @pytest.fixture
 def sources(tmp_path, write_published):
+    return three_labs(tmp_path, write_published)
+
+
+def three_labs(tmp_path, write_published):
     paths = [_source(tmp_path, write_published, "lab_a.csv", 0.40, [8, 16, 64]),
              _source(tmp_path, write_published, "lab_b.csv", 0.55, [8, 32, 128]),
              _source(tmp_path, write_published, "lab_c.csv", 0.30, [16, 64, 256])]
@@ -55,3 +60,13 @@ def test_one_source_is_not_a_transfer_problem(sources):
     one = sources.subset(sources.frame["annotations.file"].to_numpy() == "lab_a.csv")
     with pytest.raises(ValueError, match="one source only"):
         transfer_matrix(one, ["analytic"])
+
+
+def test_bench_writes_the_transfer_matrix_for_a_dataset_with_several_sources(tmp_path, sources):
+    written = transfer.write([sources], ["analytic", "ridge", "gp", "failure"], tmp_path)
+    text = (tmp_path / "transfer.md").read_text()
+    assert written == [tmp_path / "transfer.md", tmp_path / "transfer.csv"]
+    assert "### analytic" in text and "### ridge" in text
+    assert "### gp" not in text and "### failure" not in text  # too costly to fit per source; not throughput
+    assert transfer.write([sources.subset(sources.frame["annotations.file"].to_numpy() == "lab_a.csv")],
+                          ["analytic"], tmp_path / "none") == []

@@ -34,13 +34,13 @@ from harness.environment import cpu_cores
 from perfzoo import zoo
 from perfzoo._cli import guarded
 from perfzoo.datasets import Dataset, list_datasets, load_dataset
-from perfzoo.evaluation import leaderboard, runner
+from perfzoo.evaluation import leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context
 from perfzoo.evaluation.runner import cross_evaluate
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, PredictorSpec
 
-SPLITS = ("random", "temporal", "scale", "group", "curve")
+SPLITS = ("random", "temporal", "scale", "group", "curve", "transfer")
 
 
 @dataclass
@@ -81,7 +81,7 @@ HEAVY = {
 FULL = BenchConfig(
     datasets=None,
     predictors=None,
-    splits=["random", "temporal", "scale", "group", "curve"],
+    splits=["random", "temporal", "scale", "group", "curve", "transfer"],
     seeds=5,
     curve_sizes=(25, 50, 100, 150, 200, 300, 500, 750, 1000),
     curve_seeds=10,
@@ -242,7 +242,7 @@ def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> i
           f"{len(specs)} predictors, splits {', '.join(splits)}, {len(seeds)} seeds, {jobs} jobs",
           file=sys.stderr)
     results = runner.run(
-        datasets, specs, splits, seeds, jobs=jobs,
+        datasets, specs, [s for s in splits if s != "transfer"], seeds, jobs=jobs,
         cache_dir=None if args.no_cache else args.cache_dir,
         curve_sizes=curve_sizes, curve_seeds=curve_seeds, curve_datasets=cfg.curve_datasets,
         progress=not args.quiet,
@@ -256,6 +256,8 @@ def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> i
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
     leaderboard.write(results, datasets, specs, out, context, figures=not args.no_figures,
                       artifacts=not args.no_artifacts)
+    if "transfer" in splits:
+        transfer.write(datasets, [spec.name for spec in specs if spec.factory is None and not spec.params], out)
     wall = time.perf_counter() - t0
     _print_headline(results, datasets, out, wall)
     return 0 if len(results.frame) else 1

@@ -19,7 +19,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from perfzoo.datasets import Dataset
-from perfzoo.evaluation.ranking import ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, ranked
+from perfzoo.evaluation.ranking import ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, shipping_order
 from perfzoo.evaluation.runner import fit_kwargs, set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
 
@@ -66,13 +66,13 @@ def _fit_or_reuse(ds: Dataset, spec: PredictorSpec, out: Path, previous: dict[st
 
 def _passed(row: pd.Series, why: str) -> dict[str, Any]:
     """A best.json ``passed_over`` entry: a member not shipped, and why."""
-    return {"predictor": row["predictor"], "kendall": round(float(row["kendall_mean"]), 4), "why": why}
+    return {"predictor": row["predictor"], "ship_kendall": round(float(row["ship_kendall"]), 4), "why": why}
 
 
 def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec], out: Path, artifacts: bool,
           previous: dict[str, Any]) -> Optional[dict[str, Any]]:
     """The best.json entry of one dataset by :data:`BEST_RULE`, its artifact fitted and saved."""
-    cands = ranked(summary, ds.name)
+    cands = shipping_order(summary, ds.name)
     if cands.empty:
         return None
     passed_over: list[dict[str, Any]] = []
@@ -118,6 +118,8 @@ def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec],
         "name": spec.name if spec is not None else chosen["predictor"],
         "params": {k: v for k, v in spec.params} if spec is not None else {},
         "artifact": None, "passed_over": passed_over,
+        "ship_kendall": round(float(chosen["ship_kendall"]), 4),
+        "ship_splits": {c.split("@", 1)[1]: round(float(chosen[c]), 4) for c in chosen.index if c.startswith("kendall@")},
     }
     if note:
         entry["note"] = note

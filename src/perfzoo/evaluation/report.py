@@ -197,15 +197,16 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
 
     # shipped predictors
     L += ["## Shipped predictors (`best.json`)", "",
-          "| dataset | predictor | random-split Kendall | Spearman | Pearson | median fit s | artifact | more accurate, passed over |",
-          "| --- | --- | ---: | ---: | ---: | ---: | --- | --- |"]
+          "| dataset | predictor | shipping Kendall | Kendall per shipping split | median fit s | artifact | better, passed over |",
+          "| --- | --- | ---: | --- | ---: | --- | --- |"]
     for ds in datasets:
         e = best_doc["datasets"].get(ds.name)
         if not e:
             continue
         art = f"`{e['artifact']}` ({e.get('artifact_bytes', 0) / 1024:.0f} KiB)" if e.get("artifact") else e.get("note", "none")
-        over = "; ".join(f"{p['predictor']} ({p['kendall']:.3f}: {p['why']})" for p in e.get("passed_over", [])) or "–"
-        L.append(f"| {ds.name} | **{e['predictor']}** | {e['kendall']:.3f} | {e['spearman']:.3f} | {e['pearson']:.3f} | "
+        over = "; ".join(f"{p['predictor']} ({p['ship_kendall']:.3f}: {p['why']})" for p in e.get("passed_over", [])) or "–"
+        per_split = ", ".join(f"{split} {k:.3f}" for split, k in e["ship_splits"].items())
+        L.append(f"| {ds.name} | **{e['predictor']}** | {e['ship_kendall']:.3f} | {per_split} | "
                  f"{e.get('fit_time_s_median', e['fit_time_s']):.2f} | {art} | {over} |")
     L.append("")
 
@@ -233,8 +234,8 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
         if entry:
             art = f"artifact `{entry['artifact']}` ({entry.get('artifact_bytes', 0) / 1024:.0f} KiB)" if entry.get("artifact") \
                 else entry.get("note", "no artifact")
-            L += ["", f"Shipped: **{entry['predictor']}** (random-split Kendall {entry['kendall']:.3f}, fit "
-                      f"{entry['fit_time_s']:.2f} s); {art}."]
+            L += ["", f"Shipped: **{entry['predictor']}** (shipping Kendall {entry['ship_kendall']:.3f}, {entry['split']} "
+                      f"split {entry['kendall']:.3f}, fit {entry['fit_time_s']:.2f} s); {art}."]
         L.append("")
         if fig_dir is not None:
             p = scatter_figure(results, summary, ds.name, fig_dir / f"{ds.name}-scatter.png")

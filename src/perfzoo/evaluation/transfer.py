@@ -21,6 +21,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from pathlib import Path
+
 from perfzoo import zoo
 from perfzoo.datasets import Dataset
 from perfzoo.evaluation.metrics import kendall
@@ -28,6 +30,7 @@ from perfzoo.evaluation.metrics import kendall
 SOURCE_COLUMN = "annotations.file"
 LEAVE_ONE_OUT = "all others"
 MIN_ROWS = 5  # a side with fewer successful jobs is not scored
+MAX_FIT_COST = 2.0  # members the bench puts in the matrix (zoo ``fit_cost`` tag): 5 x sources fits each
 
 
 def _fit_score(predictor: str, train: Dataset, test: Dataset) -> float:
@@ -89,3 +92,33 @@ def to_markdown(table: pd.DataFrame, dataset: str) -> str:
             lines.append(f"| {short.get(train, train)} | " + " | ".join(cells) + " |")
         lines += ["", f"Leave one source out, mean over sources: **{leave_one_out_mean(table, predictor):.3f}**", ""]
     return "\n".join(lines)
+
+
+def has_sources(dataset: Dataset, source_column: str = SOURCE_COLUMN) -> bool:
+    """Whether ``dataset`` holds jobs from two or more sources."""
+    frame = dataset.frame
+    return source_column in frame.columns and frame[source_column].nunique() >= 2
+
+
+def write(datasets: Sequence[Dataset], predictors: Sequence[str], out: Path) -> list[Path]:
+    """The matrix of every dataset with several sources, for the throughput members cheap enough
+    to fit five times per source (``fit_cost <= MAX_FIT_COST``): ``out/transfer.md`` and
+    ``out/transfer.csv``; nothing (an empty list) when no dataset has two sources."""
+    members = [p for p in predictors
+               if zoo.get(p).output == "throughput" and zoo.get(p).fit_cost <= MAX_FIT_COST]
+    tables = {ds.name: transfer_matrix(ds, members) for ds in datasets if has_sources(ds)}
+    if not tables or not members:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    text = ["# perfzoo transfer matrix", "",
+            "Written by `python -m perfzoo.bench` (split `transfer`); do not edit by hand. Members with "
+            f"`fit_cost <= {MAX_FIT_COST:g}`. The shipped pick (`best.json`) is judged on the "
+            "leave-one-source-out row.", ""]
+    frames = []
+    for name, table in tables.items():
+        text += [to_markdown(table, name), ""]
+        frames.append(table.reset_index().assign(dataset=name))
+    md, csv = out / "transfer.md", out / "transfer.csv"
+    md.write_text("\n".join(text))
+    pd.concat(frames).to_csv(csv, index=False)
+    return [md, csv]
