@@ -3,8 +3,8 @@
 * ``repeat-configs.jsonl``: 5 random configs of the space (seed 2026), measured 5 times each:
   the repeat CV and OOM determinism of the dataset card;
 * ``baseline-configs.jsonl`` (fsdp spaces): the two baselines, fixed before any search ran:
-  the FSDP default ladder (:func:`perfzoo.loop.hand_tuned_ladder`) and the expert
-  heuristic ladder (:func:`perfzoo.loop.expert_ladder`).
+  the FSDP default ladder (:func:`perfzoo.workloads.fsdp_ads.hand_tuned_ladder`) and the expert
+  heuristic ladder (:func:`perfzoo.workloads.fsdp_ads.expert_ladder`).
 
     python scripts/make_repeat_configs.py fsdp-ads-v2 datasets/fsdp-cpu
 """
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from perfzoo import spaces
-from perfzoo.loop import expert_ladder, hand_tuned_ladder
+from perfzoo.workloads.fsdp_ads import expert_ladder, hand_tuned_ladder
 
 
 def write(path: Path, configs: list[dict]) -> None:

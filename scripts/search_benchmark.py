@@ -54,7 +54,7 @@ def speed(args, command: str) -> str:
     """REINFORCE and exhaustive wall times on ``fsdp-ads-v2``, with models fitted two ways: as
     ``python -m perfzoo.search`` fits them (every feature column of the dataset, so the zoo adds
     its analytic features, each of which depends on many knobs) and on the space's knobs alone."""
-    from perfzoo.search.cli import fixed_columns, measured_configs
+    from perfzoo.search.command import fixed_columns, measured_configs
 
     ds = load_dataset("fsdp-cpu")
     space = get("fsdp-ads-v2")

@@ -11,6 +11,7 @@ import pytest
 from perfzoo import analytic as A
 from perfzoo import vocabulary
 from perfzoo.accelerators import spec as accelerator_spec
+from perfzoo.workloads.fsdp_ads import fsdp_estimate
 
 # A vTrain-like GPT: L=24, d=1024, a=16 heads (k = a), f = 4d, vocabulary unknown (-> 0), s=1024.
 GPT = {"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024}
@@ -263,7 +264,7 @@ def test_fsdp_recommendation_workload():
     cfg = {"n_layers": 2, "width": 1000, "n_tables": 4, "rows_per_table": 100, "emb_dim": 50,
            "local_batch": 10, "world_size": 4, "precision": "fp32", "accelerator": "cpu",
            "shard_00": "FULL_SHARD", "shard_01": "NO_SHARD"}
-    e = A.fsdp_estimate(cfg)
+    e = fsdp_estimate(cfg)
     assert e["dense_params"] == 1_202_000 and e["n_params"] == 1_222_000
     # params: 201,000*4/4 + 1,001,000*4 + 20,000*4 = 201,000 + 4,004,000 + 80,000; grads the same
     assert e["param_bytes"] == 4_285_000 and e["grad_bytes"] == 4_285_000
@@ -280,10 +281,10 @@ def test_fsdp_recommendation_workload():
     assert e["throughput"] == pytest.approx(40 / (7.212e-4 + 1.587e-3), rel=1e-12)
     assert (e["n_full_shard"], e["n_no_shard"], e["n_shard_grad_op"]) == (1, 1, 0)
     # sharding every layer fully must cut memory and raise communication
-    full = A.fsdp_estimate({**cfg, "shard_01": "FULL_SHARD"})
+    full = fsdp_estimate({**cfg, "shard_01": "FULL_SHARD"})
     assert full["memory_bytes"] < e["memory_bytes"] and full["comm_dp_bytes"] > e["comm_dp_bytes"]
     # a memory budget turns memory into a fraction of it
-    assert A.fsdp_estimate({**cfg, "memory_budget_gib": 1.0})["memory_fraction"] == pytest.approx(17_308_000 / 2**30)
+    assert fsdp_estimate({**cfg, "memory_budget_gib": 1.0})["memory_fraction"] == pytest.approx(17_308_000 / 2**30)
 
 
 def test_vectorised_matches_row_by_row_and_handles_mixed_workloads():

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from perfzoo import bench, zoo
+from perfzoo._cli import UsageError
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation import leaderboard, ranking, report, runner, tasks
 from perfzoo.evaluation.tasks import PredictorSpec
@@ -225,3 +226,22 @@ def test_the_shipped_pick_is_chosen_on_transfer_not_on_the_random_split():
     assert order.iloc[0][f"kendall@{SOURCE_SPLIT}"] == pytest.approx(0.887)
     assert order.iloc[0]["split"] == "random"
 
+
+
+def test_run_from_python_writes_the_leaderboard_and_returns_the_scores(tmp_path):
+    results = bench.run(bench.BenchConfig(datasets=["llm-cpu"], predictors=["ridge"], splits=["random"], seeds=1,
+                                          out=str(tmp_path / "lb"), no_cache=True, no_figures=True, no_artifacts=True,
+                                          quiet=True, jobs=1))
+    assert set(results.frame["predictor"]) == {"ridge"} and results.frame["kendall"].notna().all()
+    readme = (tmp_path / "lb" / "README.md").read_text()
+    assert "perfzoo.bench.run(datasets=['llm-cpu']" in readme and "## llm-cpu" in readme
+
+
+@pytest.mark.parametrize("fields, error, message", [
+    ({"splits": ["random", "sideways"]}, ValueError, "unknown split sideways; choose from random"),
+    ({"seeds": 0}, UsageError, "--seeds must be at least 1, got 0"),
+    ({"curve_sizes": (25, 1)}, UsageError, "--curve-sizes 1 is not a training-set size"),
+])
+def test_a_bad_config_field_is_named(fields, error, message):
+    with pytest.raises(error, match=message):
+        bench.BenchConfig(**fields)

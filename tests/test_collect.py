@@ -163,3 +163,24 @@ def test_collect_records_timeouts_and_goes_on(tmp_path):
     assert all(r.failure.kind == "timeout" for r in records)
     assert time.time() - t0 < 2 * (4 + 6) + 20
     assert "timeout" in out
+
+
+def test_run_from_python_lists_the_jobs_of_a_dry_run(tmp_path, capsys):
+    from perfzoo.collect import CollectConfig, run
+
+    assert run(CollectConfig(out=str(tmp_path / "s"), workload="llm", n=3, nproc=1, dry_run=True)) == 0
+    jobs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(jobs) == 3 and all(j["config"]["n_gpus"] == 1 for j in jobs)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"n": 1, "configs": "c.jsonl"}, "give exactly one of --n and --configs"),
+    ({"n": 1, "steps": 0}, "--steps must be at least 1"),
+    ({"n": 1, "device": "gpu"}, "--device 'gpu': choose one of cpu, cuda"),
+])
+def test_a_bad_config_field_is_named(fields, message):
+    from perfzoo._cli import UsageError
+    from perfzoo.collect import CollectConfig
+
+    with pytest.raises(UsageError, match=message):
+        CollectConfig(out="runs/x", **fields)

@@ -70,3 +70,26 @@ def test_the_command_prints_the_breakdown_and_json(tmp_path, capsys):
     row = json.loads(capsys.readouterr().out.splitlines()[0])
     assert row["predicted_tokens_per_s"] > 0 and "analytic.memory_bytes" in row
     assert main(["--set", "n_layers"]) == 2
+
+
+def test_run_from_python_on_a_synthetic_dataset(synthetic):
+    from perfzoo.predict import PredictConfig, run
+
+    table = run(PredictConfig(knobs=["model_name=llama3-8b", "n_layers=32", "hidden_dim=4096", "seq_len=8192",
+                                     "global_batch_size=64", "n_gpus=8", "accelerator=H100-SXM-80GB"],
+                              dataset=str(synthetic / "lab_benchmarks.csv"), predictor="ridge"))
+    assert len(table) == 1 and table.attrs["predictor"] == "ridge" and table.attrs["dataset"] == "lab-benchmarks"
+    assert np.isfinite(table["predicted_tokens_per_s"]).all() and table["analytic.memory_bytes"].gt(0).all()
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"knobs": ["n_layers"]}, "--set 'n_layers': expected KEY=VALUE"),
+    ({"knobs": ["n_layers=2"], "configs": "c.jsonl"}, "give exactly one of --set and --configs"),
+    ({"knobs": ["n_layers=2"], "predictor": "nosuch"}, "--predictor 'nosuch' is not 'best', a zoo member"),
+])
+def test_a_bad_config_field_is_named(fields, message):
+    from perfzoo._cli import UsageError
+    from perfzoo.predict import PredictConfig
+
+    with pytest.raises(UsageError, match=message):
+        PredictConfig(**fields)

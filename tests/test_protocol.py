@@ -11,8 +11,8 @@ from harness import protocol
 from harness.workloads.fsdp_ads import AdsModel, layer_widths
 from perfzoo import spaces
 from perfzoo.collect import main as collect
-from perfzoo.loop import expert_ladder, hand_tuned_ladder, tower_layer_params
 from perfzoo.store import RecordStore
+from perfzoo.workloads.fsdp_ads import expert_ladder, hand_tuned_ladder, tower_layer_params
 
 from test_collect import llm_raw, write_jsonl
 

@@ -216,3 +216,28 @@ def test_tpe_without_optuna_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "optuna", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"pip install perfzoo\[search\]"):
         propose(TPE(n_samples=10), toy_space(), toy_reward(), top_k=1)
+
+
+def test_run_from_python_returns_the_proposals(tmp_path):
+    from perfzoo.search.command import SearchConfig, run
+
+    out = tmp_path / "p.jsonl"
+    result = run(SearchConfig(space="llm-small", dataset="llm-cpu", predictor="ridge", failure="none",
+                              searcher="random", n_samples=300, top_k=3, out=str(out)))
+    assert len(result) == 3 and result.space.name == "llm-small" and list(result.predicted) == sorted(result.predicted, reverse=True)
+    assert result.stats["dataset"] == "llm-cpu" and result.stats["best_measured"] > 0
+    assert [json.loads(line)["config"] for line in out.read_text().splitlines()] == result.configs
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"top_k": 0}, "--top-k must be at least 1"),
+    ({"searcher": "annealing"}, "--searcher 'annealing': choose one of"),
+    ({"searcher": "exhaustive", "n_samples": 100}, "--n-samples does not apply to --searcher exhaustive"),
+    ({"fixed": ["hardware.accelerator"]}, "--set 'hardware.accelerator': expected COLUMN=VALUE"),
+])
+def test_a_bad_config_field_is_named(fields, message):
+    from perfzoo._cli import UsageError
+    from perfzoo.search.command import SearchConfig
+
+    with pytest.raises(UsageError, match=message):
+        SearchConfig(space="llm-small", **fields)

@@ -8,11 +8,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from perfzoo.loop import ClosedLoop, LaunchInterrupted, config_id, frontier_figure, hand_tuned_ladder
+from perfzoo.loop import ClosedLoop, LaunchInterrupted, config_id, frontier_figure
 from perfzoo.records import JobRecord, job_id_for
 from perfzoo.search import Reinforce
 from perfzoo.spaces import get
 from perfzoo.store import RecordStore
+from perfzoo.workloads.fsdp_ads import hand_tuned_ladder
 
 HW = {"accelerator": "cpu", "accelerator_count": 2}
 
@@ -203,3 +204,28 @@ def test_hand_tuned_ladder_is_full_shard_largest_batch_first():
         assert all(c[f"shard_{i:02d}"] == "FULL_SHARD" for i in range(11)) and c["memory_budget_gib"] is None
     with pytest.raises(ValueError, match="no hand-tuned baseline"):
         hand_tuned_ladder(get("llm-small"))
+
+
+def test_run_from_python_returns_the_loop_summary(tmp_path):
+    from perfzoo.tune import TuneConfig, run
+
+    store = RecordStore(tmp_path / "store")
+    _loop(store, FakeLauncher(store), tag="tune-fsdp-ads-s0").run()
+    result = run(TuneConfig(store=str(tmp_path / "store"), n_random=30, rounds=2, top_k=6, status=True))
+    assert [p["done"] for p in result.summary.phases] == [30, 6, 6] and result.summary.loop_jobs == 42
+    assert result.plot is None and not result.interrupted
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"rounds": -1}, "--rounds must be at least 0, got -1"),
+    ({"predictor": "nosuch"}, "--predictor 'nosuch' is not 'best' or a zoo member"),
+    ({"train_on": "everything"}, "--train-on 'everything': choose one of loop, store"),
+    ({"lr": -1.0}, "--lr must be positive"),
+])
+def test_a_bad_config_field_is_named(fields, message, tmp_path):
+    from perfzoo._cli import UsageError
+    from perfzoo.tune import TuneConfig
+
+    with pytest.raises(UsageError, match=message):
+        TuneConfig(store=str(tmp_path / "t"), **fields)
+    assert not (tmp_path / "t").exists()

@@ -323,14 +323,15 @@ def main_batch_torchrun(batch_file: str) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    import harness.workloads.fsdp_ads  # noqa: F401
-    import harness.workloads.llm  # noqa: F401
     import harness.timing  # noqa: F401
+    from harness.workloads import get_workload
 
     batch = json.loads(Path(batch_file).read_text())
     if any(item["spec"].get("device", "cpu") != "cpu" for item in batch["jobs"]):
         sys.stderr.write("warm torchrun mode is CPU-only (CUDA must not be set up before a fork)\n")
         return 2
+    for name in sorted({item["spec"]["workload"] for item in batch["jobs"]}):
+        get_workload(name)  # imported once, like torch, and inherited by every forked rank
     _prewarm()
     write_json_atomic(Path(batch_file).with_suffix(".ready"), {"import_s": time.perf_counter() - _T0})
     for item in batch["jobs"]:

@@ -16,10 +16,12 @@ python -m perfzoo.search: error: --top-k must be at least 1
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
-from typing import Callable
+from dataclasses import MISSING, fields
+from typing import Any, Callable, Iterable, TypeVar
 
 from perfzoo.records import RecordError
 from perfzoo.spaces import SpaceError
@@ -46,6 +48,52 @@ def parse_value(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+
+
+def check_choice(flag: str, value: Any, choices: Iterable[Any]) -> None:
+    """A :class:`UsageError` unless ``value`` is one of ``choices`` (a config field's check)."""
+    choices = tuple(choices)
+    if value not in choices:
+        raise UsageError(f"{flag} {value!r}: choose one of {', '.join(str(c) for c in choices if c is not None)}")
+
+
+Config = TypeVar("Config")
+
+
+def field_defaults(config_class: type) -> dict[str, Any]:
+    """The defaults of a config dataclass's fields, for ``parser.set_defaults``: every default
+    lives once, in the dataclass (a field without a default is a required flag)."""
+    return {f.name: f.default if f.default is not MISSING else f.default_factory()
+            for f in fields(config_class) if f.default is not MISSING or f.default_factory is not MISSING}
+
+
+def config_from_args(config_class: type[Config], args: argparse.Namespace) -> Config:
+    """The config a parsed command line means: each field from the argument of its name (the
+    parser's ``dest``); ``__post_init__`` then checks the values."""
+    values = vars(args)
+    return config_class(**{f.name: values[f.name] for f in fields(config_class)})
+
+
+def spelled_call(function: str, config: Any) -> str:
+    """``function(config)`` in words, naming the fields that differ from their defaults (the
+    provenance of a run started from Python)."""
+    defaults = field_defaults(type(config))
+    changed = {f.name: getattr(config, f.name) for f in fields(config)
+               if f.name not in defaults or getattr(config, f.name) != defaults[f.name]}
+    return f"{function}(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
+
+
+def assignment(item: str, flag: str, key: str = "KEY") -> tuple[str, Any]:
+    """``(key, value)`` of a ``KEY=VALUE`` item given to ``flag`` (the value by :func:`parse_value`);
+    a :class:`UsageError` for an item without ``=``.
+
+    >>> assignment("tp=8", "--set")
+    ('tp', 8)
+    """
+    if "=" not in item:
+        raise UsageError(f"{flag} {item!r}: expected {key}=VALUE")
+    k, v = item.split("=", 1)
+    return k.strip(), parse_value(v.strip())
 
 
 def guarded(prog: str, body: Callable[[], int], data_status: int = 1) -> int:

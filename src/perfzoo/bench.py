@@ -16,6 +16,17 @@ successful job of B (names or file paths); ``--json`` prints one JSON object per
 
 Exit status: 0 on success (a member that fails is reported in the leaderboard, not fatal),
 1 on a user error (unknown dataset, missing file), 2 on bad arguments.
+
+Python API
+----------
+:func:`run` takes a :class:`BenchConfig` (one field per flag, the same defaults; a preset,
+:data:`FULL` or :data:`QUICK`, fills in what it leaves out), writes the leaderboard and returns
+the :class:`~perfzoo.evaluation.runner.Results`; :func:`cross` is ``--train/--test``::
+
+    from perfzoo.bench import BenchConfig, run
+    results = run(BenchConfig(datasets=["fsdp-cpu"], predictors=["ridge"], splits=["random"], seeds=2,
+                              out="/tmp/lb", no_artifacts=True, no_figures=True))
+    results.frame[["predictor", "split", "kendall"]]
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from typing import Any, Optional, Sequence
 
 from harness.environment import cpu_cores
 from perfzoo import zoo
-from perfzoo._cli import guarded
+from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
 from perfzoo.datasets import Dataset, list_datasets, load_dataset
 from perfzoo.evaluation import leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
@@ -43,10 +54,11 @@ from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, PredictorSpec
 SPLITS = ("random", "temporal", "scale", "group", "curve", "transfer")
 
 
-@dataclass
-class BenchConfig:
-    """What a run covers. ``heavy`` caps the seeds of slow members and keeps them out of the
-    learning curves; ``curve_predictors`` are the members drawn in learning curves."""
+@dataclass(frozen=True)
+class BenchPreset:
+    """What a run covers unless its :class:`BenchConfig` says otherwise (:data:`FULL`,
+    :data:`QUICK`). ``heavy`` caps the seeds of slow members and keeps them out of the learning
+    curves; ``curve_predictors`` are the members drawn in learning curves."""
 
     datasets: Optional[list[str]]  # None: every dataset perfzoo lists
     predictors: Optional[list[str]]  # None: every zoo member
@@ -78,7 +90,7 @@ HEAVY = {
     "mlp_rank_ensemble": Heavy(1, ("random",), ("fsdp-cpu", "llm-cpu", "published-torchtitan")),
 }
 
-FULL = BenchConfig(
+FULL = BenchPreset(
     datasets=None,
     predictors=None,
     splits=["random", "temporal", "scale", "group", "curve", "transfer"],
@@ -91,7 +103,7 @@ FULL = BenchConfig(
     out="leaderboard",
 )
 
-QUICK = BenchConfig(
+QUICK = BenchPreset(
     datasets=["vtrain-a100", "published-torchtitan", "published-llm", "fsdp-cpu", "llm-cpu"],
     predictors=["constant", "analytic", "ridge", "knn", "lightgbm", "failure"],
     splits=["random", "temporal", "scale", "curve"],
@@ -105,6 +117,57 @@ QUICK = BenchConfig(
     max_rows_for_all=5000,
 )
 
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """One benchmark run, as :func:`run` takes it; ``python -m perfzoo.bench`` translates its
+    flags onto it field for field. ``None`` means the preset's value.
+
+    >>> BenchConfig(splits=["random", "sideways"])
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown split sideways; choose from random, temporal, scale, group, curve, transfer
+    """
+
+    quick: bool = False  # the CI-sized preset (QUICK) instead of the full run (FULL)
+    datasets: Optional[list[str]] = None  # names or paths (default: the preset's that are available)
+    predictors: Optional[list[str]] = None  # zoo members (default: the preset's); named ones run everywhere
+    splits: Optional[list[str]] = None  # split kinds from SPLITS (default: the preset's)
+    seeds: Optional[int] = None  # seeds per split (default: the preset's)
+    curve_seeds: Optional[int] = None  # seeds per learning-curve size (default: the preset's)
+    curve_sizes: Optional[tuple[int, ...]] = None  # learning-curve training sizes (default: the preset's)
+    out: Optional[str] = None  # the leaderboard folder (default: the preset's)
+    jobs: Optional[int] = None  # parallel processes (default: all cores)
+    cache_dir: str = DEFAULT_CACHE_DIR  # the result cache
+    no_cache: bool = False  # neither read nor write the cache
+    no_figures: bool = False  # skip the PNG figures
+    no_artifacts: bool = False  # do not fit and save the best predictors
+    external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
+    quiet: bool = False  # no progress bar
+
+    def __post_init__(self):
+        bad = [s for s in self.splits or () if s not in SPLITS]
+        if bad:
+            raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
+        for flag, value in (("--seeds", self.seeds), ("--curve-seeds", self.curve_seeds)):
+            if value is not None and value < 1:
+                raise UsageError(f"{flag} must be at least 1, got {value}")
+        small = [v for v in self.curve_sizes or () if v < 2]
+        if small:
+            raise UsageError(f"--curve-sizes {small[0]} is not a training-set size (a whole number >= 2)")
+
+    @property
+    def preset(self) -> BenchPreset:
+        """What the fields left at None take: :data:`QUICK` or :data:`FULL`."""
+        return QUICK if self.quick else FULL
+
+    @property
+    def out_dir(self) -> Path:
+        """The leaderboard folder the run writes."""
+        return Path(self.out or self.preset.out)
+
+
 # default members for --train/--test (fast, and the ones built to extrapolate)
 CROSS_DEFAULT = ["constant", "analytic", "ridge", "lightgbm", "catboost", "gbr", "hybrid"]
 JSON_FIELDS = ("predictor", "train", "test", "n_train", "n_test", "kendall", "spearman", "pearson",
@@ -112,9 +175,8 @@ JSON_FIELDS = ("predictor", "train", "test", "n_train", "n_test", "kendall", "sp
                "precision_at_5", "precision_at_10", "mape", "fit_time_s", "predict_time_s", "error")
 
 
-def _csv(text: Optional[str]) -> Optional[list[str]]:
-    if text is None:
-        return None
+def _csv(text: str) -> list[str]:
+    """An argparse type: comma-separated names."""
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
@@ -131,17 +193,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true",
                    help="CI-sized run (a few fast predictors, 3 seeds, small datasets; < 3 min on 2 cores); "
                         f"writes {QUICK.out}/ unless --out is given")
-    p.add_argument("--datasets", metavar="A,B", help="datasets (names or paths), comma-separated (default: all)")
-    p.add_argument("--predictors", "--predictor", metavar="X,Y", action="append",
+    p.add_argument("--datasets", type=_csv, metavar="A,B",
+                   help="datasets (names or paths), comma-separated (default: all)")
+    p.add_argument("--predictors", "--predictor", type=_csv, metavar="X,Y", action="extend",
                    help="zoo members, comma-separated or repeated (default: all; see perfzoo.zoo.names())")
-    p.add_argument("--splits", metavar="S,T", help=f"split kinds from {', '.join(SPLITS)} (default: all)")
-    p.add_argument("--seeds", type=_seed_count, metavar="N", help="seeds per split (default: 5; quick: 3)")
-    p.add_argument("--curve-seeds", type=_seed_count, metavar="N", help="seeds per learning-curve size (default: 10)")
+    p.add_argument("--splits", type=_csv, metavar="S,T", help=f"split kinds from {', '.join(SPLITS)} (default: all)")
+    p.add_argument("--seeds", type=_seed_count, metavar="N",
+                   help=f"seeds per split (default: {FULL.seeds}; quick: {QUICK.seeds})")
+    p.add_argument("--curve-seeds", type=_seed_count, metavar="N",
+                   help=f"seeds per learning-curve size (default: {FULL.curve_seeds})")
     p.add_argument("--curve-sizes", type=_sizes, metavar="25,50,...", help="learning-curve training sizes")
     p.add_argument("--out", metavar="DIR", help="leaderboard folder (default: leaderboard/)")
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel processes (default: all cores)")
-    p.add_argument("--cache-dir", metavar="DIR", default=DEFAULT_CACHE_DIR,
-                   help=f"result cache (default: {DEFAULT_CACHE_DIR}/)")
+    p.add_argument("--cache-dir", metavar="DIR", help=f"result cache (default: {BenchConfig.cache_dir}/)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.add_argument("--no-artifacts", action="store_true", help="do not fit and save the best predictors")
@@ -150,6 +214,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--train", metavar="A", help="cross-dataset: fit on this dataset (name or path)")
     p.add_argument("--test", metavar="B", help="cross-dataset: score on this dataset (name or path)")
     p.add_argument("--json", action="store_true", help="cross-dataset: one JSON object per predictor line")
+    p.set_defaults(**field_defaults(BenchConfig))  # every default lives once, in BenchConfig
     return p
 
 
@@ -174,32 +239,36 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
-    args.argv = argv
-    predictors = None
-    if args.predictors:
-        predictors = [n for chunk in args.predictors for n in _csv(chunk) or []]
     if (args.train or args.test) and not (args.train and args.test):
         parser.error("--train and --test go together")
     if args.train:
-        return guarded("perfzoo bench", lambda: cross(args.train, args.test, predictors, as_json=args.json,
-                                                      external_dir=args.external_dir))
-    return guarded("perfzoo bench", lambda: bench(args, predictors))
+        return guarded("perfzoo bench", lambda: cross(args.train, args.test, args.predictors or None,
+                                                      as_json=args.json, external_dir=args.external_dir))
+
+    def body() -> int:
+        config = config_from_args(BenchConfig, args)
+        t0 = time.perf_counter()
+        results = run(config, " ".join(["python -m perfzoo.bench", *map(shlex.quote, argv)]))
+        _print_headline(results, config.out_dir, time.perf_counter() - t0)
+        return 0
+
+    return guarded("perfzoo bench", body)
 
 
 # --- the benchmark ------------------------------------------------------------------------
 
 
-def _specs(names: Sequence[str], cfg: BenchConfig, explicit: bool = False) -> list[PredictorSpec]:
-    """Specs for ``names``; the config's caps on heavy members apply unless the user named
+def _specs(names: Sequence[str], preset: BenchPreset, explicit: bool = False) -> list[PredictorSpec]:
+    """Specs for ``names``; the preset's caps on heavy members apply unless the user named
     the members explicitly (then they run everywhere they were asked to)."""
     known = list(zoo.names())
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown predictor {', '.join(map(repr, unknown))}; the zoo has: {', '.join(known)}")
-    curve = set(cfg.curve_predictors) if cfg.curve_predictors is not None and not explicit else None
+    curve = set(preset.curve_predictors) if preset.curve_predictors is not None and not explicit else None
     specs = []
     for n in names:
-        heavy = None if explicit else cfg.heavy.get(n)
+        heavy = None if explicit else preset.heavy.get(n)
         specs.append(PredictorSpec(
             n, max_seeds=heavy.seeds if heavy else None,
             curve=(curve is None or n in curve) and heavy is None,
@@ -211,65 +280,63 @@ def _load(names: Sequence[str], external_dir: Optional[str]) -> list[Dataset]:
     return [load_dataset(name, external_dir=external_dir or None) for name in names]
 
 
-def bench(args: argparse.Namespace, predictors: Optional[list[str]] = None) -> int:
-    cfg = QUICK if args.quick else FULL
+def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
+    """Fit and score the predictors ``config`` names on its datasets and splits, write the
+    leaderboard into ``config.out_dir`` and return the scores. ``command`` is the leaderboard's
+    record of what ran (default: this call, spelled out)."""
+    preset = config.preset
     t0 = time.perf_counter()
-    if args.datasets:
-        names = _csv(args.datasets)
-    elif cfg.datasets is not None:
-        available = set(list_datasets(args.external_dir or None))
-        names = [n for n in cfg.datasets if n in available]
+    if config.datasets:
+        names = config.datasets
+    elif preset.datasets is not None:
+        available = set(list_datasets(config.external_dir or None))
+        names = [n for n in preset.datasets if n in available]
     else:
-        names = list(list_datasets(args.external_dir or None))
-    datasets = _load(names, args.external_dir)
-    if cfg.max_rows_for_all and not args.datasets:
-        datasets = [d for d in datasets if len(d) <= cfg.max_rows_for_all]
+        names = list(list_datasets(config.external_dir or None))
+    datasets = _load(names, config.external_dir)
+    if preset.max_rows_for_all and not config.datasets:
+        datasets = [d for d in datasets if len(d) <= preset.max_rows_for_all]
     if not datasets:
         raise ValueError("no dataset to benchmark")
-    member_names = predictors or cfg.predictors or list(zoo.names())
+    predictors = config.predictors or None
+    member_names = predictors or preset.predictors or list(zoo.names())
     member_names = [n for n in member_names if n in zoo.names() or predictors]  # quick: skip absent members
-    specs = _specs(member_names, cfg, explicit=bool(predictors))
-    splits = _csv(args.splits) or cfg.splits
-    bad = [s for s in splits if s not in SPLITS]
-    if bad:
-        raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
-    seeds = list(range(args.seeds if args.seeds is not None else cfg.seeds))
-    curve_seeds = list(range(args.curve_seeds if args.curve_seeds is not None else cfg.curve_seeds))
-    curve_sizes = args.curve_sizes or cfg.curve_sizes
-    out = Path(args.out or cfg.out)
-    jobs = args.jobs or cpu_cores()
+    specs = _specs(member_names, preset, explicit=bool(predictors))
+    splits = config.splits or preset.splits
+    seeds = list(range(config.seeds if config.seeds is not None else preset.seeds))
+    curve_seeds = list(range(config.curve_seeds if config.curve_seeds is not None else preset.curve_seeds))
+    curve_sizes = config.curve_sizes or preset.curve_sizes
+    out = config.out_dir
+    jobs = config.jobs or cpu_cores()
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "
           f"{len(specs)} predictors, splits {', '.join(splits)}, {len(seeds)} seeds, {jobs} jobs",
           file=sys.stderr)
     results = runner.run(
         datasets, specs, [s for s in splits if s != "transfer"], seeds, jobs=jobs,
-        cache_dir=None if args.no_cache else args.cache_dir,
-        curve_sizes=curve_sizes, curve_seeds=curve_seeds, curve_datasets=cfg.curve_datasets,
-        progress=not args.quiet,
+        cache_dir=None if config.no_cache else config.cache_dir,
+        curve_sizes=curve_sizes, curve_seeds=curve_seeds, curve_datasets=preset.curve_datasets,
+        progress=not config.quiet,
     )
     if results.frame.empty:
         why = "; ".join(f"{s['dataset']} {s['split']}: {s['reason']}" for s in results.skipped[:3])
         raise ValueError(f"nothing to score: {why or 'no task ran'} (measure more jobs, or choose other splits)")
-    command = " ".join(["python -m perfzoo.bench", *map(shlex.quote, args.argv)])
-    context = run_context(command, wall_time_s=None)
-    context["notes"] = _notes(specs, splits, seeds, curve_sizes, curve_seeds, cfg)
+    context = run_context(command or spelled_call("perfzoo.bench.run", config), wall_time_s=None)
+    context["notes"] = _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset)
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
-    leaderboard.write(results, datasets, specs, out, context, figures=not args.no_figures,
-                      artifacts=not args.no_artifacts)
+    leaderboard.write(results, datasets, specs, out, context, figures=not config.no_figures,
+                      artifacts=not config.no_artifacts)
     if "transfer" in splits:
         transfer.write(datasets, [spec.name for spec in specs if spec.factory is None and not spec.params], out)
-    wall = time.perf_counter() - t0
-    _print_headline(results, datasets, out, wall)
-    return 0 if len(results.frame) else 1
+    return results
 
 
-def _notes(specs, splits, seeds, curve_sizes, curve_seeds, cfg: BenchConfig) -> list[str]:
+def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) -> list[str]:
     """What this run covered, in words, for the leaderboard header."""
     notes = [f"splits {', '.join(splits)}; {len(seeds)} seeds per split (temporal and scale splits are "
              "deterministic: there the seed varies only the predictor's random state)"]
     if "curve" in splits:
         who = [s.display for s in specs if s.curve]
-        where = ", ".join(cfg.curve_datasets) if cfg.curve_datasets else "every dataset"
+        where = ", ".join(preset.curve_datasets) if preset.curve_datasets else "every dataset"
         notes.append(f"learning curves on {where}: sizes {', '.join(map(str, curve_sizes))}, "
                      f"{len(curve_seeds)} seeds, predictors {', '.join(who)}")
     for s in specs:
@@ -286,12 +353,12 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, cfg: BenchConfig) -> 
     return notes
 
 
-def _print_headline(results: runner.Results, datasets: Sequence[Dataset], out: Path, wall: float) -> None:
+def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
     summary = summarize(results.frame)
     print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8}")
-    for ds in datasets:
-        for split, b in best_per_split(summary, ds.name):
-            print(f"{ds.name:22} {split:26} {b['predictor']:20} {b['kendall_mean']:8.3f} "
+    for name in dict.fromkeys(results.frame["dataset"]):  # the datasets in the order they ran
+        for split, b in best_per_split(summary, name):
+            print(f"{name:22} {split:26} {b['predictor']:20} {b['kendall_mean']:8.3f} "
                   f"{b['spearman_mean']:8.3f} {b['pearson_mean']:8.3f}")
     if results.errors:
         print(f"\n{len(results.errors)} task(s) failed; see the Errors section of {out / 'README.md'}", file=sys.stderr)

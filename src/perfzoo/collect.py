@@ -13,103 +13,35 @@ Explicit configs (one JSON object per line, or ``{"config": {...}}`` lines from 
 Killed and started again with the same arguments, it skips every job already in the store
 (job ids hash the config, the hardware and the repeat index) and loses nothing: each
 record is fsynced as soon as its job ends.
+
+Python API
+----------
+:func:`run` takes a :class:`CollectConfig` (one field per flag, the same defaults) and returns
+the exit status; running the jobs is :mod:`perfzoo.sweep`. Listing two jobs without running them::
+
+    from perfzoo.collect import CollectConfig, run
+    run(CollectConfig(out="runs/llm", space="llm-small", n=2, dry_run=True))
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
-import os
 import shlex
-import signal
-import statistics
 import sys
-import time
-from collections import Counter
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
-from pathlib import Path
+from dataclasses import fields
 from typing import Optional, Sequence
 
 from harness.protocol import QUIET_WAIT_S
 from perfzoo import spaces as _spaces
-from perfzoo._cli import UsageError, guarded
-from perfzoo.records import STATUSES
-
-DEFAULT_SPACE = {"fsdp": "fsdp-ads", "llm": "llm-small"}
-
-
-@dataclass(frozen=True)
-class JobDefaults:
-    """How long each job runs unless told otherwise: the measurement protocol's figures
-    (``datasets/fsdp-cpu/README.md``), shared by collect, tune and the closed loop."""
-
-    steps: int = 10  # measured steps: repeat CV 1-5% on the bundled datasets
-    warmup: int = 2  # steps run first and not measured
-    timeout_s: float = 120.0  # wall-clock limit per job
+from perfzoo import workloads
+from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
+from perfzoo.sweep import JOB_DEFAULTS, CollectConfig, JobDefaults, run_sweep
 
 
-JOB_DEFAULTS = JobDefaults()
-
-
-@dataclass
-class CollectConfig:
-    """One collect run, as :func:`run` takes it; the command line (:func:`build_parser`, whose
-    ``--help`` documents every field) only translates onto it, field for field.
-
-    >>> cfg = CollectConfig(out="runs/llm", space="llm-small", n=4, steps=3)
-    >>> cfg.repeat, cfg.device, cfg.timeout
-    (1, 'cpu', 120.0)
-    """
-
-    out: str  # the record store directory
-    space: Optional[str] = None  # a space name or a .toml space file (default: the workload's)
-    workload: Optional[str] = None  # fsdp | llm | command (default: the space's)
-    n: Optional[int] = None  # N random distinct configs from the space ...
-    configs: Optional[str] = None  # ... or the configs in this JSONL file
-    nproc: Optional[int] = None  # ranks per job (default: each config's world size)
-    device: str = "cpu"  # cpu (gloo) or cuda (NCCL)
-    repeat: int = 1  # runs of each config (repeat index 0 .. repeat - 1)
-    timeout: float = JOB_DEFAULTS.timeout_s  # wall-clock limit per job, seconds
-    seed: int = 0  # seed of the random configs
-    steps: int = JOB_DEFAULTS.steps  # measured steps per job
-    warmup: int = JOB_DEFAULTS.warmup  # warm-up steps per job, not measured
-    mode: str = "auto"  # auto | torchrun | inprocess
-    warm: bool = False  # CPU: fork each job's ranks from a warm worker
-    batch_size: int = 50  # jobs per in-process or warm worker
-    launcher: str = "local"  # local | slurm
-    sweep_id: Optional[str] = None  # default: derived from the arguments
-    require_quiet: bool = False  # a job on a busy machine fails (noisy_machine) instead of being timed
-    quiet_wait: float = QUIET_WAIT_S  # seconds a CPU job waits for quiet before timing
-    dry_run: bool = False  # validate and list the jobs, run nothing
-    no_progress: bool = False  # no progress bar
-    command: Optional[str] = None  # the command workload: the launch template (default: the space file's)
-    metric_parser: Optional[str] = None  # file | torchtitan
-    metric_regex: Optional[str] = None  # metrics from output lines matching this
-    throughput_unit: Optional[str] = None  # what the command's throughput counts
-    partition: Optional[str] = None  # Slurm (with launcher='slurm'): sbatch's options of these names
-    nodes: Optional[int] = None
-    tasks_per_node: Optional[int] = None
-    gpus_per_node: Optional[int] = None
-    cpus_per_task: Optional[int] = None
-    time: Optional[int] = None
-    mem_gb: Optional[float] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    constraint: Optional[str] = None
-    array_parallelism: Optional[int] = None
-    slurm_arg: list = field(default_factory=list)  # more sbatch options, KEY=VALUE
-    slurm_folder: Optional[str] = None
-    poll: Optional[float] = None
-
-    def __post_init__(self):
-        if (self.n is None) == (self.configs is None):
-            raise UsageError("give exactly one of --n and --configs")
-        for name in ("repeat", "steps"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name} must be at least 1")
-        if self.warmup < 0 or self.timeout <= 0:
-            raise UsageError("--warmup must be >= 0 and --timeout > 0")
+def default_space(workload: Optional[str]) -> Optional[str]:
+    """The space collect runs when only ``workload`` is given: its bundle's ``default_space``
+    (:mod:`perfzoo.workloads`); ``None`` for no workload or one without a default."""
+    return workloads.get(workload).default_space if workload in workloads.names() else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,10 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run real training jobs (one torchrun process group each, or many world-size-1 "
                     "jobs in one worker) and append one job record per job to a record store. "
                     "Resumable: finished job ids are skipped.")
-    p.add_argument("--workload", choices=["fsdp", "llm", "command"],
+    p.add_argument("--workload", choices=workloads.names(),
                    help="workload to run (default: the space's workload)")
+    defaults = ", ".join(f"{s.default_space} for {s.name}" for s in workloads.specs() if s.default_space)
     p.add_argument("--space", help=f"search space: one of {_spaces.names()}, or a .toml space file "
-                                   "(default: fsdp-ads for fsdp, llm-small for llm)")
+                                   f"(default: {defaults})")
     g = p.add_argument_group("your own job (the command workload of a .toml space; see harness/command.py)")
     g.add_argument("--command", metavar="TEMPLATE",
                    help="launch command; {knob} is the config's value, {nproc} {master_port} {out_dir} "
@@ -194,227 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--slurm-folder", metavar="DIR",
                    help="job files and logs, on a file system the nodes share (default: OUT/slurm)")
     g.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
-    # every default lives once, in CollectConfig
-    p.set_defaults(**{f.name: f.default if f.default is not MISSING else f.default_factory()
-                      for f in fields(CollectConfig) if f.default is not MISSING or f.default_factory is not MISSING})
+    p.set_defaults(**field_defaults(CollectConfig))  # every default lives once, in CollectConfig
     return p
 
-
-SLURM_FLAGS = {"partition": "partition", "nodes": "nodes", "tasks_per_node": "tasks_per_node",
-               "gpus_per_node": "gpus_per_node", "cpus_per_task": "cpus_per_task", "time": "time_min",
-               "mem_gb": "mem_gb", "account": "account", "qos": "qos", "constraint": "constraint",
-               "array_parallelism": "array_parallelism", "poll": "poll_s"}
-
-
-def slurm_options(args):
-    """The :class:`harness.slurm.SlurmOptions` of the command line (a UsageError names a misuse)."""
-    given = [f for f in (*SLURM_FLAGS, "slurm_folder") if getattr(args, f) is not None] + (
-        ["slurm_arg"] if args.slurm_arg else [])
-    if args.launcher != "slurm":
-        if given:
-            raise UsageError(f"--{given[0].replace('_', '-')} is a Slurm option; add --launcher slurm")
-        return None
-    if args.warm or args.mode == "inprocess":
-        raise UsageError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
-    for flag in ("nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "array_parallelism"):
-        if getattr(args, flag) is not None and getattr(args, flag) < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
-    for flag in ("mem_gb", "poll"):
-        if getattr(args, flag) is not None and getattr(args, flag) <= 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be positive")
-    extra = {}
-    for item in args.slurm_arg:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--slurm-arg {item!r}: expected KEY=VALUE, e.g. reservation=r1")
-        extra[key.strip().lstrip("-").replace("-", "_")] = value
-    from harness.slurm import SlurmOptions
-
-    return SlurmOptions(extra=extra, **{field: getattr(args, flag) for flag, field in SLURM_FLAGS.items()
-                                        if getattr(args, flag) is not None})
-
-
-# configs ---------------------------------------------------------------------------------
-
-def read_configs(path: str) -> list[tuple[str, dict]]:
-    """``[(where, config)]`` from a JSONL file of configs or ``{"config": {...}}`` lines."""
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"--configs {path}: no such file")
-    out = []
-    for i, line in enumerate(p.read_text().splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        where = f"{path} line {i}"
-        try:
-            obj = json.loads(s)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if isinstance(obj, dict) and isinstance(obj.get("config"), dict):
-            obj = obj["config"]
-        if not isinstance(obj, dict):
-            raise UsageError(f"{where}: expected a JSON object of knobs or {{\"config\": {{...}}}}")
-        out.append((where, obj))
-    if not out:
-        raise UsageError(f"--configs {path}: the file holds no configs")
-    return out
-
-
-def resolve_configs(args, space: _spaces.Space) -> list[dict]:
-    """Validated, complete configs (a :class:`UsageError` names the first bad one)."""
-    wkey = space.world_size_key
-    if args.configs:
-        configs = []
-        for where, raw in read_configs(args.configs):
-            raw = dict(raw)
-            if args.nproc is not None:
-                if wkey in raw and int(raw[wkey]) != args.nproc:
-                    raise UsageError(f"{where}: knob '{wkey}' = {raw[wkey]} but --nproc {args.nproc}")
-                raw.setdefault(wkey, args.nproc)
-            try:
-                configs.append(space.validate(raw))
-            except _spaces.SpaceError as exc:
-                raise UsageError(f"{where}: {exc}") from None
-        unique = list({json.dumps(c, sort_keys=True, default=str): c for c in configs}.values())
-        if len(unique) < len(configs):
-            print(f"perfzoo.collect: {len(configs) - len(unique)} repeated config(s) in {args.configs} run "
-                  "once (measure a config several times with --repeat)", file=sys.stderr)
-        return unique
-    if args.n is None or args.n < 1:
-        raise UsageError("--n must be at least 1")
-    if args.nproc is None:
-        return space.sample(args.n, seed=args.seed)
-    dim = space._dims.get(wkey)
-    allowed = dim.values if dim is not None else (space.constants.get(wkey),)
-    if not any(_spaces._same(args.nproc, v) for v in allowed):
-        raise UsageError(f"--nproc {args.nproc}: space '{space.name}' allows {wkey} in {list(allowed)}")
-    if dim is None:
-        return space.sample(args.n, seed=args.seed)
-    sub = _spaces.Space(name=space.name, workload=space.workload,
-                        dimensions=[d for d in space.dimensions if d.name != wkey],
-                        constants={**space.constants, wkey: args.nproc}, derived=space.derived,
-                        constraints=space.constraints, world_size_key=wkey)
-    return [space.validate({k: c[k] for k in c}) for c in sub.sample(args.n, seed=args.seed)]
-
-
-def command_of(args, space: _spaces.Space):
-    """``(template, MetricSource)`` for a space of the command workload, else ``None``."""
-    from harness.command import MetricSource, check_template
-
-    given = [f"--{f.replace('_', '-')}" for f in ("command", "metric_parser", "metric_regex", "throughput_unit")
-             if getattr(args, f) is not None]
-    if space.workload != "command":
-        if given:
-            raise UsageError(f"{given[0]} is for your own job (a .toml space of the command workload); "
-                             f"space {space.name} runs the built-in '{space.workload}' workload")
-        return None
-    template = args.command or (space.command if isinstance(space, _spaces.FileSpace) else None)
-    if not template:
-        raise UsageError(f"space {space.name} runs a command: give --command 'TEMPLATE' (e.g. 'torchrun "
-                         "--standalone --nproc-per-node {nproc} train.py --batch {batch}') or command = \"...\" "
-                         "in the space file")
-    if isinstance(space, _spaces.FileSpace):  # a command that finds the files beside its space file
-        template = template.replace("{space_dir}", shlex.quote(str(Path(space.path).resolve().parent)))
-    if args.warm or args.mode == "inprocess":
-        raise UsageError("--warm and --mode inprocess run the built-in workloads; a command job is its own process")
-    if args.metric_parser and args.metric_regex:
-        raise UsageError("give --metric-parser or --metric-regex, not both")
-    parser = "regex" if args.metric_regex else (args.metric_parser or "file")
-    default_unit = "tokens/s" if parser == "torchtitan" else (
-        space.throughput_unit if isinstance(space, _spaces.FileSpace) else "items/s")
-    try:
-        check_template(template, space.knobs())
-        source = MetricSource(parser=parser, regex=args.metric_regex, unit=args.throughput_unit or default_unit)
-        from perfzoo.records import Metrics
-
-        Metrics(throughput_unit=source.unit)
-    except ValueError as exc:
-        raise UsageError(" ".join(str(exc).split())[:300]) from None
-    return template, source
-
-
-# running ---------------------------------------------------------------------------------
-
-def open_store(path: str, flag: str):
-    """The record store at ``path``, created if needed; a :class:`UsageError` says why it cannot be."""
-    from perfzoo.store import RecordStore
-
-    try:
-        store = RecordStore(path)
-        if not os.access(store.path, os.W_OK):
-            raise PermissionError(13, "not writable")
-        return store
-    except OSError as exc:
-        why = exc.strerror or " ".join(str(exc).split())
-        raise UsageError(f"{flag} {path}: cannot be a record store ({why}); give a directory you can write, "
-                         "e.g. runs/my-sweep") from None
-
-
-def _sweep_id(args, space_name: str, configs: list[dict]) -> str:
-    if args.sweep_id:
-        return args.sweep_id
-    h = hashlib.sha256(json.dumps([args.workload, space_name, args.repeat, configs],
-                                  sort_keys=True, default=str).encode()).hexdigest()[:10]
-    return f"{space_name}-{h}"
-
-
-class Tally:
-    """Counts and figures for the progress bar and the summary table."""
-
-    def __init__(self):
-        self.status = Counter()
-        self.throughput: list[float] = []
-        self.overhead = Counter()
-        self.overhead_n = Counter()
-        self.measured_s = 0.0
-        self.wall_s = 0.0
-        self.unit = ""
-        self.raced = 0  # jobs whose record another collect of the same sweep stored first
-
-    def add(self, rec) -> None:
-        self.status[rec.status] += 1
-        m = rec.metrics
-        self.wall_s += m.wall_time_s or 0.0
-        if rec.status == "ok" and m.throughput is not None:
-            self.throughput.append(m.throughput)
-            self.unit = m.throughput_unit or self.unit
-            launcher = rec.annotations.get("launcher", "?")
-            if rec.annotations.get("overhead_s") is not None:
-                self.overhead[launcher] += rec.annotations["overhead_s"]
-                self.overhead_n[launcher] += 1
-
-    def postfix(self) -> str:
-        return " ".join(f"{k}={self.status[k]}" for k in STATUSES)
-
-    def table(self, elapsed_s: float, skipped: int, out: str) -> str:
-        n = sum(self.status.values())
-        rows = [("jobs stored", f"{n}"), ("skipped (already in store)", f"{skipped}")]
-        if self.raced:
-            rows.append(("run, but stored first by another collect", f"{self.raced}"))
-        rows += [(f"  {k}", f"{self.status[k]}") for k in STATUSES]
-        if self.throughput:
-            t = sorted(self.throughput)
-            rows.append((f"p90 throughput ({self.unit})",
-                         f"min {t[0]:,.1f}  median {statistics.median(t):,.1f}  max {t[-1]:,.1f}"))
-        for launcher in sorted(self.overhead_n):
-            rows.append((f"overhead per ok job ({launcher})",
-                         f"{self.overhead[launcher] / self.overhead_n[launcher]:.2f} s (wall - measured steps)"))
-        rows.append(("elapsed", f"{elapsed_s:,.1f} s" + (f"  ({3600 * n / elapsed_s:,.0f} jobs/hour)"
-                                                         if elapsed_s > 0 and n else "")))
-        rows.append(("store", out))
-        width = max(len(r[0]) for r in rows)
-        return "\n".join(f"{a:<{width}}  {b}" for a, b in rows)
-
-
-def _sigterm_to_interrupt(signum, frame):  # pragma: no cover - exercised by the resume test
-    raise KeyboardInterrupt
 
 
 def config_from_argv(argv: Sequence[str]) -> CollectConfig:
     """The :class:`CollectConfig` a command line means (argparse exits 2 on a malformed one)."""
-    args = vars(build_parser().parse_args(list(argv)))
-    return CollectConfig(**{f.name: args[f.name] for f in fields(CollectConfig)})
+    return config_from_args(CollectConfig, build_parser().parse_args(list(argv)))
 
 
 def options_from_argv(argv: Sequence[str]) -> dict:
@@ -432,183 +152,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                   "python -m perfzoo.collect " + shlex.join(argv)))
 
 
-def run(args: CollectConfig, provenance: Optional[str] = None) -> int:
-    """Run (or resume) the jobs ``args`` describes; 0 when every job has a record, 1 when
-    interrupted (run again to resume). A :class:`UsageError` names a bad field before anything
-    runs. ``provenance`` is stored in every record (default: this call, spelled out)."""
+def run(config: CollectConfig, provenance: Optional[str] = None) -> int:
+    """Run (or resume) the jobs ``config`` describes, in its space (default: its workload's,
+    :func:`default_space`); 0 when every job has a record, 1 when interrupted (run again to
+    resume). A :class:`UsageError` names a bad field before anything runs. ``provenance`` is
+    stored in every record (default: this call, spelled out)."""
     from harness.slurm import SlurmError
 
-    if provenance is None:
-        changed = {f.name: getattr(args, f.name) for f in fields(args) if getattr(args, f.name) != f.default
-                   and not (f.name == "slurm_arg" and not args.slurm_arg)}
-        provenance = "perfzoo.collect.run(" + ", ".join(f"{k}={v!r}" for k, v in changed.items()) + ")"
-    try:
-        return _run(args, provenance)
-    except SlurmError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _run(args: CollectConfig, provenance: str) -> int:
-    space_name = args.space or DEFAULT_SPACE.get(args.workload or "", None)
+    space_name = config.space or default_space(config.workload)
     if space_name is None:
         raise UsageError("give --workload or --space")
     try:
         space = _spaces.get(space_name)
     except _spaces.SpaceError as exc:
         raise UsageError(str(exc)) from None
-    if args.workload and args.workload != space.workload:
-        raise UsageError(f"--space {space.name} is a space of the '{space.workload}' workload, "
-                         f"not '{args.workload}'")
-    args = replace(args, workload=space.workload)
-    if not space.runnable:
-        raise UsageError(f"--space {space.name} is a space for search only: the harness has no workload "
-                         f"that runs its configs ({space.description}); collect runs "
-                         f"{', '.join(n for n in _spaces.names() if _spaces.get(n).runnable)}")
-    command = command_of(args, space)
-    configs = resolve_configs(args, space)
-    if args.mode == "inprocess":
-        bad = [c for c in configs if int(c[space.world_size_key]) != 1]
-        if bad:
-            raise UsageError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
-                             f"{space.world_size_key} = {bad[0][space.world_size_key]} (use --mode torchrun or auto)")
-
-    from harness.command import CommandLauncher
-    from harness.environment import capture_hardware, capture_software, hardware_key, relevant_env
-    from harness.jobs import JobSpec, to_record
-    from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
-    from harness.workloads import get_workload
-    from perfzoo.records import job_id_for
-
-    if args.warm and args.device != "cpu":
-        raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
-    slurm = slurm_options(args)
-    if slurm is not None:
-        for cfg in configs:
-            try:
-                slurm.check(int(cfg[space.world_size_key]), args.device)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-    elif args.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
-    store = open_store(args.out, "--out")
-    done_ids = store.job_ids()
-    records = store.records()
-    mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in records
-                    if r.workload != space.workload or r.annotations.get("space") not in (None, space.name)})
-    if mixed:
-        raise UsageError(f"--out {args.out} holds records of {', '.join(mixed)}, not of {space.workload}/"
-                         f"{space.name}: one store, one space (splits and predictors need that); "
-                         "give another --out")
-    if command is not None:
-        other = sorted({r.annotations.get("command_template") for r in records} - {command[0], None})
-        if other:
-            raise UsageError(f"--out {args.out} holds jobs of another command ({other[0]!r}): their records would "
-                             "be taken for this command's; give another --out")
-        other = sorted({r.annotations.get("metric_source") for r in records} - {command[1].describe(), None})
-        if other:
-            raise UsageError(f"--out {args.out} holds jobs read with another metric source ({other[0]}): "
-                             "give another --out")
-    sweep_id = _sweep_id(args, space.name, configs)
-    unit = command[1].unit if command else get_workload(args.workload).THROUGHPUT_UNIT
-    software = capture_software()
-    inproc = InProcessBatchLauncher(batch_size=args.batch_size)
-    hardware_cache: dict[int, dict] = {}
-
-    def hardware_for(n: int) -> dict:
-        if n not in hardware_cache:
-            if slurm is None:
-                hardware_cache[n] = capture_hardware(args.device, n)
-            else:  # what the job asked for; its record gets what the node reported
-                hardware_cache[n] = {"accelerator": args.device, "accelerator_count": n, "nodes": slurm.nodes}
-        return hardware_cache[n]
-
-    jobs_in, jobs_tr, skipped = [], [], 0
-    for cfg in configs:
-        nproc = int(cfg[space.world_size_key])
-        key = hardware_key(hardware_for(nproc)) if slurm is None else slurm.identity(args.device, nproc)
-        for r in range(args.repeat):
-            jid = job_id_for(args.workload, cfg, key, r)
-            if jid in done_ids:
-                skipped += 1
-                continue
-            spec = JobSpec(workload=args.workload, config=cfg, job_id=jid, nproc=nproc, device=args.device,
-                           steps=args.steps, warmup=args.warmup, timeout_s=args.timeout, repeat=r,
-                           require_quiet=args.require_quiet, quiet_wait_s=args.quiet_wait,
-                           command=command[0] if command else None,
-                           metrics=asdict(command[1]) if command else {})
-            use_inproc = slurm is None and command is None and (
-                args.mode == "inprocess" or (args.mode == "auto" and nproc == 1))
-            (jobs_in if use_inproc else jobs_tr).append(spec)
-    total = len(jobs_in) + len(jobs_tr)
-    how = (f"{len(jobs_tr)} command jobs ({command[1].describe()})" if command and slurm is None else
-           f"{len(jobs_in)} in-process, {len(jobs_tr)} torchrun{' (warm)' if args.warm else ''}" if slurm is None
-           else f"Slurm arrays of {slurm.nodes} node(s) x {slurm.tasks_per_node} torchrun agent(s)")
-    print(f"perfzoo.collect: {space.name} ({args.workload}), {len(configs)} configs x {args.repeat} "
-          f"repeat(s): {total} jobs to run ({how}), {skipped} already in {args.out}", file=sys.stderr)
-    if args.dry_run:
-        for spec in jobs_in + jobs_tr:
-            row = {"job_id": spec.job_id, "nproc": spec.nproc, "repeat": spec.repeat, "config": spec.config}
-            if slurm is not None:
-                row["sbatch"] = slurm.executor_parameters(spec, "perfzoo-<batch>")
-            print(json.dumps(row))
-        return 0
-
-    tally = Tally()
-    t0 = time.perf_counter()
-    previous = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, unit="job", desc=f"collect {space.name}", dynamic_ncols=True)
-    interrupted = False
     try:
-        streams = []
-        if jobs_in:
-            streams.append((inproc.run_many(jobs_in), inproc.threads))
-        if jobs_tr and slurm is not None:
-            from harness.slurm import SlurmLauncher
+        return run_sweep(config, space, provenance or spelled_call("perfzoo.collect.run", config))
+    except SlurmError as exc:
+        raise UsageError(str(exc)) from None
 
-            tr = SlurmLauncher(slurm, folder=args.slurm_folder or Path(args.out) / "slurm",
-                               ledger=Path(args.out) / "slurm-jobs.jsonl")
-            streams.append((tr.run_many(jobs_tr), None))
-        elif jobs_tr and command is not None:
-            streams.append((CommandLauncher().run_many(jobs_tr), None))
-        elif jobs_tr:
-            tr = WarmTorchrunLauncher(batch_size=args.batch_size) if args.warm else LocalTorchrunLauncher()
-            streams.append((tr.run_many(jobs_tr), None))
-        for stream, threads in streams:
-            for outcome in stream:
-                n = outcome.spec.nproc
-                env_extra = {"OMP_NUM_THREADS": str(threads)} if threads else None
-                sw = dict(software, env=relevant_env(worker_env(args.device, n, env_extra)))
-                rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
-                                provenance=provenance, sweep_id=sweep_id, throughput_unit=unit,
-                                space=space.name)
-                if store.append(rec):
-                    tally.add(rec)
-                else:  # another collect of the same sweep stored this job first: its record stands
-                    tally.raced += 1
-                if bar is not None:
-                    bar.set_postfix_str(tally.postfix(), refresh=False)
-                    bar.update(1)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if bar is not None:
-            bar.close()
-    print(tally.table(time.perf_counter() - t0, skipped, args.out))
-    if interrupted:
-        left = total - sum(tally.status.values())
-        where = (f"; {left} job(s) stay queued or running on Slurm and the rerun waits for them instead of "
-                 "submitting them again" if slurm is not None and left else "")
-        print(f"perfzoo.collect: interrupted; run the same command again to resume{where}", file=sys.stderr)
-        return 1
-    return 0
+
+__all__ = ["JOB_DEFAULTS", "CollectConfig", "JobDefaults", "build_parser", "config_from_argv", "default_space",
+           "main", "options_from_argv", "run"]
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ has none of those); columns with no value in training are dropped. A column is n
 all its values are numbers (booleans are categorical, as in the paper).
 
 Missing columns at predict time: an *optional* column (every ``hardware.*`` column, the
-optional keys of the config vocabulary in :data:`OPTIONAL_KEYS`, and any column that had
+optional keys of the registered workloads' vocabularies, :func:`optional_keys`, and any column that had
 missing values in training) is treated as unknown; a missing required column raises
 ``ValueError`` naming it.
 
@@ -55,27 +55,27 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic
+from perfzoo import analytic, workloads
 
 ENCODINGS = ("native", "numeric", "scaled", "onehot")
 TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio", "log_roofline_ratio")
 
-# size-like keys: also given as log2 (trees do not care, linear models and distances do)
-SIZE_KEYS = frozenset({
-    "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size", "n_params",
-    "n_experts", "experts_per_token", "seq_len", "global_batch_size", "micro_batch_size",
-    "grad_accum", "n_gpus", "tp", "pp", "cp", "dp", "ep", "vp", "width", "n_tables",
-    "rows_per_table", "emb_dim", "local_batch", "world_size", "memory_budget_gib",
-    "accelerator_count", "accelerator_memory_gib", "nodes", "cpu_cores", "ram_gib",
-})
+# size-like hardware keys, whatever the workload: also given as log2 (trees do not care, linear
+# models and distances do)
+HARDWARE_SIZE_KEYS = frozenset({"accelerator_count", "accelerator_memory_gib", "nodes", "cpu_cores", "ram_gib"})
 
-# keys a config may leave out (docs/architecture.md); every hardware.* column is optional too
-OPTIONAL_KEYS = frozenset({
-    "model_name", "ffn_dim", "n_kv_heads", "vocab_size", "n_params", "n_experts",
-    "experts_per_token", "grad_accum", "dp", "cp", "ep", "vp", "fsdp", "precision",
-    "activation_checkpointing", "compile", "memory_budget_gib", "fsdp_api", "gated_mlp",
-    "tie_embeddings", "sequence_parallel", "flash_attention", "zero_stage",
-})
+
+def size_keys() -> frozenset[str]:
+    """Size-like keys, given as ``log2`` too: every registered workload's ``size_keys``
+    (:mod:`perfzoo.workloads`) and :data:`HARDWARE_SIZE_KEYS`."""
+    return HARDWARE_SIZE_KEYS.union(*(spec.size_keys for spec in workloads.specs()))
+
+
+def optional_keys() -> frozenset[str]:
+    """Config keys a config may leave out: every registered workload's ``optional_keys``
+    (``docs/architecture.md``); every ``hardware.*`` column is optional too."""
+    return frozenset().union(*(spec.optional_keys for spec in workloads.specs()))
+
 
 # analytic estimate -> how it becomes a feature
 _ANALYTIC_LOG = (
@@ -98,7 +98,7 @@ def base_key(column: str) -> str:
 
 def is_optional(column: str) -> bool:
     """Whether a predictor may be asked to predict on a frame without this column."""
-    return column.startswith("hardware.") or base_key(column) in OPTIONAL_KEYS
+    return column.startswith("hardware.") or base_key(column) in optional_keys()
 
 
 def analytic_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -204,7 +204,7 @@ class FeatureEncoder:
     analytic : bool
         Add the analytic estimates (:func:`analytic_features`); ignored by ``onehot``.
     log_sizes : bool
-        Add ``log2`` of size-like numeric columns (names in :data:`SIZE_KEYS`, or positive
+        Add ``log2`` of size-like numeric columns (names in :func:`size_keys`, or positive
         columns spanning a factor of 16 or more).
     max_onehot : int
         ``onehot`` only: numeric columns with more distinct values are cut into this many
@@ -238,6 +238,7 @@ class FeatureEncoder:
         self.bins_: dict[str, np.ndarray] = {}
         self.log_columns_: list[str] = []
         onehot = self.encoding == "onehot"
+        sizes = size_keys()
         for c in cols:
             if self.kinds_[c] == "categorical" or onehot:
                 if self.kinds_[c] == "numeric":
@@ -255,7 +256,7 @@ class FeatureEncoder:
             elif self.log_sizes:
                 v = _to_float(X[c], n)
                 pos = v[~np.isnan(v)]
-                if len(pos) and pos.min() > 0 and (base_key(c) in SIZE_KEYS or pos.max() / pos.min() >= 16):
+                if len(pos) and pos.min() > 0 and (base_key(c) in sizes or pos.max() / pos.min() >= 16):
                     self.log_columns_.append(c)
         self.use_analytic_ = bool(self.analytic) and not onehot
         an = analytic_features(X) if self.use_analytic_ else {}

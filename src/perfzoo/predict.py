@@ -19,11 +19,16 @@ Llama 3 70B on 1,024 H100s, with the leaderboard's best predictor for the publis
         global_batch_size=1024 micro_batch_size=1 n_gpus=1024 tp=8 pp=4 precision=bf16 \\
         accelerator=H100-SXM-80GB
 
-From Python::
+Python API
+----------
+:func:`run` takes a :class:`PredictConfig` (one field per flag, the same defaults) and returns the
+predictions as a DataFrame, one row per config; :func:`predict_frame` takes configs as dicts and a
+loaded dataset (and, optionally, a fitted predictor)::
 
-    from perfzoo.datasets import load_dataset
-    from perfzoo.predict import predict_frame
-    table = predict_frame([{"n_layers": 80, ...}], load_dataset("published-llm"))
+    from perfzoo.predict import PredictConfig, run
+    table = run(PredictConfig(knobs=["n_layers=32", "hidden_dim=4096", "n_gpus=8", "accelerator=H100-SXM-80GB"],
+                              predictor="ridge"))
+    table[["predicted_tokens_per_s", "analytic.memory_bytes", "warnings"]]
 """
 
 from __future__ import annotations
@@ -32,14 +37,15 @@ import argparse
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, analytic, collect, zoo
-from perfzoo._cli import UsageError, guarded, parse_value
+from perfzoo import accelerators, analytic, sweep, zoo
+from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.datasets import Dataset, load_dataset
 from perfzoo.features import n_devices
 from perfzoo.search.objective import input_columns
@@ -49,6 +55,38 @@ HARDWARE_KEYS = ("accelerator", "accelerator_count", "accelerator_memory_gib", "
 SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
 BREAKDOWN = ("compute_time_s", "comm_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
              "comm_cp_bytes", "memory_bytes", "memory_fraction", "step_time_s", "throughput_per_device")
+
+
+@dataclass(frozen=True)
+class PredictConfig:
+    """One prediction request, as :func:`run` takes it; ``python -m perfzoo.predict`` translates its
+    flags onto it field for field (``--set`` is ``knobs``).
+
+    >>> PredictConfig(knobs=["n_layers"])
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --set 'n_layers': expected KEY=VALUE
+    """
+
+    knobs: Optional[list[str]] = None  # one config, KEY=VALUE items (hardware keys too: accelerator=...) ...
+    configs: Optional[str] = None  # ... or the configs in this CSV or JSONL file
+    dataset: str = "published-llm"  # the predictor's training data
+    predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
+    external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
+
+    def __post_init__(self):
+        if (self.knobs is None) == (self.configs is None):
+            raise UsageError("give exactly one of --set and --configs")
+        for item in self.knobs or ():
+            assignment(item, "--set")
+        if self.predictor != "best" and self.predictor not in zoo.names() and not Path(self.predictor).is_dir():
+            raise UsageError(f"--predictor {self.predictor!r} is not 'best', a zoo member or a saved folder")
+
+    def load_configs(self) -> list[dict]:
+        """The configs to predict: the one of ``knobs``, or those in ``configs``."""
+        if self.knobs is not None:
+            return [dict(assignment(item, "--set") for item in self.knobs)]
+        return read_configs(self.configs)
 
 
 def as_frame(configs: Sequence[dict]) -> pd.DataFrame:
@@ -69,7 +107,7 @@ def as_frame(configs: Sequence[dict]) -> pd.DataFrame:
 def read_configs(path: str) -> list[dict]:
     """Configs from a CSV (one per row) or a JSONL file (one object, or ``{"config": ...}``, per line)."""
     if Path(path).suffix.lower() != ".csv":
-        return [cfg for _, cfg in collect.read_configs(path)]  # collect's reader: the same files
+        return [cfg for _, cfg in sweep.read_configs(path)]  # collect's reader: the same files
     if not Path(path).is_file():
         raise UsageError(f"--configs {path}: no such file")
     return [{k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
@@ -175,48 +213,46 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m perfzoo.predict", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--set", nargs="+", metavar="KEY=VALUE", help="one config, knob by knob (hardware keys too: "
-                                                                   "accelerator=H100-SXM-80GB)")
+    src.add_argument("--set", dest="knobs", nargs="+", metavar="KEY=VALUE",
+                     help="one config, knob by knob (hardware keys too: accelerator=H100-SXM-80GB)")
     src.add_argument("--configs", metavar="FILE", help="configs from a CSV or a JSONL file")
-    p.add_argument("--dataset", default="published-llm", help="the predictor's training data (default published-llm)")
-    p.add_argument("--predictor", default="best",
+    p.add_argument("--dataset", help=f"the predictor's training data (default {PredictConfig.dataset})")
+    p.add_argument("--predictor",
                    help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, or a saved folder")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
     p.add_argument("--json", action="store_true", help="one JSON object per config")
+    p.set_defaults(**field_defaults(PredictConfig))  # every default lives once, in PredictConfig
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status (0 ok, 1 a problem with the data, 2 usage error)."""
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    return guarded("perfzoo.predict", lambda: _run(args))
+
+    def body() -> int:
+        table = run(config_from_args(PredictConfig, args))
+        if args.json:
+            for rec in table.to_dict("records"):
+                print(json.dumps({k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                                  for k, v in rec.items()}, default=str))
+        else:
+            print(_show(table))
+        return 0
+
+    return guarded("perfzoo.predict", body)
 
 
-def _run(args) -> int:
-    if args.set:
-        bad = [item for item in args.set if "=" not in item]
-        if bad:
-            raise UsageError(f"--set {bad[0]!r}: expected KEY=VALUE")
-        configs = [{k.strip(): parse_value(v.strip()) for k, v in (item.split("=", 1) for item in args.set)}]
-    else:
-        configs = read_configs(args.configs)
-    training = load_dataset(args.dataset, external_dir=args.external_dir)
+def run(config: PredictConfig) -> pd.DataFrame:
+    """The predictions for the configs ``config`` gives, one row per config (:func:`predict_frame`)."""
+    configs = config.load_configs()
+    training = load_dataset(config.dataset, external_dir=config.external_dir)
     predictor = None
-    if Path(args.predictor).is_dir():
-        predictor = zoo.load(args.predictor)
-    elif args.predictor != "best":
-        if args.predictor not in zoo.names():
-            raise UsageError(f"--predictor {args.predictor!r} is not 'best', a zoo member or a saved folder")
+    if Path(config.predictor).is_dir():
+        predictor = zoo.load(config.predictor)
+    elif config.predictor != "best":
         ok = training.labelled().ok()
-        predictor = zoo.make(args.predictor).fit(ok.X, ok.y, dataset=training.name)
-    table = predict_frame(configs, training, predictor)
-    if args.json:
-        for rec in table.to_dict("records"):
-            print(json.dumps({k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in rec.items()},
-                             default=str))
-    else:
-        print(_show(table))
-    return 0
+        predictor = zoo.make(config.predictor).fit(ok.X, ok.y, dataset=training.name)
+    return predict_frame(configs, training, predictor)
 
 
 if __name__ == "__main__":

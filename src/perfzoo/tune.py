@@ -19,6 +19,15 @@ the FSDP default and the expert heuristic, each arm's 3 best raced over 4 more r
 A tiny end-to-end check into a scratch store::
 
     python -m perfzoo.tune --space fsdp-ads-v2 --store /tmp/tune-check --n-random 6 --rounds 1 --top-k 2
+
+Python API
+----------
+:func:`run` takes a :class:`TuneConfig` (one field per flag, the same defaults) and returns a
+:class:`TuneResult` (the :class:`~perfzoo.loop.LoopSummary`, the frontier figure, whether it
+was interrupted). The state of a loop, launching nothing::
+
+    from perfzoo.tune import TuneConfig, run
+    print(run(TuneConfig(store="runs/tune", space="fsdp-ads-v2", status=True)).summary.table())
 """
 
 from __future__ import annotations
@@ -26,16 +35,97 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from perfzoo import zoo
-from perfzoo._cli import UsageError, guarded
-from perfzoo.collect import JOB_DEFAULTS, open_store, options_from_argv
-from perfzoo.loop import ClosedLoop, CollectLauncher, expert_ladder, frontier_figure, hand_tuned_ladder
+from perfzoo import workloads, zoo
+from perfzoo._cli import UsageError, check_choice, config_from_args, field_defaults, guarded
+from perfzoo.collect import options_from_argv
+from perfzoo.loop import ClosedLoop, CollectLauncher, LoopSummary, frontier_figure
 from perfzoo.search import SEARCHERS, Reinforce, Searcher
-from perfzoo.search.cli import make_searcher
+from perfzoo.search.command import make_searcher
 from perfzoo.spaces import Space, get
+from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.sweep import JOB_DEFAULTS, open_store
+
+COMMAND_FLAGS = ("command", "metric_parser", "metric_regex", "throughput_unit")  # collect's, for your own job
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """One closed-loop run, as :func:`run` takes it; ``python -m perfzoo.tune`` translates its
+    flags onto it field for field (its ``--help`` says more about each).
+
+    >>> TuneConfig(store="runs/tune", rounds=-1)
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --rounds must be at least 0, got -1
+    """
+
+    store: str  # the record store the jobs are added to
+    space: str = "fsdp-ads"  # a space name or a .toml space file
+    n_random: int = 100  # random jobs before the first round
+    rounds: int = 3  # search rounds
+    top_k: int = 20  # jobs launched per round
+    searcher: str = "reinforce"  # a name in perfzoo.search.SEARCHERS, run on the predictor each round
+    predictor: str = "lightgbm"  # the zoo member refitted each round, or 'best' (the leaderboard's for dataset)
+    dataset: str = "fsdp-cpu"  # the dataset whose best predictor 'best' means
+    no_failure: bool = False  # no failure classifier (reward = predicted throughput only)
+    train_on: str = "loop"  # fit on the loop's own jobs (loop) or on every record in the store (store)
+    control: int = 0  # extra random jobs after the rounds
+    hand_tuned: bool = False  # also run the FSDP default
+    expert: bool = False  # also run the expert heuristic
+    race: int = 3  # with confirm: the best configs of each arm re-measured
+    confirm: int = 0  # more measurements of each raced config at the end
+    seed: int = 0  # seed of the random phase and the searcher
+    tag: Optional[str] = None  # sweep-id prefix (default tune-<space>-s<seed>)
+    n_samples: Optional[int] = None  # searcher samples per restart (default: the searcher's)
+    restarts: Optional[int] = None  # REINFORCE restarts (default: its own)
+    lr: Optional[float] = None  # REINFORCE Adam learning rate (default: its own)
+    timeout: float = JOB_DEFAULTS.timeout_s  # wall-clock limit per job, seconds
+    steps: int = JOB_DEFAULTS.steps  # measured steps per job
+    warmup: int = JOB_DEFAULTS.warmup  # warm-up steps per job
+    device: str = "cpu"  # cpu or cuda
+    warm: bool = False  # collect's warm: each torchrun job launched from a warm worker
+    command: Optional[str] = None  # your own job: the launch command of a .toml space (collect's)
+    metric_parser: Optional[str] = None  # how the command reports: file | torchtitan (collect's)
+    metric_regex: Optional[str] = None  # metrics from output lines matching this (collect's)
+    throughput_unit: Optional[str] = None  # what the command's throughput counts (collect's)
+    collect_arg: list[str] = field(default_factory=list)  # more collect flags, e.g. '--batch-size=20'
+    plot: Optional[str] = None  # the frontier figure (default <store>/tune/<tag>-frontier.png)
+    status: bool = False  # only the loop's state: launch nothing
+    no_progress: bool = False  # no progress bars
+
+    def __post_init__(self):
+        if self.predictor != "best" and self.predictor not in zoo.names():
+            raise UsageError(f"--predictor {self.predictor!r} is not 'best' or a zoo member ({', '.join(zoo.names())})")
+        for flag in ("n_random", "top_k", "steps", "race"):
+            if getattr(self, flag) < 1:
+                raise UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(self, flag)}")
+        for flag in ("rounds", "control", "confirm", "warmup"):
+            if getattr(self, flag) < 0:
+                raise UsageError(f"--{flag.replace('_', '-')} must be at least 0, got {getattr(self, flag)}")
+        if self.timeout <= 0:
+            raise UsageError(f"--timeout must be positive, got {self.timeout}")
+        check_choice("--train-on", self.train_on, ("loop", "store"))
+        check_choice("--device", self.device, ("cpu", "cuda"))
+        check_choice("--searcher", self.searcher, SEARCHERS)
+        self.make_searcher()
+
+    def make_searcher(self) -> Searcher:
+        """The searcher each round runs, with its settings."""
+        return make_searcher(self.searcher, self.seed,
+                             {"n_samples": self.n_samples, "restarts": self.restarts, "lr": self.lr})
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What :func:`run` did."""
+
+    summary: LoopSummary  # per-phase counts and bests, the arms compared
+    plot: Optional[Path]  # the frontier figure (None with status, or where it could not be drawn)
+    interrupted: bool  # stopped before the end (Ctrl-C, SIGTERM): run again to resume
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,22 +133,22 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m perfzoo.tune",
         description="The closed loop: N random jobs, then R rounds of fit -> search -> launch the top k "
                     "through the harness. Resumable: run the same command again after a kill.")
-    p.add_argument("--space", default="fsdp-ads", help="search space: a name or a .toml space file (default fsdp-ads)")
+    p.add_argument("--space", help=f"search space: a name or a .toml space file (default {TuneConfig.space})")
     p.add_argument("--store", required=True, metavar="DIR", help="record store the jobs are added to")
-    p.add_argument("--n-random", type=int, default=100, help="random jobs before the first round (default 100)")
-    p.add_argument("--rounds", type=int, default=3, help="search rounds (default 3)")
-    p.add_argument("--top-k", type=int, default=20, help="jobs launched per round (default 20)")
-    p.add_argument("--searcher", default="reinforce", choices=list(SEARCHERS),
-                   help="searcher run on the predictor each round (default reinforce)")
-    p.add_argument("--predictor", default="lightgbm",
+    p.add_argument("--n-random", type=int, help=f"random jobs before the first round (default {TuneConfig.n_random})")
+    p.add_argument("--rounds", type=int, help=f"search rounds (default {TuneConfig.rounds})")
+    p.add_argument("--top-k", type=int, help=f"jobs launched per round (default {TuneConfig.top_k})")
+    p.add_argument("--searcher", choices=list(SEARCHERS),
+                   help=f"searcher run on the predictor each round (default {TuneConfig.searcher})")
+    p.add_argument("--predictor",
                    help="zoo member refitted each round, or 'best' (the leaderboard's best for --dataset); "
-                        "default lightgbm")
-    p.add_argument("--dataset", default="fsdp-cpu", help="dataset whose best predictor 'best' means")
+                        f"default {TuneConfig.predictor}")
+    p.add_argument("--dataset", help=f"dataset whose best predictor 'best' means (default {TuneConfig.dataset})")
     p.add_argument("--no-failure", action="store_true",
                    help="do not fit the failure classifier (reward = predicted throughput only)")
-    p.add_argument("--train-on", choices=["loop", "store"], default="loop",
+    p.add_argument("--train-on", choices=["loop", "store"],
                    help="fit on the loop's own jobs (default) or on every record in the store")
-    p.add_argument("--control", type=int, default=0, metavar="N",
+    p.add_argument("--control", type=int, metavar="N",
                    help="extra random jobs after the rounds (e.g. rounds x top-k: random search with the "
                         "same number of jobs)")
     p.add_argument("--hand-tuned", action="store_true",
@@ -66,24 +156,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "batch that runs)")
     p.add_argument("--expert", action="store_true",
                    help="also run the expert heuristic (NO_SHARD the smallest layers while a memory estimate allows)")
-    p.add_argument("--race", type=int, default=3, metavar="K",
-                   help="with --confirm: re-measure each arm's K best configs, not only its best (default 3)")
-    p.add_argument("--confirm", type=int, default=0, metavar="N",
+    p.add_argument("--race", type=int, metavar="K",
+                   help=f"with --confirm: re-measure each arm's K best configs, not only its best (default {TuneConfig.race})")
+    p.add_argument("--confirm", type=int, metavar="N",
                    help="at the end, measure each arm's --race best configs N more times; each arm's champion is "
                         "its best median (--confirm 4: medians of 5; default 0)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random phase and the searcher")
+    p.add_argument("--seed", type=int, help="seed of the random phase and the searcher")
     p.add_argument("--tag", help="sweep-id prefix (default tune-<space>-s<seed>)")
     p.add_argument("--n-samples", type=int,
                    help=f"searcher samples per restart (REINFORCE default {Reinforce.n_samples})")
     p.add_argument("--restarts", type=int, help=f"REINFORCE restarts (default {Reinforce.restarts})")
     p.add_argument("--lr", type=float, help=f"REINFORCE Adam learning rate (default {Reinforce.lr}, the paper's)")
-    p.add_argument("--timeout", type=float, default=JOB_DEFAULTS.timeout_s, help="wall-clock limit per job in seconds "
+    p.add_argument("--timeout", type=float, help="wall-clock limit per job in seconds "
                    f"(default {JOB_DEFAULTS.timeout_s:g}, as collect)")
-    p.add_argument("--steps", type=int, default=JOB_DEFAULTS.steps,
+    p.add_argument("--steps", type=int,
                    help=f"measured steps per job (default {JOB_DEFAULTS.steps}, collect's protocol)")
-    p.add_argument("--warmup", type=int, default=JOB_DEFAULTS.warmup,
+    p.add_argument("--warmup", type=int,
                    help=f"warm-up steps per job (default {JOB_DEFAULTS.warmup})")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--device", choices=["cpu", "cuda"])
     p.add_argument("--warm", action="store_true",
                    help="collect --warm: launch each torchrun job from a warm worker (how fsdp-cpu was collected)")
     p.add_argument("--command", metavar="TEMPLATE",
@@ -91,11 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metric-parser", choices=["file", "torchtitan"], help="how the command reports (collect's)")
     p.add_argument("--metric-regex", metavar="REGEX", help="metrics from output lines matching REGEX (collect's)")
     p.add_argument("--throughput-unit", metavar="UNIT", help="what the command's throughput counts (collect's)")
-    p.add_argument("--collect-arg", action="append", default=[], metavar="ARG",
+    p.add_argument("--collect-arg", action="append", metavar="ARG",
                    help="one more argument for python -m perfzoo.collect (repeatable), e.g. --collect-arg=--batch-size=20")
     p.add_argument("--plot", metavar="PNG", help="frontier figure (default <store>/tune/<tag>-frontier.png)")
     p.add_argument("--status", action="store_true", help="print the loop's state and exit (launches nothing)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(**field_defaults(TuneConfig))  # every default lives once, in TuneConfig
     return p
 
 
@@ -103,79 +194,82 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status (0 done, 1 interrupted or failed, 2 usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    return guarded("perfzoo.tune", lambda: _run(args))
+
+    def body() -> int:
+        try:
+            result = run(config_from_args(TuneConfig, args))
+        except RuntimeError as exc:  # e.g. every random job failed: nothing to fit on
+            print(f"perfzoo.tune: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
+        print(result.summary.table())
+        if result.plot is not None:
+            print(f"frontier plot: {result.plot}")
+        if result.interrupted:
+            print("perfzoo.tune: interrupted; run the same command again to resume", file=sys.stderr)
+            return 1
+        return 0
+
+    return guarded("perfzoo.tune", body)
 
 
-def _check(args) -> tuple[Space, Searcher]:
-    """Every argument checked before anything is launched; a :class:`UsageError` names the first bad one."""
-    space = get(args.space)
+def _space(config: TuneConfig) -> Space:
+    """The space ``config`` tunes, checked against its baselines before anything is launched."""
+    space = get(config.space)
     if not space.runnable:
         raise UsageError(f"--space {space.name} is a space for search only ({space.description}); the harness "
                          "cannot run its configs")
-    if args.predictor != "best" and args.predictor not in zoo.names():
-        raise UsageError(f"--predictor {args.predictor!r} is not 'best' or a zoo member ({', '.join(zoo.names())})")
-    for flag in ("n_random", "top_k", "steps", "race"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {value}")
-    for flag in ("rounds", "control", "confirm", "warmup"):
-        if getattr(args, flag) < 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 0, got {getattr(args, flag)}")
-    if args.timeout <= 0:
-        raise UsageError(f"--timeout must be positive, got {args.timeout}")
-    searcher = make_searcher(args.searcher, args.seed,
-                             {"n_samples": args.n_samples, "restarts": args.restarts, "lr": args.lr})
-    for flag, ladder in (("hand_tuned", hand_tuned_ladder), ("expert", expert_ladder)):
-        if getattr(args, flag):
-            try:
-                ladder(space)
-            except ValueError as exc:
-                raise UsageError(f"--{flag.replace('_', '-')}: {exc}") from None
-    return space, searcher
+    own = workloads.get(space.workload).baselines
+    for flag, phase in (("hand_tuned", "baseline"), ("expert", "expert")):
+        if not getattr(config, flag):
+            continue
+        if phase not in own:
+            raise UsageError(f"--{flag.replace('_', '-')}: no {flag.replace('_', '-')} baseline is defined for the "
+                             f"{space.workload!r} workload of --space {space.name} (it defines "
+                             f"{', '.join(map(repr, own)) or 'none'})")
+        try:
+            own[phase].ladder(SpaceCodec(space))
+        except ValueError as exc:
+            raise UsageError(f"--{flag.replace('_', '-')}: {exc}") from None
+    return space
 
 
-def _run(args) -> int:
-    space, searcher = _check(args)
-    store = open_store(args.store, "--store")
-    options = {"timeout": args.timeout, "steps": args.steps, "warmup": args.warmup, "device": args.device,
-               "warm": args.warm, **options_from_argv(args.collect_arg),
-               **{flag: getattr(args, flag) for flag in ("command", "metric_parser", "metric_regex", "throughput_unit")
-                  if getattr(args, flag) is not None}}
-    launcher = CollectLauncher(space.ref, store.path, options=options, progress=not args.no_progress)
+def run(config: TuneConfig) -> TuneResult:
+    """Run (or resume) the closed loop ``config`` describes, then draw its frontier figure and write
+    its summary beside the plans (``<store>/tune/``); with ``config.status``, only its state. A
+    :class:`UsageError` names a bad field before anything is launched; a ``RuntimeError`` says
+    why the loop cannot go on (e.g. every random job failed). The loop's log goes to stderr."""
+    space = _space(config)
+    store = open_store(config.store, "--store")
+    options = {"timeout": config.timeout, "steps": config.steps, "warmup": config.warmup, "device": config.device,
+               "warm": config.warm, **options_from_argv(config.collect_arg),
+               **{flag: getattr(config, flag) for flag in COMMAND_FLAGS if getattr(config, flag) is not None}}
+    launcher = CollectLauncher(space.ref, store.path, options=options, progress=not config.no_progress)
     try:
-        loop = ClosedLoop(space, store, launcher=launcher, n_random=args.n_random,
-                          rounds=args.rounds, top_k=args.top_k, searcher=searcher, predictor=args.predictor,
-                          failure=not args.no_failure, seed=args.seed, tag=args.tag, train_on=args.train_on,
-                          control=args.control, hand_tuned=args.hand_tuned, expert=args.expert,
-                          confirm=args.confirm, race=args.race,
-                          dataset=args.dataset, log=lambda s: print(s, file=sys.stderr, flush=True))
+        loop = ClosedLoop(space, store, launcher=launcher, n_random=config.n_random,
+                          rounds=config.rounds, top_k=config.top_k, searcher=config.make_searcher(),
+                          predictor=config.predictor, failure=not config.no_failure, seed=config.seed, tag=config.tag,
+                          train_on=config.train_on, control=config.control, hand_tuned=config.hand_tuned,
+                          expert=config.expert, confirm=config.confirm, race=config.race,
+                          dataset=config.dataset, log=lambda s: print(s, file=sys.stderr, flush=True))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.status:
-        print(loop.summary().table())
-        return 0
+    if config.status:
+        return TuneResult(loop.summary(), None, False)
     interrupted = False
     try:
         summary = loop.run()
     except KeyboardInterrupt:
         interrupted = True
         summary = loop.summary()
-    except RuntimeError as exc:  # e.g. every random job failed: nothing to fit on
-        print(f"perfzoo.tune: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 1
-    print(summary.table())
-    plot = Path(args.plot) if args.plot else loop.plan_dir / f"{loop.tag}-frontier.png"
+    plot: Optional[Path] = Path(config.plot) if config.plot else loop.plan_dir / f"{loop.tag}-frontier.png"
     try:
         frontier_figure(loop, plot)
-        print(f"frontier plot: {plot}")
     except Exception as exc:  # a plot must never lose the run's result
         print(f"perfzoo.tune: could not draw the frontier plot: {exc}", file=sys.stderr)
+        plot = None
     loop.plan_dir.mkdir(parents=True, exist_ok=True)
     (loop.plan_dir / f"{loop.tag}-summary.json").write_text(json.dumps(summary.to_dict(), indent=1, default=str))
-    if interrupted:
-        print("perfzoo.tune: interrupted; run the same command again to resume", file=sys.stderr)
-        return 1
-    return 0
+    return TuneResult(summary, plot, interrupted)
 
 
 if __name__ == "__main__":

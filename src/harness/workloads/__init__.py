@@ -1,12 +1,15 @@
 """The workloads the harness can run, behind one small interface.
 
-A workload module defines ``NAME``, ``THROUGHPUT_UNIT`` and ``build(config, ctx) -> Built``:
+A workload module defines ``NAME`` and ``build(config, ctx) -> Built``:
 given a complete config (see :mod:`perfzoo.spaces` for the knobs) and a :class:`RunContext`
 (rank, world size, device, device mesh), it builds the model with its parallelism applied and
 returns a ``step`` callable that runs one full training step (forward, backward, optimizer).
 Everything around it -- process group, memory budget, warm-up, timing, failure handling,
 reporting -- is the worker's (:mod:`harness.worker`) and the same for every workload and
-every launcher.
+every launcher. What perfzoo knows about a workload (its spaces, cost model, vocabulary,
+throughput unit) is its bundle's, :mod:`perfzoo.workloads`, whose spec names the module here;
+:data:`WORKLOADS` is the table the worker resolves a job's workload through (the harness
+imports nothing of perfzoo's bundles, so it stays light).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+# workload name -> the module that builds and runs it (each perfzoo bundle's ``harness``)
 WORKLOADS = {"fsdp": "harness.workloads.fsdp_ads", "llm": "harness.workloads.llm", "command": "harness.command"}
 
 

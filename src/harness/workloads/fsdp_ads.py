@@ -28,7 +28,6 @@ import torch.nn.functional as F
 from harness.workloads import Built, RunContext
 
 NAME = "fsdp"
-THROUGHPUT_UNIT = "queries/s"
 STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD")
 N_DENSE = 16  # dense input features
 POOLING = 8  # ids per example per table

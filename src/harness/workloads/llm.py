@@ -31,7 +31,6 @@ from harness.workloads import Built, RunContext
 from harness.workloads.llm_shapes import flops_per_token
 
 NAME = "llm"
-THROUGHPUT_UNIT = "tokens/s"
 
 
 class RMSNorm(nn.Module):

@@ -2,7 +2,7 @@
 
 FLOPs per token are ``6 N + 12 L s d`` (N = non-embedding parameters; the attention term
 counts the QK^T and AV matmuls, forward + backward, as in PaLM's appendix / torchtitan;
-causal masking is not discounted). :mod:`perfzoo.spaces` derives ``n_params`` from here
+causal masking is not discounted). :mod:`perfzoo.workloads.llm.spaces` derives ``n_params`` from here
 without importing torch.
 
 >>> param_counts({"hidden_dim": 64, "n_layers": 2, "ffn_dim": 128, "n_heads": 4, "n_kv_heads": 2,

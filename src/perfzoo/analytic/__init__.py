@@ -10,9 +10,10 @@ which warns once naming it) has no peak FLOP/s, so its ideal step time is ``NaN`
 treat those as missing values.
 
 One module per concept: :mod:`.llm` (the transformer cost model and its conventions),
-:mod:`.fsdp` (the recommendation-model FSDP workload), :mod:`.hardware` (per-row device
-figures), :mod:`.calibration` (a roofline whose efficiency factors are fitted to measurements);
-the categorical vocabulary is :mod:`perfzoo.vocabulary`.
+:mod:`.hardware` (per-row device figures), :mod:`.estimates` (every row to its workload's cost
+model), :mod:`.calibration` (a roofline whose efficiency factors are fitted to measurements);
+a workload's own cost model lives in its bundle (the recommendation model's in
+:mod:`perfzoo.workloads.fsdp_ads.cost`); the categorical vocabulary is :mod:`perfzoo.vocabulary`.
 
 >>> est = estimate({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024,
 ...                 "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "tp": 2,
@@ -25,15 +26,14 @@ from __future__ import annotations
 
 from perfzoo.analytic.calibration import Calibration, calibrate, calibrate_throughput
 from perfzoo.analytic.estimates import ESTIMATE_COLUMNS, estimate, estimate_arrays, throughput
-from perfzoo.analytic.fsdp import N_SHARD_LAYERS, fsdp_estimate
 from perfzoo.analytic.hardware import HARDWARE
 from perfzoo.analytic.llm import (LLMCost, activation_bytes_per_device, comm_bytes_per_device, flops_per_device_step,
                                   flops_per_step, flops_per_token, ideal_step_time, param_count, pipeline_bubble,
                                   state_bytes_per_device)
 
 __all__ = [
-    "Calibration", "ESTIMATE_COLUMNS", "HARDWARE", "N_SHARD_LAYERS", "LLMCost", "activation_bytes_per_device", "calibrate", "calibrate_throughput",
+    "Calibration", "ESTIMATE_COLUMNS", "HARDWARE", "LLMCost", "activation_bytes_per_device", "calibrate", "calibrate_throughput",
     "comm_bytes_per_device", "estimate", "estimate_arrays", "flops_per_device_step", "flops_per_step",
-    "flops_per_token", "fsdp_estimate", "ideal_step_time", "param_count", "pipeline_bubble",
+    "flops_per_token", "ideal_step_time", "param_count", "pipeline_bubble",
     "state_bytes_per_device", "throughput",
 ]

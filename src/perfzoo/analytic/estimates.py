@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic._frame import Frame, as_frame, full, num, wrap_frame
-from perfzoo.analytic.fsdp import fsdp_columns
-from perfzoo.analytic.llm import LLMCost
+from perfzoo.analytic._frame import Frame, as_frame, full, wrap_frame
+from perfzoo.workloads import WorkloadSpec, specs
 
 ESTIMATE_COLUMNS = (
     "n_params", "flops_per_token", "tokens_per_step", "flops_per_device_step", "param_bytes",
@@ -16,48 +15,47 @@ ESTIMATE_COLUMNS = (
     "bubble", "layer_passes", "collective_calls", "compute_time_s", "tp_time_s", "cp_time_s", "ep_time_s", "pp_time_s", "dp_time_s",
     "comm_time_s", "step_time_s", "throughput", "throughput_per_device",
 )
-# what the fsdp workload does not have
-_NOT_FSDP = ("comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_ep_bytes", "bubble", "tp_time_s",
-             "cp_time_s", "ep_time_s", "pp_time_s")
 
 
 def estimate(cfg: Frame):
     """All analytic estimates as columns (:data:`ESTIMATE_COLUMNS`), one row per config.
 
-    Rows with a ``hidden_dim``, an ``n_params`` or a ``model_name`` get the LLM estimates
-    (:mod:`.llm`), rows with a ``width`` the recommendation-model (``fsdp`` workload)
-    estimates (:mod:`.fsdp`); the rest are ``NaN``. Throughput is tokens/s for LLM rows and
-    queries/s for fsdp rows (a frame mixes workloads only if its target does). Columns that
-    do not apply (e.g. ``comm_tp_bytes`` for fsdp rows) are ``0``.
+    Each row goes to the cost model of the first registered workload that claims it
+    (:mod:`perfzoo.workloads`: rows with a ``width`` to the recommendation model of ``fsdp``,
+    rows with a ``hidden_dim``, an ``n_params`` or a ``model_name`` to the LLM model,
+    :mod:`.llm`); the rest are ``NaN``. Throughput is in each workload's unit: tokens/s for
+    LLM rows, queries/s for fsdp rows (a frame mixes workloads only if its target does).
+    Columns that do not apply (e.g. ``comm_tp_bytes`` for fsdp rows) are ``0``.
     """
     df, scalar = as_frame(cfg)
     return wrap_frame(estimate_arrays(df), df, scalar)
 
 
-def _fsdp_as_estimate(df: pd.DataFrame) -> dict[str, np.ndarray]:
+def claimed(df: pd.DataFrame) -> list[tuple[WorkloadSpec, np.ndarray]]:
+    """Each workload with a cost model and the rows it costs: those it claims that no workload
+    registered before it claims."""
     n = len(df)
-    cols = {k: full(v, n) for k, v in fsdp_columns(df).items()}
-    out = {c: cols.get(c, np.full(n, np.nan)) for c in ESTIMATE_COLUMNS}
-    for k in _NOT_FSDP:
-        out[k] = np.zeros(n)
-    out["comm_bytes"] = cols["comm_dp_bytes"].copy()
-    out["dp_time_s"] = cols["comm_time_s"].copy()
+    taken = np.zeros(n, dtype=bool)
+    out = []
+    for spec in specs():
+        if spec.claims is not None:
+            mask = np.broadcast_to(spec.claims(df), (n,)) & ~taken
+            taken |= mask
+            out.append((spec, mask))
     return out
 
 
 def estimate_arrays(df: pd.DataFrame) -> dict[str, np.ndarray]:
     """:func:`estimate` as a dict of numpy arrays (no DataFrame built: the fast path for features)."""
     n = len(df)
-    width = np.broadcast_to(~np.isnan(num(df, "width")), (n,))
-    llm = ~width & np.broadcast_to(~np.isnan(num(df, "hidden_dim")) | ~np.isnan(LLMCost.size_hint(df)), (n,))
-    if llm.all() and n:
-        return {k: full(v, n) for k, v in LLMCost(df).columns().items()}
-    if width.all() and n:
-        return _fsdp_as_estimate(df)
+    parts = claimed(df)
+    for spec, mask in parts:
+        if n and mask.all():
+            return {k: full(v, n) for k, v in spec.cost(df).items()}
     out = {c: np.full(n, np.nan) for c in ESTIMATE_COLUMNS}
-    for mask, part in ((llm, lambda d: LLMCost(d).columns()), (width, _fsdp_as_estimate)):
+    for spec, mask in parts:
         if mask.any():
-            cols = part(df.loc[mask])
+            cols = spec.cost(df.loc[mask])
             for k in ESTIMATE_COLUMNS:
                 out[k][mask] = cols[k]
     return out

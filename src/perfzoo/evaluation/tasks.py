@@ -35,6 +35,7 @@ import pandas as pd
 import perfzoo.analytic
 import perfzoo.features
 import perfzoo.vocabulary
+import perfzoo.workloads
 from perfzoo import accelerators
 from perfzoo import zoo
 from perfzoo.datasets import Dataset
@@ -123,11 +124,12 @@ def set_seed(est: Any, seed: int) -> None:
 
 
 _FINGERPRINTS: dict[str, str] = {}
-# what every member's predictions depend on: the features, the analytic package, the vocabulary
-# and the accelerator table
+# what every member's predictions depend on: the features, the analytic package, the workload
+# bundles (their cost models and vocabularies), the vocabulary and the accelerator table
 _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
+    *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),
 )
 
 

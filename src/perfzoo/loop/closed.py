@@ -12,9 +12,9 @@ only: a planned config is done when the store holds a record of it. Killed at an
 started again with the same arguments, the loop relaunches nothing that finished, reuses
 the plan of the phase it was in, and carries on.
 
-Launching goes through a *launcher* (:mod:`perfzoo.loop.launch`); the baselines are
-:mod:`perfzoo.loop.baselines`, the race between the arms :mod:`perfzoo.loop.race`, the summary
-and the frontier figure :mod:`perfzoo.loop.report`.
+Launching goes through a *launcher* (:mod:`perfzoo.loop.launch`); the baselines are the
+workload's own (its spec's ``baselines``, :mod:`perfzoo.workloads`), the race between the arms
+:mod:`perfzoo.loop.race`, the summary and the frontier figure :mod:`perfzoo.loop.report`.
 
 >>> loop = ClosedLoop(get("fsdp-ads"), RecordStore("runs/tune"), n_random=100, rounds=3, top_k=20)  # doctest: +SKIP
 >>> summary = loop.run()                                                                            # doctest: +SKIP
@@ -34,7 +34,6 @@ from sklearn.base import clone
 
 from perfzoo import zoo
 from perfzoo.loop import race
-from perfzoo.loop.baselines import BASELINES
 from perfzoo.loop.launch import PLAN_DIR, CollectLauncher, Launcher, write_lines
 from perfzoo.loop.race import config_id
 from perfzoo.loop.report import LoopSummary
@@ -43,6 +42,7 @@ from perfzoo.search import Objective, Reinforce, Searcher
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.store import RecordStore
+from perfzoo.workloads import Baseline, get as get_workload
 
 
 @dataclass
@@ -79,9 +79,11 @@ class ClosedLoop:
         store of this space: a warm start from earlier sweeps).
     control : extra random jobs after the rounds (0: none; e.g. ``rounds * top_k`` so that
         random search with the same number of jobs is measured too).
-    hand_tuned : also run the hand-tuned baseline, the FSDP default
-        (:func:`~perfzoo.loop.baselines.hand_tuned_ladder`).
-    expert : also run the expert heuristic (:func:`~perfzoo.loop.baselines.expert_ladder`).
+    hand_tuned : also run the hand-tuned baseline: the ``baseline`` ladder of the space's workload
+        (its spec's ``baselines``; ``fsdp``: the FSDP default,
+        :func:`~perfzoo.workloads.fsdp_ads.baselines.hand_tuned_ladder`).
+    expert : also run its ``expert`` ladder (``fsdp``: the expert heuristic,
+        :func:`~perfzoo.workloads.fsdp_ads.baselines.expert_ladder`).
     confirm : at the end, measure each arm's ``race`` best candidates this many more times; each
         arm's champion is then its candidate with the best median (a failed run counts as 0), so a
         lucky single measurement cannot name a champion.
@@ -176,7 +178,7 @@ class ClosedLoop:
         """Run (or resume) every phase; returns the :class:`LoopSummary`."""
         t0 = time.perf_counter()
         for i, phase in enumerate(self.phases()):
-            if phase in BASELINES:
+            if phase in ("baseline", "expert"):
                 self._run_baseline(phase)
                 continue
             if phase == "confirm":
@@ -270,12 +272,20 @@ class ClosedLoop:
             failure = zoo.make("failure").fit(X, failed)
         return predictor, failure
 
+    def _baseline(self, phase: str) -> Baseline:
+        """The ladder of baseline phase ``phase`` of the space's workload (:mod:`perfzoo.workloads`)."""
+        own = get_workload(self.space.workload).baselines
+        if phase not in own:
+            raise ValueError(f"no {phase!r} baseline is defined for space {self.space.name!r}: the "
+                             f"{self.space.workload!r} workload has {', '.join(map(repr, own)) or 'none'}")
+        return own[phase]
+
     def _run_baseline(self, phase: str) -> None:
         sid = self.sweep_id(phase)
-        ladder_fn, rule = BASELINES[phase]
+        baseline = self._baseline(phase)
         plan = self.read_plan(phase)
         if plan is None:
-            plan = [{"config": c, "phase": phase, "rule": rule} for c in ladder_fn(self.codec)]
+            plan = [{"config": c, "phase": phase, "rule": baseline.rule} for c in baseline.ladder(self.codec)]
             self.plan_dir.mkdir(parents=True, exist_ok=True)
             write_lines(self.plan_path(phase), plan)
         for p in plan:

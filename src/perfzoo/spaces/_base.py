@@ -1,7 +1,7 @@
 """The pieces of a search space: dimensions, constraints, :class:`Space`, and the registry.
 
-The built-in spaces live in :mod:`perfzoo.spaces.builtin`, spaces read from TOML files in
-:mod:`perfzoo.spaces.file`; :func:`perfzoo.spaces.get` finds either.
+The built-in spaces live in their workloads' bundles (:mod:`perfzoo.workloads`), spaces read
+from TOML files in :mod:`perfzoo.spaces.file`; :func:`perfzoo.spaces.get` finds either.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
+
+from perfzoo import workloads
 
 Scalar = Union[bool, int, float, str, None]
 
@@ -128,7 +130,7 @@ class Space:
     Parameters
     ----------
     name : registry name, e.g. ``'fsdp-ads'``.
-    workload : the harness workload its configs run on (``'fsdp'`` or ``'llm'``).
+    workload : the registered workload its configs run on (:mod:`perfzoo.workloads`, e.g. ``'fsdp'``).
     dimensions : the knobs a search varies.
     constants : knobs with one value in this space (kept in every config).
     derived : ``fn(config) -> dict`` of keys computed from the others (e.g. ``global_batch_size``);
@@ -276,12 +278,18 @@ class Space:
 
 # registry --------------------------------------------------------------------------------
 
-SPACES: dict[str, Space] = {}
+SPACES: dict[str, Space] = {}  # spaces registered alone; a workload's own come with its spec
+
+
+def registered() -> dict[str, Space]:
+    """Every registered space by name: those of the registered workloads (:mod:`perfzoo.workloads`,
+    each bundle's ``spaces``), then those registered alone (:func:`register`)."""
+    return {**{s.name: s for spec in workloads.specs() for s in spec.spaces}, **SPACES}
 
 
 def register(space: Space, replace: bool = False) -> Space:
-    """Add a space to the registry (``replace=True`` to redefine one)."""
-    if space.name in SPACES and not replace:
+    """Add a space that belongs to no workload bundle (``replace=True`` to redefine one)."""
+    if space.name in registered() and not (replace and space.name in SPACES):
         raise ValueError(f"a space named {space.name!r} is already registered")
     SPACES[space.name] = space
     return space
@@ -289,8 +297,4 @@ def register(space: Space, replace: bool = False) -> Space:
 
 def names() -> list[str]:
     """Names of the registered spaces."""
-    return sorted(SPACES)
-
-
-
-
+    return sorted(registered())

@@ -1,57 +1,37 @@
-"""The built-in search spaces (see :mod:`perfzoo.spaces` for what each one is)."""
+"""The ``llm`` workload's search spaces.
+
+``llm-small``
+    A Llama-style decoder small enough that one training job takes seconds on 2 CPU cores:
+    model shape, micro batch, sequence, precision, activation checkpointing, compile, FSDP
+    reshard policy and 1 or 2 ranks.
+``llm-gpu``
+    The same decoder at GPU scale, one GPU: 8-28 blocks of width 1,024-3,072 (0.1-3B
+    parameters, head dim 128, 4 KV heads, vocabulary 32,768), sequences of 1k-8k tokens, micro
+    batch 1-16 (at most 32k tokens a step), bf16 or fp8, activation checkpointing, compile.
+``megatron-a100``
+    Megatron-style tensor / pipeline / data parallel degrees, micro batch and gradient
+    accumulation with the ``vtrain-a100`` records' knobs (:func:`megatron_space`): a space for
+    search only, the harness has no tensor or pipeline parallelism.
+"""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from perfzoo.spaces._base import Categorical, Constraint, Dimension, Integer, Space, SpaceError, register
+from harness.workloads.llm_shapes import param_counts  # pure arithmetic, no torch
+from perfzoo.spaces import Categorical, Constraint, Integer, Space, SpaceError
 
-# built-in: fsdp-ads ----------------------------------------------------------------------
+def _tokens_at_most(name: str, limit: int, per: str, why: str) -> Constraint:
+    """At most ``limit`` tokens (micro batch x sequence) per ``per``."""
+    def tokens(c):
+        t = c["micro_batch_size"] * c["seq_len"]
+        if t > limit:
+            return (f"micro_batch_size x seq_len = {c['micro_batch_size']} x {c['seq_len']} = {t} tokens "
+                    f"per {per} exceeds {limit:,} ({why})")
+        return None
 
-FSDP_N_LAYERS = 11
-# memory above the rank's footprint, GiB, at which a job fits: 0.053-0.055 with FULL_SHARD
-# everywhere at batch 8, 0.056-0.058 at batch 128, over 0.070 with NO_SHARD everywhere (bisected
-# with real OOMs, which harness.protocol makes the same on every repeat)
-FSDP_V2_HEADROOM = (0.055, 0.057, 0.059, 0.061, 0.063, 0.065, 0.067, 0.069, 0.071)
-SHARDING = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD")
+    return Constraint(name, tokens)
 
-def _fsdp_space(name: str, batches: tuple, memory: Dimension, constants: dict, description: str) -> Space:
-    """A per-layer sharding x local batch x memory space of the ``fsdp`` workload on 2 ranks."""
-    return Space(
-        name=name,
-        workload="fsdp",
-        dimensions=[Categorical(f"shard_{i:02d}", f"sharding strategy of layer {i}", choices=SHARDING)
-                    for i in range(FSDP_N_LAYERS)]
-        + [Categorical("local_batch", "examples per rank per step", choices=batches), memory],
-        constants={"n_layers": FSDP_N_LAYERS, **constants, "n_tables": 8, "rows_per_table": 4096,
-                   "emb_dim": 32, "world_size": 2, "fsdp_api": "fsdp2", "precision": "fp32"},
-        world_size_key="world_size",
-        description=description,
-    )
-
-
-FSDP_ADS = register(_fsdp_space(
-    "fsdp-ads", (16, 32, 64, 128, 256),
-    Categorical("memory_budget_gib", "per-rank memory limit in GiB (None: unlimited)",
-                choices=(0.36, 0.365, 0.37, 0.375, 0.38, 0.385, 0.39, 0.40, None)),
-    {"width": 128}, "ads-model per-layer FSDP sharding x local batch x memory budget, 2 CPU ranks"))
-
-
-# built-in: fsdp-ads-v2 -------------------------------------------------------------------
-
-# output width of each layer of the v2 tower (input 64): layers of 15k to 530k parameters
-FSDP_V2_WIDTHS = (128, 256, 256, 128, 64, 32, 64, 192, 192, 64, 32)
-
-FSDP_ADS_V2 = register(_fsdp_space(
-    "fsdp-ads-v2", (8, 16, 32, 64, 128),
-    Categorical("memory_headroom_gib", "per-rank memory limit above the rank's own footprint after "
-                "runtime and process-group start, GiB", choices=FSDP_V2_HEADROOM),
-    {"width": 64, **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)}},
-    "ads-model per-layer FSDP sharding x local batch x memory headroom, 11 layers of 15k-530k "
-    "parameters, 2 CPU ranks"))
-
-
-# built-in: llm-small ---------------------------------------------------------------------
 
 def _llm_constraints() -> list[Constraint]:
     def heads(c):
@@ -66,15 +46,8 @@ def _llm_constraints() -> list[Constraint]:
             return f"n_heads = {c['n_heads']} is not divisible by n_kv_heads = {c['n_kv_heads']}"
         return None
 
-    def tokens(c):
-        t = c["micro_batch_size"] * c["seq_len"]
-        if t > 512:
-            return (f"micro_batch_size x seq_len = {c['micro_batch_size']} x {c['seq_len']} = {t} tokens "
-                    "per rank exceeds 512 (keeps a CPU job to seconds)")
-        return None
-
     return [Constraint("heads_divide_hidden", heads), Constraint("gqa_groups", gqa),
-            Constraint("tokens_per_rank", tokens)]
+            _tokens_at_most("tokens_per_rank", 512, "rank", "keeps a CPU job to seconds")]
 
 
 def llm_derived(c: dict) -> dict:
@@ -90,13 +63,11 @@ def llm_derived(c: dict) -> dict:
             raise SpaceError(f"global_batch_size = {gbs} is not divisible by micro_batch_size x dp = "
                              f"{micro} x {dp} = {micro * dp}")
         accum = int(gbs) // (micro * dp)
-    from harness.workloads.llm_shapes import param_counts  # pure arithmetic, no torch
-
     return {"global_batch_size": int(gbs), "grad_accum": accum, "dp": dp, "tp": 1, "pp": 1, "cp": 1,
             "n_params": param_counts(c)[0]}
 
 
-LLM_SMALL = register(Space(
+LLM_SMALL = Space(
     name="llm-small",
     workload="llm",
     dimensions=[
@@ -119,10 +90,8 @@ LLM_SMALL = register(Space(
     constraints=_llm_constraints(),
     world_size_key="n_gpus",
     description="Llama-style decoder small enough for seconds per job on 2 CPU cores",
-))
+)
 
-
-# built-in: llm-gpu ------------------------------------------------------------------------
 
 GPU_HEAD_DIM = 128
 
@@ -135,18 +104,7 @@ def llm_gpu_derived(c: dict) -> dict:
     return {**shape, **llm_derived({**c, **shape})}
 
 
-def _llm_gpu_constraints() -> list[Constraint]:
-    def tokens(c):
-        t = c["micro_batch_size"] * c["seq_len"]
-        if t > 32768:
-            return (f"micro_batch_size x seq_len = {c['micro_batch_size']} x {c['seq_len']} = {t} tokens "
-                    "per step exceeds 32,768 (keeps one measured step of a 3B model near a second)")
-        return None
-
-    return [Constraint("tokens_per_step", tokens)]
-
-
-LLM_GPU = register(Space(
+LLM_GPU = Space(
     name="llm-gpu",
     workload="llm",
     dimensions=[
@@ -160,14 +118,13 @@ LLM_GPU = register(Space(
     ],
     constants={"n_kv_heads": 4, "vocab_size": 32768, "fsdp": "full_shard", "n_gpus": 1},
     derived=llm_gpu_derived,
-    constraints=_llm_gpu_constraints(),
+    constraints=[_tokens_at_most("tokens_per_step", 32768, "step",
+                                 "keeps one measured step of a 3B model near a second")],
     world_size_key="n_gpus",
     description="Llama-style decoder of 0.1-3B parameters on one GPU: depth, width, sequence, "
                 "micro batch, bf16/fp8, activation checkpointing, compile",
-))
+)
 
-
-# built-in: megatron-a100 (Megatron-style 3D parallelism, the vTrain records' knobs) ------------
 
 def megatron_space(n_layers: int = 24, hidden_dim: int = 1024, ffn_dim: int = 4096, n_heads: int = 16,
                    seq_len: int = 1024, n_gpus: int = 8, name: Optional[str] = None) -> Space:
@@ -211,4 +168,4 @@ def megatron_space(n_layers: int = 24, hidden_dim: int = 1024, ffn_dim: int = 40
     )
 
 
-MEGATRON_A100 = register(megatron_space(name="megatron-a100"))
+MEGATRON_A100 = megatron_space(name="megatron-a100")

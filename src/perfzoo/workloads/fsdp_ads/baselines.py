@@ -1,6 +1,7 @@
-"""The baselines the closed loop is compared with, fixed before any search ran.
+"""The ``fsdp`` workload's baselines, which the closed loop is compared with, fixed before any search ran.
 
-Each is a *ladder*: configs to try in order until one finishes ``ok`` (:data:`BASELINES`).
+Each is a *ladder*: configs to try in order until one finishes ``ok`` (:data:`BASELINES`, the
+spec's ``baselines``).
 :func:`hand_tuned_ladder` is the FSDP default of ``fsdp-ads``-like spaces, :func:`expert_ladder`
 an FSDP expert's heuristic on ``fsdp-ads-v2``-like spaces.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.workloads._base import Baseline
 
 
 def hand_tuned_ladder(space: Any) -> list[dict]:
@@ -90,12 +92,12 @@ def expert_ladder(space: Any) -> list[dict]:
     return ladder
 
 
-# the baseline phases: ladder and the rule written into the plan
+# the baseline phases of the closed loop: ladder and the rule written into the plan
 BASELINES = {
-    "baseline": (hand_tuned_ladder, "the FSDP default: every layer FULL_SHARD, the most memory, the largest local "
-                                    "batch that runs ok (tried largest first)"),
-    "expert": (expert_ladder, "the expert heuristic: NO_SHARD the smallest layers while a memory estimate allows, "
-                              "the most memory, the largest local batch that runs ok"),
+    "baseline": Baseline(hand_tuned_ladder, "the FSDP default: every layer FULL_SHARD, the most memory, the largest "
+                                            "local batch that runs ok (tried largest first)"),
+    "expert": Baseline(expert_ladder, "the expert heuristic: NO_SHARD the smallest layers while a memory estimate "
+                                      "allows, the most memory, the largest local batch that runs ok"),
 }
 
 

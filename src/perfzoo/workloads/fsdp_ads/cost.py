@@ -1,5 +1,9 @@
 """The cost model of the recommendation-model FSDP workload (``fsdp``; keys of
-``docs/architecture.md``): per-layer sharding, local batch and a memory budget."""
+``docs/architecture.md``): per-layer sharding, local batch and a memory budget.
+
+:func:`fsdp_estimate` is the model with its own columns; :func:`cost` the same as the columns
+every cost model gives (``analytic.ESTIMATE_COLUMNS``), :func:`claims` the rows it prices.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic._frame import GIB, Frame, as_frame, coded, is_code, mapped, num, wrap_frame
+from perfzoo.analytic._frame import GIB, Frame, as_frame, coded, full, is_code, mapped, num, wrap_frame
+from perfzoo.analytic.estimates import ESTIMATE_COLUMNS
 from perfzoo.analytic.hardware import device_figures, link_bandwidth
 from perfzoo.analytic.llm import FP32_BYTES, MIXED_BYTES
 from perfzoo.vocabulary import PRECISIONS, is_missing, normalize_precision, normalize_sharding
 
 N_SHARD_LAYERS = 11
+# the estimate columns the fsdp workload does not have (no tensor, pipeline, context or expert parallelism)
+_NOT_FSDP = ("comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_ep_bytes", "bubble", "tp_time_s",
+             "cp_time_s", "ep_time_s", "pp_time_s")
 
 
 def _shard_code(v: Any) -> float:
@@ -135,3 +143,20 @@ def fsdp_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
             "throughput_per_device": qps / W,
         }
 
+
+def claims(df: pd.DataFrame) -> np.ndarray:
+    """The rows this model prices: those with a ``width``."""
+    return ~np.isnan(num(df, "width"))
+
+
+def cost(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """:func:`fsdp_columns` as every column of ``analytic.ESTIMATE_COLUMNS`` (those it lacks ``NaN``,
+    those of parallelisms it has not ``0``; its communication is data-parallel)."""
+    n = len(df)
+    cols = {k: full(v, n) for k, v in fsdp_columns(df).items()}
+    out = {c: cols.get(c, np.full(n, np.nan)) for c in ESTIMATE_COLUMNS}
+    for k in _NOT_FSDP:
+        out[k] = np.zeros(n)
+    out["comm_bytes"] = cols["comm_dp_bytes"].copy()
+    out["dp_time_s"] = cols["comm_time_s"].copy()
+    return out
