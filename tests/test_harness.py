@@ -15,7 +15,7 @@ from harness.environment import capture_hardware, capture_software, hardware_key
 from harness.jobs import JobSpec, to_record
 from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher
 from harness.timing import max_over_ranks, summarize_steps
-from perfzoo import spaces
+from perfzoo import spaces, workloads
 from perfzoo.records import job_id_for, parse_record
 
 pytestmark = pytest.mark.slow
@@ -40,6 +40,7 @@ def llm_config(**over):
 def spec_for(workload, config, nproc, timeout=120.0, **kw):
     hw = capture_hardware("cpu", nproc)
     return JobSpec(workload=workload, config=config, nproc=nproc, steps=kw.pop("steps", 3),
+                   module=workloads.get(workload).harness,
                    warmup=kw.pop("warmup", 1), timeout_s=timeout,
                    job_id=job_id_for(workload, config, hardware_key(hw), kw.get("repeat", 0)), **kw)
 

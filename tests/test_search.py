@@ -184,7 +184,7 @@ def test_exhaustive_tree_path_is_exact_and_failure_weighted():
 
 def test_proposals_file_runs_through_collect(tmp_path):
     from perfzoo import collect
-    from perfzoo.search import main
+    from perfzoo.search.cli import main
 
     store = RecordStore(tmp_path / "ds")
     store.extend(_fsdp_records(60, seed=1))
@@ -202,7 +202,7 @@ def test_proposals_file_runs_through_collect(tmp_path):
 
 
 def test_search_cli_errors_are_one_line(capsys):
-    from perfzoo.search import main
+    from perfzoo.search.cli import main
 
     assert main(["--space", "no-such-space"]) == 2
     assert "unknown search space" in capsys.readouterr().err

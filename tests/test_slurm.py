@@ -19,12 +19,14 @@ import pytest
 
 from harness.jobs import JobSpec
 from harness.slurm import SLURM_STATES, SlurmLauncher, SlurmOptions, SubmissionLedger, outcome_of
-from perfzoo import spaces
+from perfzoo import spaces, workloads
 from perfzoo.collect import main
 from perfzoo.store import RecordStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_slurm import PACKAGES, URGENT, LocalSlurm, missing_binaries  # noqa: E402
+
+FSDP_MODULE = workloads.get("fsdp").harness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,7 +46,7 @@ def write_configs(path, configs):
 
 def _job_dir(tmp_path, rank_status=None, agent_code=0):
     """A job directory as the agents and ranks leave it; ``rank_status`` None: no rank reports."""
-    spec = JobSpec(workload="fsdp", config={"local_batch": 16}, job_id="j1", nproc=2)
+    spec = JobSpec(workload="fsdp", module=FSDP_MODULE, config={"local_batch": 16}, job_id="j1", nproc=2)
     d = tmp_path / "job"
     (d / "results").mkdir(parents=True)
     (d / "job.json").write_text(spec.to_json())
@@ -86,7 +88,7 @@ def test_slurm_states_become_record_statuses(tmp_path, state, ranks, status, kin
 def test_a_job_killed_before_its_agents_reported_takes_its_times_from_sacct(tmp_path):
     from datetime import datetime, timezone
 
-    spec = JobSpec(workload="fsdp", config={"local_batch": 16}, job_id="j1", nproc=2)
+    spec = JobSpec(workload="fsdp", module=FSDP_MODULE, config={"local_batch": 16}, job_id="j1", nproc=2)
     (tmp_path / "results").mkdir()
     start, end = datetime(2026, 11, 21, 10, 0, tzinfo=timezone.utc), datetime(2026, 11, 21, 10, 1, tzinfo=timezone.utc)
     out = outcome_of(spec, tmp_path, "7", {"state": "TIMEOUT", "steps": "7.batch=CANCELLED", "start": start, "end": end})
@@ -101,13 +103,13 @@ def test_options_check_and_sbatch_parameters():
         opts.check(4, "cuda")
     with pytest.raises(ValueError, match="does not split over 2 node"):
         SlurmOptions(nodes=2).check(3, "cpu")
-    spec = JobSpec(workload="fsdp", config={}, job_id="j", nproc=8, device="cuda", timeout_s=150)
+    spec = JobSpec(workload="fsdp", module=FSDP_MODULE, config={}, job_id="j", nproc=8, device="cuda", timeout_s=150)
     params = opts.executor_parameters(spec, "perfzoo-x")
     assert params["time"] == 5 and params["mem"] == "1536MB" and params["gpus_per_node"] == 4
     assert params["partition"] == "gpu" and params["nodes"] == 2 and "cpus_per_task" not in params
     assert params["additional_parameters"]["reservation"] == "r1"
     assert params["additional_parameters"]["signal"].startswith("URG@")  # never submitit's USR2 requeue
-    cpu = SlurmOptions(tasks_per_node=2).executor_parameters(JobSpec("fsdp", {}, "j", nproc=4), "n")
+    cpu = SlurmOptions(tasks_per_node=2).executor_parameters(JobSpec("fsdp", {}, "j", FSDP_MODULE, nproc=4), "n")
     assert cpu["cpus_per_task"] == 2 and cpu["ntasks_per_node"] == 2
 
 
@@ -265,7 +267,7 @@ def _hanging_job_running(tmp_path):
     runs, and a function that waits for its outcome."""
     import threading
 
-    spec = JobSpec(workload="fsdp", config=fsdp_config(), job_id=f"hang-{time.time_ns()}", nproc=2,
+    spec = JobSpec(workload="fsdp", module=FSDP_MODULE, config=fsdp_config(), job_id=f"hang-{time.time_ns()}", nproc=2,
                    steps=2, warmup=1, timeout_s=600, debug={"hang": True})
     ledger = tmp_path / "slurm-jobs.jsonl"
     stream = SlurmLauncher(SlurmOptions(poll_s=0.5), folder=tmp_path / "slurm", ledger=ledger).run_many([spec])
@@ -350,7 +352,7 @@ def test_collect_killed_while_jobs_are_queued_resumes_without_duplicates(slurm, 
 @pytest.mark.slow
 @pytest.mark.slurm
 def test_a_submission_whose_ledger_line_was_lost_is_found_by_name(slurm, tmp_path):
-    spec = JobSpec(workload="fsdp", config=fsdp_config(), job_id="lost-line", nproc=2, steps=2, warmup=1)
+    spec = JobSpec(workload="fsdp", module=FSDP_MODULE, config=fsdp_config(), job_id="lost-line", nproc=2, steps=2, warmup=1)
     opts = SlurmOptions(poll_s=0.5)
     ledger = tmp_path / "slurm-jobs.jsonl"
     first = SlurmLauncher(opts, folder=tmp_path / "slurm", ledger=ledger)

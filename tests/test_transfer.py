@@ -63,10 +63,11 @@ def test_one_source_is_not_a_transfer_problem(sources):
 
 
 def test_bench_writes_the_transfer_matrix_for_a_dataset_with_several_sources(tmp_path, sources):
-    written = transfer.write([sources], ["analytic", "ridge", "gp", "failure"], tmp_path)
+    written = transfer.write([sources], ["constant", "analytic", "ridge", "gp", "failure"], tmp_path)
     text = (tmp_path / "transfer.md").read_text()
     assert written == [tmp_path / "transfer.md", tmp_path / "transfer.csv"]
     assert "### analytic" in text and "### ridge" in text
     assert "### gp" not in text and "### failure" not in text  # too costly to fit per source; not throughput
+    assert "### constant" not in text  # ranks nothing
     assert transfer.write([sources.subset(sources.frame["annotations.file"].to_numpy() == "lab_a.csv")],
                           ["analytic"], tmp_path / "none") == []

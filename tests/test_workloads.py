@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from harness.workloads import WORKLOADS
+from harness import workloads as harness_workloads
 from perfzoo import features, spaces, workloads
 from perfzoo.analytic import ESTIMATE_COLUMNS, estimate_arrays
 from perfzoo.analytic._frame import num
@@ -47,11 +48,13 @@ def toy(monkeypatch):
 def test_the_builtin_bundles_are_registered_in_claim_order():
     assert workloads.names() == ["fsdp", "llm", "command"]
     for spec in workloads.specs():
-        assert WORKLOADS[spec.name] == spec.harness  # the table the worker resolves through agrees
+        # each job carries this path and the worker imports it (the command workload's is its launcher's module)
+        assert importlib.import_module(spec.harness)
         assert spec.default_space is None or spec.default_space in {s.name for s in spec.spaces}
         assert all(spaces.get(s.name) is s for s in spec.spaces)
     assert {s.name for spec in workloads.specs() for s in spec.spaces} == set(spaces.names())
     assert workloads.get("fsdp").baselines.keys() == {"baseline", "expert"} and not workloads.get("llm").baselines
+    assert all(harness_workloads.load(workloads.get(name).harness).build for name in ("fsdp", "llm"))
 
 
 def test_a_name_registers_once():
@@ -92,3 +95,10 @@ def test_a_registered_workload_is_picked_up_everywhere(toy, tmp_path, capsys):
 
 def test_a_workload_registered_in_a_test_is_gone_after_it():
     assert "toy" not in workloads.names() and "toy-space" not in spaces.names()
+
+
+def test_a_job_names_the_module_that_builds_it():
+    with pytest.raises(ValueError, match="names no harness module"):
+        harness_workloads.load("")
+    with pytest.raises(ValueError, match="has no build"):
+        harness_workloads.load("harness.jobs")

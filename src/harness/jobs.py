@@ -32,6 +32,7 @@ class JobSpec:
     workload: str
     config: dict
     job_id: str
+    module: str = ""  # the module whose build(config, ctx) builds it (perfzoo.workloads' spec.harness)
     nproc: int = 1
     device: str = "cpu"
     steps: int = 8

@@ -90,7 +90,7 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
     from torch.distributed.device_mesh import init_device_mesh
 
     from harness.timing import StepTimer
-    from harness.workloads import RunContext, get_workload
+    from harness.workloads import RunContext, load
 
     timings = {"import_s": time.perf_counter() - _T0} if not (in_process or forked) else {}
     t = time.perf_counter()
@@ -135,7 +135,7 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
         dbg = _debug_actions(spec)
         if dbg.get("crash"):
             raise RuntimeError(str(dbg["crash"]))
-        workload = get_workload(spec.workload)
+        workload = load(spec.module)
         built = workload.build(spec.config, ctx)
         report["info"] = built.info
         report["items_per_step"] = built.items_per_step
@@ -324,14 +324,14 @@ def main_batch_torchrun(batch_file: str) -> int:
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     import harness.timing  # noqa: F401
-    from harness.workloads import get_workload
+    from harness.workloads import load
 
     batch = json.loads(Path(batch_file).read_text())
     if any(item["spec"].get("device", "cpu") != "cpu" for item in batch["jobs"]):
         sys.stderr.write("warm torchrun mode is CPU-only (CUDA must not be set up before a fork)\n")
         return 2
-    for name in sorted({item["spec"]["workload"] for item in batch["jobs"]}):
-        get_workload(name)  # imported once, like torch, and inherited by every forked rank
+    for module in sorted({item["spec"]["module"] for item in batch["jobs"]}):
+        load(module)  # imported once, like torch, and inherited by every forked rank
     _prewarm()
     write_json_atomic(Path(batch_file).with_suffix(".ready"), {"import_s": time.perf_counter() - _T0})
     for item in batch["jobs"]:

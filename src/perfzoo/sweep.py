@@ -377,7 +377,9 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
             raise UsageError(f"--out {config.out} holds jobs read with another metric source ({other[0]}): "
                              "give another --out")
     sweep_id = _sweep_id(config, space.name, configs)
-    unit = command[1].unit if command else workloads.get(config.workload).throughput_unit
+    workload = workloads.get(config.workload)
+    unit = command[1].unit if command else workload.throughput_unit
+    harness_module = workload.harness
     software = capture_software()
     inproc = InProcessBatchLauncher(batch_size=config.batch_size)
     hardware_cache: dict[int, dict] = {}
@@ -399,7 +401,8 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
             if jid in done_ids:
                 skipped += 1
                 continue
-            spec = JobSpec(workload=config.workload, config=cfg, job_id=jid, nproc=nproc, device=config.device,
+            spec = JobSpec(workload=config.workload, config=cfg, job_id=jid, module=harness_module,
+                           nproc=nproc, device=config.device,
                            steps=config.steps, warmup=config.warmup, timeout_s=config.timeout, repeat=r,
                            require_quiet=config.require_quiet, quiet_wait_s=config.quiet_wait,
                            command=command[0] if command else None,

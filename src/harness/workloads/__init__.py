@@ -8,8 +8,8 @@ Everything around it -- process group, memory budget, warm-up, timing, failure h
 reporting -- is the worker's (:mod:`harness.worker`) and the same for every workload and
 every launcher. What perfzoo knows about a workload (its spaces, cost model, vocabulary,
 throughput unit) is its bundle's, :mod:`perfzoo.workloads`, whose spec names the module here;
-:data:`WORKLOADS` is the table the worker resolves a job's workload through (the harness
-imports nothing of perfzoo's bundles, so it stays light).
+each job carries that module's path (``JobSpec.module``) and the worker imports it
+(:func:`load`), so the harness imports nothing of perfzoo and keeps no table of its own.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
-
-# workload name -> the module that builds and runs it (each perfzoo bundle's ``harness``)
-WORKLOADS = {"fsdp": "harness.workloads.fsdp_ads", "llm": "harness.workloads.llm", "command": "harness.command"}
 
 
 @dataclass
@@ -57,9 +54,12 @@ class Built:
     info: dict = field(default_factory=dict)  # e.g. n_params, what was applied
 
 
-def get_workload(name: str):
-    """The workload module for ``name`` ('fsdp', 'llm', or 'command': a user's launch command,
-    which :class:`harness.command.CommandLauncher` runs instead of the worker)."""
-    if name not in WORKLOADS:
-        raise ValueError(f"unknown workload {name!r}; choose one of {sorted(WORKLOADS)}")
-    return importlib.import_module(WORKLOADS[name])
+def load(module: str):
+    """The module that builds a job (``JobSpec.module``: a dotted path with ``build(config, ctx)``)."""
+    if not module:
+        raise ValueError("the job names no harness module (JobSpec.module): give the dotted path of the module "
+                         "whose build(config, ctx) builds it, as perfzoo.workloads' spec.harness does")
+    built = importlib.import_module(module)
+    if not callable(getattr(built, "build", None)):
+        raise ValueError(f"harness module {module!r} has no build(config, ctx)")
+    return built

@@ -100,13 +100,20 @@ def has_sources(dataset: Dataset, source_column: str = SOURCE_COLUMN) -> bool:
     return source_column in frame.columns and frame[source_column].nunique() >= 2
 
 
+def _ranking(table: pd.DataFrame) -> pd.DataFrame:
+    """The members that rank something (a constant predictor's Kendall is undefined everywhere)."""
+    ranks = table.notna().any(axis=1).groupby(level=0).any()
+    return table.loc[[p for p in table.index.get_level_values(0).unique() if ranks[p]]]
+
+
 def write(datasets: Sequence[Dataset], predictors: Sequence[str], out: Path) -> list[Path]:
     """The matrix of every dataset with several sources, for the throughput members cheap enough
-    to fit five times per source (``fit_cost <= MAX_FIT_COST``): ``out/transfer.md`` and
+    to fit five times per source (``fit_cost <= MAX_FIT_COST``) that rank anything (not
+    ``constant``): ``out/transfer.md`` and
     ``out/transfer.csv``; nothing (an empty list) when no dataset has two sources."""
     members = [p for p in predictors
                if zoo.get(p).output == "throughput" and zoo.get(p).fit_cost <= MAX_FIT_COST]
-    tables = {ds.name: transfer_matrix(ds, members) for ds in datasets if has_sources(ds)}
+    tables = {ds.name: _ranking(transfer_matrix(ds, members)) for ds in datasets if has_sources(ds)}
     if not tables or not members:
         return []
     out.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ where the predictor has one, and P(success). :data:`SEARCHERS` registers them by
 >>> result.write_jsonl("proposals.jsonl")                          # doctest: +SKIP
 
 The closed loop (random jobs -> fit -> search -> launch -> refit) is :mod:`perfzoo.loop`
-(``python -m perfzoo.tune``); the command line is ``python -m perfzoo.search`` (:func:`main`).
+(``python -m perfzoo.tune``); the command line is ``python -m perfzoo.search`` (:mod:`perfzoo.search.cli`).
 """
 
 from __future__ import annotations
@@ -71,13 +71,3 @@ def propose(searcher: Searcher, space: Space, predictor: Any, top_k: int = 50, *
     objective = Objective(codec, predictor, failure, columns=columns, fixed=fixed, seed=searcher.seed)
     return searcher.propose(objective, top_k, codec.keys_of(exclude))
 
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m perfzoo.search`` (see :mod:`perfzoo.search.cli`); returns the exit status."""
-    from perfzoo.search.cli import main as _main
-
-    return _main(argv)
-
-
-__all__ = ["NO_KEYS", "SEARCHERS", "TPE", "Exhaustive", "Objective", "RandomSearch", "Reinforce", "SearchResult",
-           "Searcher", "main", "make", "propose"]
