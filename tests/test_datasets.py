@@ -9,9 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo.datasets import (
-    EXTERNAL, Dataset, UnknownDatasetError, list_datasets, load_dataset,
-)
+from perfzoo.dataset import Dataset
+from perfzoo.datasets import EXTERNAL, UnknownDatasetError, list_datasets, load_dataset
 from perfzoo.sources import DataError, read_vtrain
 from perfzoo.records import Hardware, JobRecord, Metrics, RecordError, job_id_for
 from perfzoo.store import RecordStore

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from perfzoo import analytic
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 from perfzoo.evaluation import transfer
 from perfzoo.evaluation.transfer import LEAVE_ONE_OUT, leave_one_out_mean, to_markdown, transfer_matrix
 from perfzoo.sources.published import read_published

@@ -44,7 +44,8 @@ from typing import Any, Optional, Sequence
 from harness.environment import cpu_cores
 from perfzoo import zoo
 from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
-from perfzoo.datasets import Dataset, list_datasets, load_dataset
+from perfzoo.dataset import Dataset
+from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation import leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context

@@ -46,7 +46,8 @@ import pandas as pd
 
 from perfzoo import accelerators, analytic, sweep, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
-from perfzoo.datasets import Dataset, load_dataset
+from perfzoo.dataset import Dataset
+from perfzoo.datasets import load_dataset
 from perfzoo.features import n_devices
 from perfzoo.search.objective import input_columns
 from perfzoo.zoo.base import Predictor

@@ -16,7 +16,7 @@
 * :mod:`perfzoo.evaluation.leaderboard`: :func:`~perfzoo.evaluation.leaderboard.write`, all of
   the above into one folder.
 
-Every module takes a :class:`perfzoo.datasets.Dataset` and branches on a member's tags
+Every module takes a :class:`perfzoo.dataset.Dataset` and branches on a member's tags
 (``output``, ``fit_cost``), never on its name. ``python -m perfzoo.bench`` drives them all.
 """
 

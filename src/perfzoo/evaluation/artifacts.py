@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 from perfzoo.evaluation.ranking import ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, shipping_order
 from perfzoo.evaluation.runner import fit_kwargs, set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash

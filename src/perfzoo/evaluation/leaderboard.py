@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any, Sequence, Union
 
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 from perfzoo.evaluation.artifacts import write_best
 from perfzoo.evaluation.ranking import metric_columns, summarize
 from perfzoo.evaluation.report import readme

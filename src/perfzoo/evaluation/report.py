@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from harness.environment import cpu_cores, cpu_model, git_commit, library_versions, ram_gib
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.figures import curve_figure, scatter_figure
 from perfzoo.evaluation.ranking import BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order

@@ -30,7 +30,7 @@ from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.splits import CURVE_SIZES
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, build_tasks

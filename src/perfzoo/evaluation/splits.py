@@ -40,7 +40,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 
 TEST_SIZE = 0.25
 CURVE_SIZES: tuple[int, ...] = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000)

@@ -2,7 +2,7 @@
 
 One *task* fits one predictor on the training side of one split and scores it on the test
 side. Members whose ``output`` tag is ``throughput`` or ``score`` see labelled rows only
-(:attr:`~perfzoo.datasets.Dataset.is_labelled`) on both sides; a ``probability`` member (the
+(:attr:`~perfzoo.dataset.Dataset.is_labelled`) on both sides; a ``probability`` member (the
 ``failure`` classifier) sees every row and is scored by ROC AUC (only where a dataset has
 failures on both sides). Each finished task is stored as one JSON file under the cache
 directory (default ``.perfzoo-cache/``, gitignored), keyed by
@@ -38,7 +38,7 @@ import perfzoo.vocabulary
 import perfzoo.workloads
 from perfzoo import accelerators
 from perfzoo import zoo
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.splits import CURVE_SIZES, Split, SplitNotApplicable, make_splits
 
@@ -204,7 +204,7 @@ def build_tasks(
     """Every task for one dataset (the failure classifier is added where it applies).
 
     ``group_columns`` are the columns to leave out one value at a time (default: the
-    dataset's :attr:`~perfzoo.datasets.Dataset.holdout_columns`). Splits the dataset cannot
+    dataset's :attr:`~perfzoo.dataset.Dataset.holdout_columns`). Splits the dataset cannot
     support are listed in ``skipped`` with the reason.
     """
     X, y = dataset.X, dataset.y

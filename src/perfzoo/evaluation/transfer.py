@@ -24,7 +24,7 @@ import pandas as pd
 from pathlib import Path
 
 from perfzoo import zoo
-from perfzoo.datasets import Dataset
+from perfzoo.dataset import Dataset
 from perfzoo.evaluation.metrics import kendall
 
 SOURCE_COLUMN = "annotations.file"

@@ -43,7 +43,8 @@ import pandas as pd
 
 from perfzoo import zoo
 from perfzoo._cli import UsageError, guarded
-from perfzoo.datasets import Dataset, load_dataset
+from perfzoo.dataset import Dataset
+from perfzoo.datasets import load_dataset
 from perfzoo.search import make
 from perfzoo.search.objective import Objective
 from perfzoo.search.treegrid import grid_values

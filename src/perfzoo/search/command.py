@@ -27,7 +27,8 @@ import numpy as np
 
 from perfzoo import zoo
 from perfzoo._cli import UsageError, assignment, check_choice
-from perfzoo.datasets import Dataset, load_dataset
+from perfzoo.dataset import Dataset
+from perfzoo.datasets import load_dataset
 from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher
 from perfzoo.search.objective import check_inputs
 from perfzoo.spaces import SpaceError, get

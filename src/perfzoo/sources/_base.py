@@ -3,7 +3,7 @@
 A :class:`Source` knows one layout (the vTrain CSV, the published-table CSV, a record store).
 :meth:`Source.detect` says whether a path is in it; :meth:`Source.read` turns files into job
 records and, where the reader keeps one, a :class:`LoadReport` per file; :meth:`Source.metadata`
-gives the :meth:`perfzoo.datasets.Dataset.from_records` keywords a dataset read from those files
+gives the :meth:`perfzoo.dataset.Dataset.from_records` keywords a dataset read from those files
 gets: the layout's default target, unit, scale and group columns (class attributes; None:
 inferred from the frame), a name and provenance. :class:`perfzoo.sources._csv.CsvSource`
 detects a CSV layout by its header, so a CSV layout is its columns, a reader and its defaults.
@@ -114,7 +114,7 @@ class Source(ABC):
         """The job records of ``paths`` (files in this layout), with their load reports."""
 
     def metadata(self, paths: Sequence[Path]) -> dict[str, Any]:
-        """:meth:`~perfzoo.datasets.Dataset.from_records` keywords for a dataset read from
+        """:meth:`~perfzoo.dataset.Dataset.from_records` keywords for a dataset read from
         ``paths``: ``name``, ``provenance`` and the default columns this layout sets."""
         columns = {"target": self.target, "target_unit": self.target_unit,
                    "scale_column": self.scale_column, "group_columns": self.group_columns}
