@@ -23,6 +23,7 @@ import os
 import time
 from typing import Optional
 
+from harness import memory
 from harness.environment import cpu_cores
 
 QUIET_CORES = 0.25  # busy cores outside the job above which the machine is not quiet
@@ -94,8 +95,6 @@ def apply_headroom(headroom_gib: Optional[float], budget_gib: Optional[float], d
                    footprint_gib: Optional[float]) -> dict:
     """The memory limit of a rank: ``footprint + headroom`` when ``memory_headroom_gib`` is set,
     else the absolute ``memory_budget_gib`` (older spaces), else none."""
-    from harness import memory
-
     if headroom_gib is None:
         return memory.apply_budget(budget_gib, device)
     if footprint_gib is None:

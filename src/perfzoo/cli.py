@@ -21,6 +21,8 @@ import sys
 from typing import Any, Optional, Sequence
 
 from perfzoo._cli import USER_ERRORS, guarded, one_line
+from perfzoo.datasets import list_datasets, load_dataset
+from perfzoo.records import STATUSES
 
 FORWARDED = {
     "collect": "run a sweep of profiling jobs and record them",
@@ -90,8 +92,6 @@ def _source(summary: dict[str, Any]) -> str:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    from perfzoo.records import STATUSES
-
     header = ("name", "rows", *STATUSES, "time range", "scale range", "source")
     lines = []
     for s in rows:
@@ -111,8 +111,6 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from perfzoo.datasets import list_datasets, load_dataset
-
     rows = []
     for name in list_datasets(args.external_dir):
         try:
@@ -129,8 +127,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from perfzoo.datasets import load_dataset
-
     ds = load_dataset(args.dataset, args.external_dir)
     s = ds.summary()
     if args.json:

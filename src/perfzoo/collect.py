@@ -32,6 +32,7 @@ from dataclasses import fields
 from typing import Optional, Sequence
 
 from harness.protocol import QUIET_WAIT_S
+from harness.slurm import SlurmError
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
 from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
@@ -157,8 +158,6 @@ def run(config: CollectConfig, provenance: Optional[str] = None) -> int:
     :func:`default_space`); 0 when every job has a record, 1 when interrupted (run again to
     resume). A :class:`UsageError` names a bad field before anything runs. ``provenance`` is
     stored in every record (default: this call, spelled out)."""
-    from harness.slurm import SlurmError
-
     space_name = config.space or default_space(config.workload)
     if space_name is None:
         raise UsageError("give --workload or --space")

@@ -22,11 +22,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
+from harness.command import CommandLauncher, MetricSource, check_template
+from harness.environment import capture_hardware, capture_software, hardware_key, relevant_env
+from harness.jobs import JobSpec, to_record
+from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
 from harness.protocol import QUIET_WAIT_S
+from harness.slurm import SlurmLauncher, SlurmOptions
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
 from perfzoo._cli import UsageError, check_choice
-from perfzoo.records import STATUSES
+from perfzoo.records import STATUSES, Metrics, job_id_for
 from perfzoo.store import RecordStore
 
 @dataclass(frozen=True)
@@ -136,8 +141,6 @@ def slurm_options(config: CollectConfig):
         if not sep or not key.strip():
             raise UsageError(f"--slurm-arg {item!r}: expected KEY=VALUE, e.g. reservation=r1")
         extra[key.strip().lstrip("-").replace("-", "_")] = value
-    from harness.slurm import SlurmOptions
-
     return SlurmOptions(extra=extra, **{field: getattr(config, flag) for flag, field in SLURM_FLAGS.items()
                                         if getattr(config, flag) is not None})
 
@@ -208,8 +211,6 @@ def resolve_configs(config: CollectConfig, space: _spaces.Space) -> list[dict]:
 
 def command_of(config: CollectConfig, space: _spaces.Space):
     """``(template, MetricSource)`` for a space of the command workload, else ``None``."""
-    from harness.command import MetricSource, check_template
-
     given = [f"--{f.replace('_', '-')}" for f in ("command", "metric_parser", "metric_regex", "throughput_unit")
              if getattr(config, f) is not None]
     if space.workload != "command":
@@ -234,8 +235,6 @@ def command_of(config: CollectConfig, space: _spaces.Space):
     try:
         check_template(template, space.knobs())
         source = MetricSource(parser=parser, regex=config.metric_regex, unit=config.throughput_unit or default_unit)
-        from perfzoo.records import Metrics
-
         Metrics(throughput_unit=source.unit)
     except ValueError as exc:
         raise UsageError(" ".join(str(exc).split())[:300]) from None
@@ -338,12 +337,6 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
             raise UsageError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
                              f"{space.world_size_key} = {bad[0][space.world_size_key]} (use --mode torchrun or auto)")
 
-    from harness.command import CommandLauncher
-    from harness.environment import capture_hardware, capture_software, hardware_key, relevant_env
-    from harness.jobs import JobSpec, to_record
-    from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
-    from perfzoo.records import job_id_for
-
     if config.warm and config.device != "cpu":
         raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
     slurm = slurm_options(config)
@@ -438,8 +431,6 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
         if jobs_in:
             streams.append((inproc.run_many(jobs_in), inproc.threads))
         if jobs_tr and slurm is not None:
-            from harness.slurm import SlurmLauncher
-
             tr = SlurmLauncher(slurm, folder=config.slurm_folder or Path(config.out) / "slurm",
                                ledger=Path(config.out) / "slurm-jobs.jsonl")
             streams.append((tr.run_many(jobs_tr), None))

@@ -32,6 +32,7 @@ from sklearn.base import clone
 from perfzoo.evaluation.metrics import kendall
 from perfzoo.search import Exhaustive, Searcher, SearchResult, propose
 from perfzoo.spaces import Categorical, Constraint, Space
+from perfzoo import zoo
 from perfzoo.zoo.base import Predictor
 
 
@@ -43,8 +44,6 @@ def check_predictor(model: Predictor, X: pd.DataFrame, y: np.ndarray, X_test: pd
     categories and a missing optional column are unknowns, a constant target does not crash,
     ``predict_std`` where offered, and a non-floor member ranks held-out rows (Kendall tau above
     ``min_kendall``). ``y`` may hold NaN for failed jobs (the ``failure`` member's labels)."""
-    from perfzoo import zoo
-
     name = model.name
     params = model.get_params()
     twin = clone(model)

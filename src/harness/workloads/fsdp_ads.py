@@ -26,14 +26,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from harness.workloads import Built, RunContext
+from harness.workloads.fsdp_shapes import MLP_MULT, layer_widths
 
 NAME = "fsdp"
 STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD")
 N_DENSE = 16  # dense input features
 POOLING = 8  # ids per example per table
-MLP_MULT = 4
-
-
 class InteractionLayer(nn.Module):
     """``x + x0 * cross(x)`` (feature interaction) then ``x + mlp(norm(x))``."""
 
@@ -88,11 +86,6 @@ class AdsModel(nn.Module):
         for layer in self.layers:
             x = layer(x, x0)
         return self.ctr(x), self.cvr(x)  # (batch, 1) each; views would defeat FSDP2's hooks
-
-
-def layer_widths(config: dict) -> list[int]:
-    """Each layer's output width: ``width_00``.. where the config gives them, else ``width``."""
-    return [int(config.get(f"width_{i:02d}", config["width"])) for i in range(int(config["n_layers"]))]
 
 
 def layer_strategies(config: dict) -> list[str]:

@@ -50,7 +50,7 @@ from sklearn.base import BaseEstimator
 
 import perfzoo
 from harness.environment import library_versions
-from perfzoo.features import FeatureEncoder, TargetTransform, check_frame
+from perfzoo.features import TARGETS, FeatureEncoder, TargetTransform, check_frame
 
 MODEL_FILE = "model.joblib"
 METADATA_FILE = "metadata.json"
@@ -239,8 +239,6 @@ class EncodedPredictor(Predictor):
         return TargetTransform(getattr(self, "target", "log"), per_device=getattr(self, "per_device", None))
 
     def _validate_params(self) -> None:
-        from perfzoo.features import TARGETS
-
         target = getattr(self, "target", "log")
         if target not in TARGETS:
             raise ValueError(f"{self.name}: target={target!r} is not one of {TARGETS}")

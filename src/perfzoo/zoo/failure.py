@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo.features import FeatureEncoder
+from perfzoo.features import FeatureEncoder, check_frame
 from perfzoo.zoo.base import Predictor
 
 
@@ -118,8 +118,6 @@ class FailurePredictor(Predictor):
     def predict_failure(self, X: pd.DataFrame) -> np.ndarray:
         """P(the job fails) per config."""
         self._check_fitted()
-        from perfzoo.features import check_frame
-
         X = check_frame(X)
         if self.kind_ == "constant":
             return np.full(len(X), self.rate_)

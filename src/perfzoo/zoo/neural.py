@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.features import FeatureEncoder
 from perfzoo.zoo.base import EncodedPredictor
 from perfzoo.zoo.boosting import ranking_groups
 
@@ -65,8 +66,6 @@ class MLPRankEnsemblePredictor(EncodedPredictor):
         self.random_state = random_state
 
     def _encoder(self):
-        from perfzoo.features import FeatureEncoder
-
         return FeatureEncoder("onehot", analytic=False, max_onehot=self.max_onehot)
 
     def _validate_params(self) -> None:

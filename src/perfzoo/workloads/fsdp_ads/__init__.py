@@ -12,10 +12,10 @@ vocabulary      the ``fsdp`` keys of ``docs/architecture.md``
 
 from __future__ import annotations
 
+from harness.workloads.fsdp_shapes import tower_layer_params
 from perfzoo.workloads._base import WorkloadSpec
 from perfzoo.workloads.fsdp_ads.baselines import (BASELINES, EXPERT_BASE_GIB, EXPERT_NO_SHARD_BYTES,
-                                                  EXPERT_PER_EXAMPLE_GIB, expert_ladder, hand_tuned_ladder,
-                                                  tower_layer_params)
+                                                  EXPERT_PER_EXAMPLE_GIB, expert_ladder, hand_tuned_ladder)
 from perfzoo.workloads.fsdp_ads.cost import N_SHARD_LAYERS, claims, cost, fsdp_columns, fsdp_estimate
 from perfzoo.workloads.fsdp_ads.spaces import (FSDP_ADS, FSDP_ADS_V2, FSDP_N_LAYERS, FSDP_V2_HEADROOM, FSDP_V2_WIDTHS,
                                                SHARDING)

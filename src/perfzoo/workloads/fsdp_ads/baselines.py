@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from harness.workloads.fsdp_shapes import tower_layer_params
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.workloads._base import Baseline
 
@@ -50,21 +51,6 @@ def _memory_knob(codec: SpaceCodec) -> Optional[str]:
 EXPERT_BASE_GIB, EXPERT_PER_EXAMPLE_GIB, EXPERT_NO_SHARD_BYTES = 0.054, 0.000025, 9.4
 
 
-def tower_layer_params(config: dict) -> list[int]:
-    """Parameters of each layer of an fsdp config (no torch: the arithmetic of
-    :class:`harness.workloads.fsdp_ads.TowerLayer` and ``InteractionLayer``)."""
-    from harness.workloads.fsdp_ads import MLP_MULT, layer_widths
-
-    widths = layer_widths(config)
-    ins = [int(config["width"]), *widths[:-1]]
-    tower = len(set(ins + widths)) > 1
-    out = []
-    for a, b in zip(ins, widths):
-        mlp = 2 * a + a * MLP_MULT * b + MLP_MULT * b + MLP_MULT * b * b + b  # norm, up, down
-        out.append(mlp + ((a * b if a != b else 0) if tower else a * a + a))  # skip, or the cross layer
-    return out
-
-
 def expert_ladder(space: Any) -> list[dict]:
     """The expert heuristic of ``fsdp-ads-v2``, fixed before any search ran, as a ladder.
 
@@ -102,4 +88,4 @@ BASELINES = {
 
 
 __all__ = ["BASELINES", "EXPERT_BASE_GIB", "EXPERT_NO_SHARD_BYTES", "EXPERT_PER_EXAMPLE_GIB", "expert_ladder",
-           "hand_tuned_ladder", "tower_layer_params"]
+           "hand_tuned_ladder"]
