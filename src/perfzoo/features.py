@@ -452,8 +452,9 @@ class TargetTransform:
         # log_ratio: rows whose analytic estimate is unknown are regressed around the median log y
         self.fallback_ = float(np.median(_safe_log(y))) if len(y) else 0.0
         ratio = self.kind in ("log_ratio", "log_roofline_ratio")
+        est = analytic.estimate_arrays(X) if ratio else None
         if ratio and self.per_device is None:
-            ly, est = _safe_log(y), analytic.estimate_arrays(X)
+            ly = _safe_log(y)
             spread = {}
             for pd_ in (False, True):
                 r = ly - _analytic_log_throughput(X, pd_, est)
@@ -462,7 +463,7 @@ class TargetTransform:
             self.per_device_ = spread[True] < spread[False]
         if self.kind == "log_roofline_ratio":
             global_y = y * n_devices(X) if self.per_device_ else y
-            self.calibration_ = analytic.calibrate_throughput(X, global_y)
+            self.calibration_ = analytic.calibrate_throughput(X, global_y, est)
         return self
 
     def transform(self, y: Iterable[float], X: pd.DataFrame) -> np.ndarray:

@@ -100,9 +100,11 @@ def calibrate(df: pd.DataFrame, measured_step_s: np.ndarray, est: dict[str, np.n
     return Calibration(dict(zip(TERMS, map(float, factors))), int(ok.sum()))
 
 
-def calibrate_throughput(df: pd.DataFrame, global_throughput: np.ndarray) -> Calibration:
-    """:func:`calibrate` from measured global throughput (tokens/s, or queries/s) instead of step times."""
-    est = estimate_arrays(df)
+def calibrate_throughput(df: pd.DataFrame, global_throughput: np.ndarray,
+                         est: dict[str, np.ndarray] | None = None) -> Calibration:
+    """:func:`calibrate` from measured global throughput (tokens/s, or queries/s) instead of step
+    times; ``est``: ``estimate_arrays(df)`` if already computed."""
+    est = est if est is not None else estimate_arrays(df)
     with np.errstate(divide="ignore", invalid="ignore"):
         measured_step = _work_per_step(est) / np.asarray(global_throughput, dtype=float)
     return calibrate(df, measured_step, est)

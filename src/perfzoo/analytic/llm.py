@@ -107,11 +107,12 @@ class LLMCost:
         self.n_params_published = self.size_hint(df)
         L, d = num(df, "n_layers"), num(df, "hidden_dim")
         d_from_n = np.cbrt(ASPECT * self.n_params_published / 12.0)
-        self.shape_derived = np.isnan(L) | np.isnan(d)
+        shape_derived = np.isnan(L) | np.isnan(d)
         self.d = np.where(np.isnan(d), d_from_n, d)
         self.L = np.where(np.isnan(L), np.maximum(np.round(self.d / ASPECT), 1.0), L)
         a = num(df, "n_heads")
-        self.shape_derived = self.shape_derived | np.isnan(a)  # a stated count beats one from a guessed shape
+        # a stated parameter count beats one computed from a guessed shape
+        self.use_stated = (shape_derived | np.isnan(a)) & ~np.isnan(self.n_params_published)
         self.a = np.where(np.isnan(a), np.maximum(np.round(self.d / ASPECT), 1.0), a)
         k = num(df, "n_kv_heads")
         self.k = np.where(np.isnan(k), self.a, k)
@@ -193,13 +194,11 @@ class LLMCost:
         """Parameters one token's matmuls touch: ``K`` experts, the LM head, not the embedding."""
         active = self._attention_params() + self.K * self._expert_params()
         N = self.L * active + self.V * self.d
-        return np.where(np.isnan(N) | (self.shape_derived & ~np.isnan(self.n_params_published)),
-                        self.n_params_published, N)
+        return np.where(np.isnan(N) | self.use_stated, self.n_params_published, N)
 
     def total_params(self) -> np.ndarray:
         est = self.L * self.block_params() + self.V * self.d * (2.0 - self.tied)
-        return np.where(np.isnan(est) | (self.shape_derived & ~np.isnan(self.n_params_published)),
-                        self.n_params_published, est)
+        return np.where(np.isnan(est) | self.use_stated, self.n_params_published, est)
 
     # FLOPs -----------------------------------------------------------------------------
     def flops_per_token(self) -> np.ndarray:

@@ -89,22 +89,27 @@ def _eligible(summary: pd.DataFrame, dataset: str, split: Optional[str]) -> pd.D
     return s[s["split"] == split]
 
 
-def _top(s: pd.DataFrame) -> pd.Series:
-    """The row of ``s`` with the highest mean Kendall; within :data:`TIE_KENDALL` of it, the fastest fit."""
-    tied = s[s["kendall_mean"] >= s["kendall_mean"].max() - TIE_KENDALL]
+def _top(s: pd.DataFrame, by: str = "kendall_mean") -> pd.Series:
+    """The row of ``s`` with the highest ``by``; within :data:`TIE_KENDALL` of it, the fastest fit."""
+    tied = s[s[by] >= s[by].max() - TIE_KENDALL]
     return tied.sort_values("fit_time_s_mean").iloc[0]
+
+
+def _in_order(s: pd.DataFrame, by: str = "kendall_mean") -> list:
+    """The index of ``s``, best first: :func:`_top` applied again to what is left after each pick."""
+    order = []
+    while not s.empty:
+        row = _top(s, by)
+        order.append(row.name)
+        s = s.drop(index=row.name)
+    return order
 
 
 def ranked(summary: pd.DataFrame, dataset: str, split: Optional[str] = None) -> pd.DataFrame:
     """Eligible predictors of a split (default: random), best first by :data:`STAR_RULE`
     applied again to what is left after each pick."""
     s = _eligible(summary, dataset, split)
-    order = []
-    while not s.empty:
-        row = _top(s)
-        order.append(row.name)
-        s = s.drop(index=row.name)
-    return summary.loc[order]
+    return summary.loc[_in_order(s)]
 
 
 def pick_best(summary: pd.DataFrame, dataset: str, split: Optional[str] = None) -> Optional[pd.Series]:
@@ -136,10 +141,4 @@ def shipping_order(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
     base = every[every["split"] == splits[0]].set_index("predictor").loc[per_split.index]
     base = base.assign(ship_kendall=per_split.mean(axis=1),
                        **{f"kendall@{sp}": per_split[sp] for sp in splits}).reset_index()
-    order = []
-    while not base.empty:
-        tied = base[base["ship_kendall"] >= base["ship_kendall"].max() - TIE_KENDALL]
-        row = tied.sort_values("fit_time_s_mean").iloc[0]
-        order.append(row)
-        base = base.drop(index=row.name)
-    return pd.DataFrame(order)
+    return base.loc[_in_order(base, "ship_kendall")]

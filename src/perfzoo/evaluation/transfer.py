@@ -37,7 +37,7 @@ def _fit_score(predictor: str, train: Dataset, test: Dataset) -> float:
     if len(train) < MIN_ROWS or len(test) < MIN_ROWS:
         return float("nan")
     model = zoo.make(predictor).fit(train.X, train.y)
-    return kendall(test.y, model.predict(test.X.reindex(columns=train.X.columns)))
+    return kendall(test.y, model.predict(test.X))
 
 
 def _within_scale(predictor: str, source: Dataset, scale_column: str) -> float:
