@@ -59,19 +59,20 @@ def report(path: str) -> dict:
         spread[r.config.get(scale_key)].append(r.metrics.throughput)
     out["by_" + scale_key] = {str(k): [len(v), float(min(v)), float(np.median(v)), float(max(v))]
                               for k, v in sorted(spread.items())}
-    if "memory_headroom_gib" in records[0].config:
+    knob = next((k for k in ("tensor_budget_mib", "memory_headroom_gib") if k in records[0].config), None)
+    if knob:
         cell = defaultdict(list)
         for r in ok:
             if not (r.sweep_id or "").endswith(("-repeat", "-baselines")):
-                cell[(r.config["local_batch"], r.config["memory_headroom_gib"])].append(r.metrics.throughput)
+                cell[(r.config["local_batch"], r.config[knob])].append(r.metrics.throughput)
         ratios = [max(v) / min(v) for v in cell.values() if len(v) >= 3]
-        out["best_over_worst_at_fixed_batch_and_headroom"] = {
+        out["best_over_worst_at_fixed_batch_and_memory"] = {
             "cells": len(ratios), "median": float(np.median(ratios)) if ratios else None,
             "max": float(max(ratios)) if ratios else None}
         status = defaultdict(lambda: defaultdict(int))
         for r in records:
-            status[r.config["memory_headroom_gib"]][r.status] += 1
-        out["status_by_headroom"] = {str(k): dict(v) for k, v in sorted(status.items())}
+            status[r.config[knob]][r.status] += 1
+        out[f"status_by_{knob}"] = {str(k): dict(v) for k, v in sorted(status.items())}
         base = defaultdict(list)
         for r in by_sweep.get(next((s for s in by_sweep if s and s.endswith("-baselines")), None), []):
             shards = "".join(r.config[f"shard_{i:02d}"][0] for i in range(11))

@@ -338,3 +338,14 @@ def test_the_accelerator_table_covers_public_tables_with_a_source_each():
     assert found["A100 80GB"].flops("fp8") == found["A100 80GB"].flops("bf16")  # no fp8: falls back
     assert A.throughput({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024, "global_batch_size": 16,
                          "micro_batch_size": 2, "n_gpus": 8, "accelerator": "TPU v5p"}) > 0
+
+
+def test_the_fsdp_cost_model_counts_the_parameters_of_each_tower_layer_and_reads_the_live_tensor_budget():
+    from harness.workloads.fsdp_shapes import tower_layer_params
+    from perfzoo import spaces
+    from perfzoo.workloads.fsdp_ads import fsdp_estimate
+
+    cfg = spaces.get("fsdp-ads-v3").sample(1, seed=3)[0]
+    est = fsdp_estimate(cfg)
+    assert est["dense_params"] == sum(tower_layer_params(cfg))
+    assert est["memory_fraction"] == pytest.approx(est["memory_bytes"] / (cfg["tensor_budget_mib"] * 2**20))

@@ -59,7 +59,7 @@ def test_other_user_errors_are_one_line(tmp_path, capsys):
         (["--workload", "llm", "--configs", str(tmp_path / "missing.jsonl")], "no such file"),
         (["--workload", "fsdp", "--space", "llm-small", "--n", "1"], "is a space of the 'llm' workload"),
         (["--space", "nope", "--n", "1"], "unknown search space 'nope'"),
-        (["--workload", "fsdp", "--n", "1", "--nproc", "3"], "--nproc 3: space 'fsdp-ads' allows world_size in [2]"),
+        (["--workload", "fsdp", "--n", "1", "--nproc", "3"], "--nproc 3: space 'fsdp-ads-v3' allows world_size in [2]"),
         (["--workload", "llm", "--n", "2", "--mode", "inprocess", "--nproc", "2"], "world-size-1 jobs only"),
     ]
     for args, message in cases:

@@ -12,7 +12,7 @@ from harness.workloads.fsdp_ads import AdsModel, layer_widths
 from perfzoo import spaces
 from perfzoo.collect import main as collect
 from perfzoo.store import RecordStore
-from perfzoo.workloads.fsdp_ads import expert_ladder, hand_tuned_ladder, tower_layer_params
+from perfzoo.workloads.fsdp_ads import EXPERT_ESTIMATES, expert_ladder, hand_tuned_ladder, tower_layer_params
 
 from test_collect import llm_raw, write_jsonl
 
@@ -58,17 +58,17 @@ def test_a_busy_machine_flags_the_job_or_fails_it_under_require_quiet(tmp_path, 
     assert "noisy machine" in strict.failure.message
 
 
-def _v2(pattern: str, batch: int, headroom: float) -> dict:
+def _config(pattern: str, batch: int, **memory) -> dict:
     names = {"F": "FULL_SHARD", "S": "SHARD_GRAD_OP", "N": "NO_SHARD"}
-    return {**{f"shard_{i:02d}": names[p] for i, p in enumerate(pattern)}, "local_batch": batch,
-            "memory_headroom_gib": headroom}
+    return {**{f"shard_{i:02d}": names[p] for i, p in enumerate(pattern)}, "local_batch": batch, **memory}
 
 
 @pytest.mark.slow
 def test_headroom_over_the_footprint_gives_the_same_status_on_every_repeat(tmp_path):
     # NO_SHARD everywhere needs more than the smallest headroom on every CPU measured so far (over 0.070 GiB
     # on the Intel Xeon of datasets/fsdp-cpu, 0.055-0.071 on an AMD EPYC); FULL_SHARD at batch 8 fits at 0.061
-    configs = write_jsonl(tmp_path / "c.jsonl", [_v2("N" * 11, 128, 0.055), _v2("F" * 11, 8, 0.061)])
+    configs = write_jsonl(tmp_path / "c.jsonl", [_config("N" * 11, 128, memory_headroom_gib=0.055),
+                                                    _config("F" * 11, 8, memory_headroom_gib=0.061)])
     assert collect(["--space", "fsdp-ads-v2", "--configs", configs, "--repeat", "2", "--warm",
                     "--steps", "2", "--warmup", "1", "--out", str(tmp_path / "s"), "--no-progress"]) == 0
     records = RecordStore(tmp_path / "s").records()
@@ -79,6 +79,19 @@ def test_headroom_over_the_footprint_gives_the_same_status_on_every_repeat(tmp_p
                for r in ok)
     oom = [r for r in records if r.status == "oom"]
     assert all(r.failure.kind == "oom" for r in oom)
+
+
+@pytest.mark.slow
+def test_a_live_tensor_budget_fails_the_configs_that_need_more_on_every_repeat(tmp_path):
+    # FULL_SHARD everywhere holds 30.10 MiB of tensors at batch 8 and 32.35 at batch 128 (fsdp-ads-v3's docstring)
+    configs = write_jsonl(tmp_path / "c.jsonl", [_config("F" * 11, b, tensor_budget_mib=32) for b in (128, 8)])
+    assert collect(["--space", "fsdp-ads-v3", "--configs", configs, "--repeat", "2", "--warm",
+                    "--steps", "2", "--out", str(tmp_path / "s"), "--no-progress"]) == 0
+    records = RecordStore(tmp_path / "s").records()
+    status = {(r.config["local_batch"], r.annotations["repeat"]): r.status for r in records}
+    assert status == {(128, 0): "oom", (128, 1): "oom", (8, 0): "ok", (8, 1): "ok"}
+    assert {r.annotations["tensor_peak_mib"] for r in records if r.status == "ok"} == {30.099}
+    assert all("over the 32.00 MiB budget (tensor_budget_mib)" in r.failure.message for r in records if r.status == "oom")
 
 
 def test_v2_tower_layers_differ_by_more_than_16x_and_the_arithmetic_matches_torch():
@@ -105,6 +118,19 @@ def test_the_baselines_use_the_most_memory_and_the_expert_keeps_small_layers_uns
     assert unsharded and sharded and max(unsharded) <= min(sharded)  # smallest layers first
     with pytest.raises(ValueError, match="no expert heuristic"):
         expert_ladder(spaces.get("fsdp-ads"))
+
+
+def test_the_v3_expert_keeps_its_memory_estimate_within_nine_tenths_of_the_largest_budget():
+    space = spaces.get("fsdp-ads-v3")
+    expert = expert_ladder(space)
+    assert [c["local_batch"] for c in expert] == [128, 64, 32, 16, 8]
+    assert all(c["tensor_budget_mib"] == 48 for c in expert + hand_tuned_ladder(space))
+    top, params = expert[0], tower_layer_params(expert[0])
+    unsharded = [i for i in range(11) if top[f"shard_{i:02d}"] == "NO_SHARD"]
+    est = EXPERT_ESTIMATES["tensor_budget_mib"]
+    estimate = est.base + est.per_example * 128 + 8.0 * sum(params[i] for i in unsharded) / 2**20
+    assert estimate <= 0.9 * 48 < estimate + 8.0 * min(p for i, p in enumerate(params) if i not in unsharded) / 2**20
+    assert len(unsharded) == 9
 
 
 def test_rank_threads_share_the_cores():

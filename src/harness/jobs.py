@@ -202,6 +202,9 @@ def to_record(outcome: JobOutcome, *, hardware: dict, software: dict, provenance
         for k in ("footprint_gib", "headroom_gib"):
             if (r0.get("budget") or {}).get(k) is not None:
                 ann[f"memory_{k}"] = max(r.get("budget", {}).get(k) or 0 for r in outcome.ranks)
+        tensor_peaks = [r["tensor_peak_mib"] for r in outcome.ranks if r.get("tensor_peak_mib") is not None]
+        if tensor_peaks:
+            ann["tensor_peak_mib"] = max(tensor_peaks)  # live tensors over build and warm-up (harness.live_tensors)
         data_peaks = [r["peak_data_gib"] for r in outcome.ranks if r.get("peak_data_gib") is not None]
         if data_peaks:
             ann["peak_data_gib"] = max(data_peaks)  # VmData sampled between steps, max over ranks

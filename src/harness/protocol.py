@@ -11,7 +11,11 @@
 3. **Memory relative to the job's own footprint**: the ``memory_headroom_gib`` knob limits a rank
    to its footprint right after the runtime and the process group started, plus the headroom
    (:func:`apply_headroom`), so an out-of-memory is caused by the configuration and happens on
-   every repeat, whatever the torch or gloo runtime itself takes.
+   every repeat, whatever the torch or gloo runtime itself takes. The boundaries still move with
+   the CPU (its kernels and malloc), so the ``tensor_budget_mib`` knob (``fsdp-ads-v3``) budgets
+   the bytes of the tensors a rank holds live instead, counted over build and warm-up as a GPU
+   allocator counts them (:mod:`harness.live_tensors`): the same peak and status on every repeat
+   and every machine.
 
 >>> rank_threads(cores=2, world_size=2), rank_threads(cores=16, world_size=4)
 (1, 4)

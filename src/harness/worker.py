@@ -31,6 +31,7 @@ import time
 
 _T0 = time.perf_counter()  # before torch is imported: phase timings start here
 
+import contextlib  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -38,12 +39,17 @@ import sys  # noqa: E402
 import traceback  # noqa: E402
 from datetime import timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import TYPE_CHECKING, Iterator, Optional  # noqa: E402
 
 from harness import memory, protocol  # noqa: E402
 from harness.environment import relevant_env  # noqa: E402
 from harness.jobs import JobSpec, tail, write_json_atomic  # noqa: E402
 
+if TYPE_CHECKING:
+    from harness.live_tensors import LiveTensorBytes
+
 EXIT_FAILED = 3
+MIB = 2**20
 PG_TIMEOUT_S = float(os.environ.get("PERFZOO_PG_TIMEOUT_S", "300"))
 
 
@@ -71,6 +77,24 @@ def _classify(exc: BaseException) -> str:
     if "gloo" in low or "connection" in low:
         return "collective"
     return "crash"
+
+
+@contextlib.contextmanager
+def _tensor_budget(spec: JobSpec) -> Iterator[Optional["LiveTensorBytes"]]:
+    """Step 3 of :mod:`harness.protocol` for ``tensor_budget_mib`` configs: count the rank's live
+    tensors over build and warm-up (:mod:`harness.live_tensors`); yields None for other configs."""
+    budget = spec.config.get("tensor_budget_mib")
+    if budget is None:
+        yield None
+        return
+    if spec.warmup < 2:
+        raise ValueError(f"knob 'tensor_budget_mib' is checked over the warm-up steps, where the optimizer state and the "
+                         f"gradients first coexist: give 2 or more (--warmup {spec.warmup} given)")
+    from harness.live_tensors import LiveTensorBytes  # imports torch: only in the rank, once it runs a job
+
+    gc.collect()  # no garbage left from before, and the collector's counts start at zero: the same peak every repeat
+    with LiveTensorBytes(int(float(budget) * MIB)) as live:
+        yield live
 
 
 def _debug_actions(spec: JobSpec) -> dict:
@@ -136,23 +160,26 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
         if dbg.get("crash"):
             raise RuntimeError(str(dbg["crash"]))
         workload = load(spec.module)
-        built = workload.build(spec.config, ctx)
-        report["info"] = built.info
-        report["items_per_step"] = built.items_per_step
-        report["flops_per_step"] = built.flops_per_step
-        timings["build_s"] = time.perf_counter() - t
-        if dbg.get("hang"):
-            while True:  # a job that never finishes: the launcher's timeout must end it
-                time.sleep(1)
+        with _tensor_budget(spec) as live:  # build and warm-up: where a step's memory peaks
+            built = workload.build(spec.config, ctx)
+            report["info"] = built.info
+            report["items_per_step"] = built.items_per_step
+            report["flops_per_step"] = built.flops_per_step
+            timings["build_s"] = time.perf_counter() - t
+            if dbg.get("hang"):
+                while True:  # a job that never finishes: the launcher's timeout must end it
+                    time.sleep(1)
 
-        t = time.perf_counter()
-        data_peak = memory.data_gib() or 0.0
-        for _ in range(spec.warmup):
-            built.step()
-            data_peak = max(data_peak, memory.data_gib() or 0.0)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        timings["warmup_s"] = time.perf_counter() - t
+            t = time.perf_counter()
+            data_peak = memory.data_gib() or 0.0
+            for _ in range(spec.warmup):
+                built.step()
+                data_peak = max(data_peak, memory.data_gib() or 0.0)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            timings["warmup_s"] = time.perf_counter() - t
+        if live is not None:
+            report["tensor_peak_mib"] = round(live.peak / MIB, 4)
 
         report["loadavg_1m"] = os.getloadavg()[0]  # how busy the machine was as timing began
         if device == "cpu":

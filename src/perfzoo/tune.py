@@ -13,12 +13,12 @@ The paper's protocol, scaled to this machine (100 random + 3 x 20, a 60-job rand
 the FSDP default and the expert heuristic, each arm's 3 best raced over 4 more runs), as
 ``scripts/tune_seeds.sh`` runs it::
 
-    python -m perfzoo.tune --space fsdp-ads-v2 --store runs/tune --n-random 100 --rounds 3 --top-k 20 \\
+    python -m perfzoo.tune --space fsdp-ads-v3 --store runs/tune --n-random 100 --rounds 3 --top-k 20 \\
         --control 60 --hand-tuned --expert --confirm 4 --race 3 --warm --plot runs/tune/frontier.png
 
 A tiny end-to-end check into a scratch store::
 
-    python -m perfzoo.tune --space fsdp-ads-v2 --store /tmp/tune-check --n-random 6 --rounds 1 --top-k 2
+    python -m perfzoo.tune --space fsdp-ads-v3 --store /tmp/tune-check --n-random 6 --rounds 1 --top-k 2
 
 Python API
 ----------
@@ -27,7 +27,7 @@ Python API
 was interrupted). The state of a loop, launching nothing::
 
     from perfzoo.tune import TuneConfig, run
-    print(run(TuneConfig(store="runs/tune", space="fsdp-ads-v2", status=True)).summary.table())
+    print(run(TuneConfig(store="runs/tune", space="fsdp-ads-v3", status=True)).summary.table())
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.workloads.fsdp_shapes import MLP_MULT
 from perfzoo.analytic._frame import GIB, Frame, as_frame, coded, full, is_code, mapped, num, wrap_frame
 from perfzoo.analytic.estimates import ESTIMATE_COLUMNS
 from perfzoo.analytic.hardware import device_figures, link_bandwidth
@@ -35,7 +36,8 @@ def fsdp_estimate(cfg: Frame):
     Model assumed (override with ``config.params_per_layer``): ``n_layers`` dense layers,
     layer 0 maps the concatenated embeddings (``n_tables*emb_dim``) to ``width``, the others
     ``width -> width``, with bias: ``P_0 = n_tables*emb_dim*width + width``,
-    ``P_i = width^2 + width``. Embedding tables (``n_tables*rows_per_table*emb_dim``) are
+    ``P_i = width^2 + width``; a tower (``width_00``..: v2, v3) has the harness ``TowerLayer``'s
+    parameters per layer (:func:`harness.workloads.fsdp_shapes.tower_layer_params`). Embedding tables (``n_tables*rows_per_table*emb_dim``) are
     replicated and all-reduced like ``NO_SHARD``. Layer ``i`` uses ``shard_{i:02d}``
     (missing -> ``FULL_SHARD``); layers beyond ``shard_10`` use ``shard_10``.
     ``W = world_size``; bytes per parameter as for LLMs (fp32 4/4/8, bf16 2/2/12).
@@ -52,7 +54,7 @@ def fsdp_estimate(cfg: Frame):
 
     Returns columns ``n_params``, ``dense_params``, ``flops_per_device_step``,
     ``param_bytes``, ``grad_bytes``, ``optimizer_bytes``, ``activation_bytes``,
-    ``memory_bytes``, ``memory_fraction`` (of ``memory_budget_gib``, else of the device
+    ``memory_bytes``, ``memory_fraction`` (of ``memory_budget_gib`` or ``tensor_budget_mib``, else of the device
     memory), ``comm_dp_bytes``, ``n_full_shard``, ``n_shard_grad_op``, ``n_no_shard``,
     ``compute_time_s``, ``comm_time_s``, ``step_time_s``, ``throughput``,
     ``throughput_per_device``.
@@ -73,6 +75,7 @@ def fsdp_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
     W = np.where(np.isnan(W), num(df, "accelerator_count"), W)
     W = np.where(np.isnan(W), num(df, "n_gpus"), W)
     budget = num(df, "memory_budget_gib")
+    budget = np.where(np.isnan(budget), num(df, "tensor_budget_mib") / 1024.0, budget)
     precision = coded(df, "precision", lambda v: "fp32" if is_missing(v) else normalize_precision(v), PRECISIONS)
     is32 = is_code(precision, PRECISIONS, "fp32")
     p_b, g_b, o_b, a_b = (np.where(is32, x32, xm) for x32, xm in zip(FP32_BYTES, MIXED_BYTES))
@@ -89,9 +92,14 @@ def fsdp_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
     n_max = int(np.nanmax(L)) if n and np.isfinite(np.nanmax(L)) else N_SHARD_LAYERS
     codes = [mapped(df, f"shard_{i:02d}", _shard_code, dtype=float) for i in range(N_SHARD_LAYERS)]
     last = codes[-1]
+    w_in = w
     for i in range(n_max):
         active = i < L
         P = np.where(i == 0, in0 * w + w, w * w + w)
+        w_out = num(df, f"width_{i:02d}")  # a tower of differing widths: harness TowerLayer's arithmetic
+        tower = 2 * w_in + MLP_MULT * w_out * (w_in + 1 + w_out) + w_out + np.where(w_in != w_out, w_in * w_out, 0.0)
+        P = np.where(np.isnan(w_out), P, tower)
+        w_in = np.where(np.isnan(w_out), w, w_out)
         P = np.where(np.isnan(ppl), P, ppl)
         P = np.where(active, P, 0.0)
         c = codes[i] if i < N_SHARD_LAYERS else last

@@ -16,7 +16,16 @@
     limit above each rank's own footprint after the runtime and the process group started
     (:mod:`harness.protocol`), at 9 levels from 0.055 to 0.071 GiB: FULL_SHARD everywhere fits
     from 0.055 (batch 8) or 0.058 (batch 128), NO_SHARD everywhere needs more than 0.070. 3^11 x 5 x 9
-    configs, as v1; records of the two versions never mix (their spaces differ).
+    configs, as v1; records of the two versions never mix (their spaces differ). The levels
+    were bisected on one CPU and do not bind on another (``datasets/fsdp-cpu`` card).
+``fsdp-ads-v3``
+    v2's model and knobs with a memory budget that means the same on every machine:
+    ``tensor_budget_mib``, the most bytes of tensors a rank may hold live (parameters,
+    gradients, optimizer state, activations, communication buffers), counted as a GPU allocator
+    counts them (:mod:`harness.live_tensors`), at 9 levels from 32 to 48 MiB. Peaks over build
+    and warm-up: FULL_SHARD everywhere 30.10 / 31.11 / 32.35 MiB at batch 8 / 64 / 128 (so the
+    tightest level fails at batch 128), SHARD_GRAD_OP everywhere 30.98 / 32.77 / 35.00,
+    NO_SHARD everywhere 48.16 / 48.29 / 48.43 (it fits at no level).
 """
 
 from __future__ import annotations
@@ -62,4 +71,16 @@ FSDP_ADS_V2 = _fsdp_space(
                 "runtime and process-group start, GiB", choices=FSDP_V2_HEADROOM),
     {"width": 64, **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)}},
     "ads-model per-layer FSDP sharding x local batch x memory headroom, 11 layers of 15k-530k "
+    "parameters, 2 CPU ranks")
+
+# live-tensor budget per rank, MiB: FULL_SHARD everywhere needs 30.10 (batch 8) to 32.35 (batch
+# 128), NO_SHARD everywhere 48.16 to 48.43 (harness.live_tensors)
+FSDP_V3_BUDGET_MIB = (32, 34, 36, 38, 40, 42, 44, 46, 48)
+
+FSDP_ADS_V3 = _fsdp_space(
+    "fsdp-ads-v3", (8, 16, 32, 64, 128),
+    Categorical("tensor_budget_mib", "per-rank budget on the bytes of tensors the rank holds live "
+                "(parameters, gradients, optimizer state, activations, buffers), MiB", choices=FSDP_V3_BUDGET_MIB),
+    {"width": 64, **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)}},
+    "ads-model per-layer FSDP sharding x local batch x live-tensor memory budget, 11 layers of 15k-530k "
     "parameters, 2 CPU ranks")
