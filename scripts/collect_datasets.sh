@@ -17,7 +17,7 @@ python scripts/make_repeat_configs.py fsdp-ads-v3 datasets/fsdp-cpu || exit $?
 load start datasets/fsdp-cpu
 fsdp --configs datasets/fsdp-cpu/repeat-configs.jsonl --repeat 5 --sweep-id fsdp-cpu-v3-repeat || exit $?
 fsdp --configs datasets/fsdp-cpu/baseline-configs.jsonl --repeat 3 --sweep-id fsdp-cpu-v3-baselines || exit $?
-fsdp --n 560 --seed 0 --sweep-id fsdp-cpu-v3 || exit $?
+fsdp --n 540 --seed 0 --sweep-id fsdp-cpu-v3 || exit $?
 load end datasets/fsdp-cpu
 fi
 

@@ -38,7 +38,9 @@ def report(path: str) -> dict:
         tput = [r.metrics.throughput for r in rs if r.status == "ok"]
         out["repeat"].append({"runs": len(rs), "statuses": sorted({r.status for r in rs}),
                               "median": float(np.median(tput)) if tput else None,
-                              "cv": float(np.std(tput, ddof=1) / np.mean(tput)) if len(tput) > 1 else None})
+                              "cv": float(np.std(tput, ddof=1) / np.mean(tput)) if len(tput) > 1 else None,
+                              "tensor_peaks_mib": sorted({r.annotations["tensor_peak_mib"] for r in rs
+                                                          if r.annotations.get("tensor_peak_mib") is not None})})
     ext = [r.annotations.get("external_load_cores") for r in records if r.annotations.get("external_load_cores") is not None]
     load = [r.annotations.get("loadavg_1m") for r in records if r.annotations.get("loadavg_1m") is not None]
     out["external_load_cores"] = {"median": float(np.median(ext)), "max": float(max(ext)),

@@ -2,7 +2,7 @@
 ``leaderboard/search/speed.md``.
 
 One REINFORCE round (2,000 samples x 3 restarts) and an exhaustive scoring of every config of
-``fsdp-ads-v2``, with LightGBM (and the failure classifier) fitted on ``fsdp-cpu`` two ways: as
+``fsdp-ads-v3``, with LightGBM (and the failure classifier) fitted on ``fsdp-cpu`` two ways: as
 ``python -m perfzoo.search`` fits them, and on the space's knobs alone (the exact tree-by-tree
 path). The surrogate benchmark of the searchers is a package command:
 ``python -m perfzoo.search benchmark`` (:mod:`perfzoo.search.benchmark`).
@@ -51,13 +51,13 @@ def context(command: str) -> str:
 # --- speed --------------------------------------------------------------------------------------
 
 def speed(args, command: str) -> str:
-    """REINFORCE and exhaustive wall times on ``fsdp-ads-v2``, with models fitted two ways: as
+    """REINFORCE and exhaustive wall times on ``fsdp-ads-v3``, with models fitted two ways: as
     ``python -m perfzoo.search`` fits them (every feature column of the dataset, so the zoo adds
     its analytic features, each of which depends on many knobs) and on the space's knobs alone."""
     from perfzoo.search.command import fixed_columns, measured_configs
 
     ds = load_dataset("fsdp-cpu")
-    space = get("fsdp-ads-v2")
+    space = get("fsdp-ads-v3")
     codec = SpaceCodec(space)
     measured = measured_configs(ds)
     ok = ds.labelled().ok()
@@ -81,7 +81,7 @@ def speed(args, command: str) -> str:
                              "configs)", ""))
             t = time.perf_counter()
             e = propose(Exhaustive(), space, model, 50, failure=fail, exclude=measured, fixed=fixed)
-            rows.append((f"exhaustive fsdp-ads-v2 ({e.stats['valid']:,} configs)", label,
+            rows.append((f"exhaustive fsdp-ads-v3 ({e.stats['valid']:,} configs)", label,
                          f"{time.perf_counter() - t:.2f} s", e.stats["path"] + (
                              f": {e.stats['path_reason']}" if e.stats.get("path_reason") else "")))
             log(f"{rows[-1]}")

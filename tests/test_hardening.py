@@ -109,12 +109,12 @@ def _stores(tmp_path):
     ("tune", ["--store", "{tmp}/t", "--space", "megatron-a100"], 2, "is a space for search only"),
     ("tune", ["--store", "{tmp}/t", "--space", "llm-small", "--hand-tuned"], 2, "no hand-tuned baseline"),
     ("tune", ["--store", "{tmp}/t", "--lr", "-1"], 2, "must be positive"),
-    ("search", ["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--lr", "-1"], 2, "--lr must be positive"),
-    ("search", ["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--n-samples", "0"], 2, "--n-samples must be"),
-    ("search", ["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--out", "/proc/x/p.jsonl"], 2, "cannot write there"),
+    ("search", ["--space", "fsdp-ads-v3", "--dataset", "fsdp-cpu", "--lr", "-1"], 2, "--lr must be positive"),
+    ("search", ["--space", "fsdp-ads-v3", "--dataset", "fsdp-cpu", "--n-samples", "0"], 2, "--n-samples must be"),
+    ("search", ["--space", "fsdp-ads-v3", "--dataset", "fsdp-cpu", "--out", "/proc/x/p.jsonl"], 2, "cannot write there"),
     ("search", ["--space", "fsdp-ads", "--dataset", "llm-cpu", "--predictor", "ridge"], 2,
      "holds jobs of the llm workload, --space fsdp-ads configs of the fsdp workload"),
-    ("search", ["--space", "fsdp-ads-v2", "--dataset", "{tmp}/corrupt"], 2, "line 2: not valid JSON"),
+    ("search", ["--space", "fsdp-ads-v3", "--dataset", "{tmp}/corrupt"], 2, "line 2: not valid JSON"),
     pytest.param("bench", ["--train", "vtrain-a100", "--test", "fsdp-cpu", "--predictor", "ridge"], 1,
                  "share no config knob that varies in fsdp-cpu", marks=pytest.mark.external),
     pytest.param("bench", ["--datasets", "vtrain-a100", "--predictors", "ridge", "--splits", "temporal", "--no-cache",
@@ -148,8 +148,8 @@ def test_a_predictor_of_another_workload_cannot_drive_a_search():
 
     llm = load_dataset("llm-cpu").labelled()
     model = zoo.make("ridge").fit(llm.X, llm.y)
-    with pytest.raises(ValueError, match="reads none of the knobs space 'fsdp-ads-v2' varies"):
-        Objective(SpaceCodec(get("fsdp-ads-v2")), model)
+    with pytest.raises(ValueError, match="reads none of the knobs space 'fsdp-ads-v3' varies"):
+        Objective(SpaceCodec(get("fsdp-ads-v3")), model)
 
 
 def test_ties_at_the_top_are_said_and_broken_by_a_second_predictor(capsys):
@@ -157,7 +157,7 @@ def test_ties_at_the_top_are_said_and_broken_by_a_second_predictor(capsys):
     from perfzoo import zoo
     from perfzoo.search import cli
 
-    assert cli.main(["--space", "fsdp-ads-v2", "--dataset", "fsdp-cpu", "--predictor", "constant", "--top-k", "5",
+    assert cli.main(["--space", "fsdp-ads-v3", "--dataset", "fsdp-cpu", "--predictor", "constant", "--top-k", "5",
                      "--failure", "none", "--n-samples", "300", "--restarts", "1", "--json"]) == 0
     out = capsys.readouterr()
     assert "ties: the top 5 proposals had only 1 distinct scores (within 0.1%); ties broken by a ridge fit on " \
@@ -168,7 +168,7 @@ def test_ties_at_the_top_are_said_and_broken_by_a_second_predictor(capsys):
     from perfzoo.spaces import get
     from perfzoo.spaces.codec import SpaceCodec
 
-    codec = SpaceCodec(get("fsdp-ads-v2"))
+    codec = SpaceCodec(get("fsdp-ads-v3"))
     frame = codec.frame(codec.index_of(configs), columns=list(ds.X.columns),
                         fixed={c: ds.X[c].mode().iloc[0] for c in ds.X.columns if not c[7:] in codec.names})
     second = ridge.predict(frame)

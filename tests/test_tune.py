@@ -134,7 +134,7 @@ def test_the_expert_heuristic_is_an_arm_of_its_own(tmp_path):
         def fails(cfg):
             return False
 
-    summary = ClosedLoop(get("fsdp-ads-v2"), store, launcher=V2(store), n_random=8, rounds=0, hand_tuned=True,
+    summary = ClosedLoop(get("fsdp-ads-v3"), store, launcher=V2(store), n_random=8, rounds=0, hand_tuned=True,
                          expert=True, confirm=1, race=1, searcher=Reinforce(n_samples=100), log=None).run()
     assert [p["phase"] for p in summary.phases] == ["random", "baseline", "expert", "confirm"]
     assert set(summary.confirmed) == {"loop", "random", "hand-tuned", "expert"}  # no rounds: loop = random
@@ -211,7 +211,8 @@ def test_run_from_python_returns_the_loop_summary(tmp_path):
 
     store = RecordStore(tmp_path / "store")
     _loop(store, FakeLauncher(store), tag="tune-fsdp-ads-s0").run()
-    result = run(TuneConfig(store=str(tmp_path / "store"), n_random=30, rounds=2, top_k=6, status=True))
+    result = run(TuneConfig(store=str(tmp_path / "store"), space="fsdp-ads", n_random=30, rounds=2, top_k=6,
+                            status=True))
     assert [p["done"] for p in result.summary.phases] == [30, 6, 6] and result.summary.loop_jobs == 42
     assert result.plot is None and not result.interrupted
 

@@ -64,7 +64,7 @@ class TuneConfig:
     """
 
     store: str  # the record store the jobs are added to
-    space: str = "fsdp-ads"  # a space name or a .toml space file
+    space: str = "fsdp-ads-v3"  # a space name or a .toml space file
     n_random: int = 100  # random jobs before the first round
     rounds: int = 3  # search rounds
     top_k: int = 20  # jobs launched per round

@@ -2,7 +2,7 @@
 
 ``python -m perfzoo.search benchmark`` (or ``python -m perfzoo.search.benchmark``). A
 *surrogate* stands in for the machine: a model fitted on every record of a measured dataset
-(``fsdp-cpu`` by default) gives each config of the space (``fsdp-ads-v2``) a throughput, and
+(``fsdp-cpu`` by default) gives each config of the space (``fsdp-ads-v3``) a throughput, and
 the ``failure`` classifier says which configs fail (P(fail) > 0.5). Both are evaluated once on
 the whole grid, so the optimum is known exactly. Two surrogate families, so that a tree-based
 searcher's predictor is not only tested on a tree-shaped world:
@@ -193,7 +193,7 @@ def summarise(results: list[dict], surrogates: dict, args) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m perfzoo.search benchmark", description=__doc__.split("\n\n")[0])
-    p.add_argument("--space", default="fsdp-ads-v2", help="the space searched (default fsdp-ads-v2)")
+    p.add_argument("--space", default="fsdp-ads-v3", help="the space searched (default fsdp-ads-v3)")
     p.add_argument("--dataset", default="fsdp-cpu", help="the measured records the surrogates are fitted on")
     p.add_argument("--families", default=",".join(FAMILIES), help=f"surrogate families ({', '.join(FAMILIES)})")
     p.add_argument("--methods", default=",".join(METHODS), help=f"searchers ({', '.join(METHODS)})")

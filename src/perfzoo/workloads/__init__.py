@@ -8,8 +8,8 @@ figures and the calibrated roofline (:mod:`perfzoo.analytic`), the space machine
 (:mod:`perfzoo.spaces`).
 
 ================== ============================================================================
-``fsdp_ads/``      ``fsdp``: the recommendation model with per-layer FSDP sharding (``fsdp-ads``,
-                   ``fsdp-ads-v2``; its cost model; the FSDP-default and expert ladders)
+``fsdp_ads/``      ``fsdp``: the recommendation model with per-layer FSDP sharding (``fsdp-ads-v3``,
+                   ``fsdp-ads-v2``, ``fsdp-ads``; its cost model; the FSDP-default and expert ladders)
 ``llm/``           ``llm``: a Llama-style decoder (``llm-small``, ``llm-gpu``, ``megatron-a100``);
                    priced by the shared transformer cost model :mod:`perfzoo.analytic.llm`
 ``command.py``     ``command``: a user's own job, a launch command from a ``.toml`` space file

@@ -15,7 +15,7 @@ perfzoo.
 >>> [spec.name for spec in specs()][:3]
 ['fsdp', 'llm', 'command']
 >>> get("fsdp").default_space
-'fsdp-ads'
+'fsdp-ads-v3'
 """
 
 from __future__ import annotations
