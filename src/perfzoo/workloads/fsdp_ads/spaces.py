@@ -65,22 +65,28 @@ FSDP_ADS = _fsdp_space(
 # output width of each layer of the v2 tower (input 64): layers of 15k to 530k parameters
 FSDP_V2_WIDTHS = (128, 256, 256, 128, 64, 32, 64, 192, 192, 64, 32)
 
-FSDP_ADS_V2 = _fsdp_space(
-    "fsdp-ads-v2", (8, 16, 32, 64, 128),
+
+def _tower_space(name: str, memory: Dimension, memory_words: str) -> Space:
+    """The v2 tower (:data:`FSDP_V2_WIDTHS`) x local batch 8-128 x a memory knob."""
+    return _fsdp_space(
+        name, (8, 16, 32, 64, 128), memory,
+        {"width": 64, **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)}},
+        f"ads-model per-layer FSDP sharding x local batch x {memory_words}, 11 layers of 15k-530k parameters, "
+        "2 CPU ranks")
+
+
+FSDP_ADS_V2 = _tower_space(
+    "fsdp-ads-v2",
     Categorical("memory_headroom_gib", "per-rank memory limit above the rank's own footprint after "
                 "runtime and process-group start, GiB", choices=FSDP_V2_HEADROOM),
-    {"width": 64, **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)}},
-    "ads-model per-layer FSDP sharding x local batch x memory headroom, 11 layers of 15k-530k "
-    "parameters, 2 CPU ranks")
+    "memory headroom")
 
 # live-tensor budget per rank, MiB: FULL_SHARD everywhere needs 30.10 (batch 8) to 32.35 (batch
 # 128), NO_SHARD everywhere 48.16 to 48.43 (harness.live_tensors)
 FSDP_V3_BUDGET_MIB = (32, 34, 36, 38, 40, 42, 44, 46, 48)
 
-FSDP_ADS_V3 = _fsdp_space(
-    "fsdp-ads-v3", (8, 16, 32, 64, 128),
+FSDP_ADS_V3 = _tower_space(
+    "fsdp-ads-v3",
     Categorical("tensor_budget_mib", "per-rank budget on the bytes of tensors the rank holds live "
                 "(parameters, gradients, optimizer state, activations, buffers), MiB", choices=FSDP_V3_BUDGET_MIB),
-    {"width": 64, **{f"width_{i:02d}": w for i, w in enumerate(FSDP_V2_WIDTHS)}},
-    "ads-model per-layer FSDP sharding x local batch x live-tensor memory budget, 11 layers of 15k-530k "
-    "parameters, 2 CPU ranks")
+    "live-tensor memory budget")
