@@ -177,7 +177,7 @@ def _sh(*argv) -> str:
 
 
 def _collect_slurm(tmp_path, store, configs, *extra):
-    args = ["--workload", "fsdp", "--configs", write_configs(tmp_path / "c.jsonl", configs), "--out", str(store),
+    args = ["--space", "fsdp-ads", "--configs", write_configs(tmp_path / "c.jsonl", configs), "--out", str(store),
             "--steps", "3", "--warmup", "1", "--no-progress", "--launcher", "slurm", "--poll", "0.5", *extra]
     return main(args)
 
@@ -320,7 +320,7 @@ def test_cancelled_preempted_and_failed_nodes_become_failed_records(slurm, tmp_p
 def test_collect_killed_while_jobs_are_queued_resumes_without_duplicates(slurm, tmp_path):
     store = tmp_path / "store"
     configs = [fsdp_config(b) for b in (16, 32, 64)]
-    args = [sys.executable, "-m", "perfzoo.collect", "--workload", "fsdp", "--out", str(store),
+    args = [sys.executable, "-m", "perfzoo.collect", "--space", "fsdp-ads", "--out", str(store),
             "--configs", write_configs(tmp_path / "c.jsonl", configs), "--steps", "3", "--warmup", "1",
             "--no-progress", "--launcher", "slurm", "--poll", "0.5", "--array-parallelism", "1"]
     first = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
