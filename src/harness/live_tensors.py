@@ -36,7 +36,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_leaves
 
-MIB = 2**20
+from harness.memory import MIB
 
 
 class TensorBudgetExceeded(MemoryError):

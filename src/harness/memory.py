@@ -20,6 +20,7 @@ import resource
 from typing import Optional
 
 GIB = 2**30
+MIB = 2**20
 
 
 def _status_kib(field: str) -> Optional[int]:

@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from harness.live_tensors import LiveTensorBytes
 
 EXIT_FAILED = 3
-MIB = 2**20
 PG_TIMEOUT_S = float(os.environ.get("PERFZOO_PG_TIMEOUT_S", "300"))
 
 
@@ -93,7 +92,7 @@ def _tensor_budget(spec: JobSpec) -> Iterator[Optional["LiveTensorBytes"]]:
     from harness.live_tensors import LiveTensorBytes  # imports torch: only in the rank, once it runs a job
 
     gc.collect()  # no garbage left from before, and the collector's counts start at zero: the same peak every repeat
-    with LiveTensorBytes(int(float(budget) * MIB)) as live:
+    with LiveTensorBytes(int(float(budget) * memory.MIB)) as live:
         yield live
 
 
@@ -179,7 +178,7 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
                 torch.cuda.synchronize()
             timings["warmup_s"] = time.perf_counter() - t
         if live is not None:
-            report["tensor_peak_mib"] = round(live.peak / MIB, 4)
+            report["tensor_peak_mib"] = round(live.peak / memory.MIB, 4)
 
         report["loadavg_1m"] = os.getloadavg()[0]  # how busy the machine was as timing began
         if device == "cpu":
