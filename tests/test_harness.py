@@ -118,6 +118,11 @@ def test_tiny_memory_budget_is_a_real_oom_then_a_two_rank_job_gives_an_ok_record
     assert m.throughput_per_device == pytest.approx(m.throughput / 2)
     assert m.step_time_p50_s <= m.step_time_p90_s <= m.step_time_p99_s
     assert m.peak_memory_gib > 0 and m.wall_time_s > m.step_time_mean_s * 3
+    # every step's time is kept, so any statistic can be recomputed from the record
+    ann = rec.annotations
+    steps = [float(t) for t in ann["step_times_s"].split()]
+    assert len(steps) == 3 and ann["items_per_step"] == 32
+    assert sorted(steps)[1] == pytest.approx(m.step_time_p50_s, abs=1e-6)
     assert rec.annotations["overhead_s"] > 0 and rec.annotations["n_no_shard"] == 3
     assert rec.annotations["loadavg_1m"] >= 0 and rec.annotations["peak_data_gib"] > 0
     assert rec.hardware.accelerator_count == 2 and rec.software.env.get("OMP_NUM_THREADS") == "1"

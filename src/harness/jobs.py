@@ -20,7 +20,7 @@ from typing import Any, Optional
 from harness import memory as _memory
 from harness.environment import peak_bf16_flops
 from harness.protocol import QUIET_CORES, QUIET_WAIT_S
-from harness.timing import summarize_steps, summarize_throughputs
+from harness.timing import max_over_ranks, summarize_steps, summarize_throughputs
 
 MESSAGE_TAIL = 4000  # characters of error text kept in a record
 
@@ -205,6 +205,11 @@ def to_record(outcome: JobOutcome, *, hardware: dict, software: dict, provenance
         tensor_peaks = [r["tensor_peak_mib"] for r in outcome.ranks if r.get("tensor_peak_mib") is not None]
         if tensor_peaks:
             ann["tensor_peak_mib"] = max(tensor_peaks)  # live tensors over build and warm-up (harness.live_tensors)
+        if outcome.status == "ok" and all(r.get("step_times") for r in outcome.ranks):
+            # every measured step's time (max over ranks), space-separated (annotations hold
+            # scalars), so any statistic can be recomputed later
+            ann["step_times_s"] = " ".join(f"{t:.6f}" for t in max_over_ranks([r["step_times"] for r in outcome.ranks]))
+            ann["items_per_step"] = sum(float(r["items_per_step"]) for r in outcome.ranks)
         data_peaks = [r["peak_data_gib"] for r in outcome.ranks if r.get("peak_data_gib") is not None]
         if data_peaks:
             ann["peak_data_gib"] = max(data_peaks)  # VmData sampled between steps, max over ranks
