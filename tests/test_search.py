@@ -13,7 +13,7 @@ import pytest
 
 from perfzoo import zoo
 from perfzoo.records import JobRecord, job_id_for
-from perfzoo.search import SEARCHERS, TPE, Exhaustive, RandomSearch, Reinforce, make, propose
+from perfzoo.search import SEARCHERS, TPE, Exhaustive, Formula, RandomSearch, Reinforce, make, propose
 from perfzoo.spaces import Space, get
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.store import RecordStore
@@ -99,9 +99,8 @@ def test_codec_validity_and_derived_keys_match_the_space():
 def test_searchers_never_propose_configs_that_violate_constraints():
     space = get("llm-small")
 
-    def greedy(X):  # rewards exactly the corners the constraints forbid
-        return (X["config.n_heads"].to_numpy() * X["config.micro_batch_size"].to_numpy()
-                * X["config.seq_len"].to_numpy() / X["config.n_kv_heads"].to_numpy()).astype(float)
+    greedy = Formula(lambda X: (X["config.n_heads"].to_numpy() * X["config.micro_batch_size"].to_numpy()  # rewards
+                                * X["config.seq_len"].to_numpy() / X["config.n_kv_heads"].to_numpy()))  # the forbidden corners
 
     r = propose(Reinforce(n_samples=600, seed=1), space, greedy, top_k=30)
     assert r.stats["invalid"] > 0  # it did try invalid configs, and was penalised

@@ -23,14 +23,13 @@ import json
 from pathlib import Path
 from dataclasses import replace
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
 from perfzoo.evaluation.metrics import kendall
-from perfzoo.search import Exhaustive, Searcher, SearchResult, propose
+from perfzoo.search import Exhaustive, Formula, Searcher, SearchResult, propose
 from perfzoo.spaces import Categorical, Constraint, Space
 from perfzoo import zoo
 from perfzoo.zoo.base import Predictor
@@ -110,7 +109,7 @@ def toy_space() -> Space:
                  constraints=[Constraint("pair", pair)])
 
 
-def toy_reward(seed: int = 1) -> Callable[[pd.DataFrame], np.ndarray]:
+def toy_reward(seed: int = 1) -> Formula:
     """A predictor over :func:`toy_space` whose unconstrained optimum the constraint forbids."""
     W = np.random.default_rng(seed).normal(size=(K, V))
     W[0, V - 1] = W[0].max() + 0.5
@@ -122,7 +121,7 @@ def toy_reward(seed: int = 1) -> Callable[[pd.DataFrame], np.ndarray]:
             s += W[i][np.array([int(str(v)[1:]) for v in X[f"config.k{i}"]])]
         return np.exp(s)
 
-    return predictor
+    return Formula(predictor)
 
 
 @lru_cache(maxsize=None)

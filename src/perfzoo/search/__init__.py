@@ -34,12 +34,13 @@ from typing import Any, Iterable, Optional, Sequence
 
 from perfzoo.search._base import NO_KEYS, Searcher
 from perfzoo.search.exhaustive import Exhaustive
-from perfzoo.search.objective import Objective, SearchResult
+from perfzoo.search.objective import Formula, Model, Objective, SearchResult
 from perfzoo.search.random_search import RandomSearch
 from perfzoo.search.reinforce import Reinforce
 from perfzoo.search.tpe import TPE
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.zoo.failure import FailurePredictor
 
 SEARCHERS: dict[str, type[Searcher]] = {cls.name: cls for cls in (Reinforce, Exhaustive, RandomSearch, TPE)}
 
@@ -60,7 +61,8 @@ normalise_advantage=True, progress=False)
     return SEARCHERS[name](**settings)
 
 
-def propose(searcher: Searcher, space: Space, predictor: Any, top_k: int = 50, *, failure: Any = None,
+def propose(searcher: Searcher, space: Space, predictor: Model, top_k: int = 50, *,
+            failure: Optional[FailurePredictor] = None,
             exclude: Iterable[dict] = (), fixed: Optional[dict] = None,
             columns: Optional[Sequence[str]] = None) -> SearchResult:
     """``searcher.propose`` on the :class:`Objective` of ``predictor`` (and ``failure``) over

@@ -6,10 +6,9 @@ call; only the running top-k survives a chunk, so memory stays flat. ``fsdp-ads`
 (7,971,615 configs) is small enough for a tree model. The result is also the ground truth for
 how close REINFORCE gets to the predictor's own optimum (``stats['max_reward']``).
 
->>> from perfzoo.search import propose
+>>> from perfzoo.search import Formula, propose
 >>> from perfzoo.spaces import get
->>> def predictor(X):
-...     return X["config.local_batch"].to_numpy() * 1.0
+>>> predictor = Formula(lambda X: X["config.local_batch"].to_numpy() * 1.0)
 >>> propose(Exhaustive(limit=10**7, chunk_size=2**20), get("fsdp-ads"), predictor, top_k=3).stats["valid"]
 7971615
 """

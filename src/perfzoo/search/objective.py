@@ -20,7 +20,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Protocol, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -28,15 +28,40 @@ import pandas as pd
 from perfzoo.search.treegrid import grid_values
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.zoo.failure import FailurePredictor
 
 
-def input_columns(model: Any) -> Optional[list[str]]:
-    """The columns a fitted predictor was trained on (None when it does not say)."""
-    for attr in ("input_columns_", "feature_names_in_"):
-        cols = getattr(model, attr, None)
-        if cols is not None:
-            return [str(c) for c in cols]
-    return None
+class Model(Protocol):
+    """What a search scores configs with: a fitted zoo predictor (:mod:`perfzoo.zoo`) or a
+    :class:`Formula`. ``output``: ``'throughput'`` or ``'score'`` (only order counts);
+    ``has_std``: whether it offers ``predict_std(X)``."""
+
+    output: str
+    has_std: bool
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A function of a config frame as a :class:`Model`: a toy objective, a user's formula.
+
+    >>> Formula(lambda X: 2.0 * X["config.a"]).predict(pd.DataFrame({"config.a": [1, 2]})).tolist()
+    [2.0, 4.0]
+    """
+
+    fn: Callable[[pd.DataFrame], np.ndarray]
+    output: str = "throughput"
+    has_std: bool = False
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return np.asarray(self.fn(X), dtype=float)
+
+
+def input_columns(model: Union[Model, FailurePredictor]) -> Optional[list[str]]:
+    """The columns a fitted zoo predictor was trained on (None for a :class:`Formula`)."""
+    cols = getattr(model, "input_columns_", None)
+    return None if cols is None else [str(c) for c in cols]
 
 
 def check_inputs(codec: SpaceCodec, columns: Optional[Sequence[str]]) -> list[str]:
@@ -58,24 +83,15 @@ def check_inputs(codec: SpaceCodec, columns: Optional[Sequence[str]]) -> list[st
     return unread
 
 
-def _predict_fn(model: Any) -> Callable[[pd.DataFrame], np.ndarray]:
-    if hasattr(model, "predict"):
-        return model.predict
-    if callable(model):
-        return model
-    raise TypeError(f"a predictor must have predict(X) or be callable on a DataFrame, got {type(model).__name__}")
-
-
 class Objective:
     """Predicted throughput, P(success) and reward of index rows of a space.
 
     Parameters
     ----------
     codec : the :class:`~perfzoo.spaces.codec.SpaceCodec` of the space searched.
-    predictor : a fitted predictor (``predict(X)``) or a callable on a DataFrame; higher is
+    predictor : the :class:`Model` (a fitted zoo predictor or a :class:`Formula`); higher is
         better. ``predictor.output == 'score'`` marks a ranking score (only order counts).
-    failure : optional fitted failure predictor: ``predict_failure(X)`` = P(fail), else
-        ``predict(X)`` = P(success).
+    failure : optional fitted ``failure`` predictor (``predict_failure(X)`` = P(fail)).
     columns, failure_columns : the input columns each model takes (default: what it was
         fitted on, ``input_columns_``); ``fixed`` fills columns outside the space
         (``{'hardware.accelerator': 'cpu'}``).
@@ -84,7 +100,7 @@ class Objective:
     n_reference, seed : the reference sample the prediction is normalised by.
     """
 
-    def __init__(self, codec: SpaceCodec, predictor: Any, failure: Any = None, *, columns: Optional[Sequence[str]] = None,
+    def __init__(self, codec: SpaceCodec, predictor: Model, failure: Optional[FailurePredictor] = None, *, columns: Optional[Sequence[str]] = None,
                  failure_columns: Optional[Sequence[str]] = None, fixed: Optional[dict] = None,
                  failure_mode: str = "expected", min_success: float = 0.5, invalid_reward: float = 0.0,
                  n_reference: int = 1000, seed: int = 0):
@@ -101,10 +117,8 @@ class Objective:
         self.failure_mode = failure_mode
         self.min_success = min_success
         self.invalid_reward = float(invalid_reward)
-        self.output = getattr(predictor, "output", "throughput")
-        self._predict = _predict_fn(predictor)
-        self.has_std = bool(getattr(predictor, "has_std", hasattr(predictor, "predict_std"))) and \
-            hasattr(predictor, "predict_std")
+        self.output = predictor.output
+        self.has_std = predictor.has_std
         self.n_predicted = 0
         self.predict_seconds = 0.0
         self.grid_reason: Optional[str] = None  # why grid() found no fast path, once it was tried
@@ -127,7 +141,7 @@ class Objective:
         if len(idx) == 0:
             return np.zeros(0)
         t0 = time.perf_counter()
-        out = np.asarray(self._predict(self.frame(idx, self.columns)), dtype=float).reshape(-1)
+        out = np.asarray(self.predictor.predict(self.frame(idx, self.columns)), dtype=float).reshape(-1)
         self.predict_seconds += time.perf_counter() - t0
         self.n_predicted += len(idx)
         return out
@@ -136,9 +150,7 @@ class Objective:
         if self.failure is None or len(idx) == 0:
             return np.ones(len(idx))
         X = self.frame(idx, self.failure_columns)
-        if hasattr(self.failure, "predict_failure"):
-            return 1.0 - np.asarray(self.failure.predict_failure(X), dtype=float).reshape(-1)
-        return np.asarray(_predict_fn(self.failure)(X), dtype=float).reshape(-1)
+        return 1.0 - np.asarray(self.failure.predict_failure(X), dtype=float).reshape(-1)
 
     def normalise(self, pred: np.ndarray) -> np.ndarray:
         if self.positive:
@@ -317,4 +329,4 @@ def select_top(objective: Objective, keys: np.ndarray, pred: np.ndarray, ps: np.
                         predicted=pred, reward=reward, p_success=ps, std=objective.std(idx), stats=stats)
 
 
-__all__ = ["Objective", "SearchResult", "check_inputs", "input_columns", "select_top"]
+__all__ = ["Formula", "Model", "Objective", "SearchResult", "check_inputs", "input_columns", "select_top"]

@@ -1,9 +1,8 @@
 """Random search on the predictor: the searcher REINFORCE is compared with at equal samples.
 
->>> from perfzoo.search import propose
+>>> from perfzoo.search import Formula, propose
 >>> from perfzoo.spaces import get
->>> def predictor(X):
-...     return X["config.local_batch"].to_numpy() * 1.0
+>>> predictor = Formula(lambda X: X["config.local_batch"].to_numpy() * 1.0)
 >>> propose(RandomSearch(n_samples=200), get("fsdp-ads"), predictor, top_k=3).stats["sampled"]
 200
 """

@@ -12,10 +12,10 @@ run collapsing onto one local optimum. Defaults are the paper's: Adam lr 0.01, b
 
 Example
 -------
->>> from perfzoo.search import propose
+>>> from perfzoo.search import Formula, propose
 >>> from perfzoo.spaces import get
->>> def predictor(X):  # higher local batch and fewer FULL_SHARD layers = faster
-...     return X["config.local_batch"].to_numpy() * (1 + (X.filter(like="shard_") != "FULL_SHARD").sum(axis=1).to_numpy())
+>>> predictor = Formula(lambda X: X["config.local_batch"].to_numpy()  # higher local batch and fewer
+...                     * (1 + (X.filter(like="shard_") != "FULL_SHARD").sum(axis=1).to_numpy()))  # FULL_SHARD = faster
 >>> result = propose(Reinforce(n_samples=600), get("fsdp-ads"), predictor, top_k=5)
 >>> len(result), result.configs[0]["local_batch"]
 (5, 256)
