@@ -135,3 +135,28 @@ def test_the_v3_expert_keeps_its_memory_estimate_within_nine_tenths_of_the_large
 
 def test_rank_threads_share_the_cores():
     assert protocol.rank_threads(2, 2) == 1 and protocol.rank_threads(16, 3) == 5 and protocol.rank_threads(1, 4) == 1
+
+
+MALLOC_PROBE = """
+import ctypes, sys
+from harness import memory
+if sys.argv[1] == "budget":
+    memory.apply_budget(8.0)
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+for _ in range(3):  # allocate and free 1 MiB; the last round is the one measured
+    p = libc.malloc(1 << 20)
+    held = memory.data_gib()
+    libc.free(p)
+    returned = held - memory.data_gib()
+print(round(returned * 2**30 / 2**20, 2))
+"""
+
+
+@pytest.mark.parametrize("mode, returned_mib", [("budget", 1.0), ("none", 0.0)])
+def test_malloc_returns_freed_buffers_to_the_system_only_under_an_rlimit_budget(mode, returned_mib):
+    # under RLIMIT_DATA every buffer of 64 KiB or more is its own mapping, so the data segment follows the
+    # live tensors; without a budget glibc keeps its defaults (it raises the mmap threshold after the first
+    # free and keeps later buffers in the heap: no page fault per allocation, the cost of the budget mode)
+    out = subprocess.run([sys.executable, "-c", MALLOC_PROBE, mode], capture_output=True, text=True, check=True)
+    assert float(out.stdout) == pytest.approx(returned_mib, abs=0.02)

@@ -22,7 +22,7 @@ from typing import Optional
 from perfzoo.accelerators import spec as accelerator_spec
 
 ENV_PREFIXES = ("OMP_", "MKL_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "GLOO_", "PERFZOO_",
-                "SLURM_JOB_ID", "SLURM_NNODES", "TORCHINDUCTOR_", "KMP_")
+                "SLURM_JOB_ID", "SLURM_NNODES", "TORCHINDUCTOR_", "KMP_", "MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD")
 ENV_SKIP = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
 FP8_CAPABLE_MIN_SM = (8, 9)  # Ada / Hopper and newer have fp8 tensor cores

@@ -98,11 +98,6 @@ def worker_env(device: str, nproc: int, extra: Optional[dict] = None) -> dict:
     env.setdefault("PYTHONUNBUFFERED", "1")
     if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         env["OMP_NUM_THREADS"] = "1"
-    if device == "cpu":  # the data segment (what RLIMIT_DATA limits) grows and shrinks with the
-        # live tensors: one malloc arena (no per-thread reserves) and a fixed mmap threshold (every
-        # buffer of 64 KiB or more is its own mapping, returned to the system when freed)
-        env.setdefault("MALLOC_ARENA_MAX", "1")
-        env.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
     env.setdefault("LOGLEVEL", "WARNING")
     env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     # the harness must import from this checkout even when run from elsewhere (src/, holding harness/)
