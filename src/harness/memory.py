@@ -73,7 +73,7 @@ def _malloc_follows_tensors() -> None:
     """Make glibc's malloc keep the data segment (what RLIMIT_DATA limits) in step with the live
     tensors: one arena (no per-thread reserves) and every buffer of 64 KiB or more its own
     mapping, returned to the system when freed. It costs a page fault per large allocation (about
-    half the system time of a CPU FSDP step, and 30-70% of its throughput), so only jobs with an
+    half the system time of a CPU FSDP step, and 38-78% of its throughput), so only jobs with an
     RLIMIT_DATA budget pay it; elsewhere malloc keeps its defaults. No-op without glibc."""
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is not None:
