@@ -20,6 +20,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from harness.timing import summarize_steps
 from perfzoo.store import RecordStore
 
 
@@ -27,10 +28,11 @@ def statistics(record) -> dict:
     """The throughput statistics of one ok record (items per second)."""
     steps = np.array(record.annotations["step_times_s"].split(), dtype=float)
     items = record.annotations["items_per_step"]
-    tput = items / steps
+    first, every = (summarize_steps([s], items) for s in (steps[:10], steps))
     half = len(steps) // 2
-    return {"p90@10": np.percentile(tput[:10], 90), "p50@10": np.median(tput[:10]),
-            "p90": np.percentile(tput, 90), "p50": np.median(tput), "mean": items / steps.mean(),
+    return {"p90@10": first["throughput_p90"], "p50@10": first["throughput_p50"],
+            "p90": every["throughput_p90"], "p50": every["throughput_p50"],
+            "mean": items / every["step_time_mean_s"],
             "halves": abs(np.median(steps[:half]) / np.median(steps[half:]) - 1)}
 
 
