@@ -149,14 +149,16 @@ def test_inprocess_batch_oom_timeout_and_crash_do_not_poison_later_jobs():
     crash = spec_for("llm", llm_config(fsdp="no_shard"), nproc=1, debug={"crash": "boom from the test"})
     ok3 = spec_for("llm", llm_config(activation_checkpointing="full", fsdp="shard_grad_op"), nproc=1)
     launcher = InProcessBatchLauncher()
-    outcomes = list(launcher.run_many([ok1, oom, ok2, hang, crash, ok3]))
-    assert [o.status for o in outcomes] == ["ok", "oom", "ok", "timeout", "failed", "ok"], \
+    outcomes = list(launcher.run_many([ok1, ok2, oom, hang, crash, ok3]))
+    assert [o.status for o in outcomes] == ["ok", "ok", "oom", "timeout", "failed", "ok"], \
         [(o.status, o.failure) for o in outcomes]
-    assert [o.spec.job_id for o in outcomes] == [s.job_id for s in (ok1, oom, ok2, hang, crash, ok3)]
-    assert len(launcher.worker_starts) == 4  # a fresh worker after the oom, the timeout and the crash
+    assert [o.spec.job_id for o in outcomes] == [s.job_id for s in (ok1, ok2, oom, hang, crash, ok3)]
+    # the first two jobs share one worker; the budgeted job gets its own (its malloc is set as the worker
+    # starts); a fresh worker after the oom, the timeout and the crash
+    assert len(launcher.worker_starts) == 5
+    pids = [o.ranks[0]["pid"] for o in outcomes[:3]]
+    assert pids[0] == pids[1] != pids[2]
     assert "boom from the test" in outcomes[4].failure["message"]
-    pids = {o.ranks[0]["pid"] for o in (outcomes[0], outcomes[1])}
-    assert len(pids) == 1  # the first two jobs shared one worker process
     rec = record_of(outcomes[5], "tokens/s")
     assert rec.status == "ok" and rec.metrics.throughput > 0 and rec.metrics.tflops_per_device > 0
     assert rec.annotations["launcher"] == "inprocess" and rec.metrics.mfu is None  # no peak known for CPUs
@@ -170,7 +172,8 @@ def test_warm_torchrun_mode_oom_ok_timeout_and_a_two_rank_llm_job():
     launcher = WarmTorchrunLauncher()
     outcomes = list(launcher.run_many(specs))
     assert [o.status for o in outcomes] == ["oom", "ok", "timeout", "ok"], [(o.status, o.failure) for o in outcomes]
-    assert len(launcher.worker_starts) == 2  # the timeout killed the warm worker; a fresh one took the rest
+    # the budgeted job's warm worker starts with its malloc set; the timeout killed the second worker
+    assert len(launcher.worker_starts) == 3
     ok = record_of(outcomes[1], "queries/s")
     assert ok.annotations["launcher"] == "torchrun-warm" and "rank0_import_s" not in ok.annotations
     assert {r["pid"] for r in outcomes[1].ranks}.isdisjoint({r["pid"] for r in outcomes[0].ranks})  # new ranks

@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from harness import protocol
+from harness.jobs import JobSpec
+from harness.launchers import worker_env
 from harness.workloads.fsdp_ads import AdsModel, layer_widths
 from perfzoo import spaces
 from perfzoo.collect import main as collect
@@ -138,10 +140,8 @@ def test_rank_threads_share_the_cores():
 
 
 MALLOC_PROBE = """
-import ctypes, sys
+import ctypes
 from harness import memory
-if sys.argv[1] == "budget":
-    memory.apply_budget(8.0)
 libc = ctypes.CDLL(None)
 libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
 for _ in range(3):  # allocate and free 1 MiB; the last round is the one measured
@@ -153,10 +153,13 @@ print(round(returned * 2**30 / 2**20, 2))
 """
 
 
-@pytest.mark.parametrize("mode, returned_mib", [("budget", 1.0), ("none", 0.0)])
-def test_malloc_returns_freed_buffers_to_the_system_only_under_an_rlimit_budget(mode, returned_mib):
-    # under RLIMIT_DATA every buffer of 64 KiB or more is its own mapping, so the data segment follows the
-    # live tensors; without a budget glibc keeps its defaults (it raises the mmap threshold after the first
-    # free and keeps later buffers in the heap: no page fault per allocation, the cost of the budget mode)
-    out = subprocess.run([sys.executable, "-c", MALLOC_PROBE, mode], capture_output=True, text=True, check=True)
+@pytest.mark.parametrize("headroom, returned_mib", [(0.1, 1.0), (None, 0.0)])
+def test_malloc_returns_freed_buffers_to_the_system_only_under_an_rlimit_budget(headroom, returned_mib):
+    # a rank under RLIMIT_DATA starts with every buffer of 64 KiB or more its own mapping, so the data segment
+    # follows the live tensors; without a budget glibc keeps its defaults (it raises the mmap threshold after
+    # the first free and keeps later buffers in the heap: no page fault per allocation, the cost of the budget)
+    spec = JobSpec(workload="fsdp", config={"memory_headroom_gib": headroom}, job_id="probe")
+    env = worker_env(spec.device, rlimit_budget=spec.rlimit_budget)
+    assert spec.rlimit_budget == (headroom is not None)
+    out = subprocess.run([sys.executable, "-c", MALLOC_PROBE], capture_output=True, text=True, check=True, env=env)
     assert float(out.stdout) == pytest.approx(returned_mib, abs=0.02)

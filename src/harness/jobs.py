@@ -45,6 +45,13 @@ class JobSpec:
     command: Optional[str] = None  # the command workload's template (harness.command), else None
     metrics: dict = field(default_factory=dict)  # the command workload's harness.command.MetricSource
 
+    @property
+    def rlimit_budget(self) -> bool:
+        """True when a CPU job's ranks run under an ``RLIMIT_DATA`` budget (``memory_budget_gib`` or
+        ``memory_headroom_gib``), which sets their malloc (:data:`harness.memory.RLIMIT_MALLOC_ENV`)."""
+        return self.device == "cpu" and any(self.config.get(k) is not None
+                                            for k in ("memory_budget_gib", "memory_headroom_gib"))
+
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
 
 from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail
+from harness.memory import RLIMIT_MALLOC_ENV
 
 KILL_GRACE_S = 3.0
 POLL_S = 0.02
@@ -87,8 +88,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def worker_env(device: str, nproc: int, extra: Optional[dict] = None) -> dict:
-    """The environment for ranks: quiet torchrun, and on CPU one thread per rank.
+def worker_env(device: str, extra: Optional[dict] = None, rlimit_budget: bool = False) -> dict:
+    """The environment for ranks: quiet torchrun, on CPU one thread per rank, and for jobs under an
+    ``RLIMIT_DATA`` budget (:attr:`JobSpec.rlimit_budget`) :data:`harness.memory.RLIMIT_MALLOC_ENV`.
 
     One intra-op thread per CPU rank (unless ``OMP_NUM_THREADS`` is set) makes a CPU rank
     the analogue of one GPU: a 2-rank job uses 2 cores, a 1-rank job 1, and oversubscribed
@@ -103,6 +105,8 @@ def worker_env(device: str, nproc: int, extra: Optional[dict] = None) -> dict:
     # the harness must import from this checkout even when run from elsewhere (src/, holding harness/)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if rlimit_budget:
+        env.update(RLIMIT_MALLOC_ENV)
     env.update(extra or {})
     return env
 
@@ -185,7 +189,8 @@ class LocalTorchrunLauncher(Launcher):
         t0 = time.perf_counter()
         try:
             exit_code, timed_out = run_process(self.command(spec, d / "job.json"),
-                                               worker_env(spec.device, spec.nproc), log_path, spec.timeout_s)
+                                               worker_env(spec.device, rlimit_budget=spec.rlimit_budget), log_path,
+                                               spec.timeout_s)
         except BaseException:
             self._cleanup(d)
             raise
@@ -225,6 +230,9 @@ class InProcessBatchLauncher(Launcher):
             if self.world_size_1_only and spec.nproc != 1:
                 raise ValueError(f"in-process mode runs world-size-1 jobs only; job {spec.job_id} "
                                  f"has nproc={spec.nproc} (use the torchrun launcher)")
+            if pending and spec.rlimit_budget != pending[0].rlimit_budget:  # a worker's malloc is set at its start
+                yield from self._run_batch(pending)
+                pending = []
             pending.append(spec)
             if len(pending) >= self.batch_size:
                 yield from self._run_batch(pending)
@@ -248,7 +256,8 @@ class InProcessBatchLauncher(Launcher):
             extra = {"OMP_NUM_THREADS": str(self.threads)} if self.world_size_1_only and device == "cpu" else {}
             proc = subprocess.Popen([sys.executable, "-m", "harness.worker", self.worker_flag, str(batch_file)],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=worker_env(device, 1, extra), start_new_session=True)
+                                    env=worker_env(device, extra, remaining[0][0].rlimit_budget),
+                                    start_new_session=True)
             ready_seen = False
             finished_here = 0
             try:

@@ -15,7 +15,6 @@ outside the fraction).
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import resource
 from typing import Optional
@@ -65,20 +64,12 @@ def peak_gib(figs: dict[str, Optional[float]], device: str = "cpu") -> Optional[
     return figs.get("cuda_peak_allocated_gib") if device == "cuda" else figs.get("peak_rss_gib")
 
 
-M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h)
-MMAP_THRESHOLD = 64 * 1024
-
-
-def _malloc_follows_tensors() -> None:
-    """Make glibc's malloc keep the data segment (what RLIMIT_DATA limits) in step with the live
-    tensors: one arena (no per-thread reserves) and every buffer of 64 KiB or more its own
-    mapping, returned to the system when freed. It costs a page fault per large allocation (about
-    half the system time of a CPU FSDP step, and 38-78% of its throughput), so only jobs with an
-    RLIMIT_DATA budget pay it; elsewhere malloc keeps its defaults. No-op without glibc."""
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
-    if mallopt is not None:
-        mallopt(M_ARENA_MAX, 1)
-        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+RLIMIT_MALLOC_ENV = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": str(64 * 1024)}
+"""glibc's malloc for ranks under an ``RLIMIT_DATA`` budget, set in their environment from the start
+(:func:`harness.launchers.worker_env`): one arena (no per-thread reserves) and every buffer of 64 KiB
+or more its own mapping, returned to the system when freed, so the data segment (what the limit
+counts) follows the live tensors. It costs a page fault per large allocation (about half the system
+time of a CPU FSDP step, and 38-78% of its throughput), so other jobs keep malloc's defaults."""
 
 
 def apply_budget(budget_gib: Optional[float], device: str = "cpu") -> dict:
@@ -92,7 +83,6 @@ def apply_budget(budget_gib: Optional[float], device: str = "cpu") -> dict:
         fraction = min(1.0, budget_gib * GIB / total)
         torch.cuda.set_per_process_memory_fraction(fraction)
         return {"limit_gib": budget_gib, "mechanism": f"cuda memory fraction {fraction:.4f}"}
-    _malloc_follows_tensors()
     limit = int(budget_gib * GIB)
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if hard != resource.RLIM_INFINITY:

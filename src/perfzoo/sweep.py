@@ -443,7 +443,8 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
             for outcome in stream:
                 n = outcome.spec.nproc
                 env_extra = {"OMP_NUM_THREADS": str(threads)} if threads else None
-                sw = dict(software, env=relevant_env(worker_env(config.device, n, env_extra)))
+                env = worker_env(config.device, env_extra, outcome.spec.rlimit_budget)
+                sw = dict(software, env=relevant_env(env))
                 rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
                                 provenance=provenance, sweep_id=sweep_id, throughput_unit=unit,
                                 space=space.name)
