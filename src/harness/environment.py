@@ -80,13 +80,10 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
-def ram_gib() -> Optional[float]:
-    try:
-        import psutil
+def ram_gib() -> float:
+    import psutil
 
-        return round(psutil.virtual_memory().total / 2**30, 2)
-    except Exception:
-        return None
+    return round(psutil.virtual_memory().total / 2**30, 2)
 
 
 @functools.lru_cache(maxsize=None)

@@ -26,6 +26,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
 from joblib import Parallel, delayed
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
@@ -36,13 +37,10 @@ from perfzoo.evaluation.splits import CURVE_SIZES
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, build_tasks
 
 
-def set_threads(est: Any, threads: int) -> None:
+def set_threads(est: BaseEstimator, threads: int) -> None:
     """Give a member ``threads`` CPU threads (its ``n_jobs``) so parallel workers do not oversubscribe."""
-    try:
-        if "n_jobs" in est.get_params(deep=False):
-            est.set_params(n_jobs=max(1, int(threads)))
-    except Exception:
-        pass
+    if "n_jobs" in est.get_params(deep=False):
+        est.set_params(n_jobs=max(1, int(threads)))
 
 
 # --- one task -----------------------------------------------------------------------------
@@ -91,7 +89,7 @@ def _execute(task: Task) -> dict[str, Any]:
     return out
 
 
-def fit_kwargs(est: Any, dataset: Optional[str]) -> dict[str, Any]:
+def fit_kwargs(est: BaseEstimator, dataset: Optional[str]) -> dict[str, Any]:
     """``dataset`` (a name for the saved metadata) where ``fit`` takes it.
 
     Ranking members form their queries themselves (by workload); the runner's comparable
@@ -108,7 +106,7 @@ def fit_kwargs(est: Any, dataset: Optional[str]) -> dict[str, Any]:
     return kw
 
 
-def _failure_scores(est: Any, X: pd.DataFrame) -> np.ndarray:
+def _failure_scores(est: BaseEstimator, X: pd.DataFrame) -> np.ndarray:
     """P(fail) from a ``probability`` member: column 1 of its ``predict_proba`` (scikit-learn's
     layout, ``[P(ok), P(fail)]``)."""
     return np.asarray(est.predict_proba(X), dtype=float)[:, 1]

@@ -31,6 +31,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
 
 import perfzoo.analytic
 import perfzoo.features
@@ -111,12 +112,9 @@ class PredictorSpec:
                 "code": _code_fingerprint(self)}
 
 
-def set_seed(est: Any, seed: int) -> None:
+def set_seed(est: BaseEstimator, seed: int) -> None:
     """Set ``random_state`` (or ``seed``) on an estimator that has one; otherwise do nothing."""
-    try:
-        params = est.get_params(deep=False)
-    except Exception:  # not a scikit-learn estimator
-        return
+    params = est.get_params(deep=False)
     for name in ("random_state", "seed"):
         if name in params:
             est.set_params(**{name: int(seed)})

@@ -251,7 +251,7 @@ class ClosedLoop:
         if self.predictor == "best":
             try:
                 return clone(zoo.load_best(self.dataset or "fsdp-cpu"))
-            except Exception as exc:  # no leaderboard yet
+            except (FileNotFoundError, KeyError) as exc:  # no leaderboard (entry) yet
                 note = f"no best predictor available ({type(exc).__name__}: {exc}); using lightgbm"
                 if note not in self.notes:
                     self.notes.append(note)
