@@ -13,8 +13,9 @@
    (:func:`apply_headroom`), so an out-of-memory is caused by the configuration and happens on
    every repeat, whatever the torch or gloo runtime itself takes. Under such a limit glibc's
    malloc returns every freed buffer of 64 KiB or more to the system (so the data segment follows
-   the tensors); other jobs keep malloc's defaults, because that setting costs a page fault per
-   large allocation (:func:`harness.memory.apply_budget`). The boundaries still move with
+   the tensors), set in the ranks' environment before they start; other jobs keep malloc's
+   defaults, because that setting costs a page fault per large allocation
+   (:data:`harness.memory.RLIMIT_MALLOC_ENV`). The boundaries still move with
    the CPU (its kernels and malloc), so the ``tensor_budget_mib`` knob (``fsdp-ads-v3``) budgets
    the bytes of the tensors a rank holds live instead, counted over build and warm-up as a GPU
    allocator counts them (:mod:`harness.live_tensors`): the same peak and status on every repeat
