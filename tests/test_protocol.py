@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from harness import protocol
 from harness.jobs import JobSpec
@@ -159,7 +158,7 @@ def test_malloc_returns_freed_buffers_to_the_system_only_under_an_rlimit_budget(
     # follows the live tensors; without a budget glibc keeps its defaults (it raises the mmap threshold after
     # the first free and keeps later buffers in the heap: no page fault per allocation, the cost of the budget)
     spec = JobSpec(workload="fsdp", config={"memory_headroom_gib": headroom}, job_id="probe")
-    env = worker_env(spec.device, rlimit_budget=spec.rlimit_budget)
+    env = worker_env(spec)
     assert spec.rlimit_budget == (headroom is not None)
     out = subprocess.run([sys.executable, "-c", MALLOC_PROBE], capture_output=True, text=True, check=True, env=env)
     assert float(out.stdout) == pytest.approx(returned_mib, abs=0.02)

@@ -322,7 +322,7 @@ def command_env(spec: JobSpec, job_dir: Path) -> dict:
              "PERFZOO_STEPS": str(spec.steps), "PERFZOO_WARMUP": str(spec.warmup)}
     if spec.device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         extra["OMP_NUM_THREADS"] = str(max(1, cpu_cores() // max(spec.nproc, 1)))
-    return worker_env(spec.device, extra, spec.rlimit_budget)
+    return worker_env(spec, extra)
 
 
 def memory_limit(budget_gib: Optional[float]):

@@ -88,9 +88,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def worker_env(device: str, extra: Optional[dict] = None, rlimit_budget: bool = False) -> dict:
-    """The environment for ranks: quiet torchrun, on CPU one thread per rank, and for jobs under an
-    ``RLIMIT_DATA`` budget (:attr:`JobSpec.rlimit_budget`) :data:`harness.memory.RLIMIT_MALLOC_ENV`.
+def worker_env(spec: JobSpec, extra: Optional[dict] = None) -> dict:
+    """The environment for ``spec``'s ranks: quiet torchrun, on CPU one thread per rank, and for a
+    job under an ``RLIMIT_DATA`` budget (:attr:`JobSpec.rlimit_budget`) :data:`RLIMIT_MALLOC_ENV`.
 
     One intra-op thread per CPU rank (unless ``OMP_NUM_THREADS`` is set) makes a CPU rank
     the analogue of one GPU: a 2-rank job uses 2 cores, a 1-rank job 1, and oversubscribed
@@ -98,14 +98,14 @@ def worker_env(device: str, extra: Optional[dict] = None, rlimit_budget: bool = 
     """
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    if device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
+    if spec.device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         env["OMP_NUM_THREADS"] = "1"
     env.setdefault("LOGLEVEL", "WARNING")
     env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     # the harness must import from this checkout even when run from elsewhere (src/, holding harness/)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if rlimit_budget:
+    if spec.rlimit_budget:
         env.update(RLIMIT_MALLOC_ENV)
     env.update(extra or {})
     return env
@@ -189,8 +189,7 @@ class LocalTorchrunLauncher(Launcher):
         t0 = time.perf_counter()
         try:
             exit_code, timed_out = run_process(self.command(spec, d / "job.json"),
-                                               worker_env(spec.device, rlimit_budget=spec.rlimit_budget), log_path,
-                                               spec.timeout_s)
+                                               worker_env(spec), log_path, spec.timeout_s)
         except BaseException:
             self._cleanup(d)
             raise
@@ -256,8 +255,7 @@ class InProcessBatchLauncher(Launcher):
             extra = {"OMP_NUM_THREADS": str(self.threads)} if self.world_size_1_only and device == "cpu" else {}
             proc = subprocess.Popen([sys.executable, "-m", "harness.worker", self.worker_flag, str(batch_file)],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=worker_env(device, extra, remaining[0][0].rlimit_budget),
-                                    start_new_session=True)
+                                    env=worker_env(remaining[0][0], extra), start_new_session=True)
             ready_seen = False
             finished_here = 0
             try:

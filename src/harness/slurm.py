@@ -182,8 +182,7 @@ def run_agent(job_dir: str) -> dict:
                                 master_port=where["port"])
         code, timed_out, _ = run_command(spec, d, values, d / f"log-agent{agent}.txt")
     else:
-        code, timed_out = run_process(torchrun_command(d / "job.json", launch),
-                                      worker_env(spec.device, rlimit_budget=spec.rlimit_budget),
+        code, timed_out = run_process(torchrun_command(d / "job.json", launch), worker_env(spec),
                                       d / f"log-agent{agent}.txt", spec.timeout_s)
     ended = _now()
     info = {"agent": agent, "host": socket.gethostname(), "exit_code": code, "timed_out": timed_out,

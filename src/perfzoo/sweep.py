@@ -443,8 +443,7 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
             for outcome in stream:
                 n = outcome.spec.nproc
                 env_extra = {"OMP_NUM_THREADS": str(threads)} if threads else None
-                env = worker_env(config.device, env_extra, outcome.spec.rlimit_budget)
-                sw = dict(software, env=relevant_env(env))
+                sw = dict(software, env=relevant_env(worker_env(outcome.spec, env_extra)))
                 rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
                                 provenance=provenance, sweep_id=sweep_id, throughput_unit=unit,
                                 space=space.name)

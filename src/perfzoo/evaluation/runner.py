@@ -26,8 +26,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
