@@ -14,7 +14,7 @@ for seed in "$@"; do
   mkdir -p "$out"
   echo "before seed $seed: $(date -u +%FT%TZ) $(cat /proc/loadavg)" >> "$out/load.txt"
   python -m perfzoo.tune --space fsdp-ads-v3 --store "$out" --seed "$seed" --n-random 100 --rounds 3 --top-k 20 \
-      --control 60 --hand-tuned --expert --confirm 4 --race 3 --warm --no-progress --plot "$out/frontier.png" \
+      --control 60 --hand-tuned --expert --confirm 6 --race 6 --warm --no-progress --plot "$out/frontier.png" \
       > "$out/tune.log" 2>&1
   echo "after seed $seed: $(date -u +%FT%TZ) $(cat /proc/loadavg)" >> "$out/load.txt"
 done

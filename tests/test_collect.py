@@ -79,6 +79,8 @@ def test_searcher_lines_and_dry_run(tmp_path, capsys):
     assert sorted(j["nproc"] for j in jobs) == [1, 1, 1, 1, 2, 2]
     assert all(spaces.get("llm-small").validate(j["config"]) == j["config"] for j in jobs)
     assert "4 in-process, 2 torchrun" in out.err
+    # repeats interleaved: every config's first run before any config's second
+    assert [j["repeat"] for j in jobs] == [0, 0, 1, 1, 0, 1]
     # --n with --nproc draws only configs of that world size, seeded
     assert main(["--workload", "llm", "--n", "5", "--nproc", "2", "--dry-run", "--out", str(tmp_path / "s")]) == 0
     drawn = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

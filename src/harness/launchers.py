@@ -229,7 +229,9 @@ class InProcessBatchLauncher(Launcher):
             if self.world_size_1_only and spec.nproc != 1:
                 raise ValueError(f"in-process mode runs world-size-1 jobs only; job {spec.job_id} "
                                  f"has nproc={spec.nproc} (use the torchrun launcher)")
-            if pending and spec.rlimit_budget != pending[0].rlimit_budget:  # a worker's malloc is set at its start
+            # a job under an RLIMIT_DATA budget gets a worker of its own: the worker's malloc is set at its
+            # start, and the heap its ranks inherit must not depend on the jobs that ran before
+            if pending and (spec.rlimit_budget or pending[0].rlimit_budget):
                 yield from self._run_batch(pending)
                 pending = []
             pending.append(spec)

@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nproc", type=int, help="ranks per job (default: each config's own world size; "
                                             "with --n, only configs of this world size are drawn)")
     p.add_argument("--device", choices=["cpu", "cuda"], help="cpu (gloo) or cuda (NCCL)")
-    p.add_argument("--repeat", type=int, help="runs of each config (repeat index 0..R-1; default 1)")
+    p.add_argument("--repeat", type=int, help="runs of each config (repeat index 0..R-1, interleaved: every config once, then again, ...; default 1)")
     p.add_argument("--timeout", type=float,
                    help=f"wall-clock limit per job in seconds (default {JOB_DEFAULTS.timeout_s:g})")
     p.add_argument("--out", required=True, metavar="DIR", help="record store directory (created if needed)")

@@ -65,7 +65,7 @@ class CollectConfig:
     configs: Optional[str] = None  # ... or the configs in this JSONL file
     nproc: Optional[int] = None  # ranks per job (default: each config's world size)
     device: str = "cpu"  # cpu (gloo) or cuda (NCCL)
-    repeat: int = 1  # runs of each config (repeat index 0 .. repeat - 1)
+    repeat: int = 1  # runs of each config (repeat index 0 .. repeat - 1; interleaved over the configs)
     timeout: float = JOB_DEFAULTS.timeout_s  # wall-clock limit per job, seconds
     seed: int = 0  # seed of the random configs
     steps: int = JOB_DEFAULTS.steps  # measured steps per job
@@ -386,10 +386,13 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
         return hardware_cache[n]
 
     jobs_in, jobs_tr, skipped = [], [], 0
-    for cfg in configs:
-        nproc = int(cfg[space.world_size_key])
-        key = hardware_key(hardware_for(nproc)) if slurm is None else slurm.identity(config.device, nproc)
-        for r in range(config.repeat):
+    keys = [hardware_key(hardware_for(int(cfg[space.world_size_key]))) if slurm is None
+            else slurm.identity(config.device, int(cfg[space.world_size_key])) for cfg in configs]
+    # repeats interleaved (every config's run 0, then every config's run 1, ...): the machine's
+    # drift over the sweep then reaches every config's repeats alike
+    for r in range(config.repeat):
+        for cfg, key in zip(configs, keys):
+            nproc = int(cfg[space.world_size_key])
             jid = job_id_for(config.workload, cfg, key, r)
             if jid in done_ids:
                 skipped += 1

@@ -10,11 +10,12 @@ same command runs again. Writes a frontier plot like the CubicML paper's Figure 
 Examples
 --------
 The paper's protocol, scaled to this machine (100 random + 3 x 20, a 60-job random control,
-the FSDP default and the expert heuristic, each arm's 3 best raced over 4 more runs), as
-``scripts/tune_seeds.sh`` runs it::
+the FSDP default and the expert heuristic, then a race: each arm's 6 best configs by one run
+measured twice more, the better half of each arm and the baselines 6 times in all; champion =
+best median of 6), as ``scripts/tune_seeds.sh`` runs it::
 
     python -m perfzoo.tune --space fsdp-ads-v3 --store runs/tune --n-random 100 --rounds 3 --top-k 20 \\
-        --control 60 --hand-tuned --expert --confirm 4 --race 3 --warm --plot runs/tune/frontier.png
+        --control 60 --hand-tuned --expert --confirm 6 --race 6 --warm --plot runs/tune/frontier.png
 
 A tiny end-to-end check into a scratch store::
 
@@ -76,8 +77,8 @@ class TuneConfig:
     control: int = 0  # extra random jobs after the rounds
     hand_tuned: bool = False  # also run the FSDP default
     expert: bool = False  # also run the expert heuristic
-    race: int = 3  # with confirm: the best configs of each arm re-measured
-    confirm: int = 0  # more measurements of each raced config at the end
+    race: int = 3  # with confirm: candidates per searched arm in the race
+    confirm: int = 0  # race runs of each finalist (0: no race)
     seed: int = 0  # seed of the random phase and the searcher
     tag: Optional[str] = None  # sweep-id prefix (default tune-<space>-s<seed>)
     n_samples: Optional[int] = None  # searcher samples per restart (default: the searcher's)
@@ -157,10 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expert", action="store_true",
                    help="also run the expert heuristic (NO_SHARD the smallest layers while a memory estimate allows)")
     p.add_argument("--race", type=int, metavar="K",
-                   help=f"with --confirm: re-measure each arm's K best configs, not only its best (default {TuneConfig.race})")
+                   help=f"with --confirm: the race's candidates, each searched arm's K best configs by one run "
+                        f"(default {TuneConfig.race})")
     p.add_argument("--confirm", type=int, metavar="N",
-                   help="at the end, measure each arm's --race best configs N more times; each arm's champion is "
-                        "its best median (--confirm 4: medians of 5; default 0)")
+                   help="at the end, race the candidates: each measured twice more, then the better half of each "
+                        "arm (and the baselines) until it has N race runs; each arm's champion is its finalist "
+                        "with the best median of them (default 0: no race)")
     p.add_argument("--seed", type=int, help="seed of the random phase and the searcher")
     p.add_argument("--tag", help="sweep-id prefix (default tune-<space>-s<seed>)")
     p.add_argument("--n-samples", type=int,

@@ -3,9 +3,9 @@
 Every job the loop launches lands in one :class:`~perfzoo.store.RecordStore`, tagged with
 the sweep id ``<tag>-<phase>`` (phases: ``random``, ``round1`` .. ``roundR``, and the
 optional ``control`` (extra random jobs, so the loop can be compared with the same number
-of random jobs), ``baseline`` (the hand-tuned config) and ``confirm`` (the best config of
-the loop, of random search and the hand-tuned one measured again, so the comparison is
-not a comparison of lucky maxima)). Before a phase launches, its plan
+of random jobs), ``baseline`` and ``expert`` (the workload's baselines) and ``race`` (each arm's
+best candidates measured again by successive halving, :mod:`perfzoo.loop.race`, so the
+comparison is not a comparison of lucky maxima)). Before a phase launches, its plan
 (the configs, with the predictions that chose them) is written to
 ``<store>/tune/<tag>-<phase>.jsonl``. The loop's state is derived from those two things
 only: a planned config is done when the store holds a record of it. Killed at any point and
@@ -84,11 +84,12 @@ class ClosedLoop:
         :func:`~perfzoo.workloads.fsdp_ads.baselines.hand_tuned_ladder`).
     expert : also run its ``expert`` ladder (``fsdp``: the expert heuristic,
         :func:`~perfzoo.workloads.fsdp_ads.baselines.expert_ladder`).
-    confirm : at the end, measure each arm's ``race`` best candidates this many more times; each
-        arm's champion is then its candidate with the best median (a failed run counts as 0), so a
-        lucky single measurement cannot name a champion.
-    race : candidates per arm re-measured by ``confirm`` (default 3; 1: only the best); see
-        :mod:`perfzoo.loop.race`.
+    confirm : race runs of each arm's finalists (0: no race). At the end each arm's ``race`` best
+        configs are measured :data:`~perfzoo.loop.race.FIRST_RUNS` more times, the better half of
+        each searched arm (and the baselines) until they have ``confirm`` race runs; each arm's
+        champion is its finalist with the best median over them (a failed run counts as 0), so a
+        lucky single measurement cannot name a champion (:mod:`perfzoo.loop.race`).
+    race : candidates per searched arm in the race (default 3; 1: only the best).
     log : where progress lines go (``print`` by default; None: silent).
     """
 
@@ -140,7 +141,7 @@ class ClosedLoop:
         if self.expert:
             out.append("expert")
         if self.confirm:
-            out.append("confirm")
+            out.append("race")
         return out
 
     def sweep_id(self, phase: str) -> str:
@@ -181,8 +182,8 @@ class ClosedLoop:
             if phase in ("baseline", "expert"):
                 self._run_baseline(phase)
                 continue
-            if phase == "confirm":
-                self._run_confirm()
+            if phase == "race":
+                self._run_race()
                 continue
             plan = self.read_plan(phase)
             if plan is None:
@@ -312,18 +313,27 @@ class ClosedLoop:
         """The configs the comparison is about: each arm's best single measurement."""
         return {name: configs[0] for name, configs in self.candidates(state).items()}
 
-    def _run_confirm(self) -> None:
-        sid = self.sweep_id("confirm")
-        todo = race.confirm_todo(self.candidates(), self._records(), self.confirm)
-        if not todo:
-            self.log(f"[{self.tag}] confirm: every champion has {1 + self.confirm} measurements")
-            return
-        self.log(f"[{self.tag}] confirm: measuring {len(todo)} configs {self.confirm} more times")
-        self.launcher(todo, sid, repeat=1 + self.confirm)
+    def _race_records(self) -> list[JobRecord]:
+        sid = self.sweep_id("race")
+        return [r for r in self._records() if r.sweep_id == sid]
+
+    def _run_race(self) -> None:
+        """The race's two stages (:mod:`perfzoo.loop.race`); each launch skips what already ran."""
+        sid = self.sweep_id("race")
+        raced = self.candidates()
+        first = race.first_stage_runs(self.confirm)
+        everyone = [c for configs in raced.values() for c in configs]
+        self.log(f"[{self.tag}] race: {len(everyone)} candidates, {first} runs each")
+        self.launcher(everyone, sid, repeat=1 + first)  # repeat 0 is the run that made it a candidate
+        if first < self.confirm:
+            final = race.finalists(raced, self._race_records(), self.confirm)
+            finalists = [c for configs in final.values() for c in configs]
+            self.log(f"[{self.tag}] race: {len(finalists)} finalists, {self.confirm} runs each")
+            self.launcher(finalists, sid, repeat=1 + self.confirm)
 
     def confirmed(self, state: Optional[list[Phase]] = None) -> dict[str, dict]:
         """Each arm's champion after the race (:func:`perfzoo.loop.race.confirmed`)."""
-        return race.confirmed(self.candidates(state), self._records())
+        return race.confirmed(self.candidates(state), self._race_records(), self.confirm)
 
     # -- results ---------------------------------------------------------------------------------
     def summary(self) -> LoopSummary:

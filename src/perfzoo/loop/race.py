@@ -1,16 +1,24 @@
-"""The race that names each arm's champion: noise-proof comparison of the loop's arms.
+"""The race that names each arm's champion: successive halving over re-measured candidates.
 
 The arms are ``loop`` (random phase + search rounds), ``random`` (random phase + control),
-``hand-tuned`` and ``expert`` (the baselines). Each arm's :func:`candidates` are its ``race``
-best configs by a single measurement (a baseline: the one rung that ran); the ``confirm`` phase
-measures them again (:func:`confirm_todo`), and :func:`confirmed` names as champion the candidate
-with the best median over every measurement (a run that did not finish ``ok`` counts as 0), so a
-lucky single measurement cannot win.
+``hand-tuned`` and ``expert`` (the baselines). Each searched arm enters its ``race`` best configs
+by a single measurement (:func:`candidates`; a baseline: the one rung that ran). The race runs in
+two stages, every stage one collect over the candidates of *all* arms, repeats interleaved (all
+configs' first re-run, then all configs' second, ...), so the machine's drift hits every arm
+alike:
+
+1. every candidate is measured :data:`FIRST_RUNS` more times;
+2. of each searched arm the better half by the median of stage 1 (:func:`finalists`; a
+   baseline goes on) is measured until it has ``confirm`` race runs.
+
+The champion (:func:`confirmed`) is the finalist with the best median over its race runs (a run
+that did not finish ``ok`` counts as 0). The single run that made a config a candidate is not
+in the median: it was chosen for being high, so it would flatter every arm's best.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from typing import Sequence
 
 import numpy as np
@@ -18,6 +26,7 @@ import numpy as np
 from perfzoo.records import JobRecord, canonical_json
 
 SEARCHED_ARMS = ("loop", "random")  # arms that race several candidates; a baseline has one
+FIRST_RUNS = 2  # race runs of every candidate before the worse half of each searched arm drops out
 
 
 def config_id(config: dict) -> str:
@@ -50,32 +59,61 @@ def candidates(arm_records: dict[str, list[JobRecord]], race: int) -> dict[str, 
     return out
 
 
-def confirm_todo(raced: dict[str, list[dict]], records: Sequence[JobRecord], confirm: int) -> list[dict]:
-    """The candidates with fewer than ``1 + confirm`` measurements in ``records``, each once."""
-    seen: dict[str, dict] = {}
-    for configs in raced.values():
-        for cfg in configs:
-            seen.setdefault(config_id(cfg), cfg)
-    counts = Counter(config_id(r.config) for r in records)
-    return [cfg for cid, cfg in seen.items() if counts[cid] < 1 + confirm]
-
-
-def confirmed(raced: dict[str, list[dict]], records: Sequence[JobRecord]) -> dict[str, dict]:
-    """Each arm's champion: of its candidates, the one with the best median over every
-    measurement in ``records`` (a run that did not finish ``ok`` counts as 0), with its values and
-    the medians of the candidates it beat."""
-    out = {}
-    for name, configs in raced.items():
-        entries = []
-        for cfg in configs:
-            cid = config_id(cfg)
-            vals = [r.metrics.throughput if r.status == "ok" and r.metrics.throughput is not None else 0.0
-                    for r in records if config_id(r.config) == cid]
-            entries.append({"median": float(np.median(vals)), "n": len(vals),
-                            "ok": sum(v > 0 for v in vals), "values": [float(v) for v in vals], "config": cfg})
-        best = max(entries, key=lambda c: c["median"])
-        out[name] = {**best, "raced": [c["median"] for c in entries]}
+def race_values(race_records: Sequence[JobRecord]) -> dict[str, list[float]]:
+    """Each config's race runs in launch order: its throughput, 0 where the run failed."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in sorted(race_records, key=lambda r: r.started_at):
+        ok = r.status == "ok" and r.metrics.throughput is not None
+        out[config_id(r.config)].append(float(r.metrics.throughput) if ok else 0.0)
     return out
 
 
-__all__ = ["arms", "candidates", "config_id", "confirm_todo", "confirmed"]
+def first_stage_runs(confirm: int) -> int:
+    """Race runs of every candidate before the halving (all ``confirm`` when that is fewer).
+
+    >>> first_stage_runs(6), first_stage_runs(1)
+    (2, 1)
+    """
+    return min(FIRST_RUNS, confirm)
+
+
+def finalists(raced: dict[str, list[dict]], race_records: Sequence[JobRecord], confirm: int) -> dict[str, list[dict]]:
+    """Each arm's configs in the race's second stage: of a searched arm the better half (rounded
+    up) by the median of its first-stage runs, a baseline's one config."""
+    first = first_stage_runs(confirm)
+    if first == confirm:
+        return raced
+    values = race_values(race_records)
+    out = {}
+    for name, configs in raced.items():
+        if name not in SEARCHED_ARMS:
+            out[name] = configs
+            continue
+        score = [float(np.median(values[config_id(c)][:first] or [0.0])) for c in configs]
+        keep = sorted(range(len(configs)), key=lambda i: -score[i])[:(len(configs) + 1) // 2]
+        out[name] = [configs[i] for i in sorted(keep)]
+    return out
+
+
+def confirmed(raced: dict[str, list[dict]], race_records: Sequence[JobRecord], confirm: int) -> dict[str, dict]:
+    """Each arm's champion: of its finalists, the one with the best median over its race runs,
+    with its values and the race medians of every candidate of the arm."""
+    values = race_values(race_records)
+    final = finalists(raced, race_records, confirm)
+    out = {}
+    for name, configs in raced.items():
+        in_final = {config_id(c) for c in final[name]}
+        entries = []
+        for cfg in configs:
+            vals = values[config_id(cfg)] or [0.0]
+            entries.append({"median": float(np.median(vals)), "n": len(values[config_id(cfg)]),
+                            "ok": sum(v > 0 for v in values[config_id(cfg)]), "values": vals, "config": cfg,
+                            "finalist": config_id(cfg) in in_final})
+        best = max((e for e in entries if e["finalist"]), key=lambda e: e["median"])
+        out[name] = {**{k: v for k, v in best.items() if k != "finalist"},
+                     "raced": [e["median"] for e in entries]}
+    return out
+
+
+__all__ = ["FIRST_RUNS", "arms", "candidates", "config_id", "confirmed", "finalists", "first_stage_runs",
+           "race_values"]

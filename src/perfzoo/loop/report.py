@@ -66,11 +66,13 @@ class LoopSummary:
         if self.confirmed:
             c = self.confirmed
             lines.append("")
-            lines.append("raced (each arm's best candidates re-measured; champion = best median, a failed run = 0):")
+            lines.append("raced (each arm's best candidates re-measured, the better half again; champion = the "
+                         "finalist with the best median of its race runs, a failed run = 0):")
             for name in ("loop", "random", "hand-tuned", "expert"):
                 if name in c:
                     raced = "" if len(c[name]["raced"]) < 2 else \
-                        f" (best of {len(c[name]['raced'])} raced: {', '.join(_fmt(v) for v in c[name]['raced'])})"
+                        f" (best of {len(c[name]['raced'])} raced, race medians: " \
+                        f"{', '.join(_fmt(v) for v in c[name]['raced'])})"
                     lines.append(f"  {name:<10} {_fmt(c[name]['median'])} over {c[name]['ok']}/{c[name]['n']} ok "
                                  f"runs{raced}")
             lo = c.get("loop", {}).get("median")
