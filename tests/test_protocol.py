@@ -1,6 +1,7 @@
 """The measurement protocol (harness.protocol) with real processes: threads and cores per rank,
 the quiet-machine guard, and memory limits relative to a rank's own footprint."""
 
+import re
 import subprocess
 import sys
 
@@ -83,7 +84,7 @@ def test_headroom_over_the_footprint_gives_the_same_status_on_every_repeat(tmp_p
 
 
 @pytest.mark.slow
-def test_a_live_tensor_budget_fails_the_configs_that_need_more_on_every_repeat(tmp_path):
+def test_a_live_tensor_budget_fails_the_configs_that_need_more_on_every_repeat(tmp_path, capsys):
     # FULL_SHARD everywhere holds 30.10 MiB of tensors at batch 8 and 32.35 at batch 128 (fsdp-ads-v3's docstring)
     configs = write_jsonl(tmp_path / "c.jsonl", [_config("F" * 11, b, tensor_budget_mib=32) for b in (128, 8)])
     assert collect(["--space", "fsdp-ads-v3", "--configs", configs, "--repeat", "2", "--warm",
@@ -93,6 +94,10 @@ def test_a_live_tensor_budget_fails_the_configs_that_need_more_on_every_repeat(t
     assert status == {(128, 0): "oom", (128, 1): "oom", (8, 0): "ok", (8, 1): "ok"}
     assert {r.annotations["tensor_peak_mib"] for r in records if r.status == "ok"} == {30.099}
     assert all("over the 32.00 MiB budget (tensor_budget_mib)" in r.failure.message for r in records if r.status == "oom")
+    # the summary reports the spread over the repeats
+    summary = capsys.readouterr().out
+    assert re.search(r"repeat CV \(1 configs ok every run\)\s+median \d+\.\d%", summary), summary
+    assert re.search(r"one status on every run\s+2 of 2 configs", summary), summary
 
 
 def test_v2_tower_layers_differ_by_more_than_16x_and_the_arithmetic_matches_torch():

@@ -17,7 +17,7 @@ import signal
 import statistics
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -31,7 +31,7 @@ from harness.slurm import SlurmLauncher, SlurmOptions
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
 from perfzoo._cli import UsageError, check_choice
-from perfzoo.records import STATUSES, Metrics, job_id_for
+from perfzoo.records import STATUSES, Metrics, canonical_json, job_id_for
 from perfzoo.store import RecordStore
 
 @dataclass(frozen=True)
@@ -276,10 +276,12 @@ class Tally:
         self.wall_s = 0.0
         self.unit = ""
         self.raced = 0  # jobs whose record another collect of the same sweep stored first
+        self.runs: dict[str, list] = defaultdict(list)  # per config: (status, throughput) of each run
 
     def add(self, rec) -> None:
         self.status[rec.status] += 1
         m = rec.metrics
+        self.runs[canonical_json(rec.config)].append((rec.status, m.throughput))
         self.wall_s += m.wall_time_s or 0.0
         if rec.status == "ok" and m.throughput is not None:
             self.throughput.append(m.throughput)
@@ -292,6 +294,30 @@ class Tally:
     def postfix(self) -> str:
         return " ".join(f"{k}={self.status[k]}" for k in STATUSES)
 
+    def repeat_rows(self) -> list[tuple[str, str]]:
+        """The spread over repeats of the configs this sweep ran more than once: the CV of their
+        throughput (configs ok on every run) and how many had one status on every run.
+
+        >>> t = Tally()
+        >>> for status, qps in [("ok", 90.0), ("ok", 110.0), ("oom", None), ("oom", None)]:
+        ...     t.status[status] += 1; t.runs["a" if qps else "b"].append((status, qps))
+        >>> t.repeat_rows()
+        [('repeat CV (1 configs ok every run)', 'median 14.1%  max 14.1%'), ('one status on every run', '2 of 2 configs')]
+        """
+        repeated = [runs for runs in self.runs.values() if len(runs) > 1]
+        if not repeated:
+            return []
+        always_ok = [[v for _, v in runs] for runs in repeated
+                     if all(st == "ok" and v is not None for st, v in runs)]
+        cvs = [statistics.stdev(v) / statistics.mean(v) for v in always_ok]
+        rows = []
+        if cvs:
+            rows.append((f"repeat CV ({len(cvs)} configs ok every run)",
+                         f"median {100 * statistics.median(cvs):.1f}%  max {100 * max(cvs):.1f}%"))
+        same = sum(len({st for st, _ in runs}) == 1 for runs in repeated)
+        rows.append(("one status on every run", f"{same} of {len(repeated)} configs"))
+        return rows
+
     def table(self, elapsed_s: float, skipped: int, out: str) -> str:
         n = sum(self.status.values())
         rows = [("jobs stored", f"{n}"), ("skipped (already in store)", f"{skipped}")]
@@ -302,6 +328,7 @@ class Tally:
             t = sorted(self.throughput)
             rows.append((f"p90 throughput ({self.unit})",
                          f"min {t[0]:,.1f}  median {statistics.median(t):,.1f}  max {t[-1]:,.1f}"))
+        rows += self.repeat_rows()
         for launcher in sorted(self.overhead_n):
             rows.append((f"overhead per ok job ({launcher})",
                          f"{self.overhead[launcher] / self.overhead_n[launcher]:.2f} s (wall - measured steps)"))
