@@ -87,6 +87,20 @@ def test_searcher_lines_and_dry_run(tmp_path, capsys):
     assert len(drawn) == 5 and all(j["config"]["n_gpus"] == 2 for j in drawn)
 
 
+def test_a_datasets_configs_alone_name_their_space_and_store(tmp_path, monkeypatch, capsys):
+    """``collect --configs FILE`` with no other flag: the space is the one every line fits, the store
+    runs/<space>; configs that fit no space (or several) get a one-line error naming --space."""
+    monkeypatch.chdir(tmp_path)
+    for dataset, space in (("fsdp-cpu", "fsdp-ads-v3"), ("llm-cpu", "llm-small")):
+        assert main(["--configs", str(REPO / "datasets" / dataset / "repeat-configs.jsonl"), "--dry-run"]) == 0
+        err = capsys.readouterr().err
+        assert f"fit space {space}" in err and f"already in runs/{space}" in err, err
+    odd = write_jsonl(tmp_path / "odd.jsonl", [{"layers": 3}])
+    assert main(["--configs", odd, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("the configs fit no registered space; name one with --space"), err
+
+
 # real sweeps -----------------------------------------------------------------------------
 
 def _collect(args, **kw):

@@ -28,7 +28,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
+from pathlib import Path
 from typing import Optional, Sequence
 
 from harness.protocol import QUIET_WAIT_S
@@ -36,7 +37,7 @@ from harness.slurm import SlurmError
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
 from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
-from perfzoo.sweep import JOB_DEFAULTS, CollectConfig, JobDefaults, run_sweep
+from perfzoo.sweep import JOB_DEFAULTS, CollectConfig, JobDefaults, infer_space, run_sweep
 
 
 def default_space(workload: Optional[str]) -> Optional[str]:
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, help="runs of each config (repeat index 0..R-1, interleaved: every config once, then again, ...; default 1)")
     p.add_argument("--timeout", type=float,
                    help=f"wall-clock limit per job in seconds (default {JOB_DEFAULTS.timeout_s:g})")
-    p.add_argument("--out", required=True, metavar="DIR", help="record store directory (created if needed)")
+    p.add_argument("--out", metavar="DIR", help="record store directory, created if needed (default runs/<space>)")
     p.add_argument("--seed", type=int, help="seed for --n sampling (default 0)")
     p.add_argument("--steps", type=int,
                    help=f"measured steps per job (default {JOB_DEFAULTS.steps}: the protocol; see datasets/fsdp-cpu/README.md)")
@@ -159,12 +160,17 @@ def run(config: CollectConfig, provenance: Optional[str] = None) -> int:
     resume). A :class:`UsageError` names a bad field before anything runs. ``provenance`` is
     stored in every record (default: this call, spelled out)."""
     space_name = config.space or default_space(config.workload)
+    if space_name is None and config.configs and not config.workload:
+        space_name = infer_space(config.configs)
+        print(f"perfzoo.collect: --configs {config.configs} fit space {space_name}", file=sys.stderr)
     if space_name is None:
         raise UsageError("give --workload or --space")
     try:
         space = _spaces.get(space_name)
     except _spaces.SpaceError as exc:
         raise UsageError(str(exc)) from None
+    if config.out is None:
+        config = replace(config, out=str(Path("runs") / space.name))
     try:
         return run_sweep(config, space, provenance or spelled_call("perfzoo.collect.run", config))
     except SlurmError as exc:

@@ -58,8 +58,9 @@ class CollectConfig:
     (1, 'cpu', 120.0)
     """
 
-    out: str  # the record store directory
-    space: Optional[str] = None  # a space name or a .toml space file (default: the workload's)
+    out: Optional[str] = None  # the record store directory (default runs/<space>)
+    space: Optional[str] = None  # a space name or a .toml space file (default: the workload's, or the one
+    #                              every line of `configs` fits)
     workload: Optional[str] = None  # fsdp | llm | command (default: the space's)
     n: Optional[int] = None  # N random distinct configs from the space ...
     configs: Optional[str] = None  # ... or the configs in this JSONL file
@@ -170,6 +171,34 @@ def read_configs(path: str) -> list[tuple[str, dict]]:
     if not out:
         raise UsageError(f"--configs {path}: the file holds no configs")
     return out
+
+
+def infer_space(path: str) -> str:
+    r"""The one registered space that every config in ``path`` fits (collect's ``--configs`` with
+    neither ``--space`` nor ``--workload``); a :class:`UsageError` when none or several do.
+
+    >>> import json, tempfile
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
+    >>> _ = f.write(json.dumps({"config": _spaces.get("fsdp-ads-v3").sample(1, seed=0)[0]}) + "\n"); f.close()
+    >>> infer_space(f.name)
+    'fsdp-ads-v3'
+    """
+    raws = [raw for _, raw in read_configs(path)]
+
+    def fits(name: str) -> bool:
+        space = _spaces.get(name)
+        try:
+            for raw in raws:
+                space.validate(raw)
+        except _spaces.SpaceError:
+            return False
+        return True
+
+    matches = [name for name in _spaces.names() if fits(name)]
+    if len(matches) != 1:
+        found = f"fit the spaces {', '.join(matches)}" if matches else "fit no registered space"
+        raise UsageError(f"--configs {path}: the configs {found}; name one with --space")
+    return matches[0]
 
 
 def resolve_configs(config: CollectConfig, space: _spaces.Space) -> list[dict]:
