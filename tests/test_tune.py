@@ -94,40 +94,13 @@ def first_run(cfg: dict) -> float:
     return 10_000.0 - FakeLauncher.qps(cfg)
 
 
-def test_racing_names_the_champion_by_its_median_not_its_luckiest_run(tmp_path):
-    store = RecordStore(tmp_path / "store")
-
-    class Launcher(FakeLauncher):
-        def __call__(self, configs, sweep_id, repeat=1):
-            for cfg in configs:
-                for rep in range(repeat):
-                    if job_id_for("fsdp", cfg, HW, rep) in self.store:
-                        continue
-                    self.clock += timedelta(seconds=10)
-                    self.launched[config_id(cfg)] += 1
-                    self.store.append(JobRecord(
-                        job_id=job_id_for("fsdp", cfg, HW, rep), sweep_id=sweep_id, source="measured",
-                        provenance="test", started_at=self.clock, ended_at=self.clock + timedelta(seconds=5),
-                        status="ok", workload="fsdp", config=cfg, hardware=HW,
-                        metrics={"throughput": first_run(cfg) if rep == 0 else self.qps(cfg),
-                                 "throughput_unit": "queries/s"}))
-
-    launcher = Launcher(store)
-    loop = _loop(store, launcher, n_random=40, rounds=0, confirm=2, race=4)
-    summary = loop.run()
-    raced = loop.candidates()["random"]
-    assert len(raced) == 4 and all(launcher.launched[config_id(c)] == 3 for c in raced)
-    champion = summary.confirmed["random"]
-    truth = {config_id(c): FakeLauncher.qps(c) for c in raced}
-    assert champion["median"] == max(truth.values()) == truth[config_id(champion["config"])]
-    assert len(champion["raced"]) == 4 and sorted(champion["raced"]) == sorted(truth.values())
-    # here the luckiest first measurement belongs to a slower config: without the race it would have won
-    lucky = loop.champions()["random"]
-    assert FakeLauncher.qps(lucky) < champion["median"]
-
-
 class LuckyFirstRun(FakeLauncher):
-    """Every config's first run is :func:`first_run` (the slowest look fastest), its repeats exact."""
+    """Every config's first run is :func:`first_run` (the slowest look fastest); repeat ``r`` measures
+    ``qps + spread * r``."""
+
+    def __init__(self, store: RecordStore, spread: float = 1.0):
+        super().__init__(store)
+        self.spread = spread
 
     def __call__(self, configs, sweep_id, repeat=1):
         for rep in range(repeat):
@@ -140,8 +113,24 @@ class LuckyFirstRun(FakeLauncher):
                     job_id=job_id_for("fsdp", cfg, HW, rep), sweep_id=sweep_id, source="measured",
                     provenance="test", started_at=self.clock, ended_at=self.clock + timedelta(seconds=5),
                     status="ok", workload="fsdp", config=cfg, hardware=HW,
-                    metrics={"throughput": first_run(cfg) if rep == 0 else self.qps(cfg) + rep,
+                    metrics={"throughput": first_run(cfg) if rep == 0 else self.qps(cfg) + self.spread * rep,
                              "throughput_unit": "queries/s"}))
+
+
+def test_racing_names_the_champion_by_its_median_not_its_luckiest_run(tmp_path):
+    store = RecordStore(tmp_path / "store")
+    launcher = LuckyFirstRun(store, spread=0.0)
+    loop = _loop(store, launcher, n_random=40, rounds=0, confirm=2, race=4)
+    summary = loop.run()
+    raced = loop.candidates()["random"]
+    assert len(raced) == 4 and all(launcher.launched[config_id(c)] == 3 for c in raced)
+    champion = summary.confirmed["random"]
+    truth = {config_id(c): FakeLauncher.qps(c) for c in raced}
+    assert champion["median"] == max(truth.values()) == truth[config_id(champion["config"])]
+    assert len(champion["raced"]) == 4 and sorted(champion["raced"]) == sorted(truth.values())
+    # here the luckiest first measurement belongs to a slower config: without the race it would have won
+    lucky = loop.champions()["random"]
+    assert FakeLauncher.qps(lucky) < champion["median"]
 
 
 def test_the_race_halves_each_arm_and_takes_medians_of_race_runs_only(tmp_path):
