@@ -442,13 +442,12 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
         return hardware_cache[n]
 
     jobs_in, jobs_tr, skipped = [], [], 0
-    keys = [hardware_key(hardware_for(int(cfg[space.world_size_key]))) if slurm is None
-            else slurm.identity(config.device, int(cfg[space.world_size_key])) for cfg in configs]
+    nprocs = [int(cfg[space.world_size_key]) for cfg in configs]
+    keys = [hardware_key(hardware_for(n)) if slurm is None else slurm.identity(config.device, n) for n in nprocs]
     # repeats interleaved (every config's run 0, then every config's run 1, ...): the machine's
     # drift over the sweep then reaches every config's repeats alike
     for r in range(config.repeat):
-        for cfg, key in zip(configs, keys):
-            nproc = int(cfg[space.world_size_key])
+        for cfg, nproc, key in zip(configs, nprocs, keys):
             jid = job_id_for(config.workload, cfg, key, r)
             if jid in done_ids:
                 skipped += 1

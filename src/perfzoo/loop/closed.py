@@ -326,7 +326,7 @@ class ClosedLoop:
         self.log(f"[{self.tag}] race: {len(everyone)} candidates, {first} runs each")
         self.launcher(everyone, sid, repeat=1 + first)  # repeat 0 is the run that made it a candidate
         if first < self.confirm:
-            final = race.finalists(raced, self._race_records(), self.confirm)
+            final = race.finalists(raced, race.race_values(self._race_records()), self.confirm)
             finalists = [c for configs in final.values() for c in configs]
             self.log(f"[{self.tag}] race: {len(finalists)} finalists, {self.confirm} runs each")
             self.launcher(finalists, sid, repeat=1 + self.confirm)

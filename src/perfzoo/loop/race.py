@@ -77,13 +77,13 @@ def first_stage_runs(confirm: int) -> int:
     return min(FIRST_RUNS, confirm)
 
 
-def finalists(raced: dict[str, list[dict]], race_records: Sequence[JobRecord], confirm: int) -> dict[str, list[dict]]:
-    """Each arm's configs in the race's second stage: of a searched arm the better half (rounded
-    up) by the median of its first-stage runs, a baseline's one config."""
+def finalists(raced: dict[str, list[dict]], values: dict[str, list[float]], confirm: int) -> dict[str, list[dict]]:
+    """Each arm's configs in the race's second stage (``values``: :func:`race_values`): of a
+    searched arm the better half (rounded up) by the median of its first-stage runs, a
+    baseline's one config."""
     first = first_stage_runs(confirm)
     if first == confirm:
         return raced
-    values = race_values(race_records)
     out = {}
     for name, configs in raced.items():
         if name not in SEARCHED_ARMS:
@@ -99,19 +99,16 @@ def confirmed(raced: dict[str, list[dict]], race_records: Sequence[JobRecord], c
     """Each arm's champion: of its finalists, the one with the best median over its race runs,
     with its values and the race medians of every candidate of the arm."""
     values = race_values(race_records)
-    final = finalists(raced, race_records, confirm)
+
+    def entry(cfg: dict) -> dict:
+        runs = values[config_id(cfg)]
+        return {"median": float(np.median(runs or [0.0])), "n": len(runs), "ok": sum(v > 0 for v in runs),
+                "values": runs or [0.0], "config": cfg}
+
     out = {}
-    for name, configs in raced.items():
-        in_final = {config_id(c) for c in final[name]}
-        entries = []
-        for cfg in configs:
-            vals = values[config_id(cfg)] or [0.0]
-            entries.append({"median": float(np.median(vals)), "n": len(values[config_id(cfg)]),
-                            "ok": sum(v > 0 for v in values[config_id(cfg)]), "values": vals, "config": cfg,
-                            "finalist": config_id(cfg) in in_final})
-        best = max((e for e in entries if e["finalist"]), key=lambda e: e["median"])
-        out[name] = {**{k: v for k, v in best.items() if k != "finalist"},
-                     "raced": [e["median"] for e in entries]}
+    for name, final in finalists(raced, values, confirm).items():
+        best = max((entry(c) for c in final), key=lambda e: e["median"])
+        out[name] = {**best, "raced": [entry(c)["median"] for c in raced[name]]}
     return out
 
 
