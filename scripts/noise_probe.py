@@ -5,8 +5,9 @@ can say whether a dataset's repeat spread comes from the machine or from the wor
 
 Prints, per probe, the median and the CV over repeats of: one process doing 1-thread matmuls
 (the CPU alone), two processes pinned to cores 0 and 1 doing the same at once (the two cores
-together), and two gloo ranks all-reducing a 4 MiB tensor (the collectives). Run it on a quiet
-machine, nothing else running, like every measurement.
+together), one process copying a tensor larger than its cache (the memory bus), and two gloo
+ranks all-reducing a 4 MiB tensor (the collectives). Run it on a quiet machine, nothing else
+running, like every measurement.
 """
 
 from __future__ import annotations
@@ -29,6 +30,19 @@ def _matmul_rate(seconds: float) -> float:
         a @ b
         n += 1
     return n / (time.perf_counter() - t0)
+
+
+def _copy_rate(seconds: float) -> float:
+    """GB/s moved by one thread copying a 32 MiB tensor, larger than its share of the cache."""
+    torch.set_num_threads(1)
+    src = torch.ones(8 << 20)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        dst.copy_(src)
+        n += 1
+    return n * 2 * src.numel() * src.element_size() / (time.perf_counter() - t0) / 1e9
 
 
 def _pinned(rank: int, seconds: float, out) -> None:
@@ -66,6 +80,7 @@ def main() -> None:
     args = p.parse_args()
     probes = {"one process, 1-thread matmul (matmuls/s)": lambda: _matmul_rate(args.seconds),
               "two pinned processes at once (matmuls/s, both)": lambda: _two(_pinned, args.seconds),
+              "one process, 32 MiB tensor copies (GB/s read + written)": lambda: _copy_rate(args.seconds),
               "two gloo ranks, 4 MiB all-reduce (all-reduces/s, both)":
                   lambda: _two(_allreduce, args.seconds, 29600 + os.getpid() % 1000)}
     print(f"load before: {open('/proc/loadavg').read().split()[0]}")
