@@ -16,11 +16,8 @@ class Tally:
 
     def __init__(self):
         self.status = Counter()
-        self.throughput: list[float] = []
         self.overhead = Counter()
         self.overhead_n = Counter()
-        self.measured_s = 0.0
-        self.wall_s = 0.0
         self.unit = ""
         self.raced = 0  # jobs whose record another collect of the same sweep stored first
         self.runs: dict[str, list] = defaultdict(list)  # per config: (status, throughput) of each run
@@ -29,9 +26,7 @@ class Tally:
         self.status[rec.status] += 1
         m = rec.metrics
         self.runs[canonical_json(rec.config)].append((rec.status, m.throughput))
-        self.wall_s += m.wall_time_s or 0.0
         if rec.status == "ok" and m.throughput is not None:
-            self.throughput.append(m.throughput)
             self.unit = m.throughput_unit or self.unit
             launcher = rec.annotations.get("launcher", "?")
             if rec.annotations.get("overhead_s") is not None:
@@ -71,8 +66,8 @@ class Tally:
         if self.raced:
             rows.append(("run, but stored first by another collect", f"{self.raced}"))
         rows += [(f"  {k}", f"{self.status[k]}") for k in STATUSES]
-        if self.throughput:
-            t = sorted(self.throughput)
+        t = sorted(v for runs in self.runs.values() for st, v in runs if st == "ok" and v is not None)
+        if t:
             rows.append((f"p90 throughput ({self.unit})",
                          f"min {t[0]:,.1f}  median {statistics.median(t):,.1f}  max {t[-1]:,.1f}"))
         rows += self.repeat_rows()

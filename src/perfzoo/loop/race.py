@@ -107,8 +107,10 @@ def confirmed(raced: dict[str, list[dict]], race_records: Sequence[JobRecord], c
 
     out = {}
     for name, final in finalists(raced, values, confirm).items():
-        best = max((entry(c) for c in final), key=lambda e: e["median"])
-        out[name] = {**best, "raced": [entry(c)["median"] for c in raced[name]]}
+        entries = [entry(c) for c in raced[name]]  # final is a subset of raced[name]
+        by_id = {config_id(e["config"]): e for e in entries}
+        best = max((by_id[config_id(c)] for c in final), key=lambda e: e["median"])
+        out[name] = {**best, "raced": [e["median"] for e in entries]}
     return out
 
 
