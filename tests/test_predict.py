@@ -3,9 +3,10 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from perfzoo import zoo
+from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.predict import main, predict_frame
 
@@ -38,8 +39,12 @@ def test_llama3_70b_on_h100_and_gb200_gets_a_prediction_and_a_breakdown(publishe
 
 def test_configs_outside_the_training_data_are_warned_about(published):
     ds, ridge = published
+    # deep enough to be 3x the largest model in whichever tables are shared (Llama 3 70B: ~0.86B a layer)
+    largest = analytic.estimate(ds.frame)["n_params"].max()
+    layers = int(3 * largest / analytic.estimate(pd.DataFrame([{"config." + k: v for k, v in LLAMA3_70B.items()}]))[
+        "n_params"].iloc[0] * LLAMA3_70B["n_layers"])
     table = predict_frame([{**LLAMA3_70B, "n_gpus": 1_000_000, "global_batch_size": 8192, "accelerator": "MI300X"},
-                           {**LLAMA3_70B, "n_layers": 4000, "n_gpus": 64, "dp": 2, "global_batch_size": 64,
+                           {**LLAMA3_70B, "n_layers": layers, "n_gpus": 64, "dp": 2, "global_batch_size": 64,
                             "accelerator": "H100-SXM-80GB"}], ds, ridge)
     first, second = table["warnings"]
     assert "accelerator MI300X is not in published-llm's training data" in first

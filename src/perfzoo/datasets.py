@@ -7,7 +7,8 @@ Where datasets come from (:func:`list_datasets`, :func:`load_dataset`):
 * **external files**, read in place from the external-data directory: the ``external_dir``
   argument, else ``$PERFZOO_EXTERNAL_DATA``, else ``../shared/external`` beside the checkout.
   Registered: ``vtrain-a100``, ``published-mosaicml``, ``published-torchtitan``,
-  ``published-nemo``, ``published-megatron`` and ``published-llm`` (every published-table CSV there together). Any other CSV there in
+  ``published-nemo``, ``published-megatron`` and ``published-llm``
+  (every published-table CSV there together: :func:`published_tables` names them). Any other CSV there in
   either layout is listed under its file name (``megatron_runs.csv`` -> ``megatron-runs``).
 * **bundled record stores** ``datasets/<name>/`` (``records.jsonl``, ``dataset.json``,
   ``README.md``; ``$PERFZOO_DATASETS`` names another folder), found automatically.
@@ -165,6 +166,19 @@ def _bundled() -> dict[str, Path]:
     return {p.name: p for p in folders if (p / RECORDS_FILE).is_file()}
 
 
+def published_tables(external_dir: Optional[PathLike] = None) -> dict[str, Path]:
+    """``name -> path`` of every published-table CSV in the external directory, each a dataset
+    of its own (registered or found); ``published-llm`` is their union.
+
+    >>> sorted(published_tables())[:2]
+    ['nvidia-megatron-bridge-perf-summary', 'published-megatron']
+    """
+    directory = external_data_dir(external_dir)
+    by_file = {spec.files[0]: name for name, spec in EXTERNAL.items() if len(spec.files) == 1}
+    return {by_file.get(path.name, name): path for name, (source, path) in _external_csvs(directory).items()
+            if source is sources.get("published")}
+
+
 def list_datasets(external_dir: Optional[PathLike] = None) -> list[str]:
     """Every dataset name: the registered external ones, other CSVs found in the external
     directory, then every bundled ``datasets/<name>/`` folder holding ``records.jsonl``.
@@ -252,5 +266,5 @@ def _load_external(name: str, directory: Path, given: Optional[PathLike]) -> Dat
                  card=card)
 
 
-__all__ = ["UnknownDatasetError", "list_datasets", "load_dataset", "load_path", "external_data_dir", "bundled_dir",
+__all__ = ["UnknownDatasetError", "list_datasets", "published_tables", "load_dataset", "load_path", "external_data_dir", "bundled_dir",
            "EXTERNAL", "DataError"]
