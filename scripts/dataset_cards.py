@@ -159,7 +159,7 @@ def card(name: str) -> str:
             vals = [row[c] for c in cols]
             lines.append(f"| {b} | " + " | ".join(f"{v:,.0f}" for v in vals) + f" | {max(vals) / min(vals):.2f}x |")
         lines.append("")
-    lines += ["## Columns", "", "Every record has the perfzoo job-record schema v1 (`src/perfzoo/records.py`). "
+    lines += ["## Columns", "", "Every record has the perfzoo job-record schema v1 (`perfzoo/records.py`). "
               "Config keys: " + COLUMNS[name], "",
               "Other useful fields: `metrics.step_time_{mean,p50,p90,p99}_s`, `metrics.throughput_{mean,p50,p90}`, "
               "`metrics.peak_memory_gib` (peak RSS of the busiest rank), `metrics.wall_time_s` (launch to "

@@ -176,13 +176,20 @@ def test_ties_at_the_top_are_said_and_broken_by_a_second_predictor(capsys):
 
 
 def test_a_folder_named_perfzoo_does_not_shadow_the_package(tmp_path):
-    """A clone called perfzoo, with Python started in the folder holding it (issue: import shadowing)."""
+    """A clone called perfzoo, with Python started in the folder holding it (issue: import shadowing):
+    the import and ``python -m perfzoo.bench --help`` reach the installed package, not the folder."""
     import subprocess
     import sys
     from pathlib import Path
+
+    import perfzoo
 
     (tmp_path / "perfzoo").symlink_to(Path(__file__).resolve().parent.parent, target_is_directory=True)
     out = subprocess.run([sys.executable, "-c", "from perfzoo.datasets import load_dataset; import perfzoo; "
                           "print(perfzoo.__file__)"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().endswith("src/perfzoo/__init__.py")
+    assert Path(out.stdout.strip()) == Path(perfzoo.__file__)
+    bench = subprocess.run([sys.executable, "-m", "perfzoo.bench", "--help"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert bench.returncode == 0, bench.stderr
+    assert bench.stdout.startswith("usage:") and "--quick" in bench.stdout

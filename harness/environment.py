@@ -89,7 +89,7 @@ def ram_gib() -> float:
 @functools.lru_cache(maxsize=None)
 def git_commit() -> Optional[str]:
     """The commit of the perfzoo checkout (suffixed ``-dirty`` with local changes), or None."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5)

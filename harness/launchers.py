@@ -102,7 +102,7 @@ def worker_env(spec: JobSpec, extra: Optional[dict] = None) -> dict:
         env["OMP_NUM_THREADS"] = "1"
     env.setdefault("LOGLEVEL", "WARNING")
     env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
-    # the harness must import from this checkout even when run from elsewhere (src/, holding harness/)
+    # the harness must import from this checkout even when run from elsewhere (the checkout, holding harness/)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if spec.rlimit_budget:

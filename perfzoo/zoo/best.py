@@ -27,7 +27,7 @@ def leaderboard_dir(folder: Optional[Union[str, os.PathLike]] = None) -> Path:
         return Path(folder)
     if os.environ.get(LEADERBOARD_DIR_ENV):
         return Path(os.environ[LEADERBOARD_DIR_ENV])
-    return Path(__file__).resolve().parents[3] / "leaderboard"  # src/perfzoo/zoo/best.py -> the checkout
+    return Path(__file__).resolve().parents[2] / "leaderboard"  # perfzoo/zoo/best.py -> the checkout
 
 
 def load_best(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> Predictor:

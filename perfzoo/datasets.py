@@ -43,7 +43,7 @@ from perfzoo.store import RECORDS_FILE
 
 PathLike = Union[str, Path]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]  # src/perfzoo/datasets.py -> the checkout
+REPO_ROOT = Path(__file__).resolve().parents[1]  # perfzoo/datasets.py -> the checkout
 ENV_EXTERNAL = "PERFZOO_EXTERNAL_DATA"
 ENV_DATASETS = "PERFZOO_DATASETS"
 

@@ -1,0 +1,165 @@
+"""The model catalog: public LLM architectures by name, as perfzoo's config keys.
+
+A model is a row of ``perfzoo/data/models.csv`` (one per architecture, with its source); its
+shape is given in the config vocabulary of ``docs/architecture.md`` (``n_layers``,
+``hidden_dim``, ``ffn_dim``, ``n_heads``, ``n_kv_heads``, ``vocab_size``, ... and, for
+mixture-of-experts models, ``n_experts``, ``experts_per_token``, ``moe_ffn_dim``,
+``n_shared_experts``, ``n_dense_layers``), so a preset can be merged into any config.
+Names match loosely (case, spaces, ``-`` and ``_`` are ignored), and every alias a published
+table uses for the model is listed with it.
+
+>>> get("llama3-70b")["n_layers"]
+80
+>>> get("Llama 3.1 70B")["model_name"]
+'llama3-70b'
+>>> get("mixtral-8x7b")["n_experts"]
+8
+>>> close_names("llama-3-70")[:2]
+['llama3-70b', 'llama2-70b']
+
+A Hugging Face ``config.json`` read from disk (no hub access) gives the same keys
+(:func:`from_hf_config`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import pandas as pd
+
+CATALOG_FILE = Path(__file__).parent / "data" / "models.csv"
+# the catalog's columns that are config keys (the rest: name, aliases, arch, active_params, source)
+SHAPE_KEYS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
+              "gated_mlp", "tie_embeddings", "n_experts", "experts_per_token", "moe_ffn_dim", "n_shared_experts",
+              "n_dense_layers")
+_COLUMN_KEYS = {"gated": "gated_mlp"}  # catalog column -> config key, where they differ
+_BOOL_KEYS = {"gated_mlp", "tie_embeddings"}
+
+
+class UnknownModelError(KeyError, ValueError):
+    """No model in the catalog has this name or alias."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", str(name).strip().lower())
+
+
+@functools.lru_cache(maxsize=None)
+def catalog() -> pd.DataFrame:
+    """The catalog as a frame, one row per model (``name`` first)."""
+    return pd.read_csv(CATALOG_FILE, comment="#", dtype={"aliases": str, "source": str})
+
+
+@functools.lru_cache(maxsize=None)
+def _index() -> dict[str, str]:
+    index = {}
+    for row in catalog().itertuples():
+        for alias in [row.name, *str(row.aliases if isinstance(row.aliases, str) else "").split("|")]:
+            if alias:
+                index.setdefault(_norm(alias), row.name)
+    return index
+
+
+def names() -> list[str]:
+    """Every model's catalog name.
+
+    >>> "llama3.1-405b" in names()
+    True
+    """
+    return list(catalog()["name"])
+
+
+def lookup(name: str) -> Optional[dict[str, Any]]:
+    """The config keys of the model called ``name`` (or one of its aliases), or None."""
+    found = _index().get(_norm(name))
+    if found is None:
+        return None
+    row = catalog().set_index("name").loc[found]
+    keys: dict[str, Any] = {"model_name": found}
+    for column, value in row.items():
+        key = _COLUMN_KEYS.get(column, column)
+        if key not in SHAPE_KEYS or pd.isna(value):
+            continue
+        keys[key] = bool(value) if key in _BOOL_KEYS else (int(value) if float(value).is_integer() else float(value))
+    return keys
+
+
+def close_names(name: str, n: int = 3) -> list[str]:
+    """Catalog names that look like ``name`` (for "did you mean" in errors)."""
+    index = _index()
+    hits = difflib.get_close_matches(_norm(name), list(index), n=3 * n, cutoff=0.6)
+    return list(dict.fromkeys(index[h] for h in hits))[:n]
+
+
+def get(name: str) -> dict[str, Any]:
+    """The config keys of the model called ``name``; :class:`UnknownModelError` names close ones."""
+    found = lookup(name)
+    if found is None:
+        close = close_names(name)
+        raise UnknownModelError(
+            f"unknown model {name!r}; " + (f"close: {', '.join(close)}. " if close else "")
+            + "Known models: python -m perfzoo.plan --list-models, or give the shape with --set n_layers=... "
+              "hidden_dim=...")
+    return found
+
+
+# Hugging Face config.json keys -> perfzoo config keys (the first present wins)
+_HF_KEYS: dict[str, tuple[str, ...]] = {
+    "n_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "hidden_dim": ("hidden_size", "n_embd", "d_model"),
+    "ffn_dim": ("intermediate_size", "n_inner", "ffn_dim"),
+    "n_heads": ("num_attention_heads", "n_head"),
+    "n_kv_heads": ("num_key_value_heads",),
+    "head_dim": ("head_dim",),
+    "vocab_size": ("vocab_size",),
+    "tie_embeddings": ("tie_word_embeddings",),
+    "n_experts": ("num_local_experts", "n_routed_experts", "num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "experts_per_token"),
+    "moe_ffn_dim": ("moe_intermediate_size",),
+    "n_shared_experts": ("n_shared_experts",),
+    "n_dense_layers": ("first_k_dense_replace",),
+}
+
+
+def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
+    """The config keys of a Hugging Face ``config.json`` on disk (no hub access).
+
+    Mixtral-style configs give the expert width as ``intermediate_size`` and no dense MLP:
+    that width becomes ``moe_ffn_dim``. Raises ``ValueError`` naming the file when it is not a
+    model config (no layer count or width).
+    """
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON model config ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: not a model config (expected a JSON object)")
+    raw = {**raw.get("text_config", {}), **raw} if isinstance(raw.get("text_config"), dict) else raw
+    keys: dict[str, Any] = {}
+    for key, names_ in _HF_KEYS.items():
+        value = next((raw[n] for n in names_ if raw.get(n) is not None), None)
+        if value is not None:
+            keys[key] = value
+    if "n_layers" not in keys or "hidden_dim" not in keys:
+        raise ValueError(f"{path}: not a model config: it gives no layer count and width "
+                         "(num_hidden_layers, hidden_size)")
+    if keys.get("n_experts", 0) and "moe_ffn_dim" not in keys and "ffn_dim" in keys:
+        keys["moe_ffn_dim"] = keys.pop("ffn_dim")
+    act = str(raw.get("hidden_act", raw.get("activation_function", ""))).lower()
+    if act:
+        keys["gated_mlp"] = act in ("silu", "swiglu", "geglu") or "glu" in act
+    keys["model_name"] = str(raw.get("_name_or_path") or raw.get("model_type") or path.parent.name)
+    return keys
+
+
+__all__ = ["UnknownModelError", "catalog", "names", "lookup", "get", "close_names", "from_hf_config",
+           "SHAPE_KEYS", "CATALOG_FILE"]
