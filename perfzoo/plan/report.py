@@ -76,7 +76,7 @@ def _num(value: Any, fmt: str = ",.0f") -> str:
 def table(plan: Plan, k: int = 10) -> str:
     """The printed plan: the counts, the top ``k`` layouts, the baselines and what the pick gains."""
     has_range = "range_low" in plan.layouts
-    head = (f"{'rank':>4}  {'layout':<46} {'tok/s/GPU':>10} {'tok/s':>12} {'MFU':>6} {'step s':>7} "
+    head = (f"{'rank':>4}  {'layout':<52} {'tok/s/GPU':>10} {'tok/s':>12} {'MFU*':>6} {'step s':>7} "
             f"{'mem GiB':>8} {'free GiB':>8}" + (f"  {'interval (tok/s/GPU)':>21}" if has_range else ""))
     c = plan.counts
     lines = [f"plan: {plan.model.get('model_name', 'model')} on {plan.cluster.describe()}, seq {plan.seq_len:,}, "
@@ -89,7 +89,7 @@ def table(plan: Plan, k: int = 10) -> str:
              "", head]
 
     def line(rank: str, row: dict) -> str:
-        text = (f"{rank:>4}  {layout_text(row):<46} {_num(row['predicted_tokens_per_s_per_device']):>10} "
+        text = (f"{rank:>4}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']):>10} "
                 f"{_num(row['predicted_tokens_per_s']):>12} {_num(row['mfu'], '.1%'):>6} "
                 f"{_num(row['step_time_s'], '.2f'):>7} {_num(row['memory_gib'], '.1f'):>8} "
                 f"{_num(row['headroom_gib'], '.1f'):>8}")
@@ -117,6 +117,7 @@ def table(plan: Plan, k: int = 10) -> str:
                             f"{row['predicted_tokens_per_s_per_device'] / measured - 1:+.1%}; the top pick's "
                             f"prediction {top / measured - 1:+.1%} over this measurement)")
             lines.append(verdict)
+    lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision")
     lines.extend(f"note: {n}" for n in plan.notes)
     return "\n".join(lines)
 
