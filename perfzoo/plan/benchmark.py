@@ -19,7 +19,8 @@ jobs that ran out of memory the memory model calls feasible, and whether plan pi
 >>> summarise(pd.DataFrame({"dataset": ["a", "a"], "regret": [0.0, 0.1], "random_regret": [0.2, 0.3],
 ...                         "p_at_3": [1.0, 0.5], "random_p_at_3": [0.5, 0.5], "kendall": [0.5, 1.0],
 ...                         "is_best": [1.0, 0.0], "random_is_best": [0.2, 0.2], "within_5": [1.0, 0.0],
-...                         "random_within_5": [0.3, 0.3], "layouts": [3, 4]}))["median_regret"].tolist()
+...                         "random_within_5": [0.3, 0.3], "within_5_unfiltered": [1.0, 0.0],
+...                         "layouts": [3, 4]}))["median_regret"].tolist()
 [0.05, 0.05]
 """
 
