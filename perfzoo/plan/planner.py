@@ -247,8 +247,10 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     counts["memory_checked"] = len(table)
     counts["feasible"] = int(table["fits"].sum())
     counts["infeasible"] = counts["memory_checked"] - counts["feasible"]
-    ranked = table[table["fits"]].sort_values(["predicted_tokens_per_s_per_device", "memory_gib"],
-                                              ascending=[False, True], kind="stable").reset_index(drop=True)
+    # ties (equal predictions): less memory first, then the simpler layout (fewer model-parallel ranks, stages)
+    ranked = table[table["fits"]].assign(_parts=lambda t: (t["tp"] * t["pp"] * t["cp"] * t["vp"] * t["ep"]).astype(float))
+    ranked = ranked.sort_values(["predicted_tokens_per_s_per_device", "memory_gib", "_parts"],
+                                ascending=[False, True, True], kind="stable").drop(columns="_parts").reset_index(drop=True)
     ranked = ranked[np.isfinite(ranked["predicted_tokens_per_s_per_device"])].reset_index(drop=True)
     counts["scored"] = len(ranked)
     ranked.insert(0, "rank", np.arange(1, len(ranked) + 1))
