@@ -42,7 +42,7 @@ from perfzoo._cli import config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation.metrics import kendall, precision_at_k, top_k_regret
-from perfzoo.plan.layouts import Cluster, PlanError
+from perfzoo.plan.layouts import Cluster, PlanError, as_run
 from perfzoo.plan.planner import plan
 from perfzoo.plan.report import layout_text
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
@@ -141,7 +141,9 @@ def groups_of(ds: Dataset) -> pd.DataFrame:
 
 
 def score_group(rows: pd.DataFrame, scorer: Scorer) -> dict:
-    """Plan's pick among one group's measured layouts, and the metrics of its ranking."""
+    """Plan's pick among one group's measured layouts (priced as plan prices its own,
+    :func:`~perfzoo.plan.layouts.as_run`), and the metrics of its ranking."""
+    rows = as_run(rows)
     memory = scorer.memory(rows)
     pred, _ = scorer.predict(rows)
     fits = memory["fits"].to_numpy()
@@ -258,7 +260,7 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
             if models.lookup(str(rec["model"])) is None or pd.isna(rec.get("config.global_batch_size")):
                 continue
             sc = scorer(rec["situation"])
-            one = pd.DataFrame([{k: v for k, v in rec.items() if str(k).startswith(("config.", "hardware."))}])
+            one = as_run(pd.DataFrame([{k: v for k, v in rec.items() if str(k).startswith(("config.", "hardware."))}]))
             base_pred = float(sc.predict(one)[0][0])
             base_fits = bool(sc.memory(one)["fits"].iloc[0])
             try:

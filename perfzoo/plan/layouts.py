@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
+import pandas as pd
 
 from perfzoo import accelerators, llmconfig
 from perfzoo.spaces import Categorical, Constraint, Space
@@ -104,6 +105,23 @@ class Cluster:
 
     def describe(self) -> str:
         return f"{self.gpus} x {self.spec.name}" + (f" ({self.nodes} nodes of {self.node_size})" if self.nodes > 1 else "")
+
+
+def as_run(frame: pd.DataFrame) -> pd.DataFrame:
+    """Measured or published layouts priced as the plan prices its own: flash attention, and
+    sequence parallelism with ``tp > 1``, where a row does not say (what Megatron, NeMo,
+    llm-foundry and torchtitan run by default; the memory model counts activations by them).
+
+    >>> as_run(pd.DataFrame({"config.tp": [1, 4]}))["config.sequence_parallel"].tolist()
+    [False, True]
+    """
+    out = frame.copy()
+    tp = pd.to_numeric(out.get("config.tp", pd.Series(1, index=out.index)), errors="coerce").fillna(1)
+    for key, default in (("config.flash_attention", pd.Series(True, index=out.index)),
+                         ("config.sequence_parallel", tp > 1)):
+        given = out[key] if key in out else pd.Series(None, index=out.index, dtype=object)
+        out[key] = given.astype(object).where(given.notna(), default.astype(object))
+    return out
 
 
 def divisors(n: int) -> list[int]:
@@ -200,5 +218,5 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     )
 
 
-__all__ = ["CHECKPOINTING", "Cluster", "LAYOUT_KNOBS", "MICRO_BATCHES", "MIN_CP_TOKENS", "PlanError", "SHARDINGS",
+__all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MICRO_BATCHES", "MIN_CP_TOKENS", "PlanError", "SHARDINGS",
            "divisors", "layout_space"]

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import llmconfig, models
-from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, layout_space
+from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.search import Objective, Reinforce, Searcher
 from perfzoo.spaces import Space
@@ -288,10 +288,7 @@ def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.Da
     if published is not None and len(published):
         for _, row in published.iterrows():
             cfg = {c: row[c] for c in published.columns if c.startswith(("config.", "hardware."))}
-            tp = pd.to_numeric(pd.Series([cfg.get("config.tp")]), errors="coerce").fillna(1).iloc[0]
-            cfg.setdefault("config.flash_attention", True)  # how the published frameworks run (memory only)
-            cfg.setdefault("config.sequence_parallel", bool(tp > 1))
-            frames.append(pd.DataFrame([cfg]))
+            frames.append(as_run(pd.DataFrame([cfg])))
             labels.append(f"published: {row['label']}" + ("" if row.get("same_batch", True) else
                                                            f" (global batch {row.get('config.global_batch_size')})"))
             measured.append(row["measured_tokens_per_s_per_device"])
