@@ -1,8 +1,8 @@
 """``python -m perfzoo.plan benchmark``: does plan pick the layout that measured fastest?
 
 On every group of measured layouts of one model at one scale on one accelerator (the
-dataset's ``comparable_columns`` plus the sequence length; repeats of one configuration
-merged by their median), plan's scorer, fitted WITHOUT that group (leave-one-group-out: every
+dataset's ``comparable_columns`` plus the sequence length and the task; repeats of one
+configuration merged by their median), plan's scorer, fitted WITHOUT that group (leave-one-group-out: every
 job of the same model, GPU count, accelerator and sequence length left out of the training
 pool, whichever table it comes from), ranks the measured layouts and picks the fastest it
 predicts among those the memory model lets through (as :func:`perfzoo.plan.plan` does). Per
@@ -11,8 +11,8 @@ whether the pick is the measured best or within 5% of it; beside the same for a 
 (a constant prediction: the metrics break ties at random and return the expectation).
 
 The training pool is the published tables (``published-llm``) plus ``vtrain-a100`` and
-``llm-h100``, each job's target as tokens/s per GPU. Also reported: for each published recipe
-of a catalog model (NeMo, Megatron-Bridge, torchtitan), the layout plan would choose instead
+``llm-h100``, each job's target as tokens/s per GPU. Also reported: for each published
+pre-training recipe of a catalog model (NeMo, Megatron-Bridge, torchtitan), the layout plan would choose instead
 (with the scorer fitted without that model and cluster) and its predicted gain; and how many
 jobs that ran out of memory the memory model calls feasible, and whether plan picked one.
 
@@ -130,7 +130,7 @@ def groups_of(ds: Dataset) -> pd.DataFrame:
     and ``situation``; only groups with two or more distinct measured layouts."""
     frame = ds.frame.assign(measured=np.where(ds.is_labelled, per_device(ds), np.nan))
     frame = frame[ds.is_labelled | (frame["status"] == "oom").to_numpy()].copy()
-    cols = [c for c in dict.fromkeys([*ds.comparable_columns, "config.seq_len"]) if c in frame]
+    cols = [c for c in dict.fromkeys([*ds.comparable_columns, "config.seq_len", "config.task"]) if c in frame]
     frame["group"] = frame[cols].map(str).agg(" | ".join, axis=1)
     frame["situation"] = situation(frame)
     med = frame.groupby("config_key")["measured"].median()
@@ -259,6 +259,8 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
         for rec in frame.to_dict("records"):
             if models.lookup(str(rec["model"])) is None or pd.isna(rec.get("config.global_batch_size")):
                 continue
+            if not pd.isna(rec.get("config.task")) and "pre" not in str(rec["config.task"]).lower():
+                continue  # plan lays out pre-training; fine-tuning and adapter recipes are another job
             sc = scorer(rec["situation"])
             one = as_run(pd.DataFrame([{k: v for k, v in rec.items() if str(k).startswith(("config.", "hardware."))}]))
             base_pred = float(sc.predict(one)[0][0])

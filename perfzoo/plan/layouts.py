@@ -44,7 +44,7 @@ import pandas as pd
 from perfzoo import accelerators, llmconfig
 from perfzoo.spaces import Categorical, Constraint, Space
 
-MICRO_BATCHES = (1, 2, 4, 8, 16)
+MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 VIRTUAL_STAGES = (1, 2, 3, 4, 5, 6, 8, 10)
 CONTEXT_PARALLEL = (1, 2, 4, 8, 16, 32)
 MIN_CP_TOKENS = 2048  # context parallelism below this many tokens per rank only adds traffic
