@@ -307,8 +307,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def run(config: PredictConfig) -> pd.DataFrame:
     """The predictions for the configs ``config`` gives, one row per config (:func:`predict_frame`)."""
+    configs = config.load_configs()
     training = load_dataset(config.dataset, external_dir=config.external_dir)
-    configs = checked_configs(config.load_configs(), training)  # before any fit: a bad config fails fast
+    configs = checked_configs(configs, training)  # before any fit: a bad config fails fast
     predictor = None
     if Path(config.predictor).is_dir():
         predictor = zoo.load(config.predictor)

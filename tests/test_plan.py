@@ -229,3 +229,14 @@ def test_a_group_is_scored_against_a_random_pick():
     assert flat["within_5"] == pytest.approx(flat["random_within_5"]) == 0.5
     table = summarise(pd.DataFrame([{"dataset": "x", **perfect}, {"dataset": "x", **flat}]))
     assert table.loc["all", "groups"] == 2 and table.loc["x", "pick_within_5"] == pytest.approx(0.75)
+
+
+def test_the_published_layout_for_the_same_model_and_cluster_is_the_baseline(external):
+    from perfzoo.plan.command import PlanConfig, run
+
+    result = run(PlanConfig(model="llama3-70b", gpus=64, accelerator=H100, seq_len=8192, global_batch=256,
+                            precision="fp8", external_dir=str(external)), log=lambda _m: None)
+    base = result.plan.baselines.iloc[0]
+    assert base["label"].startswith("published: NVIDIA Megatron-Bridge")
+    assert (base["tp"], base["pp"], base["vp"]) == (4, 8, 5) and base["measured_tokens_per_s_per_device"] > 1000
+    assert base["rank"] >= 1 and base["gain"] >= 0  # the top pick is never predicted slower than a layout it ranks
