@@ -187,11 +187,17 @@ def unknown_key_error(name: str, known=KEYS, listed: str = "listed by python -m 
     return ConfigError(f"unknown key {name!r}{hint}; the accepted keys are {listed}")
 
 
-def accelerator_spec(name: str) -> accelerators.AcceleratorSpec:
-    """The accelerator table's row for ``name``; a :class:`ConfigError` lists the known names."""
+def known_accelerator(name: Any) -> Optional[accelerators.AcceleratorSpec]:
+    """The accelerator table's row for ``name``, or None, without the unknown-name warning (for
+    reading tables, where an unknown name is reported elsewhere)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
-        found = accelerators.spec(name)
+        return accelerators.spec(name)
+
+
+def accelerator_spec(name: str) -> accelerators.AcceleratorSpec:
+    """The accelerator table's row for ``name``; a :class:`ConfigError` lists the known names."""
+    found = known_accelerator(name)
     if found is None:
         raise ConfigError(f"unknown accelerator {name!r}: perfzoo has no peak FLOP/s or bandwidths for it; "
                           f"known: {', '.join(accelerators.names())} (add a row to perfzoo/data/accelerators.csv)")
@@ -342,4 +348,4 @@ def as_columns(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["ConfigError", "HARDWARE_KEYS", "KEYS", "Key", "REQUIRED", "accelerator_spec", "as_columns", "check",
-           "check_precision", "help_text", "preset", "unknown_key_error"]
+           "check_precision", "help_text", "known_accelerator", "preset", "unknown_key_error"]

@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -150,12 +149,6 @@ def checked_configs(configs: Sequence[dict], training: Dataset) -> list[dict]:
     return out
 
 
-def _spec(name: object) -> Optional[accelerators.AcceleratorSpec]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
-        return accelerators.spec(name)
-
-
 def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
     """Whether the cost model sees the same device in both: equal peak FLOP/s, link bandwidths and
     node size (it reads no memory bandwidth; memory capacity only decides whether a config fits).
@@ -173,7 +166,7 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
     accelerator table gives both the same figures), a device count or model size more than
     :data:`SCALE_WARNING` x beyond the largest seen."""
     def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
-        found = _spec(name)
+        found = llmconfig.known_accelerator(name)
         return found.name if found is not None else accelerators.normalise(str(name))
 
     rows = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().map(identity).value_counts()
@@ -190,9 +183,9 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
         elif identity(acc) not in seen:
             notes.append(f"accelerator {acc} is not in {training.name}'s training data "
                          f"({', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
-        spec = _spec(acc) if isinstance(acc, str) else None
-        twins = sorted(s for s in seen if spec is not None and s != spec.name and _spec(s) is not None
-                       and priced_alike(spec, _spec(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
+        spec = llmconfig.known_accelerator(acc) if isinstance(acc, str) else None
+        twins = sorted(s for s in seen if spec is not None and s != spec.name and llmconfig.known_accelerator(s) is not None
+                       and priced_alike(spec, llmconfig.known_accelerator(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
         if twins:
             notes.append(f"{spec.name} is priced exactly as {twins[0]}: the accelerator table gives both the same "
                          "peak FLOP/s and link bandwidths and the cost model has no memory-bandwidth term, so only "

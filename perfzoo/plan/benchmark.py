@@ -30,20 +30,20 @@ import argparse
 import json
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, models, zoo
+from perfzoo import models, zoo
 from perfzoo._cli import config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation.metrics import kendall, precision_at_k, top_k_regret
 from perfzoo.plan.layouts import Cluster, PlanError, as_run
 from perfzoo.plan.planner import plan
+from perfzoo.plan.recipes import accelerator_name, catalog_name
 from perfzoo.plan.report import layout_text
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.zoo.best import load_best
@@ -69,19 +69,13 @@ def _model_id(frame: pd.DataFrame) -> pd.Series:
     shape = frame.reindex(columns=["config.n_layers", "config.hidden_dim", "config.ffn_dim", "config.n_heads"])
     by_shape = shape.map(str).agg("x".join, axis=1)
     names = frame.get("config.model_name", pd.Series(np.nan, index=frame.index))
-    catalog = {n: (models.lookup(n) or {}).get("model_name", n) for n in names.dropna().unique()}
+    catalog = {n: catalog_name(n) or n for n in names.dropna().unique()}
     return names.map(catalog).where(names.notna(), "shape:" + by_shape)
 
 
 def _accelerator_id(frame: pd.DataFrame) -> pd.Series:
-    def one(name):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
-            found = accelerators.spec(name)
-        return found.name if found is not None else str(name)
-
     col = frame["hardware.accelerator"]
-    return col.map({n: one(n) for n in col.dropna().unique()})
+    return col.map({n: accelerator_name(n) or str(n) for n in col.dropna().unique()})
 
 
 def situation(frame: pd.DataFrame) -> pd.Series:
@@ -272,25 +266,18 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
                          precisions=(str(rec.get("config.precision") or "bf16"),), scorer=sc)
             except (PlanError, ValueError) as exc:
                 rows.append({"dataset": name, "model": rec["model"], "gpus": rec["config.n_gpus"],
-                             "accelerator": cluster_name(rec), "recipe": layout_text(_knobs(rec)),
+                             "accelerator": accelerator_name(rec.get("hardware.accelerator")) or str(rec.get("hardware.accelerator")), "recipe": layout_text(_knobs(rec)),
                              "note": " ".join(str(exc).split())[:120]})
                 continue
             top = p.layouts.iloc[0]
             rows.append({"dataset": name, "model": rec["model"], "gpus": int(rec["config.n_gpus"]),
-                         "accelerator": cluster_name(rec), "precision": rec.get("config.precision"),
+                         "accelerator": accelerator_name(rec.get("hardware.accelerator")) or str(rec.get("hardware.accelerator")), "precision": rec.get("config.precision"),
                          "recipe": layout_text(_knobs(rec)), "measured": rec["measured"], "predicted": base_pred,
                          "recipe_fits": base_fits, "plan_pick": layout_text(top.to_dict()),
                          "pick_predicted": float(top["predicted_tokens_per_s_per_device"]),
                          "predicted_gain": float(top["predicted_tokens_per_s_per_device"]) / base_pred - 1.0})
     log(f"benchmark: {len(rows)} published recipes planned")
     return pd.DataFrame(rows)
-
-
-def cluster_name(rec: dict) -> str:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
-        found = accelerators.spec(rec.get("hardware.accelerator"))
-    return found.name if found is not None else str(rec.get("hardware.accelerator"))
 
 
 def _knobs(rec: dict) -> dict:

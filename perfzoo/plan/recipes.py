@@ -8,29 +8,24 @@ says where it ranks and what the plan's pick would gain over it.
 
 from __future__ import annotations
 
-import warnings
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, models
+from perfzoo import llmconfig, models
 from perfzoo.dataset import Dataset
 from perfzoo.plan.layouts import Cluster
 
-LAYOUT_COLUMNS = ("tp", "pp", "vp", "cp", "ep", "dp", "micro_batch_size", "grad_accum", "activation_checkpointing",
-                  "fsdp", "precision")
-
-
-def _catalog_name(name: object) -> Optional[str]:
+def catalog_name(name: object) -> Optional[str]:
+    """The catalog's name for a model a table names (``LLAMA3_70B`` -> ``llama3-70b``), or None."""
     found = models.lookup(str(name)) if isinstance(name, str) else None
     return None if found is None else found["model_name"]
 
 
-def _accelerator(name: object) -> Optional[str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
-        found = accelerators.spec(name)
+def accelerator_name(name: object) -> Optional[str]:
+    """The accelerator table's name for a table's accelerator text, or None."""
+    found = llmconfig.known_accelerator(name)
     return None if found is None else found.name
 
 
@@ -42,10 +37,10 @@ def published_layouts(tables: Dataset, model_name: str, cluster: Cluster, seq_le
     frame's, plus ``measured_tokens_per_s_per_device`` (NaN for an OOM row), ``same_batch`` and
     ``label`` (where it was published)."""
     frame = tables.frame
-    names = frame["config.model_name"].map(_catalog_name) if "config.model_name" in frame else None
+    names = frame["config.model_name"].map(catalog_name) if "config.model_name" in frame else None
     if names is None:
         return frame.iloc[:0]
-    accel = frame["hardware.accelerator"].map(_accelerator)
+    accel = frame["hardware.accelerator"].map(accelerator_name)
     gpus = pd.to_numeric(frame.get("config.n_gpus"), errors="coerce")
     seq = pd.to_numeric(frame.get("config.seq_len"), errors="coerce")
     mask = (names == model_name) & (accel == cluster.spec.name) & (gpus == cluster.gpus) & (seq == seq_len)
@@ -72,4 +67,4 @@ def _label(row: dict) -> str:
     return f"{source}" + (f", {where}" if isinstance(where, str) and where else "")
 
 
-__all__ = ["LAYOUT_COLUMNS", "published_layouts"]
+__all__ = ["accelerator_name", "catalog_name", "published_layouts"]

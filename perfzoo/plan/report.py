@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
-import pandas as pd
 
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan.planner import KNOBS, Plan
