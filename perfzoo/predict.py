@@ -6,16 +6,21 @@ throughput (tokens/s global and per device, step time where the batch is known),
 where the predictor has an uncertainty (plus or minus two standard deviations), the analytic
 breakdown (compute and communication time, traffic by kind, pipeline bubble, memory per device
 and whether it fits) and warnings when the config lies outside what the predictor was fitted
-on (an accelerator it never saw, a scale or model size well beyond its training range). A
-column the config does not give is unknown, not an error: the predictor treats it as missing,
-and the output says which.
+on (an accelerator it never saw, a scale or model size well beyond its training range).
+
+LLM configs pass the front door (:mod:`perfzoo.llmconfig`, the keys and units in ``--help``):
+``model=NAME`` fills the shape from the catalog, an unknown key, a value of the wrong type or
+range, parallel degrees that do not multiply to the device count, a precision the accelerator
+lacks or an unknown accelerator is a one-line error (exit 2), and so is a config that gives no
+shape, sequence length, device count or accelerator: no prediction from fallback values. An
+optional key the config leaves out (``tp``, ``global_batch_size``, ...) is unknown, not an
+error: the predictor treats it as missing, and the output says which.
 
 Examples
 --------
 Llama 3 70B on 1,024 H100s, with the leaderboard's best predictor for the published tables::
 
-    python -m perfzoo.predict --dataset published-llm --set model_name=llama3-70b n_layers=80 \\
-        hidden_dim=8192 ffn_dim=28672 n_heads=64 n_kv_heads=8 vocab_size=128256 seq_len=8192 \\
+    python -m perfzoo.predict --dataset published-llm --set model=llama3-70b seq_len=8192 \\
         global_batch_size=1024 micro_batch_size=1 n_gpus=1024 tp=8 pp=4 precision=bf16 \\
         accelerator=H100-SXM-80GB
 
@@ -26,7 +31,7 @@ predictions as a DataFrame, one row per config; :func:`predict_frame` takes conf
 loaded dataset (and, optionally, a fitted predictor)::
 
     from perfzoo.predict import PredictConfig, run
-    table = run(PredictConfig(knobs=["n_layers=32", "hidden_dim=4096", "n_gpus=8", "accelerator=H100-SXM-80GB"],
+    table = run(PredictConfig(knobs=["model=llama3-8b", "seq_len=8192", "n_gpus=8", "accelerator=H100-SXM-80GB"],
                               predictor="ridge"))
     table[["predicted_tokens_per_s", "analytic.memory_bytes", "warnings"]]
 """
@@ -36,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -44,7 +48,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, analytic, sweep, zoo
+from perfzoo import accelerators, analytic, llmconfig, sweep, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
@@ -52,7 +56,7 @@ from perfzoo.features import n_devices
 from perfzoo.search.objective import input_columns
 from perfzoo.zoo.base import Predictor
 
-HARDWARE_KEYS = ("accelerator", "accelerator_count", "accelerator_memory_gib", "nodes", "interconnect")
+HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
 SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
 BREAKDOWN = ("compute_time_s", "comm_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
              "comm_cp_bytes", "memory_bytes", "memory_fraction", "step_time_s", "throughput_per_device")
@@ -115,17 +119,58 @@ def read_configs(path: str) -> list[dict]:
             for row in pd.read_csv(path).to_dict("records")]
 
 
+def is_llm(training: Dataset) -> bool:
+    """Whether ``training`` holds LLM jobs only (its configs then pass :func:`perfzoo.llmconfig.check`)."""
+    found = set(training.frame["workload"].dropna()) if "workload" in training.frame else set()
+    return found == {"llm"}
+
+
+def checked_configs(configs: Sequence[dict], training: Dataset) -> list[dict]:
+    """The configs to predict, checked: for LLM data each through the front door
+    (:func:`perfzoo.llmconfig.check`: presets, types, ranges, degrees, accelerator, what is
+    missing), for other workloads each key must be one ``training`` has. The error names the
+    config when there are several."""
+    if not is_llm(training):
+        known = {c.split(".", 1)[1] for c in training.frame.columns if c.startswith(("config.", "hardware."))}
+        known |= set(HARDWARE_KEYS)
+        for i, cfg in enumerate(configs, 1):
+            for key in cfg:
+                base = key.split(".", 1)[1] if key.startswith(("config.", "hardware.")) else key
+                if base not in known:
+                    exc = llmconfig.unknown_key_error(base, known, listed=f"the keys {training.name} has")
+                    raise llmconfig.ConfigError(f"config {i}: {exc}" if len(configs) > 1 else str(exc))
+        return [dict(cfg) for cfg in configs]
+    out = []
+    for i, cfg in enumerate(configs, 1):
+        try:
+            out.append(llmconfig.check(cfg))
+        except llmconfig.ConfigError as exc:
+            raise llmconfig.ConfigError(f"config {i}: {exc}" if len(configs) > 1 else str(exc)) from None
+    return out
+
+
+def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
+    """Whether the cost model sees the same device in both: equal peak FLOP/s, link bandwidths and
+    node size (it reads no memory bandwidth; memory capacity only decides whether a config fits).
+
+    >>> priced_alike(accelerators.spec("H200"), accelerators.spec("H100-SXM-80GB"))
+    True
+    """
+    return (dict(spec.peak_flops), spec.intra_bw, spec.inter_bw, spec.node_size) == (
+        dict(other.peak_flops), other.intra_bw, other.inter_bw, other.node_size)
+
+
 def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
     """Per config (``params``: its parameter count), why it lies outside what ``training``
-    covered: an accelerator never seen, a device count or model size more than
+    covered: an accelerator never seen (and the one it is priced exactly as, where the
+    accelerator table gives both the same figures), a device count or model size more than
     :data:`SCALE_WARNING` x beyond the largest seen."""
     def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
-            found = accelerators.spec(name)
+        found = llmconfig.known_accelerator(name)
         return found.name if found is not None else accelerators.normalise(str(name))
 
-    seen = {identity(a) for a in training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().unique()}
+    rows = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().map(identity).value_counts()
+    seen = set(rows.index)
     tr_devices = n_devices(training.frame)
     tr_params = analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float)
     devices = n_devices(frame)
@@ -138,6 +183,13 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
         elif identity(acc) not in seen:
             notes.append(f"accelerator {acc} is not in {training.name}'s training data "
                          f"({', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
+        spec = llmconfig.known_accelerator(acc) if isinstance(acc, str) else None
+        twins = sorted(s for s in seen if spec is not None and s != spec.name and llmconfig.known_accelerator(s) is not None
+                       and priced_alike(spec, llmconfig.known_accelerator(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
+        if twins:
+            notes.append(f"{spec.name} is priced exactly as {twins[0]}: the accelerator table gives both the same "
+                         "peak FLOP/s and link bandwidths and the cost model has no memory-bandwidth term, so only "
+                         "the memory check tells them apart")
         for what, value, known in (("devices", devices[i], tr_devices), ("parameters", params[i], tr_params)):
             top = np.nanmax(known) if np.isfinite(known).any() else np.nan
             if np.isfinite(value) and np.isfinite(top) and value > SCALE_WARNING * top:
@@ -150,9 +202,11 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     """One row per config: predictions, their range, the analytic breakdown, unknown inputs and warnings.
 
     ``training`` is the data the predictor was fitted on (its target says whether predictions
-    are per device or global; its range drives the warnings); ``predictor`` a fitted predictor
-    (default: the leaderboard's best for ``training``, else ``ridge`` fitted on it).
+    are per device or global; its range drives the warnings; LLM data puts every config through
+    :func:`checked_configs`); ``predictor`` a fitted predictor (default: the leaderboard's best
+    for ``training``, else ``ridge`` fitted on it).
     """
+    configs = checked_configs(configs, training)
     if predictor is None:
         try:
             predictor = zoo.load_best(training)
@@ -212,7 +266,8 @@ def _show(table: pd.DataFrame) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m perfzoo.predict", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=llmconfig.help_text())
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--set", dest="knobs", nargs="+", metavar="KEY=VALUE",
                      help="one config, knob by knob (hardware keys too: accelerator=H100-SXM-80GB)")
@@ -247,6 +302,7 @@ def run(config: PredictConfig) -> pd.DataFrame:
     """The predictions for the configs ``config`` gives, one row per config (:func:`predict_frame`)."""
     configs = config.load_configs()
     training = load_dataset(config.dataset, external_dir=config.external_dir)
+    configs = checked_configs(configs, training)  # before any fit: a bad config fails fast
     predictor = None
     if Path(config.predictor).is_dir():
         predictor = zoo.load(config.predictor)

@@ -43,7 +43,7 @@ def test_configs_outside_the_training_data_are_warned_about(published):
     largest = analytic.estimate(ds.frame)["n_params"].max()
     layers = int(3 * largest / analytic.estimate(pd.DataFrame([{"config." + k: v for k, v in LLAMA3_70B.items()}]))[
         "n_params"].iloc[0] * LLAMA3_70B["n_layers"])
-    table = predict_frame([{**LLAMA3_70B, "n_gpus": 1_000_000, "global_batch_size": 8192, "accelerator": "MI300X"},
+    table = predict_frame([{**LLAMA3_70B, "n_gpus": 1_000_000, "global_batch_size": 31250, "accelerator": "MI300X"},
                            {**LLAMA3_70B, "n_layers": layers, "n_gpus": 64, "dp": 2, "global_batch_size": 64,
                             "accelerator": "H100-SXM-80GB"}], ds, ridge)
     first, second = table["warnings"]
@@ -54,8 +54,8 @@ def test_configs_outside_the_training_data_are_warned_about(published):
 
 def test_missing_columns_are_unknowns_not_errors(published):
     ds, ridge = published
-    table = predict_frame([{"n_layers": 32, "hidden_dim": 4096, "seq_len": 4096, "n_gpus": 8,
-                            "accelerator": "H100-SXM-80GB"}], ds, ridge)
+    table = predict_frame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "seq_len": 4096,
+                            "n_gpus": 8, "accelerator": "H100-SXM-80GB"}], ds, ridge)
     assert np.isfinite(table["predicted_tokens_per_s"]).all()
     unknown = table["unknown_inputs"].iloc[0].split(", ")
     assert "config.tp" in unknown and "config.global_batch_size" in unknown and "config.n_layers" not in unknown
@@ -98,3 +98,84 @@ def test_a_bad_config_field_is_named(fields, message):
 
     with pytest.raises(UsageError, match=message):
         PredictConfig(**fields)
+
+
+# --- the front door (perfzoo.llmconfig): every case of issue 28's "What was found" -------------------
+
+GOOD = ["model=llama3-70b", "seq_len=8192", "global_batch_size=256", "n_gpus=64", "tp=8", "pp=4",
+        "accelerator=H100-SXM-80GB"]
+
+
+def _override(items, **changes):
+    keys = {i.split("=", 1)[0] for i in changes}
+    return [i for i in items if i.split("=", 1)[0] not in keys] + [f"{k}={v}" for k, v in changes.items()]
+
+
+@pytest.mark.parametrize("changes, drop, message", [
+    ({"accelerator": "FOO-9000"}, (), "unknown accelerator 'FOO-9000'.*known: .*H100-80GB"),
+    ({"tp": "0"}, (), r"tp=0: must be 1 or more \(devices\)"),
+    ({"n_gpus": "-8"}, (), r"n_gpus=-8: must be 1 or more \(devices\)"),
+    ({"seq_len": "abc"}, (), r"seq_len='abc': expected a whole number of tokens"),
+    ({"seq_len": "-1"}, (), r"seq_len=-1: must be 1 or more \(tokens\)"),
+    ({"tp": "3", "dp": "8", "n_gpus": "8"}, ("pp",), "tp x pp x cp x dp = 3 x 1 x 1 x 8 = 24 but n_gpus = 8"),
+    ({"seq_lenn": "8192"}, ("seq_len",), r"unknown key 'seq_lenn' \(did you mean seq_len\?\)"),
+    ({"precision": "fp8", "accelerator": "A100-80GB"}, (), "precision=fp8: A100-80GB has no fp8 peak"),
+    ({}, ("seq_len", "n_gpus"), "cannot price this config: it gives no seq_len .*n_gpus"),
+])
+def test_each_config_perfzoo_cannot_price_is_one_line_and_exit_2(synthetic, capsys, changes, drop, message):
+    import re
+
+    items = [i for i in _override(GOOD, **changes) if i.split("=", 1)[0] not in drop]
+    code = main(["--dataset", str(synthetic / "lab_benchmarks.csv"), "--predictor", "ridge", "--set", *items])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+
+
+def test_no_recognised_key_at_all_is_refused(synthetic, capsys):
+    code = main(["--dataset", str(synthetic / "lab_benchmarks.csv"), "--set", "layers=80", "width=8192"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "unknown key 'layers'" in err and len(err.splitlines()) == 1
+
+
+def test_a_model_name_alone_gets_its_shape_from_the_catalog(synthetic):
+    from perfzoo.predict import PredictConfig, run
+
+    short = run(PredictConfig(knobs=["model=llama3-70b", "seq_len=8192", "global_batch_size=64", "n_gpus=64",
+                                     "tp=8", "pp=4", "accelerator=H100-SXM-80GB"],
+                              dataset=str(synthetic / "lab_benchmarks.csv"), predictor="ridge"))
+    spelled = run(PredictConfig(knobs=["model_name=llama3-70b", "n_layers=80", "hidden_dim=8192", "ffn_dim=28672",
+                                       "n_heads=64", "n_kv_heads=8", "vocab_size=128256", "seq_len=8192",
+                                       "global_batch_size=64", "n_gpus=64", "tp=8", "pp=4",
+                                       "accelerator=H100-SXM-80GB"],
+                                dataset=str(synthetic / "lab_benchmarks.csv"), predictor="ridge"))
+    assert np.isfinite(short["predicted_tokens_per_s"]).all()
+    for col in ("analytic.memory_bytes", "analytic.compute_time_s", "predicted_tokens_per_s"):
+        assert short[col].iloc[0] == pytest.approx(spelled[col].iloc[0]), col
+
+
+def test_help_lists_every_key_with_its_unit(capsys):
+    from perfzoo import llmconfig
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for key in llmconfig.KEYS.values():
+        assert f"  {key.name}" in out, key.name
+    assert "seq_len [tokens]" in out and "n_gpus [devices]" in out
+
+
+def test_h200_reaches_the_estimate_and_the_output_says_why_it_prices_as_h100(published):
+    ds, _ = published
+    roofline = zoo.make("roofline").fit(ds.labelled().ok().X, ds.labelled().ok().y, dataset=ds.name)
+    base = {"model": "llama3-70b", "seq_len": 8192, "global_batch_size": 256, "n_gpus": 64, "tp": 8, "pp": 4,
+            "micro_batch_size": 1, "precision": "bf16"}
+    table = predict_frame([{**base, "accelerator": "H100-SXM-80GB"}, {**base, "accelerator": "H200"}], ds, roofline)
+    h100, h200 = table.to_dict("records")
+    # the accelerator reaches the estimate: H200's 141 GB change the memory fraction ...
+    assert h200["analytic.memory_fraction"] == pytest.approx(h100["analytic.memory_fraction"] * 80 / 141)
+    # ... but the table gives both the same peaks and links, so the throughput is the same, and the output says why
+    assert h200["predicted_tokens_per_s"] == pytest.approx(h100["predicted_tokens_per_s"])
+    assert "H200 is priced exactly as H100-80GB" in h200["warnings"]
+    assert "priced exactly" not in h100["warnings"]

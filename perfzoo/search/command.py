@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from perfzoo import zoo
+from perfzoo import llmconfig, zoo
 from perfzoo._cli import UsageError, assignment, check_choice
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
@@ -208,6 +208,8 @@ def run(config: SearchConfig) -> SearchResult:
     except SpaceError as exc:
         raise UsageError(str(exc)) from None
     searcher = config.make_searcher()
+    if space.workload == "llm":  # the LLM front door: unknown keys, types and ranges of what --set fixes
+        llmconfig.check(dict(assignment(item, "--set", "COLUMN") for item in config.fixed), require=False)
     dataset = load_dataset(config.dataset) if config.dataset else None
     if dataset is not None and "workload" in dataset.frame:
         workloads = sorted(set(dataset.frame["workload"].dropna()))

@@ -1,0 +1,351 @@
+"""The front door for LLM configs: every key ``predict``, ``plan`` and ``search`` accept, with
+its unit and range, model presets by name, and the checks that refuse a config perfzoo cannot
+price (one line each, naming the key and the fix) instead of answering from fallback values.
+
+A config is a flat dict of the vocabulary of ``docs/architecture.md`` plus the hardware keys
+(``accelerator``, ``accelerator_count``, ...) and ``model``, a name from the model catalog
+(:mod:`perfzoo.models`) whose shape fills the keys the config leaves out. :func:`check` returns
+the config typed and completed, or raises :class:`ConfigError`:
+
+* a key not in :data:`KEYS` is refused with the close names (``seq_lenn`` -> ``seq_len``);
+* each value is type- and range-checked (``tp=0``, ``n_gpus=-8``, ``seq_len=abc``);
+* parallel degrees are checked against the device count (``tp=3 dp=8 n_gpus=8``), the heads,
+  the experts and the batch;
+* the accelerator must be in the accelerator table (:mod:`perfzoo.accelerators`; the error
+  lists the known names) and have the config's precision (``fp8`` on an A100 is refused);
+* a config that gives no shape, sequence length, device count or accelerator cannot be
+  priced: the error says what is missing (:data:`REQUIRED`).
+
+>>> cfg = check({"model": "llama3-70b", "seq_len": 8192, "n_gpus": 64, "tp": 8, "pp": 4,
+...              "accelerator": "H100-SXM-80GB"})
+>>> cfg["n_layers"], cfg["dp"], cfg["model_name"]
+(80, 2, 'llama3-70b')
+>>> check({"model": "llama3-70b", "seq_lenn": 8192})
+Traceback (most recent call last):
+...
+perfzoo.llmconfig.ConfigError: unknown key 'seq_lenn' (did you mean seq_len?); the accepted keys are listed by python -m perfzoo.predict --help
+>>> check({"model": "llama3-8b", "seq_len": 4096, "n_gpus": 8, "tp": 3, "dp": 8, "accelerator": "H100"})
+Traceback (most recent call last):
+...
+perfzoo.llmconfig.ConfigError: tp x pp x cp x dp = 3 x 1 x 1 x 8 = 24 but n_gpus = 8: the parallel degrees must multiply to the device count
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from perfzoo import accelerators, models
+from perfzoo._cli import UsageError
+from perfzoo.vocabulary import is_missing, normalize_precision
+
+
+class ConfigError(UsageError, ValueError):
+    """A config perfzoo cannot price as given (exit status 2); the message names the key and the fix."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One accepted key: its type (``int``, ``float``, ``bool``, ``str`` or ``choice``), unit,
+    smallest allowed value (numbers), allowed values (``choice``) and what it means."""
+
+    name: str
+    kind: str
+    unit: str
+    doc: str
+    low: Optional[float] = None
+    choices: tuple = ()
+    hardware: bool = False  # a hardware.* column, not a config.* one
+
+
+def _k(name, kind, unit, doc, low=None, choices=(), hardware=False) -> tuple[str, Key]:
+    return name, Key(name, kind, unit, doc, low, tuple(choices), hardware)
+
+
+PRECISION_VALUES = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
+CHECKPOINTING_VALUES = ("none", "selective", "full")
+SHARDING_VALUES = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard")
+
+KEYS: dict[str, Key] = dict([
+    _k("model", "str", "name", "a model of the catalog (python -m perfzoo.plan --list-models): fills the shape keys"),
+    _k("model_name", "str", "name", "the model's name as published (a catalog name also fills the shape)"),
+    _k("n_params", "float", "parameters", "total parameter count", low=1),
+    _k("n_layers", "int", "layers", "transformer blocks", low=1),
+    _k("hidden_dim", "int", "features", "model width d", low=1),
+    _k("ffn_dim", "int", "features", "dense MLP width (default 4 x hidden_dim)", low=1),
+    _k("n_heads", "int", "heads", "attention heads", low=1),
+    _k("n_kv_heads", "int", "heads", "key/value heads (grouped-query attention; default n_heads)", low=1),
+    _k("head_dim", "int", "features", "width of one head (default hidden_dim / n_heads)", low=1),
+    _k("vocab_size", "int", "tokens", "vocabulary size", low=1),
+    _k("gated_mlp", "bool", "yes/no", "SwiGLU-style 3-matrix MLP"),
+    _k("tie_embeddings", "bool", "yes/no", "the LM head shares the input embedding"),
+    _k("n_experts", "int", "experts", "routed experts per MoE layer (MoE models)", low=1),
+    _k("experts_per_token", "int", "experts", "experts each token is routed to", low=1),
+    _k("moe_ffn_dim", "int", "features", "one expert's MLP width", low=1),
+    _k("n_shared_experts", "int", "experts", "experts every token passes through", low=0),
+    _k("n_dense_layers", "int", "layers", "leading layers with a dense MLP in an MoE model", low=0),
+    _k("task", "str", "name", "pre-training (default), SFT, or LoRA / PEFT (adapter tuning)"),
+    _k("seq_len", "int", "tokens", "tokens per sequence", low=1),
+    _k("global_batch_size", "int", "sequences", "sequences per optimizer step, all ranks together", low=1),
+    _k("micro_batch_size", "int", "sequences", "sequences per forward/backward on one data-parallel rank", low=1),
+    _k("grad_accum", "int", "micro-batches", "micro-batches per optimizer step", low=1),
+    _k("n_gpus", "int", "devices", "devices in the job", low=1),
+    _k("tp", "int", "devices", "tensor-parallel degree", low=1),
+    _k("pp", "int", "stages", "pipeline-parallel degree", low=1),
+    _k("vp", "int", "stages", "virtual pipeline stages per pipeline rank (interleaving; needs pp > 1)", low=1),
+    _k("cp", "int", "devices", "context-parallel degree", low=1),
+    _k("dp", "int", "devices", "data-parallel degree (default n_gpus / (tp x pp x cp))", low=1),
+    _k("ep", "int", "devices", "expert-parallel degree (MoE models)", low=1),
+    _k("fsdp", "choice", "", "data-parallel sharding (zero1: optimizer, shard_grad_op: ZeRO-2, full_shard: ZeRO-3)",
+       choices=SHARDING_VALUES),
+    _k("zero_stage", "int", "stage", "ZeRO stage 0-3 (instead of fsdp)", low=0),
+    _k("precision", "choice", "", "training precision of the matmuls", choices=PRECISION_VALUES),
+    _k("activation_checkpointing", "choice", "", "recompute activations", choices=CHECKPOINTING_VALUES),
+    _k("sequence_parallel", "bool", "yes/no", "Megatron sequence parallelism with tp"),
+    _k("flash_attention", "bool", "yes/no", "fused attention (no s x s scores kept)"),
+    _k("compile", "bool", "yes/no", "torch.compile"),
+    _k("accelerator", "str", "name", "device model, a row of the accelerator table (e.g. H100-SXM-80GB)",
+       hardware=True),
+    _k("accelerator_count", "int", "devices", "devices in the job (same as n_gpus)", low=1, hardware=True),
+    _k("accelerator_memory_gib", "float", "GiB", "memory per device (default: the accelerator table's)",
+       low=1e-9, hardware=True),
+    _k("nodes", "int", "nodes", "nodes the job spans (devices per node = n_gpus / nodes)", low=1, hardware=True),
+    _k("interconnect", "str", "name", "network between nodes (free text)", hardware=True),
+])
+HARDWARE_KEYS = tuple(k for k, spec in KEYS.items() if spec.hardware)
+
+# what a config must give (directly or through a model preset) to be priced
+REQUIRED = ("n_layers", "hidden_dim", "n_heads", "vocab_size", "seq_len", "n_gpus", "accelerator")
+DEGREES = ("tp", "pp", "cp", "dp", "ep", "vp")
+
+
+def help_text() -> str:
+    """The accepted keys with their units, for a command's ``--help``."""
+    lines = ["LLM config keys (KEY=VALUE; model=NAME fills the shape from the catalog):"]
+    for key in KEYS.values():
+        unit = f" [{key.unit}]" if key.unit else ""
+        choices = f" ({', '.join(key.choices)})" if key.choices else ""
+        lines.append(f"  {key.name}{unit}: {key.doc}{choices}")
+    lines.append("required: " + ", ".join(REQUIRED) + " (the shape keys from model=NAME)")
+    return "\n".join(lines)
+
+
+def _typed(key: Key, value: Any) -> Any:
+    """``value`` as ``key``'s type, range-checked; a :class:`ConfigError` names the key."""
+    name = key.name
+    if key.kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{name}={value!r}: expected true or false")
+    if key.kind in ("str", "choice"):
+        if isinstance(value, (dict, list)) or isinstance(value, bool):
+            raise ConfigError(f"{name}={value!r}: expected a {'name' if key.kind == 'str' else 'value'}")
+        text = str(value).strip()
+        if key.kind == "choice":
+            lowered = text.lower()
+            if lowered not in key.choices:
+                close = difflib.get_close_matches(lowered, key.choices, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise ConfigError(f"{name}={value!r}: choose one of {', '.join(key.choices)}{hint}")
+            return lowered
+        if not text:
+            raise ConfigError(f"{name} is empty: give a {key.unit}")
+        return text
+    what = "a whole number" if key.kind == "int" else "a number"
+    unit = f" of {key.unit}" if key.unit else ""
+    if isinstance(value, bool):
+        raise ConfigError(f"{name}={value!r}: expected {what}{unit}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}={value!r}: expected {what}{unit}") from None
+    if not math.isfinite(number):
+        raise ConfigError(f"{name}={value!r}: expected a finite number{unit}")
+    if key.kind == "int":
+        if not number.is_integer():
+            raise ConfigError(f"{name}={value!r}: expected {what}{unit}")
+        number = int(number)
+    if key.low is not None and number < key.low:
+        least = f"{key.low:g} or more" if key.low > 0 and key.kind == "int" else (
+            "positive" if key.low > 0 else "0 or more")
+        raise ConfigError(f"{name}={value!r}: must be {least}" + (f" ({key.unit})" if key.unit else ""))
+    return number
+
+
+def unknown_key_error(name: str, known=KEYS, listed: str = "listed by python -m perfzoo.predict --help") -> ConfigError:
+    """The error for a key perfzoo does not read: the close names, and where the list is."""
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return ConfigError(f"unknown key {name!r}{hint}; the accepted keys are {listed}")
+
+
+def known_accelerator(name: Any) -> Optional[accelerators.AcceleratorSpec]:
+    """The accelerator table's row for ``name``, or None, without the unknown-name warning (for
+    reading tables, where an unknown name is reported elsewhere)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", accelerators.UnknownAcceleratorWarning)
+        return accelerators.spec(name)
+
+
+def accelerator_spec(name: str) -> accelerators.AcceleratorSpec:
+    """The accelerator table's row for ``name``; a :class:`ConfigError` lists the known names."""
+    found = known_accelerator(name)
+    if found is None:
+        raise ConfigError(f"unknown accelerator {name!r}: perfzoo has no peak FLOP/s or bandwidths for it; "
+                          f"known: {', '.join(accelerators.names())} (add a row to perfzoo/data/accelerators.csv)")
+    return found
+
+
+def check_precision(precision: str, spec: accelerators.AcceleratorSpec) -> None:
+    """A :class:`ConfigError` unless ``spec`` computes in ``precision`` (fp8 needs fp8 tensor
+    cores; mxfp8 and nvfp4 need block-scaled formats, which come with an fp4 peak: Blackwell)."""
+    cls = normalize_precision(precision)
+    need = "fp4" if precision in ("mxfp8", "nvfp4") else cls
+    if need not in spec.peak_flops:
+        has = ", ".join(p for p in accelerators.PRECISIONS if p in spec.peak_flops)
+        raise ConfigError(f"precision={precision}: {spec.name} has no {need} peak in the accelerator table "
+                          f"(it lists {has}); choose a precision it runs")
+
+
+def preset(name: str) -> dict[str, Any]:
+    """The shape keys of catalog model ``name``; a :class:`ConfigError` names close ones."""
+    try:
+        return models.get(name)
+    except models.UnknownModelError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _strip(key: str) -> str:
+    for prefix in ("config.", "hardware."):
+        if key.startswith(prefix):
+            return key[len(prefix):]
+    return key
+
+
+def check(config: Mapping[str, Any], require: bool = True) -> dict[str, Any]:
+    """``config`` typed, checked and completed (see the module docstring): the model preset
+    fills the keys it leaves out, ``dp`` and ``n_gpus`` / ``accelerator_count`` are filled from
+    each other, and the accelerator is given its table name. ``require=False`` skips the
+    :data:`REQUIRED` check (a partial config, e.g. what a plan adds layouts to).
+
+    Keys may carry their ``config.`` / ``hardware.`` prefix; missing values (None, NaN, blank)
+    count as not given.
+    """
+    given: dict[str, Any] = {}
+    for raw_key, value in config.items():
+        key = _strip(str(raw_key))
+        if key not in KEYS:
+            raise unknown_key_error(key)
+        if is_missing(value):
+            continue
+        given[key] = _typed(KEYS[key], value)
+    name = given.pop("model", None)
+    filled: dict[str, Any] = {}
+    if name is not None:
+        filled = preset(name)
+    elif "model_name" in given:
+        filled = models.lookup(given["model_name"]) or {}
+    out = {**filled, **given}
+    if name is not None and "model_name" not in given:
+        out["model_name"] = filled["model_name"]
+    _check_hardware(out)
+    _check_shape(out)
+    _check_degrees(out)
+    _check_batch(out)
+    if require:
+        missing = [k for k in REQUIRED if k not in out]
+        if missing:
+            what = ", ".join(f"{k} ({KEYS[k].unit})" for k in missing)
+            shape = " or model=NAME for the shape" if set(missing) & {"n_layers", "hidden_dim", "n_heads",
+                                                                       "vocab_size"} else ""
+            raise ConfigError(f"cannot price this config: it gives no {what}; add {missing[0]}=...{shape}")
+    return out
+
+
+def _check_hardware(cfg: dict) -> None:
+    if "accelerator" in cfg:
+        spec = accelerator_spec(cfg["accelerator"])
+        cfg["accelerator"] = spec.name
+        if "precision" in cfg:
+            check_precision(cfg["precision"], spec)
+    n, count = cfg.get("n_gpus"), cfg.get("accelerator_count")
+    if n is not None and count is not None and n != count:
+        raise ConfigError(f"n_gpus = {n} but accelerator_count = {count}: give one device count")
+    n = n if n is not None else count
+    if n is not None:
+        cfg["n_gpus"] = cfg["accelerator_count"] = n
+        nodes = cfg.get("nodes")
+        if nodes is not None and n % nodes:
+            raise ConfigError(f"n_gpus = {n} is not divisible by nodes = {nodes}: every node holds as many devices")
+
+
+def _check_shape(cfg: dict) -> None:
+    a, k, d = cfg.get("n_heads"), cfg.get("n_kv_heads"), cfg.get("hidden_dim")
+    if a is not None and k is not None and (k > a or a % k):
+        raise ConfigError(f"n_heads = {a} is not divisible by n_kv_heads = {k}")
+    if a is not None and d is not None and "head_dim" not in cfg and d % a:
+        raise ConfigError(f"hidden_dim = {d} is not divisible by n_heads = {a}; give head_dim if the heads are "
+                          "narrower")
+    E, K = cfg.get("n_experts"), cfg.get("experts_per_token")
+    if K is not None and (E is None or K > E):
+        raise ConfigError(f"experts_per_token = {K} needs n_experts >= {K} (got {E})")
+
+
+def _check_degrees(cfg: dict) -> None:
+    tp, pp, cp = (cfg.get(k, 1) for k in ("tp", "pp", "cp"))
+    n = cfg.get("n_gpus")
+    if cfg.get("vp", 1) > 1 and pp == 1:
+        raise ConfigError(f"vp = {cfg['vp']} needs pipeline parallelism (pp > 1); drop vp or set pp")
+    if n is not None:
+        model = tp * pp * cp
+        if "dp" in cfg:
+            if model * cfg["dp"] != n:
+                raise ConfigError(f"tp x pp x cp x dp = {tp} x {pp} x {cp} x {cfg['dp']} = {model * cfg['dp']} but "
+                                  f"n_gpus = {n}: the parallel degrees must multiply to the device count")
+        elif n % model:
+            raise ConfigError(f"tp x pp x cp = {tp} x {pp} x {cp} = {model} does not divide n_gpus = {n}")
+        else:
+            cfg["dp"] = n // model
+    a, kv = cfg.get("n_heads"), cfg.get("n_kv_heads")
+    if a is not None and a % tp:
+        raise ConfigError(f"n_heads = {a} is not divisible by tp = {tp}: tensor parallelism splits the heads")
+    if kv is not None and kv % tp and tp % kv:
+        raise ConfigError(f"n_kv_heads = {kv} and tp = {tp}: one must divide the other")
+    ep, E = cfg.get("ep", 1), cfg.get("n_experts")
+    if ep > 1:
+        if E is None or E < 2:
+            raise ConfigError(f"ep = {ep} needs a mixture-of-experts model (n_experts > 1)")
+        if E % ep:
+            raise ConfigError(f"n_experts = {E} is not divisible by ep = {ep}")
+        if "dp" in cfg and (cfg["dp"] * cp) % ep:
+            raise ConfigError(f"ep = {ep} does not divide dp x cp = {cfg['dp']} x {cp}: experts are spread over the "
+                              "data-parallel ranks")
+    L = cfg.get("n_layers")
+    if L is not None and pp > L:
+        raise ConfigError(f"pp = {pp} is more than the {L} layers")
+
+
+def _check_batch(cfg: dict) -> None:
+    B, b, m, dp = (cfg.get(k) for k in ("global_batch_size", "micro_batch_size", "grad_accum", "dp"))
+    if None not in (B, b, m, dp) and b * m * dp != B:
+        raise ConfigError(f"micro_batch_size x grad_accum x dp = {b} x {m} x {dp} = {b * m * dp} but "
+                          f"global_batch_size = {B}")
+    if None not in (B, b, dp) and B % (b * dp):
+        raise ConfigError(f"global_batch_size = {B} is not divisible by micro_batch_size x dp = {b} x {dp}")
+
+
+def as_columns(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked config as predictor columns: ``hardware.<key>`` for hardware keys, else ``config.<key>``."""
+    return {(f"hardware.{k}" if k in HARDWARE_KEYS else f"config.{k}"): v for k, v in cfg.items()}
+
+
+__all__ = ["ConfigError", "HARDWARE_KEYS", "KEYS", "Key", "REQUIRED", "accelerator_spec", "as_columns", "check",
+           "check_precision", "help_text", "known_accelerator", "preset", "unknown_key_error"]

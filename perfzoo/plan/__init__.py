@@ -1,0 +1,31 @@
+"""Plan a training run: the fastest layout of a model on a cluster, before anyone pays for it.
+
+``python -m perfzoo.plan --model llama3-70b --gpus 64 --accelerator H100-SXM-80GB --seq-len 8192
+--global-batch 256 --precision fp8`` lists every valid layout (tensor, pipeline, virtual, context,
+expert and data parallel degrees, micro batch and gradient accumulation, activation
+checkpointing, sharding, precision), drops those the memory model says do not fit, ranks the
+rest with the leaderboard's predictor and prints the top ones beside the published layout for
+the same model and cluster. One module per concept:
+
+===================  ==========================================================================
+:mod:`.layouts`      the layout space of a model on a :class:`Cluster` (its constraints)
+:mod:`.scoring`      :class:`Scorer`: the memory rule and the predictor; ``--calibrate`` runs
+:mod:`.recipes`      the published layouts of a model on a cluster (the baseline)
+:mod:`.planner`      :func:`plan` -> :class:`Plan` (exhaustive or REINFORCE)
+:mod:`.report`       the printed table, JSON lines, the plot, configs for ``collect``
+:mod:`.command`      ``PlanConfig`` and ``run(config)``; :mod:`.cli` the command line
+:mod:`.benchmark`    the validation benchmark (``python -m perfzoo.plan benchmark``)
+===================  ==========================================================================
+
+>>> from perfzoo.plan import Cluster, plan                                   # doctest: +SKIP
+>>> p = plan("llama3-8b", Cluster(gpus=8, accelerator="H100-SXM-80GB"), seq_len=8192,
+...          global_batch=64, precisions=("bf16", "fp8"))                     # doctest: +SKIP
+>>> p.top(5)                                                                  # doctest: +SKIP
+"""
+
+from perfzoo.plan.layouts import Cluster, PlanError, layout_space
+from perfzoo.plan.planner import Plan, default_scorer, plan, resolve_model
+from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer, fit_with_runs
+
+__all__ = ["Cluster", "MEMORY_MARGIN", "Plan", "PlanError", "Scorer", "default_scorer", "fit_with_runs",
+           "layout_space", "plan", "resolve_model"]

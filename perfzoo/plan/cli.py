@@ -1,0 +1,111 @@
+"""``python -m perfzoo.plan``: the fastest layout of a model on a cluster, before anyone pays for it.
+
+Examples
+--------
+Llama 3 70B on 64 H100s, FP8, 8k sequences, 256 a step::
+
+    python -m perfzoo.plan --model llama3-70b --gpus 64 --accelerator H100-SXM-80GB --seq-len 8192 \\
+        --global-batch 256 --precision fp8
+
+Your own shape, bf16 or fp8, compared with your current layout, the top 5 written for collect::
+
+    python -m perfzoo.plan --set n_layers=40 hidden_dim=5120 n_heads=40 vocab_size=32000 --gpus 32 \\
+        --accelerator H100 --seq-len 4096 --global-batch 512 --precision bf16,fp8 --baseline tp=4 pp=2 \\
+        --top-k 5 --out plan.jsonl --plot plan.png
+
+The validation benchmark: ``python -m perfzoo.plan benchmark`` (:mod:`perfzoo.plan.benchmark`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Optional, Sequence
+
+from perfzoo import llmconfig, models
+from perfzoo._cli import config_from_args, field_defaults, guarded
+from perfzoo.plan import benchmark, report
+from perfzoo.plan.command import PlanConfig, run
+from perfzoo.plan.layouts import LAYOUT_KNOBS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m perfzoo.plan", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="exit status: 0 done, 1 a problem with the data, 2 usage or input error\n\n"
+                                       + llmconfig.help_text())
+    p.add_argument("--model", metavar="NAME_OR_CONFIG",
+                   help="a catalog model (--list-models) or a Hugging Face config.json on disk")
+    p.add_argument("--set", dest="knobs", nargs="+", metavar="KEY=VALUE",
+                   help="model keys (see below), over --model's or instead of it: n_layers=... hidden_dim=...")
+    p.add_argument("--gpus", type=int, help="GPUs in the cluster")
+    p.add_argument("--accelerator", help="the GPU, a row of the accelerator table (e.g. H100-SXM-80GB, B200, A100-80GB)")
+    p.add_argument("--seq-len", type=int, help="tokens per sequence")
+    p.add_argument("--global-batch", type=int, help="sequences per optimizer step")
+    p.add_argument("--precision", help="comma-separated precisions to consider (default bf16; e.g. bf16,fp8)")
+    p.add_argument("--nodes-of", type=int, metavar="K",
+                   help="GPUs per node / NVLink domain (default: the accelerator table's)")
+    p.add_argument("--top-k", type=int, help="layouts shown and written (default 10)")
+    p.add_argument("--baseline", nargs="+", metavar="KNOB=VALUE",
+                   help=f"your layout to compare with ({', '.join(LAYOUT_KNOBS)}; e.g. tp=4 pp=8)")
+    p.add_argument("--predictor", help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, "
+                                       "or a saved predictor folder")
+    p.add_argument("--dataset", help="the predictor's training data (default published-llm)")
+    p.add_argument("--calibrate", metavar="RUNS.csv",
+                   help="your measured runs (config keys + tokens_per_s_per_device): the predictor is refitted "
+                        "with them")
+    p.add_argument("--memory-margin", type=float,
+                   help="fraction of device memory kept free of the memory model's estimate (default 0.1)")
+    p.add_argument("--exhaustive-limit", type=int,
+                   help="the most valid layouts scored one by one; past it REINFORCE samples the space (default "
+                        "250000)")
+    p.add_argument("--tp-beyond-node", action="store_true", help="let tensor parallelism span NVLink domains")
+    p.add_argument("--seed", type=int, help="the searcher's seed (default 0)")
+    p.add_argument("--json", action="store_true", help="one JSON object per layout (top k, then baselines)")
+    p.add_argument("--out", metavar="FILE.jsonl", help="write the top k as collect configs (and the space, .toml)")
+    p.add_argument("--plot", metavar="FILE.png", help="predicted tokens/s per GPU against memory per GPU")
+    p.add_argument("--external-dir", metavar="DIR", help="the external-data directory (published tables)")
+    p.add_argument("--list-models", action="store_true", help="list the catalog's models and exit")
+    p.set_defaults(**field_defaults(PlanConfig))  # every default lives once, in PlanConfig
+    p.set_defaults(knobs=[], baseline=[])
+    return p
+
+
+def list_models() -> str:
+    """The catalog, one model a line: name, kind, parameters, layers x width, experts."""
+    lines = [f"{'model':<18} {'kind':<6} {'params':>8}  {'layers x width':<15} experts"]
+    for row in models.catalog().to_dict("records"):
+        experts = (f"{int(row['n_experts'])} ({int(row['experts_per_token'])} active)"
+                   if row.get("n_experts") == row.get("n_experts") and row.get("n_experts") else "")
+        params = f"{row['n_params'] / 1e9:,.1f}B" if row["n_params"] == row["n_params"] else "?"
+        lines.append(f"{row['name']:<18} {row['arch']:<6} {params:>8}  "
+                     f"{int(row['n_layers'])} x {int(row['hidden_dim']):<8} {experts}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point; returns the exit status (0 ok, 1 a problem with the data, 2 usage or input error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["benchmark"]:
+        return benchmark.main(argv[1:])
+    args = build_parser().parse_args(argv)
+    if args.list_models:
+        print(list_models())
+        return 0
+
+    def body() -> int:
+        config = config_from_args(PlanConfig, args)
+        result = run(config)
+        if args.json:
+            for rec in report.records(result.plan, config.top_k):
+                print(json.dumps(rec))
+        else:
+            print(report.table(result.plan, config.top_k))
+            print(f"\n({result.seconds:.1f} s)")
+        return 0
+
+    return guarded("perfzoo.plan", body)
+
+
+__all__ = ["build_parser", "list_models", "main"]

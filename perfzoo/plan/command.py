@@ -1,0 +1,183 @@
+"""The plan command as a library: :class:`PlanConfig` and :func:`run`, what ``python -m
+perfzoo.plan`` (:mod:`perfzoo.plan.cli`) does with a parsed command line: the model resolved
+(catalog name, ``config.json`` or ``--set``), the scorer (the leaderboard's best for the
+published tables, another zoo member, a saved predictor; refitted with ``--calibrate`` runs),
+the published layouts of the same model and cluster, the plan, and the files it writes.
+
+Python API
+----------
+::
+
+    from perfzoo.plan.command import PlanConfig, run
+    result = run(PlanConfig(model="llama3-70b", gpus=64, accelerator="H100-SXM-80GB", seq_len=8192,
+                            global_batch=256, precision="fp8"))
+    result.plan.top(10)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+
+from perfzoo import analytic, llmconfig
+from perfzoo._cli import UsageError, assignment
+from perfzoo.datasets import load_dataset
+from perfzoo.plan import report
+from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
+from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, plan, resolve_model
+from perfzoo.plan.recipes import published_layouts
+from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer, fit_with_runs
+from perfzoo.predict import outside_training
+from perfzoo.search import Reinforce
+from perfzoo.search.command import resolve_predictor
+from perfzoo.zoo.best import load_best
+
+PUBLISHED = "published-llm"  # the shared published tables: the default training data and the baselines
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """One plan request, as :func:`run` takes it; ``python -m perfzoo.plan`` translates its flags
+    onto it field for field (``--set`` is ``knobs``, ``--baseline`` is ``baseline``).
+
+    >>> PlanConfig(model="llama3-8b", gpus=8, accelerator="H100", seq_len=4096, global_batch=64, top_k=0)
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --top-k must be at least 1
+    """
+
+    model: Optional[str] = None  # a catalog name (--list-models) or a config.json path; or the shape in --set
+    gpus: Optional[int] = None  # GPUs in the cluster
+    accelerator: Optional[str] = None  # a row of the accelerator table
+    seq_len: Optional[int] = None  # tokens per sequence
+    global_batch: Optional[int] = None  # sequences per optimizer step
+    precision: str = "bf16"  # comma-separated precisions to consider (bf16,fp8)
+    nodes_of: Optional[int] = None  # GPUs per node / NVLink domain (default: the accelerator table's)
+    top_k: int = 10  # layouts shown and written
+    knobs: list[str] = field(default_factory=list)  # KEY=VALUE model keys (--set n_layers=... hidden_dim=...)
+    baseline: list[str] = field(default_factory=list)  # KEY=VALUE layout knobs of your own layout (tp=4 pp=8)
+    predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
+    dataset: str = PUBLISHED  # the predictor's training data (a zoo member is fitted on it)
+    calibrate: Optional[str] = None  # a CSV of your measured runs: the predictor is refitted with them
+    memory_margin: float = MEMORY_MARGIN  # fraction of device memory kept free
+    exhaustive_limit: int = EXHAUSTIVE_LIMIT  # the most valid layouts scored one by one (else REINFORCE)
+    tp_beyond_node: bool = False  # let tensor parallelism span NVLink domains
+    seed: int = 0  # the searcher's seed
+    out: Optional[str] = None  # write the top k here as collect configs (and the space beside it, .toml)
+    plot: Optional[str] = None  # write the plot here (.png)
+    external_dir: Optional[str] = None  # the external-data directory (published tables)
+
+    def __post_init__(self):
+        if self.top_k < 1:
+            raise UsageError("--top-k must be at least 1")
+        if self.model is None and not self.knobs:
+            raise UsageError("give --model NAME_OR_CONFIG (python -m perfzoo.plan --list-models) or the shape with "
+                             "--set n_layers=... hidden_dim=... n_heads=... vocab_size=...")
+        for flag, value in (("--gpus", self.gpus), ("--accelerator", self.accelerator), ("--seq-len", self.seq_len),
+                            ("--global-batch", self.global_batch)):
+            if value is None:
+                raise UsageError(f"give {flag}: a plan is for one cluster and one training job")
+        for item in self.knobs:
+            assignment(item, "--set")
+        for item in self.baseline:
+            key, _ = assignment(item, "--baseline")
+            if key not in LAYOUT_KNOBS:
+                raise UsageError(f"--baseline {item!r}: {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
+        if self.calibrate is not None and not Path(self.calibrate).is_file():
+            raise UsageError(f"--calibrate {self.calibrate}: no such file")
+        for flag, path in (("--out", self.out), ("--plot", self.plot)):
+            if path is not None and not Path(path).resolve().parent.is_dir():
+                raise UsageError(f"{flag} {path}: the folder {Path(path).resolve().parent} does not exist")
+
+    def precisions(self) -> tuple[str, ...]:
+        return tuple(p.strip() for p in str(self.precision).split(",") if p.strip())
+
+
+@dataclass
+class PlanResult:
+    """What :func:`run` returns: the :class:`~perfzoo.plan.planner.Plan`, the files written and the log."""
+
+    plan: Plan
+    out: Optional[Path] = None
+    space_file: Optional[Path] = None
+    plot: Optional[Path] = None
+    seconds: float = 0.0
+
+
+def scorer_for(config: PlanConfig, log) -> Scorer:
+    """The scorer ``config`` asks for: the predictor (the leaderboard's best without loading its
+    data, unless ``--calibrate`` refits it), with the memory margin."""
+    if config.predictor == "best" and config.calibrate is None:
+        try:
+            model = load_best(config.dataset)
+        except (FileNotFoundError, KeyError) as exc:
+            raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
+        log(f"predictor: the leaderboard's best for {config.dataset} ({model.name})")
+        return Scorer(model, per_device=_per_device(config.dataset, config.external_dir),
+                      memory_margin=config.memory_margin)
+    training = load_dataset(config.dataset, external_dir=config.external_dir)
+    if config.calibrate is not None:
+        member = load_best(training).name if config.predictor == "best" else config.predictor
+        t = time.perf_counter()
+        model = fit_with_runs(member, training, config.calibrate)
+        log(f"predictor: {member} refitted on {training.name} plus {model.n_calibration_runs_} runs of "
+            f"{config.calibrate} in {time.perf_counter() - t:.1f} s")
+    else:
+        model = resolve_predictor(config.predictor, training, log)
+    return Scorer(model, per_device=training.target.endswith("_per_device"), memory_margin=config.memory_margin)
+
+
+def _per_device(dataset: str, external_dir: Optional[str]) -> bool:
+    """Whether ``dataset``'s target is per device; the published tables' is (tokens/s per GPU)."""
+    if dataset == PUBLISHED:
+        return True
+    return load_dataset(dataset, external_dir=external_dir).target.endswith("_per_device")
+
+
+def run(config: PlanConfig, log=None) -> PlanResult:
+    """The plan ``config`` asks for (see the module docstring); files written where it says.
+    Progress goes to ``log`` (default: stderr)."""
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    overrides = dict(assignment(item, "--set") for item in config.knobs)
+    shape = resolve_model(config.model, overrides)
+    cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
+    scorer = scorer_for(config, log)
+    published = tables = None
+    try:
+        tables = load_dataset(PUBLISHED, external_dir=config.external_dir)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        log(f"baseline: no published tables to compare with ({' '.join(str(exc).split())[:160]})")
+    else:
+        published = published_layouts(tables, str(shape.get("model_name")), cluster, config.seq_len,
+                                      config.global_batch)
+        same = published[published["same_batch"]] if len(published) else published
+        published = (same if len(same) else published).head(3)
+        log(f"baseline: {len(published)} published layout(s) of {shape.get('model_name')} on {cluster.describe()} "
+            f"at seq {config.seq_len:,} in {PUBLISHED}")
+    baseline = dict(assignment(item, "--baseline") for item in config.baseline) or None
+    result = plan(shape, cluster, seq_len=config.seq_len, global_batch=config.global_batch,
+                  precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
+                  exhaustive_limit=config.exhaustive_limit, searcher=Reinforce(seed=config.seed),
+                  tp_beyond_node=config.tp_beyond_node, log=log)
+    if tables is not None and config.dataset == PUBLISHED and config.calibrate is None:
+        top = pd.DataFrame([llmconfig.as_columns(result.configs(1)[0])]).assign(**cluster.hardware())
+        params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)
+        result.notes.extend(outside_training(top, params, tables)[0])
+    out = PlanResult(plan=result)
+    if config.out:
+        out.out, out.space_file = report.write_configs(result, config.out, config.top_k)
+        log(f"wrote {out.out} and {out.space_file}; run them: {report.collect_command(out.out, out.space_file, result)}")
+    if config.plot:
+        out.plot = report.plot(result, config.plot, config.top_k)
+        log(f"wrote {out.plot}")
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+__all__ = ["PUBLISHED", "PlanConfig", "PlanResult", "run", "scorer_for"]

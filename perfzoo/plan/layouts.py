@@ -1,0 +1,222 @@
+"""The layouts a plan chooses between: every way to lay one model's training job out on one cluster.
+
+A layout is a setting of the knobs of ``docs/architecture.md``: tensor (``tp``), pipeline
+(``pp``, with ``vp`` virtual stages), context (``cp``), expert (``ep``, MoE models) and data
+(``dp``) parallel degrees, the micro batch and gradient accumulation, activation
+checkpointing, data-parallel sharding (``fsdp``: none, ZeRO-1 ``zero1``, ZeRO-2
+``shard_grad_op``, ZeRO-3 ``full_shard``) and precision. :func:`layout_space` builds them as a
+:class:`~perfzoo.spaces.Space` (search-only, of the ``llm`` workload), whose constraints keep
+out every invalid combination, so its :class:`~perfzoo.spaces.codec.SpaceCodec` enumerates
+them as numpy index rows and the REINFORCE searcher can walk the same space:
+
+* ``tp`` divides the GPUs and the heads (and the KV heads divide ``tp`` or ``tp`` them), and
+  stays within the NVLink domain (the accelerator table's ``node_size``, or ``--nodes-of``);
+* ``pp`` divides the layers and ``vp`` the layers of a stage (``vp > 1`` only with ``pp > 1``
+  and a multiple of ``pp`` micro-batches, as Megatron's interleaved schedule needs);
+* ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
+* ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
+  ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
+* sharding needs more than one data-parallel rank.
+
+Every layout also runs with flash attention and, with ``tp > 1``, sequence parallelism (what
+Megatron, NeMo and torchtitan do at this scale): the memory model counts activations that way.
+
+>>> from perfzoo import models
+>>> space = layout_space(models.get("llama3-8b"), Cluster(gpus=8, accelerator="H100-SXM-80GB"),
+...                      seq_len=8192, global_batch=64, precisions=("bf16",))
+>>> sorted(space.dimension("tp").values), sorted(space.dimension("pp").values)
+([1, 2, 4, 8], [1, 2, 4, 8])
+>>> space.validate({**{d.name: d.values[0] for d in space.dimensions}, "tp": 8, "pp": 2})["dp"]
+Traceback (most recent call last):
+...
+perfzoo.spaces._base.SpaceError: space 'plan-llama3-8b-8xH100-80GB': tp x pp x cp = 16 does not divide the 8 GPUs (constraint 'degrees_divide_gpus')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from perfzoo import accelerators, llmconfig
+from perfzoo.spaces import Categorical, Constraint, Space
+
+MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+VIRTUAL_STAGES = (1, 2, 3, 4, 5, 6, 8, 10)
+CONTEXT_PARALLEL = (1, 2, 4, 8, 16, 32)
+MIN_CP_TOKENS = 2048  # context parallelism below this many tokens per rank only adds traffic
+CHECKPOINTING = ("none", "selective", "full")
+SHARDINGS = ("none", "zero1", "shard_grad_op", "full_shard")
+LAYOUT_KNOBS = ("tp", "pp", "vp", "cp", "ep", "micro_batch_size", "activation_checkpointing", "fsdp", "precision")
+DERIVED_KNOBS = ("dp", "grad_accum", "sequence_parallel", "flash_attention")
+
+
+class PlanError(llmconfig.ConfigError):
+    """A plan that cannot be made as asked (exit status 2); the message names the fix."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The GPUs a plan lays a job out on: how many, which accelerator (a row of the accelerator
+    table), and how many share one NVLink domain (default: the table's ``node_size``).
+
+    >>> Cluster(gpus=12, accelerator="H100-SXM-80GB")
+    Traceback (most recent call last):
+    ...
+    perfzoo.plan.layouts.PlanError: 12 GPUs are not a whole number of 8-GPU nodes of H100-80GB: give a multiple of 8 (or --nodes-of K for other nodes)
+    """
+
+    gpus: int
+    accelerator: str
+    gpus_per_node: Optional[int] = None
+
+    def __post_init__(self):
+        if isinstance(self.gpus, bool) or not isinstance(self.gpus, (int, np.integer)) or self.gpus < 1:
+            raise PlanError(f"--gpus {self.gpus!r}: give a whole number of GPUs, 1 or more")
+        if self.gpus_per_node is not None and (not isinstance(self.gpus_per_node, (int, np.integer))
+                                               or self.gpus_per_node < 1):
+            raise PlanError(f"--nodes-of {self.gpus_per_node!r}: give the GPUs per node, 1 or more")
+        spec = self.spec  # refuses an unknown accelerator with the known names
+        node = self.node_size
+        if self.gpus > node and self.gpus % node:
+            raise PlanError(f"{self.gpus} GPUs are not a whole number of {node}-GPU nodes of {spec.name}: give a "
+                            f"multiple of {node} (or --nodes-of K for other nodes)")
+
+    @property
+    def spec(self) -> accelerators.AcceleratorSpec:
+        return llmconfig.accelerator_spec(self.accelerator)
+
+    @property
+    def node_size(self) -> int:
+        """GPUs that share one NVLink domain."""
+        return int(self.gpus_per_node or self.spec.node_size)
+
+    @property
+    def nodes(self) -> int:
+        return max(1, math.ceil(self.gpus / self.node_size))
+
+    def hardware(self) -> dict[str, Any]:
+        """The ``hardware.*`` columns of every layout on this cluster."""
+        return {"hardware.accelerator": self.spec.name, "hardware.accelerator_count": self.gpus,
+                "hardware.nodes": self.nodes}
+
+    def describe(self) -> str:
+        return f"{self.gpus} x {self.spec.name}" + (f" ({self.nodes} nodes of {self.node_size})" if self.nodes > 1 else "")
+
+
+def as_run(frame: pd.DataFrame) -> pd.DataFrame:
+    """Measured or published layouts priced as the plan prices its own: flash attention, and
+    sequence parallelism with ``tp > 1``, where a row does not say (what Megatron, NeMo,
+    llm-foundry and torchtitan run by default; the memory model counts activations by them).
+
+    >>> as_run(pd.DataFrame({"config.tp": [1, 4]}))["config.sequence_parallel"].tolist()
+    [False, True]
+    """
+    out = frame.copy()
+    tp = pd.to_numeric(out.get("config.tp", pd.Series(1, index=out.index)), errors="coerce").fillna(1)
+    for key, default in (("config.flash_attention", pd.Series(True, index=out.index)),
+                         ("config.sequence_parallel", tp > 1)):
+        given = out[key] if key in out else pd.Series(None, index=out.index, dtype=object)
+        out[key] = given.astype(object).where(given.notna(), default.astype(object))
+    return out
+
+
+def divisors(n: int) -> list[int]:
+    """Divisors of ``n`` in increasing order.
+
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _dp(c: dict, gpus: int) -> int:
+    return gpus // (c["tp"] * c["pp"] * c["cp"])
+
+
+def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int, precisions: Sequence[str],
+                 tp_beyond_node: bool = False) -> Space:
+    """The layout space of ``model`` (checked config keys: ``n_layers``, ``n_heads``, ...) on
+    ``cluster`` for sequences of ``seq_len`` tokens, ``global_batch`` sequences a step, in each of
+    ``precisions``; see the module docstring. ``tp_beyond_node`` lets tp span NVLink domains."""
+    N, L, a = cluster.gpus, int(model["n_layers"]), int(model["n_heads"])
+    kv = int(model.get("n_kv_heads") or a)
+    E = int(model.get("n_experts") or 1)
+    tp_max = N if tp_beyond_node else min(cluster.node_size, N)
+    tps = [t for t in divisors(N) if t <= tp_max and a % t == 0 and (kv % t == 0 or t % kv == 0)]
+    pps = [p for p in divisors(N) if L % p == 0]
+    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(L % (p * v) == 0 for p in pps if p > 1)]
+    cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and seq_len % (2 * c) == 0 and seq_len // c >= MIN_CP_TOKENS]
+    cps = sorted(set(cps) | {1})
+    eps = [e for e in divisors(N) if E % e == 0] if E > 1 else [1]
+    mbs = [b for b in MICRO_BATCHES if b <= global_batch]
+
+    def degrees(c):
+        model_ranks = c["tp"] * c["pp"] * c["cp"]
+        return None if N % model_ranks == 0 else f"tp x pp x cp = {model_ranks} does not divide the {N} GPUs"
+
+    def batch(c):
+        if degrees(c):
+            return degrees(c)
+        per_step = c["micro_batch_size"] * _dp(c, N)
+        return None if global_batch % per_step == 0 else (
+            f"global batch {global_batch} is not a whole number of micro_batch_size x dp = {per_step} sequences")
+
+    def interleaving(c):
+        if c["vp"] == 1:
+            return None
+        if c["pp"] == 1 or L % (c["pp"] * c["vp"]):
+            return f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp dividing the {L} layers"
+        if batch(c):
+            return batch(c)
+        accum = global_batch // (c["micro_batch_size"] * _dp(c, N))
+        return None if accum % c["pp"] == 0 else f"interleaving needs a multiple of pp = {c['pp']} micro-batches"
+
+    def experts(c):
+        if c["ep"] == 1 or degrees(c):
+            return degrees(c)
+        ranks = _dp(c, N) * c["cp"]
+        return None if ranks % c["ep"] == 0 else f"ep = {c['ep']} does not divide dp x cp = {ranks}"
+
+    def sharding(c):
+        if c["fsdp"] == "none" or degrees(c):
+            return degrees(c)
+        return None if _dp(c, N) * c["cp"] > 1 else "sharding needs more than one data-parallel rank"
+
+    def derived(c):
+        dp = _dp(c, N)
+        return {"dp": dp, "grad_accum": global_batch // (c["micro_batch_size"] * dp),
+                "sequence_parallel": c["tp"] > 1, "flash_attention": True}
+
+    constants = {k: v for k, v in model.items() if k not in llmconfig.HARDWARE_KEYS and k not in LAYOUT_KNOBS
+                 and k not in DERIVED_KNOBS}
+    constants.update(seq_len=int(seq_len), global_batch_size=int(global_batch), n_gpus=N)
+    name = constants.get("model_name", "model")
+    return Space(
+        name=f"plan-{name}-{N}x{cluster.spec.name}",
+        workload="llm",
+        dimensions=[Categorical("tp", "tensor-parallel degree", choices=tuple(tps)),
+                    Categorical("pp", "pipeline-parallel degree", choices=tuple(pps)),
+                    Categorical("vp", "virtual pipeline stages per rank", choices=tuple(vps)),
+                    Categorical("cp", "context-parallel degree", choices=tuple(cps)),
+                    Categorical("ep", "expert-parallel degree", choices=tuple(eps)),
+                    Categorical("micro_batch_size", "sequences per micro-batch", choices=tuple(mbs)),
+                    Categorical("activation_checkpointing", "recompute", choices=CHECKPOINTING),
+                    Categorical("fsdp", "data-parallel sharding", choices=SHARDINGS),
+                    Categorical("precision", "matmul precision", choices=tuple(precisions))],
+        constants=constants,
+        derived=derived,
+        constraints=[Constraint("degrees_divide_gpus", degrees), Constraint("whole_micro_batches", batch),
+                     Constraint("interleaving", interleaving), Constraint("experts_over_data_ranks", experts),
+                     Constraint("sharding_needs_data_ranks", sharding)],
+        world_size_key="n_gpus",
+        description=f"layouts of {name} on {cluster.describe()}, {seq_len}-token sequences, global batch {global_batch}",
+        runnable=False,
+    )
+
+
+__all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MICRO_BATCHES", "MIN_CP_TOKENS", "PlanError", "SHARDINGS",
+           "divisors", "layout_space"]

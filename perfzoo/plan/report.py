@@ -1,0 +1,241 @@
+"""What a plan shows: the printed table, JSON lines, the plot, and configs ``collect`` runs.
+
+>>> layout_text({"tp": 8, "pp": 2, "vp": 10, "cp": 1, "ep": 1, "dp": 4, "micro_batch_size": 2,
+...              "grad_accum": 32, "activation_checkpointing": "none", "fsdp": "zero1", "precision": "fp8"})
+'tp8 pp2 vp10 cp1 dp4 mb2x32 ac:none zero1 fp8'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from perfzoo.plan.layouts import LAYOUT_KNOBS
+from perfzoo.plan.planner import KNOBS, Plan
+
+JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "predicted_tokens_per_s", "step_time_s", "mfu",
+             "memory_gib", "headroom_gib", "fits", "range_low", "range_high", "rank", "role", "label", "gain",
+             "measured_tokens_per_s_per_device")
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready scalar: numpy types unwrapped, NaN and None as None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+        return None if isinstance(value, float) and math.isnan(value) else value
+    return value
+
+
+def _int(value: Any) -> Any:
+    v = _plain(value)
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def layout_text(row: dict) -> str:
+    """One layout in a few words: degrees, micro batch x accumulation, checkpointing, sharding, precision."""
+    parts = [f"{k}{_int(row.get(k))}" for k in ("tp", "pp", "vp", "cp") if _plain(row.get(k)) is not None]
+    if (_int(row.get("ep")) or 1) > 1:
+        parts.append(f"ep{_int(row['ep'])}")
+    if _plain(row.get("dp")) is not None:
+        parts.append(f"dp{_int(row['dp'])}")
+    if _plain(row.get("micro_batch_size")) is not None:
+        accum = _int(row.get("grad_accum"))
+        parts.append(f"mb{_int(row['micro_batch_size'])}" + (f"x{accum}" if accum is not None else ""))
+    for key, prefix in (("activation_checkpointing", "ac:"), ("fsdp", ""), ("precision", "")):
+        if _plain(row.get(key)) is not None:
+            parts.append(f"{prefix}{row[key]}")
+    return " ".join(parts)
+
+
+def records(plan: Plan, k: int = 10) -> list[dict]:
+    """One JSON object per layout (the top ``k``, then the baselines): its knobs as top-level
+    keys, the predictions, memory, ``fits`` and ``role`` (``candidate`` or ``baseline``)."""
+    context = {"model_name": plan.model.get("model_name"), "n_gpus": plan.cluster.gpus,
+               "accelerator": plan.cluster.spec.name, "seq_len": plan.seq_len,
+               "global_batch_size": plan.global_batch, "predictor": plan.scorer.name}
+    out = []
+    for row in plan.to_frame(k).to_dict("records"):
+        rec = {key: _int(row[key]) if key in KNOBS else _plain(row[key]) for key in JSON_KEYS if key in row}
+        rec["fits"] = bool(row["fits"]) if _plain(row.get("fits")) is not None else None
+        out.append({**rec, **context})
+    return out
+
+
+def _num(value: Any, fmt: str = ",.0f") -> str:
+    v = _plain(value)
+    return "-" if v is None else format(v, fmt)
+
+
+def table(plan: Plan, k: int = 10) -> str:
+    """The printed plan: the counts, the top ``k`` layouts, the baselines and what the pick gains."""
+    has_range = "range_low" in plan.layouts
+    head = (f"{'rank':>4}  {'layout':<52} {'tok/s/GPU':>10} {'tok/s':>12} {'MFU*':>6} {'step s':>7} "
+            f"{'mem GiB':>8} {'free GiB':>8}" + (f"  {'interval (tok/s/GPU)':>21}" if has_range else ""))
+    c = plan.counts
+    lines = [f"plan: {plan.model.get('model_name', 'model')} on {plan.cluster.describe()}, seq {plan.seq_len:,}, "
+             f"global batch {plan.global_batch:,}, precision {', '.join(plan.precisions)}; predictor "
+             f"{plan.scorer.name}; memory margin {plan.scorer.memory_margin:.0%} of "
+             f"{plan.layouts['device_memory_gib'].iloc[0]:,.0f} GiB",
+             f"layouts: {c['generated']:,} generated (valid of {c['grid']:,} grid points), "
+             f"{c['memory_checked']:,} memory-checked, {c['feasible']:,} feasible ({c['infeasible']:,} dropped: "
+             f"over memory), {c['scored']:,} scored; {plan.method}: {plan.reason}",
+             "", head]
+
+    def line(rank: str, row: dict) -> str:
+        text = (f"{rank:>4}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']):>10} "
+                f"{_num(row['predicted_tokens_per_s']):>12} {_num(row['mfu'], '.1%'):>6} "
+                f"{_num(row['step_time_s'], '.2f'):>7} {_num(row['memory_gib'], '.1f'):>8} "
+                f"{_num(row['headroom_gib'], '.1f'):>8}")
+        if has_range:
+            text += f"  {_num(row.get('range_low'))} .. {_num(row.get('range_high'))}"
+        return text
+
+    for row in plan.top(k).to_dict("records"):
+        lines.append(line(str(row["rank"]), row))
+    if len(plan.baselines):
+        best = plan.layouts.iloc[0]
+        lines.append("")
+        for row in plan.baselines.to_dict("records"):
+            fits = "fits" if row["fits"] else "does NOT fit the memory model"
+            lines.append(f"baseline ({row['label']}): {layout_text(row)}")
+            lines.append(line("", row) + f"  ({fits})")
+            rank = _plain(row.get("rank"))
+            gain = _plain(row.get("gain"))
+            verdict = (f"  ranks {rank:,} of {c['scored']:,}; the top pick is predicted {gain:+.1%} faster"
+                       if rank is not None and gain is not None else "  not priced")
+            measured = _plain(row.get("measured_tokens_per_s_per_device"))
+            if measured is not None:
+                top = float(best["predicted_tokens_per_s_per_device"])
+                verdict += (f"; measured {measured:,.0f} tok/s/GPU (its prediction "
+                            f"{row['predicted_tokens_per_s_per_device'] / measured - 1:+.1%}; the top pick's "
+                            f"prediction {top / measured - 1:+.1%} over this measurement)")
+            lines.append(verdict)
+    lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision")
+    lines.extend(f"note: {n}" for n in plan.notes)
+    return "\n".join(lines)
+
+
+def plot(plan: Plan, path: str | Path, k: int = 10) -> Path:
+    """Every scored layout as predicted tokens/s per GPU against memory per GPU, the device's
+    memory and the margin's line, the top ``k`` and the baselines marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    lay = plan.layouts
+    ax.scatter(lay["memory_gib"], lay["predicted_tokens_per_s_per_device"], s=6, alpha=0.35, color="0.5",
+               label=f"scored layouts ({len(lay):,})")
+    top = lay.head(k)
+    ax.scatter(top["memory_gib"], top["predicted_tokens_per_s_per_device"], s=30, color="tab:blue",
+               label=f"top {len(top)}")
+    if len(plan.baselines):
+        base = plan.baselines
+        ax.scatter(base["memory_gib"], base["predicted_tokens_per_s_per_device"], s=70, marker="*",
+                   color="tab:red", label="baseline")
+        for row in base.to_dict("records"):
+            ax.annotate(str(row["label"])[:40], (row["memory_gib"], row["predicted_tokens_per_s_per_device"]),
+                        fontsize=7, xytext=(4, 4), textcoords="offset points")
+    device = float(lay["device_memory_gib"].iloc[0])
+    ax.axvline(device, color="black", lw=1, label=f"device memory {device:,.0f} GiB")
+    ax.axvline((1 - plan.scorer.memory_margin) * device, color="black", lw=1, ls="--",
+               label=f"usable ({plan.scorer.memory_margin:.0%} margin)")
+    ax.set_xlabel("memory per GPU (GiB, memory model)")
+    ax.set_ylabel(f"predicted tokens/s per GPU ({plan.scorer.name})")
+    ax.set_title(f"{plan.model.get('model_name', 'model')} on {plan.cluster.describe()}", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# torchtitan (0.3.0, as examples/torchtitan/space.toml spells its flags) launched by torchrun on each node
+COMMAND = ("torchrun --nnodes {nodes} --nproc-per-node {gpus_per_node} -m torchtitan.train --module {titan_module} "
+           "--config {titan_config} --training.steps {total_steps} --metrics.log-freq 1 "
+           "--training.local-batch-size {local_batch} --training.global-batch-size {global_batch_size} "
+           "--training.seq-len {seq_len} --parallelism.tensor-parallel-degree {tp} "
+           "--parallelism.pipeline-parallel-degree {pp} --parallelism.pipeline-parallel-microbatch-size "
+           "{micro_batch_size} --parallelism.context-parallel-degree {cp} --parallelism.expert-parallel-degree {ep} "
+           "--parallelism.data-parallel-shard-degree -1 activation-checkpoint:{activation_checkpointing}")
+DERIVED = {"dp": "n_gpus // (tp * pp * cp)", "grad_accum": "global_batch_size // (micro_batch_size * dp)",
+           "local_batch": "micro_batch_size * grad_accum", "sequence_parallel": "tp > 1", "flash_attention": "True"}
+
+
+def _toml(value: Any) -> str:
+    value = _plain(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path]:
+    """The top ``k`` layouts as configs ``python -m perfzoo.collect --configs`` runs: ``path``
+    (``{"config": ...}`` lines) and, beside it, the space they belong to (``.toml``, the
+    ``command`` workload with a torchtitan launch command). Returns both paths."""
+    path = Path(path)
+    space_path = path.with_suffix(".toml")
+    configs = plan.configs(k)
+    top = plan.top(k).to_dict("records")
+    constants = {key: v for key, v in plan.space.constants.items()}
+    constants.update(gpus_per_node=min(plan.cluster.node_size, plan.cluster.gpus), nodes=plan.cluster.nodes,
+                     titan_module="llama3", titan_config=str(plan.model.get("model_name", "model")))
+    knobs = {name: sorted({c[name] for c in configs}, key=str) for name in LAYOUT_KNOBS}
+    lines = [
+        f"# Written by python -m perfzoo.plan: the top {len(configs)} layouts of {plan.model.get('model_name')} on "
+        f"{plan.cluster.describe()} ({path.name}).",
+        "# The command runs torchtitan (flags as torchtitan 0.3.0 spells them); it carries tp, pp, cp, ep, the micro",
+        "# and global batch, the sequence length and activation checkpointing. vp, fsdp and precision are recorded",
+        "# with each job but set in your torchtitan --config (titan_module / titan_config below); for Megatron or",
+        "# another launcher give collect --command '...' with {knob} placeholders. Multi-node: collect --launcher",
+        "# slurm --nodes {nodes} --gpus-per-node {gpus_per_node}.",
+        f"name = {json.dumps(plan.space.name)}",
+        f"description = {json.dumps(plan.space.description)}",
+        'workload = "command"',
+        'world_size_key = "n_gpus"',
+        'throughput_unit = "tokens/s"',
+        f"command = {json.dumps(COMMAND)}",
+        "",
+        "[knobs]",
+        *(f"{name} = {{ values = [{', '.join(_toml(v) for v in values)}] }}" for name, values in knobs.items()),
+        "",
+        "[constants]",
+        *(f"{key} = {_toml(v)}" for key, v in constants.items()),
+        "",
+        "[derived]",
+        *(f"{key} = {json.dumps(expr)}" for key, expr in DERIVED.items()),
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    space_path.write_text("\n".join(lines) + "\n")
+    out = []
+    for rank, (cfg, row) in enumerate(zip(configs, top), 1):
+        config = {key: _plain(v) for key, v in cfg.items() if key not in ("sequence_parallel", "flash_attention")}
+        config.update(gpus_per_node=constants["gpus_per_node"], nodes=constants["nodes"],
+                      titan_module=constants["titan_module"], titan_config=constants["titan_config"])
+        out.append(json.dumps({"config": config, "rank": rank,
+                               "predicted_tokens_per_s_per_device": _plain(row["predicted_tokens_per_s_per_device"]),
+                               "memory_gib": _plain(row["memory_gib"])}))
+    path.write_text("\n".join(out) + "\n")
+    return path, space_path
+
+
+def collect_command(path: Path, space_path: Path, plan: Plan, out: Optional[str] = None) -> str:
+    """The ``collect`` command that runs the written configs."""
+    slurm = (f" --launcher slurm --nodes {plan.cluster.nodes} --gpus-per-node "
+             f"{min(plan.cluster.node_size, plan.cluster.gpus)}" if plan.cluster.nodes > 1 else "")
+    return (f"python -m perfzoo.collect --space {space_path} --configs {path} --device cuda{slurm} "
+            f"--metric-parser torchtitan --out {out or 'runs/plan'}")
+
+
+__all__ = ["COMMAND", "JSON_KEYS", "collect_command", "layout_text", "plot", "records", "table", "write_configs"]

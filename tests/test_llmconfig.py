@@ -1,0 +1,68 @@
+"""``perfzoo.llmconfig``: the front door for LLM configs that predict, plan and search share."""
+
+import pytest
+
+from perfzoo import llmconfig, models, workloads
+from perfzoo.llmconfig import ConfigError, check
+
+
+def test_every_vocabulary_and_catalog_key_is_accepted_with_a_unit_or_choices():
+    spec = workloads.get("llm")
+    for key in set(models.SHAPE_KEYS) | set(spec.size_keys) | set(spec.optional_keys):
+        assert key in llmconfig.KEYS, key
+    for key in llmconfig.KEYS.values():
+        assert key.doc and (key.unit or key.choices), key.name
+
+
+def test_a_preset_fills_the_shape_and_given_keys_win():
+    cfg = check({"model": "llama3-8b", "n_layers": 16, "seq_len": "4096", "n_gpus": 8.0, "tp": 2,
+                 "accelerator": "NVIDIA H100 80GB HBM3", "compile": "yes"})
+    assert cfg["model_name"] == "llama3-8b" and cfg["hidden_dim"] == 4096 and cfg["n_layers"] == 16
+    assert cfg["seq_len"] == 4096 and isinstance(cfg["n_gpus"], int) and cfg["dp"] == 4
+    assert cfg["accelerator"] == "H100-80GB" and cfg["accelerator_count"] == 8 and cfg["compile"] is True
+    named = check({"model_name": "Llama 3 70B", "seq_len": 8192, "n_gpus": 8, "accelerator": "H100"})
+    assert named["n_layers"] == 80 and named["model_name"] == "Llama 3 70B"
+
+
+def test_prefixed_keys_and_missing_values_are_read():
+    cfg = check({"config.model_name": "llama3-8b", "config.seq_len": 2048, "hardware.accelerator": "A100-80GB",
+                 "config.n_gpus": 4, "config.tp": None, "config.cp": float("nan")})
+    assert "tp" not in cfg and "cp" not in cfg and cfg["dp"] == 4
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "ep": 2},
+     "ep = 2 needs a mixture-of-experts model"),
+    ({"model": "mixtral-8x7b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "ep": 3},
+     "n_experts = 8 is not divisible by ep = 3"),
+    ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "vp": 2}, "vp = 2 needs pipeline"),
+    ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "tp": 3}, "does not divide n_gpus = 8"),
+    ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "global_batch_size": 12,
+      "micro_batch_size": 1, "grad_accum": 1}, "micro_batch_size x grad_accum x dp = 1 x 1 x 8 = 8 but"),
+    ({"model": "llama3-8b", "n_gpus": 8, "accelerator_count": 16}, "n_gpus = 8 but accelerator_count = 16"),
+    ({"model": "llama3-8b", "precision": "int3"}, "precision='int3': choose one of"),
+    ({"model": "llama3-8b", "compile": "maybe"}, "compile='maybe': expected true or false"),
+    ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "precision": "nvfp4"},
+     "precision=nvfp4: H100-80GB has no fp4 peak"),
+    ({"model": "llama-9"}, "unknown model 'llama-9'"),
+    ({"n_layers": 2, "hidden_dim": 64, "n_heads": 3}, "hidden_dim = 64 is not divisible by n_heads = 3"),
+])
+def test_inconsistent_configs_are_one_line_errors(config, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        check(config)
+    assert "\n" not in str(info.value)
+
+
+def test_a_partial_config_is_checked_without_the_required_keys():
+    assert check({"tp": 2, "precision": "fp8"}, require=False) == {"tp": 2, "precision": "fp8"}
+    with pytest.raises(ConfigError, match="cannot price this config"):
+        check({"tp": 2, "precision": "fp8"})
+
+
+def test_search_checks_what_set_fixes_for_an_llm_space(capsys):
+    from perfzoo.search.cli import main
+
+    code = main(["--space", "llm-small", "--dataset", "llm-cpu", "--predictor", "ridge", "--searcher", "random",
+                 "--n-samples", "50", "--top-k", "2", "--set", "hardware.acelerator=cpu"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "unknown key 'acelerator' (did you mean accelerator" in err[-1]

@@ -1,0 +1,258 @@
+"""``perfzoo.plan``: the layout space, the memory rule, the ranking, baselines, the files it writes, the command."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfzoo import analytic, models, zoo
+from perfzoo.llmconfig import ConfigError
+from perfzoo.plan import Cluster, PlanError, Scorer, default_scorer, fit_with_runs, plan
+from perfzoo.plan.benchmark import score_group, summarise
+from perfzoo.plan.cli import main
+from perfzoo.plan.report import records, write_configs
+from perfzoo.search import Formula, Reinforce
+
+# made-up shapes (the catalog's llama / mixtral rows are used where a real one is wanted)
+SMALL = {"model_name": "toy-1b", "n_layers": 16, "hidden_dim": 2048, "ffn_dim": 5632, "n_heads": 16,
+         "n_kv_heads": 4, "vocab_size": 32000}
+HUGE = {"model_name": "toy-2t", "n_layers": 160, "hidden_dim": 32768, "ffn_dim": 131072, "n_heads": 256,
+        "n_kv_heads": 16, "vocab_size": 128000}
+H100 = "H100-SXM-80GB"
+
+
+def by_pp(X):  # a toy predictor: fewer pipeline stages and bigger micro-batches are faster
+    return 1000.0 / X["config.pp"].to_numpy() + X["config.micro_batch_size"].to_numpy()
+
+
+@pytest.fixture(scope="module")
+def llama8b_on_16():
+    return plan("llama3-8b", Cluster(gpus=16, accelerator=H100), seq_len=8192, global_batch=128,
+                precisions=("bf16", "fp8"), baseline={"tp": 2, "pp": 2})
+
+
+def test_every_layout_is_valid_and_fits(llama8b_on_16):
+    p = llama8b_on_16
+    lay = p.layouts
+    L, heads, kv = 32, 32, 8
+    assert (lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"] == 16).all()
+    assert (lay["micro_batch_size"] * lay["dp"] * lay["grad_accum"] == 128).all()
+    assert (L % lay["pp"] == 0).all() and (L % (lay["pp"] * lay["vp"]) == 0).all()
+    assert ((lay["vp"] == 1) | ((lay["pp"] > 1) & (lay["grad_accum"] % lay["pp"] == 0))).all()
+    assert (heads % lay["tp"] == 0).all() and ((kv % lay["tp"] == 0) | (lay["tp"] % kv == 0)).all()
+    assert (lay["tp"] <= 8).all()  # within the NVLink domain of an H100 node
+    assert ((lay["fsdp"] == "none") | (lay["dp"] * lay["cp"] > 1)).all()
+    assert set(lay["precision"]) == {"bf16", "fp8"} and set(lay["ep"]) == {1}
+    # a layout that cannot fit is never proposed: the memory model, asked again on the written configs, agrees
+    usable = 0.9 * 80
+    assert lay["fits"].all() and (lay["memory_gib"] <= usable).all()
+    configs = pd.DataFrame(p.configs(len(lay))).add_prefix("config.").assign(**{"hardware.accelerator": H100})
+    assert (analytic.estimate(configs)["memory_bytes"] / 2**30 <= usable).all()
+    c = p.counts
+    assert c["infeasible"] > 0 and c["feasible"] == c["scored"] == len(lay)
+    assert c["memory_checked"] == c["generated"] == c["feasible"] + c["infeasible"] and c["grid"] > c["generated"]
+
+
+def test_ranked_best_first_with_baselines_placed(llama8b_on_16):
+    p = llama8b_on_16
+    pred = p.layouts["predicted_tokens_per_s_per_device"].to_numpy()
+    assert (np.diff(pred) <= 0).all() and list(p.layouts["rank"][:3]) == [1, 2, 3]
+    base = p.baselines.iloc[0]
+    assert base["label"] == "your baseline" and base["tp"] == 2 and base["pp"] == 2 and base["cp"] == 1
+    assert base["rank"] == 1 + int((pred > base["predicted_tokens_per_s_per_device"]).sum())
+    assert base["gain"] == pytest.approx(pred[0] / base["predicted_tokens_per_s_per_device"] - 1)
+    frame = p.to_frame(5)
+    assert list(frame["role"]) == ["candidate"] * 5 + ["baseline"]
+    # the same row's throughput, step time and MFU agree with each other
+    top = p.layouts.iloc[0]
+    assert top["predicted_tokens_per_s"] == pytest.approx(16 * top["predicted_tokens_per_s_per_device"])
+    assert top["step_time_s"] == pytest.approx(128 * 8192 / top["predicted_tokens_per_s"])
+    flops = analytic.flops_per_token({**models.get("llama3-8b"), "seq_len": 8192})
+    assert top["mfu"] == pytest.approx(top["predicted_tokens_per_s_per_device"] * flops / 989e12)
+
+
+def test_one_gpu_gives_tp_and_pp_of_one():
+    p = plan(SMALL, Cluster(gpus=1, accelerator=H100), seq_len=4096, global_batch=16, scorer=Scorer(Formula(by_pp)))
+    assert set(p.layouts["tp"]) == {1} and set(p.layouts["pp"]) == {1} and set(p.layouts["cp"]) == {1}
+    assert set(p.layouts["fsdp"]) == {"none"} and set(p.layouts["dp"]) == {1}
+
+
+def test_an_moe_model_gets_expert_parallelism_and_a_dense_one_does_not():
+    moe = plan("mixtral-8x7b", Cluster(gpus=16, accelerator=H100), seq_len=4096, global_batch=64,
+               scorer=Scorer(Formula(lambda X: X["config.ep"].to_numpy() * 1.0 + 1.0)))
+    assert set(moe.space.dimension("ep").values) == {1, 2, 4, 8}  # ep divides the 8 experts
+    assert moe.layouts["ep"].iloc[0] > 1 and (moe.layouts["ep"] > 1).any()
+    assert ((moe.layouts["dp"] * moe.layouts["cp"]) % moe.layouts["ep"] == 0).all()
+    dense = plan(SMALL, Cluster(gpus=16, accelerator=H100), seq_len=4096, global_batch=64,
+                 scorer=Scorer(Formula(by_pp)))
+    assert set(dense.layouts["ep"]) == {1}
+
+
+def test_reinforce_when_the_space_is_large_and_the_log_says_why():
+    lines = []
+    p = plan(SMALL, Cluster(gpus=16, accelerator=H100), seq_len=4096, global_batch=64, precisions=("bf16", "fp8"),
+             scorer=Scorer(Formula(by_pp)), exhaustive_limit=100, searcher=Reinforce(n_samples=300, seed=1),
+             log=lines.append)
+    assert p.method == "reinforce" and "> 100" in p.reason
+    assert any(line.startswith("plan: reinforce (") and "valid layouts > 100" in line for line in lines)
+    assert p.layouts["fits"].all() and p.counts["memory_checked"] < p.counts["generated"]
+    full = plan(SMALL, Cluster(gpus=16, accelerator=H100), seq_len=4096, global_batch=64, precisions=("bf16", "fp8"),
+                scorer=Scorer(Formula(by_pp)))
+    assert full.method == "exhaustive"
+    best = full.layouts["predicted_tokens_per_s_per_device"].iloc[0]
+    assert p.layouts["predicted_tokens_per_s_per_device"].iloc[0] <= best + 1e-9
+
+
+def test_a_model_that_fits_nowhere_says_so_and_by_how_much():
+    with pytest.raises(PlanError, match=r"toy-2t fits in none of the [\d,]+ layouts on 8 x H100-80GB: the leanest "
+                                        r"needs [\d,.]+ GiB per GPU, [\d,.]+ GiB more than the 72.0 GiB usable"):
+        plan(HUGE, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=8, scorer=Scorer(Formula(by_pp)))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: plan("llama3-7b", Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=8),
+     "unknown model 'llama3-7b'; close: .*llama3-8b.*--list-models"),
+    (lambda: Cluster(gpus=12, accelerator=H100), "12 GPUs are not a whole number of 8-GPU nodes"),
+    (lambda: Cluster(gpus=8, accelerator="FOO-9000"), "unknown accelerator 'FOO-9000'.*known: GB300"),
+    (lambda: Cluster(gpus=0, accelerator=H100), "--gpus 0: give a whole number of GPUs"),
+    (lambda: plan(SMALL, Cluster(gpus=8, accelerator="A100-80GB"), seq_len=4096, global_batch=8, precisions=("fp8",)),
+     "precision=fp8: A100-80GB has no fp8 peak"),
+    (lambda: plan({"n_layers": 8, "hidden_dim": 512}, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=8),
+     "the model gives no n_heads, vocab_size"),
+    (lambda: plan(SMALL, Cluster(gpus=8, accelerator=H100), seq_len=-1, global_batch=8), r"seq_len=-1: must be 1 or more"),
+    (lambda: plan({**SMALL, "n_layers": 1, "n_heads": 1, "n_kv_heads": 1}, Cluster(gpus=16, accelerator=H100),
+                  seq_len=2048, global_batch=3), "no layout of toy-1b on 16 x H100-80GB .* divides the global batch of 3"),
+])
+def test_bad_inputs_are_one_line_errors(call, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
+
+
+def test_the_top_layouts_are_configs_collect_runs(tmp_path, llama8b_on_16):
+    from perfzoo.collect import CollectConfig
+    from perfzoo.collect import run as collect
+
+    path, space = write_configs(llama8b_on_16, tmp_path / "plan.jsonl", k=4)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [rec["rank"] for rec in lines] == [1, 2, 3, 4] and space.suffix == ".toml"
+    assert lines[0]["config"]["tp"] == llama8b_on_16.layouts["tp"].iloc[0]
+    code = collect(CollectConfig(space=str(space), configs=str(path), out=str(tmp_path / "runs"), dry_run=True,
+                                 metric_parser="torchtitan"))
+    assert code == 0
+
+
+def test_json_records_carry_the_knobs_and_the_role(llama8b_on_16):
+    recs = records(llama8b_on_16, k=3)
+    assert [r["role"] for r in recs] == ["candidate"] * 3 + ["baseline"]
+    for key in ("tp", "pp", "vp", "cp", "ep", "dp", "micro_batch_size", "activation_checkpointing", "fsdp",
+                "precision", "predicted_tokens_per_s_per_device", "predicted_tokens_per_s", "memory_gib", "fits"):
+        assert key in recs[0], key
+    assert isinstance(recs[0]["tp"], int) and recs[0]["fits"] is True
+    json.dumps(recs)
+
+
+def test_the_command_prints_the_table_json_and_plot(tmp_path, capsys):
+    argv = ["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "8192", "--global-batch", "64",
+            "--precision", "bf16,fp8", "--top-k", "3", "--baseline", "tp=2", "--plot", str(tmp_path / "p.png"),
+            "--out", str(tmp_path / "p.jsonl")]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "layouts:" in out.out and "generated" in out.out and "feasible" in out.out and "scored" in out.out
+    assert "baseline (your baseline): tp2" in out.out and "the top pick is predicted" in out.out
+    assert "plan: exhaustive (" in out.err and (tmp_path / "p.png").stat().st_size > 0
+    assert (tmp_path / "p.toml").is_file()
+    assert main(argv[:14] + ["--json"]) == 0
+    recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(recs) == 3 and recs[0]["rank"] == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "llama3-8b", "--gpus", "8", "--accelerator", "FOO-9000", "--seq-len", "4096", "--global-batch", "8"],
+     "unknown accelerator 'FOO-9000'"),
+    (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--global-batch", "8"], "give --seq-len"),
+    (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",
+      "--set", "seq_lenn=1"], r"unknown key 'seq_lenn' \(did you mean seq_len\?\)"),
+    (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",
+      "--baseline", "tq=2"], "--baseline 'tq=2': tq is not a layout knob"),
+])
+def test_the_command_refuses_bad_input_in_one_line(capsys, argv, message):
+    import re
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+
+
+def test_list_models(capsys):
+    assert main(["--list-models"]) == 0
+    out = capsys.readouterr().out
+    assert "llama3-70b" in out and "mixtral-8x7b" in out and "8 (2 active)" in out
+
+
+def test_calibrate_refits_the_member_with_the_users_runs(synthetic, tmp_path):
+    from perfzoo.datasets import load_dataset
+
+    training = load_dataset(str(synthetic / "lab_benchmarks.csv"))
+    runs = tmp_path / "runs.csv"
+    pd.DataFrame([{"model": "llama3-8b", "seq_len": 8192, "global_batch_size": 64, "n_gpus": 8, "tp": 1,
+                   "micro_batch_size": 1, "precision": "bf16", "accelerator": H100, "tokens_per_s_per_device": 9000.0},
+                  {"model": "llama3-8b", "seq_len": 8192, "global_batch_size": 64, "n_gpus": 8, "tp": 2,
+                   "micro_batch_size": 1, "precision": "bf16", "accelerator": H100,
+                   "tokens_per_s_per_device": 7000.0}]).to_csv(runs, index=False)
+    model = fit_with_runs("roofline", training, runs)
+    plain = zoo.make("roofline").fit(training.labelled().ok().X, training.labelled().ok().y)
+    assert model.n_calibration_runs_ == 2 and model.n_train_ == plain.n_train_ + 2
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame([{"model": "llama3-8b", "seq_len": 8192, "n_gpus": 8, "accelerator": H100,
+                   "tokens_per_s_per_device": "fast"}]).to_csv(bad, index=False)
+    with pytest.raises(ConfigError, match="line 2: tokens_per_s_per_device = 'fast' is no measured throughput"):
+        fit_with_runs("roofline", training, bad)
+
+
+def test_the_shipped_scorer_prices_layouts():
+    scorer = default_scorer()
+    assert scorer.per_device and scorer.memory_margin == 0.1 and scorer.columns
+
+
+def test_a_group_is_scored_against_a_random_pick():
+    rows = pd.DataFrame({"config.n_layers": 16, "config.hidden_dim": 2048, "config.n_heads": 16,
+                         "config.vocab_size": 32000, "config.seq_len": 4096, "config.global_batch_size": 64,
+                         "config.n_gpus": 8, "config.tp": [1, 2, 4, 8], "config.micro_batch_size": 1,
+                         "config.fsdp": "full_shard", "hardware.accelerator": H100,
+                         "measured": [4000.0, 3900.0, 3000.0, 1000.0]})
+    perfect = score_group(rows, Scorer(Formula(lambda X: 5000.0 - 100 * X["config.tp"].to_numpy())))
+    assert perfect["regret"] == 0 and perfect["is_best"] == 1 and perfect["p_at_3"] == 1 and perfect["kendall"] == 1
+    flat = score_group(rows, Scorer(Formula(lambda X: np.ones(len(X)))))
+    assert flat["regret"] == pytest.approx(flat["random_regret"]) == pytest.approx(1 - 11900 / 4 / 4000)
+    assert flat["within_5"] == pytest.approx(flat["random_within_5"]) == 0.5
+    table = summarise(pd.DataFrame([{"dataset": "x", **perfect}, {"dataset": "x", **flat}]))
+    assert table.loc["all", "groups"] == 2 and table.loc["x", "pick_within_5"] == pytest.approx(0.75)
+
+
+def test_the_published_layout_for_the_same_model_and_cluster_is_the_baseline(external):
+    from perfzoo.plan.command import PlanConfig, run
+
+    result = run(PlanConfig(model="llama3-70b", gpus=64, accelerator=H100, seq_len=8192, global_batch=256,
+                            precision="fp8", external_dir=str(external)), log=lambda _m: None)
+    base = result.plan.baselines.iloc[0]
+    assert base["label"].startswith("published: NVIDIA Megatron-Bridge")
+    assert (base["tp"], base["pp"], base["vp"]) == (4, 8, 5) and base["measured_tokens_per_s_per_device"] > 1000
+    assert base["fits"] and base["gain"] >= 0  # a layout that fits is never predicted faster than the top pick
+
+
+def test_a_hugging_face_config_or_the_shape_in_set_is_the_model(tmp_path):
+    from perfzoo.plan import resolve_model
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"num_hidden_layers": 16, "hidden_size": 2048, "intermediate_size": 5632,
+                                "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000,
+                                "hidden_act": "silu", "model_type": "toy"}))
+    from_file = resolve_model(str(path))
+    from_set = resolve_model(None, {k: v for k, v in SMALL.items()})
+    for key in ("n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size"):
+        assert from_file[key] == from_set[key] == SMALL[key], key
+    assert resolve_model("llama3-8b", {"n_layers": 16})["n_layers"] == 16  # --set wins over the catalog
+    with pytest.raises(PlanError, match="not a readable JSON model config"):
+        resolve_model(str(tmp_path / "missing.json"))
