@@ -44,12 +44,12 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, analytic, sweep, zoo
+from perfzoo import accelerators, analytic, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
 from perfzoo.features import n_devices
-from perfzoo.search.objective import input_columns
+from perfzoo.inputs import input_columns, read_configs
 from perfzoo.zoo.base import Predictor
 
 HARDWARE_KEYS = ("accelerator", "accelerator_count", "accelerator_memory_gib", "nodes", "interconnect")
@@ -103,16 +103,6 @@ def as_frame(configs: Sequence[dict]) -> pd.DataFrame:
                 row[f"hardware.{key}" if key in HARDWARE_KEYS else f"config.{key}"] = value
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def read_configs(path: str) -> list[dict]:
-    """Configs from a CSV (one per row) or a JSONL file (one object, or ``{"config": ...}``, per line)."""
-    if Path(path).suffix.lower() != ".csv":
-        return [cfg for _, cfg in sweep.read_configs(path)]  # collect's reader: the same files
-    if not Path(path).is_file():
-        raise UsageError(f"--configs {path}: no such file")
-    return [{k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
-            for row in pd.read_csv(path).to_dict("records")]
 
 
 def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
