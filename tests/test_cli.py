@@ -58,7 +58,7 @@ def test_datasets_show(capsys):
 
 
 def test_unknown_dataset_is_one_line_and_non_zero(capsys):
-    assert main(["datasets", "show", "no-such-dataset"]) == 1
+    assert main(["datasets", "show", "no-such-dataset"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -75,7 +75,7 @@ def test_bad_input_in_a_fresh_process_has_no_traceback(tmp_path):
         (["datasets", "show", "vtrain-a100", "--external-dir", str(tmp_path)], "vtrain_ground_truth_single.csv not found"),
     ]:
         code, out, err = run(*args)
-        assert code == 1 and out == ""
+        assert code == 2 and out == ""
         assert err.count("\n") == 1 and err.startswith("perfzoo: error: ") and expected in err
         assert "Traceback" not in err
 
