@@ -272,10 +272,15 @@ def export_frame(frame: pd.DataFrame, path: Union[str, Path], format: str) -> Pa
 
 
 def records_to_frame(records: Iterable[JobRecord]) -> pd.DataFrame:
-    """Flatten records into a DataFrame: ``config.*``, ``hardware.*``, ``metrics.*``, ... columns.
+    """Flatten records into a DataFrame, one row per record: the columns ``record_id, job_id,
+    sweep_id, source, provenance, started_at, ended_at, status, workload, config.*, hardware.*,
+    software.*, metrics.*, annotations.*, failure.*`` (a record's config is flat by construction, so
+    the frame exports to Parquet and Hugging Face ``datasets`` unchanged).
 
     Timestamps become tz-aware (UTC) datetime columns. Every record gives one row, failures
-    included; a field a record does not have is missing (NaN/None) in its row.
+    included; a field a record does not have is missing (NaN/None) in its row. A
+    :class:`~perfzoo.dataset.Dataset`'s ``frame`` is this plus ``config_key`` (equal for every
+    copy of one configuration, so that splits keep copies on one side).
     """
     rows = []
     for record in records:
