@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from harness.command import harness_values, outcome_of as command_outcome, run_command
+from harness.environment import capture_hardware
 from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail, write_json_atomic
 from harness.launchers import Launcher, free_port, run_process, torchrun_command, worker_env
 
@@ -155,8 +156,6 @@ def run_agent(job_dir: str) -> dict:
     the same dict; agent 0 also writes ``hardware.json`` and the rendezvous file.
     """
     import submitit
-
-    from harness.environment import capture_hardware
 
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)  # no checkpoint/requeue: see executor_parameters
     env = submitit.JobEnvironment()

@@ -42,7 +42,7 @@ from pathlib import Path  # noqa: E402
 from typing import TYPE_CHECKING, Iterator, Optional  # noqa: E402
 
 from harness import memory, protocol  # noqa: E402
-from harness.environment import relevant_env  # noqa: E402
+from harness.environment import peak_bf16_flops, relevant_env  # noqa: E402
 from harness.jobs import JobSpec, tail, write_json_atomic  # noqa: E402
 
 if TYPE_CHECKING:
@@ -126,8 +126,6 @@ def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_
                 raise RuntimeError("unsupported: --device cuda but torch sees no CUDA GPU here")
             torch.cuda.set_device(local_rank)
             torch.cuda.reset_peak_memory_stats()
-            from harness.environment import peak_bf16_flops
-
             report["device_name"] = torch.cuda.get_device_name(local_rank)
             report["peak_flops"] = peak_bf16_flops(report["device_name"])  # for MFU; None if unknown
             tdev = torch.device("cuda", local_rank)

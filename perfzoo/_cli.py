@@ -1,11 +1,20 @@
-"""What every command shares: one-line errors and the exit statuses they map to.
+"""What every command shares: one exit-status convention, one-line errors and warnings, and
+the mapping between a config dataclass and its flags.
 
 Every ``python -m perfzoo.<command>`` and the ``perfzoo`` command run their body through
-:func:`guarded`: a mistake the user can fix is one line, ``<prog>: error: <what and the fix>``,
-never a traceback (``PERFZOO_DEBUG=1`` shows it). Exit statuses: 2 for a usage error (a bad
-argument or input file, :class:`UsageError`, and :class:`~perfzoo.spaces.SpaceError` / a
-record that does not validate), ``data_status`` for any other user error (a missing or
-unreadable file, a full disk, data that cannot support the request).
+:func:`guarded`. Exit statuses, the same for every command:
+
+====  ========================================================================================
+0     done (a job that failed is a record, not an error)
+1     interrupted (Ctrl-C, SIGTERM: run the same command again to resume), or a run that
+      started and could not finish (:class:`RunFailed`, e.g. the loop had nothing to fit on)
+2     a usage or input error: a bad flag or value, an unknown name, a file that is missing,
+      unreadable, malformed or cannot be written (:class:`UsageError` and every error below)
+====  ========================================================================================
+
+A mistake the user can fix is one line, ``<prog>: error: <what and the fix>``, never a
+traceback (``PERFZOO_DEBUG=1`` shows it); a file-system error names the path. A warning is one
+line too, ``<prog>: warning: <message>``, without the source line that raised it.
 
 >>> def body():
 ...     raise UsageError("--top-k must be at least 1")
@@ -17,15 +26,17 @@ python -m perfzoo.search: error: --top-k must be at least 1
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
+import warnings
 from dataclasses import MISSING, fields
 from typing import Any, Callable, Iterable, TypeVar
 
-from perfzoo.records import RecordError
-from perfzoo.spaces import SpaceError
 
+EXIT_DONE, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # the exit statuses of every command (module docstring)
+EXIT_INTERRUPTED = EXIT_FAILED
 USER_ERRORS = (ValueError, KeyError, OSError, ImportError)  # RecordError, SpaceError, DataError: ValueErrors
 
 
@@ -33,13 +44,31 @@ class UsageError(Exception):
     """A mistake on the command line or in an input file (exit status 2, one line)."""
 
 
+class RunFailed(Exception):
+    """A run that started and cannot finish, e.g. nothing to fit on (exit status 1, one line)."""
+
+
 def one_line(exc: BaseException) -> str:
-    """The message of ``exc`` on one line (a ``KeyError``'s key without its quotes)."""
+    """The message of ``exc`` on one line: a ``KeyError``'s key without its quotes, a file-system
+    error as its path and what went wrong.
+
+    >>> one_line(PermissionError(13, "Permission denied", "ro/lb"))
+    'ro/lb: permission denied (give a path you can write)'
+    """
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        path = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else str(exc.filename)
+        fix = " (give a path you can write)" if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) else ""
+        return f"{path}: {exc.strerror[0].lower()}{exc.strerror[1:]}{fix}"
     text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
     return " ".join(str(text).split()) or type(exc).__name__
 
 
-USAGE_ERRORS = (UsageError, SpaceError, RecordError)  # exit 2: bad arguments, spaces, records
+def show_warning(prog: str) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that prints ``<prog>: warning: <message>`` on one line: no file,
+    line number or source line."""
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+    return show
 
 
 def parse_value(text: str):
@@ -96,15 +125,21 @@ def assignment(item: str, flag: str, key: str = "KEY") -> tuple[str, Any]:
     return k.strip(), parse_value(v.strip())
 
 
-def guarded(prog: str, body: Callable[[], int], data_status: int = 1) -> int:
-    """Run ``body()`` and turn a user error into one line on stderr and an exit status."""
-    try:
-        return body()
-    except BrokenPipeError:  # `... | head`: the reader left, which is fine
-        sys.stdout = open(os.devnull, "w")
-        return 0
-    except USER_ERRORS + (UsageError,) as exc:
-        if os.environ.get("PERFZOO_DEBUG"):
-            raise
-        print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
-        return 2 if isinstance(exc, USAGE_ERRORS) else data_status
+def guarded(prog: str, body: Callable[[], int]) -> int:
+    """Run ``body()`` (it returns the exit status) with one-line warnings, and turn a user error
+    into one line on stderr and its exit status (the module docstring's table)."""
+    with warnings.catch_warnings():
+        warnings.showwarning = show_warning(prog)
+        try:
+            return body()
+        except BrokenPipeError:  # `... | head`: the reader left, which is fine
+            sys.stdout = open(os.devnull, "w")
+            return EXIT_DONE
+        except KeyboardInterrupt:
+            print(f"{prog}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except USER_ERRORS + (UsageError, RunFailed) as exc:
+            if os.environ.get("PERFZOO_DEBUG"):
+                raise
+            print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+            return EXIT_FAILED if isinstance(exc, RunFailed) else EXIT_USAGE

@@ -14,8 +14,9 @@ Usage
 Cross-dataset (``--train A --test B``): fit on every successful job of A, score on every
 successful job of B (names or file paths); ``--json`` prints one JSON object per predictor.
 
-Exit status: 0 on success (a member that fails is reported in the leaderboard, not fatal),
-1 on a user error (unknown dataset, missing file), 2 on bad arguments.
+Exit status (every command's, :mod:`perfzoo._cli`): 0 done (a member that fails is reported in the
+leaderboard, not fatal), 1 interrupted, 2 a usage or input error (bad argument, unknown dataset,
+missing file, an output folder that cannot be written).
 
 Python API
 ----------

@@ -2,9 +2,12 @@
 
 ``perfzoo datasets`` lists every dataset (rows, ok/oom/timeout/failed counts, time range,
 scale range, source); ``perfzoo datasets show NAME_OR_PATH`` describes one; ``--json`` prints
-either as JSON. ``perfzoo collect|bench|search|tune ...`` run ``python -m perfzoo.<command>``.
+either as JSON. ``perfzoo datasets export NAME_OR_PATH --format parquet|csv|hf OUT`` writes one's
+flat frame (:func:`perfzoo.store.export_frame`; ``hf``: a folder ``datasets.load_from_disk`` reads).
+``perfzoo collect|bench|search|tune|predict ...`` run ``python -m perfzoo.<command>``.
 A mistake the user can fix (unknown dataset, missing or malformed file) prints one line,
-``perfzoo: error: ...``, and exits 1; set ``PERFZOO_DEBUG=1`` for the traceback instead.
+``perfzoo: error: ...``, and exits 2, as every command does (:mod:`perfzoo._cli`); set
+``PERFZOO_DEBUG=1`` for the traceback instead.
 
 Example
 -------
@@ -20,9 +23,10 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
-from perfzoo._cli import USER_ERRORS, guarded, one_line
+from perfzoo._cli import EXIT_DONE, EXIT_USAGE, USER_ERRORS, guarded, one_line
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.records import STATUSES
+from perfzoo.store import EXPORT_FORMATS, export_frame
 
 FORWARDED = {
     "collect": "run a sweep of profiling jobs and record them",
@@ -41,20 +45,29 @@ def _parser() -> argparse.ArgumentParser:
     datasets = commands.add_parser("datasets", help="list the datasets, or show one",
                                    description="List every dataset perfzoo knows, or show one.")
     _dataset_options(datasets, suppress=False)
-    actions = datasets.add_subparsers(dest="action", metavar="show")
+    actions = datasets.add_subparsers(dest="action", metavar="show|export")
     show = actions.add_parser("show", help="describe one dataset")
     show.add_argument("dataset", metavar="NAME_OR_PATH", help="a dataset name or the path of a CSV / record store")
     _dataset_options(show, suppress=True)
+    export = actions.add_parser("export", help="write one dataset's flat frame to a file or folder",
+                                description="Write a dataset's flat frame (one row per record: config.*, hardware.*, "
+                                            "metrics.*, ... columns) as Parquet, CSV or a Hugging Face dataset folder "
+                                            "(datasets.load_from_disk reads it). Nothing is overwritten.")
+    export.add_argument("dataset", metavar="NAME_OR_PATH", help="a dataset name or the path of a CSV / record store")
+    export.add_argument("out", metavar="OUT", help="the file (parquet, csv) or folder (hf) to write; must not exist")
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="parquet, csv or hf")
+    _dataset_options(export, suppress=True, with_json=False)
     for command, text in FORWARDED.items():
         commands.add_parser(command, help=f"{text} (python -m perfzoo.{command})", add_help=False)
     return parser
 
 
-def _dataset_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
-    # the `show` sub-parser repeats the options with SUPPRESS defaults so that values given
-    # before `show` are not reset by its defaults
-    parser.add_argument("--json", action="store_true",
-                        default=argparse.SUPPRESS if suppress else False, help="print JSON")
+def _dataset_options(parser: argparse.ArgumentParser, suppress: bool, with_json: bool = True) -> None:
+    # the `show` and `export` sub-parsers repeat the options with SUPPRESS defaults so that values
+    # given before the action are not reset by its defaults
+    if with_json:
+        parser.add_argument("--json", action="store_true",
+                            default=argparse.SUPPRESS if suppress else False, help="print JSON")
     parser.add_argument("--external-dir", metavar="DIR", default=argparse.SUPPRESS if suppress else None,
                         help="the external-data directory (default: $PERFZOO_EXTERNAL_DATA, "
                              "else ../shared/external beside the checkout)")
@@ -71,7 +84,7 @@ def _forward(command: str, argv: list[str]) -> int:
     entry = getattr(module, "main", None)
     if entry is None:
         print(f"perfzoo {command}: not available yet", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     return entry(argv) or 0
 
 
@@ -162,13 +175,23 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    ds = load_dataset(args.dataset, args.external_dir)
+    path = export_frame(ds.frame, args.out, args.format)
+    print(f"{ds.name}: {len(ds.frame)} rows x {ds.frame.shape[1]} columns written to {path} ({args.format})")
+    return EXIT_DONE
+
+
+ACTIONS = {None: _list, "show": _show, "export": _export}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``perfzoo`` command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in FORWARDED:
         return _forward(argv[0], argv[1:])
     args = _parser().parse_args(argv)
-    return guarded("perfzoo", lambda: _show(args) if args.action == "show" else _list(args))
+    return guarded("perfzoo", lambda: ACTIONS[args.action](args))
 
 
 if __name__ == "__main__":

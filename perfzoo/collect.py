@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  python -m perfzoo.collect --workload fsdp --n 100 --seed 0 --out runs/fsdp\n"
                "  python -m perfzoo.collect --workload llm --configs proposals.jsonl --repeat 3 --out runs/llm\n"
                "exit status: 0 done (failed jobs are records, not errors), 1 interrupted (run again "
-               "to resume), 2 usage error",
+               "to resume), 2 usage or input error",
         description="Run real training jobs (one torchrun process group each, or many world-size-1 "
                     "jobs in one worker) and append one job record per job to a record store. "
                     "Resumable: finished job ids are skipped.")
@@ -147,7 +147,7 @@ def options_from_argv(argv: Sequence[str]) -> dict:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage error)."""
+    """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage or input error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     build_parser().parse_args(argv)  # --help and malformed flags: argparse's own answer first
     return guarded("perfzoo.collect", lambda: run(config_from_argv(argv),

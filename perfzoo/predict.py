@@ -48,12 +48,12 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, analytic, llmconfig, sweep, zoo
+from perfzoo import accelerators, analytic, llmconfig, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
 from perfzoo.features import n_devices
-from perfzoo.search.objective import input_columns
+from perfzoo.inputs import input_columns, read_configs
 from perfzoo.zoo.base import Predictor
 
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
@@ -107,16 +107,6 @@ def as_frame(configs: Sequence[dict]) -> pd.DataFrame:
                 row[f"hardware.{key}" if key in HARDWARE_KEYS else f"config.{key}"] = value
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def read_configs(path: str) -> list[dict]:
-    """Configs from a CSV (one per row) or a JSONL file (one object, or ``{"config": ...}``, per line)."""
-    if Path(path).suffix.lower() != ".csv":
-        return [cfg for _, cfg in sweep.read_configs(path)]  # collect's reader: the same files
-    if not Path(path).is_file():
-        raise UsageError(f"--configs {path}: no such file")
-    return [{k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))}
-            for row in pd.read_csv(path).to_dict("records")]
 
 
 def is_llm(training: Dataset) -> bool:
@@ -282,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns the exit status (0 ok, 1 a problem with the data, 2 usage error)."""
+    """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage or input error)."""
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
 
     def body() -> int:

@@ -125,7 +125,8 @@ class JobRecord(_Strict):
     sweep_id: Optional[str] = None
     source: Source
     provenance: str = Field(description="the command line that made it, or a citation")
-    started_at: datetime
+    # when the job started; a published row: its publication date, unknown (None) where the table gives none
+    started_at: Optional[datetime] = None
     ended_at: Optional[datetime] = None
     status: Status
     failure: Optional[Failure] = None
@@ -149,6 +150,11 @@ class JobRecord(_Strict):
 
     @model_validator(mode="after")
     def _ends_after_start(self) -> "JobRecord":
+        if self.started_at is None:
+            if self.source != "published":
+                raise ValueError(f"a {self.source} record needs started_at (when the job started); only a row "
+                                 "of a published table may leave it unknown")
+            return self
         if self.ended_at is not None and self.ended_at < self.started_at:
             raise ValueError(f"ended_at {self.ended_at.isoformat()} is before started_at "
                              f"{self.started_at.isoformat()}; a job ends after it starts")

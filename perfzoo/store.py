@@ -32,6 +32,7 @@ Example
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import warnings
@@ -226,22 +227,60 @@ class RecordStore:
 
     def to_parquet(self, path: Union[str, Path]) -> Path:
         """Write the flat frame to a Parquet file; returns its path."""
-        path = Path(path)
-        self.to_frame().to_parquet(path, index=False)
-        return path
+        return export_frame(self.to_frame(), path, "parquet")
 
     def to_hf_dataset(self):
         """The flat frame as a Hugging Face ``datasets.Dataset``."""
+        return hf_dataset(self.to_frame())
+
+
+EXPORT_FORMATS = ("parquet", "csv", "hf")  # what export_frame writes (perfzoo datasets export --format)
+
+
+def hf_dataset(frame: pd.DataFrame):
+    """A flat frame as a Hugging Face ``datasets.Dataset`` (its columns unchanged)."""
+    import datasets
+
+    return datasets.Dataset.from_pandas(frame, preserve_index=False)
+
+
+def export_frame(frame: pd.DataFrame, path: Union[str, Path], format: str) -> Path:
+    """Write a flat frame (:func:`records_to_frame`, a ``Dataset``'s ``frame``) to ``path``: a Parquet
+    or CSV file, or (``hf``) a Hugging Face dataset folder that ``datasets.load_from_disk`` reads.
+    A path that exists is refused (``FileExistsError``): nothing is overwritten.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "runs.csv"
+    >>> export_frame(pd.DataFrame({"config.tp": [1, 2]}), out, "csv").read_text().splitlines()
+    ['config.tp', '1', '2']
+    """
+    path = Path(path)
+    if format not in EXPORT_FORMATS:
+        raise ValueError(f"export format {format!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+    if path.exists():
+        raise FileExistsError(errno.EEXIST, "exists already; give a new path (nothing is overwritten)", str(path))
+    if format == "parquet":
+        frame.to_parquet(path, index=False)
+    elif format == "csv":
+        frame.to_csv(path, index=False)
+    else:
         import datasets
 
-        return datasets.Dataset.from_pandas(self.to_frame(), preserve_index=False)
+        datasets.disable_progress_bars()
+        hf_dataset(frame).save_to_disk(str(path))
+    return path
 
 
 def records_to_frame(records: Iterable[JobRecord]) -> pd.DataFrame:
-    """Flatten records into a DataFrame: ``config.*``, ``hardware.*``, ``metrics.*``, ... columns.
+    """Flatten records into a DataFrame, one row per record: the columns ``record_id, job_id,
+    sweep_id, source, provenance, started_at, ended_at, status, workload, config.*, hardware.*,
+    software.*, metrics.*, annotations.*, failure.*`` (a record's config is flat by construction, so
+    the frame exports to Parquet and Hugging Face ``datasets`` unchanged).
 
     Timestamps become tz-aware (UTC) datetime columns. Every record gives one row, failures
-    included; a field a record does not have is missing (NaN/None) in its row.
+    included; a field a record does not have is missing (NaN/None) in its row. A
+    :class:`~perfzoo.dataset.Dataset`'s ``frame`` is this plus ``config_key`` (equal for every
+    copy of one configuration, so that splits keep copies on one side).
     """
     rows = []
     for record in records:

@@ -29,6 +29,7 @@ from harness.slurm import SlurmLauncher, SlurmOptions
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
 from perfzoo._cli import UsageError, check_choice
+from perfzoo.inputs import read_configs, read_located
 from perfzoo.records import Metrics, job_id_for
 from perfzoo.store import RecordStore
 from perfzoo.tally import Tally
@@ -147,31 +148,6 @@ def slurm_options(config: CollectConfig):
 
 # configs ---------------------------------------------------------------------------------
 
-def read_configs(path: str) -> list[tuple[str, dict]]:
-    """``[(where, config)]`` from a JSONL file of configs or ``{"config": {...}}`` lines."""
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"--configs {path}: no such file")
-    out = []
-    for i, line in enumerate(p.read_text().splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        where = f"{path} line {i}"
-        try:
-            obj = json.loads(s)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if isinstance(obj, dict) and isinstance(obj.get("config"), dict):
-            obj = obj["config"]
-        if not isinstance(obj, dict):
-            raise UsageError(f"{where}: expected a JSON object of knobs or {{\"config\": {{...}}}}")
-        out.append((where, obj))
-    if not out:
-        raise UsageError(f"--configs {path}: the file holds no configs")
-    return out
-
-
 def infer_space(path: str) -> str:
     r"""The one registered space that every config in ``path`` fits (collect's ``--configs`` with
     neither ``--space`` nor ``--workload``); a :class:`UsageError` when none or several do.
@@ -182,7 +158,7 @@ def infer_space(path: str) -> str:
     >>> infer_space(f.name)
     'fsdp-ads-v3'
     """
-    raws = [raw for _, raw in read_configs(path)]
+    raws = read_configs(path)
 
     def fits(name: str) -> bool:
         space = _spaces.get(name)
@@ -205,7 +181,7 @@ def resolve_configs(config: CollectConfig, space: _spaces.Space) -> list[dict]:
     wkey = space.world_size_key
     if config.configs:
         configs = []
-        for where, raw in read_configs(config.configs):
+        for where, raw in read_located(config.configs):
             raw = dict(raw)
             if config.nproc is not None:
                 if wkey in raw and int(raw[wkey]) != config.nproc:

@@ -1,6 +1,7 @@
-"""The summary of one collect run: counts per status, the throughput range, the spread over
-repeats, the launchers' overhead (:class:`Tally`, fed one record at a time by
-:func:`perfzoo.sweep.run_sweep`, printed by ``python -m perfzoo.collect`` at the end).
+"""The summary of one collect run: counts per status, why the jobs that did not finish failed,
+the throughput range, the spread over repeats, the launchers' overhead and the rate of completed
+jobs (:class:`Tally`, fed one record at a time by :func:`perfzoo.sweep.run_sweep`, printed by
+``python -m perfzoo.collect`` at the end).
 """
 
 from __future__ import annotations
@@ -8,7 +9,35 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 
-from perfzoo.records import STATUSES, canonical_json
+from perfzoo.records import STATUSES, JobRecord, canonical_json
+
+# exit statuses a shell gives a command it could not start (bash's convention)
+SHELL_EXITS = {127: "command not found", 126: "command not executable"}
+
+
+def failure_reason(record: JobRecord) -> str:
+    """Why a job did not finish ``ok``, in a few words: its failure kind (``oom``, ``timeout``,
+    ``no_metrics``, ``crash``, ...), a crash told apart by its exit status.
+
+    >>> failure_reason(JobRecord(job_id="j", source="measured", provenance="doc", status="failed",
+    ...     started_at="2026-11-21T10:00:00Z", workload="command", config={},
+    ...     hardware={"accelerator": "cpu", "accelerator_count": 1},
+    ...     failure={"kind": "crash", "exit_code": 127, "message": "bash: trainx: command not found"}))
+    'command not found (exit 127)'
+    """
+    failure = record.failure
+    kind = failure.kind if failure is not None else record.status
+    code = failure.exit_code if failure is not None else None
+    if kind != "crash" or code is None:
+        return kind
+    if code in SHELL_EXITS:
+        return f"{SHELL_EXITS[code]} (exit {code})"
+    return f"crash (killed by signal {-code})" if code < 0 else f"crash (exit {code})"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1][:120] if lines else ""
 
 
 class Tally:
@@ -21,9 +50,15 @@ class Tally:
         self.unit = ""
         self.raced = 0  # jobs whose record another collect of the same sweep stored first
         self.runs: dict[str, list] = defaultdict(list)  # per config: (status, throughput) of each run
+        self.reasons = Counter()  # why the jobs that did not finish ok failed (failure_reason)
+        self.example: dict[str, str] = {}  # per reason: the last line of the first such job's message
 
-    def add(self, rec) -> None:
+    def add(self, rec: JobRecord) -> None:
         self.status[rec.status] += 1
+        if rec.status != "ok":
+            reason = failure_reason(rec)
+            self.reasons[reason] += 1
+            self.example.setdefault(reason, _last_line(rec.failure.message if rec.failure else ""))
         m = rec.metrics
         self.runs[canonical_json(rec.config)].append((rec.status, m.throughput))
         if rec.status == "ok" and m.throughput is not None:
@@ -66,6 +101,9 @@ class Tally:
         if self.raced:
             rows.append(("run, but stored first by another collect", f"{self.raced}"))
         rows += [(f"  {k}", f"{self.status[k]}") for k in STATUSES]
+        for i, (reason, count) in enumerate(self.reasons.most_common()):
+            example = f"  e.g. {self.example[reason]!r}" if self.example[reason] else ""
+            rows.append(("failure reasons" if i == 0 else "", f"{count} {reason}{example}"))
         t = sorted(v for runs in self.runs.values() for st, v in runs if st == "ok" and v is not None)
         if t:
             rows.append((f"p90 throughput ({self.unit})",
@@ -74,8 +112,9 @@ class Tally:
         for launcher in sorted(self.overhead_n):
             rows.append((f"overhead per ok job ({launcher})",
                          f"{self.overhead[launcher] / self.overhead_n[launcher]:.2f} s (wall - measured steps)"))
-        rows.append(("elapsed", f"{elapsed_s:,.1f} s" + (f"  ({3600 * n / elapsed_s:,.0f} jobs/hour)"
-                                                         if elapsed_s > 0 and n else "")))
+        ok = self.status["ok"]  # a rate of completed jobs: one that failed at once says nothing of speed
+        rows.append(("elapsed", f"{elapsed_s:,.1f} s" + (f"  ({3600 * ok / elapsed_s:,.0f} completed jobs/hour)"
+                                                         if elapsed_s > 0 and ok else "")))
         rows.append(("store", out))
         width = max(len(r[0]) for r in rows)
         return "\n".join(f"{a:<{width}}  {b}" for a, b in rows)

@@ -21,6 +21,15 @@ A tiny end-to-end check into a scratch store::
 
     python -m perfzoo.tune --space fsdp-ads-v3 --store /tmp/tune-check --n-random 6 --rounds 1 --top-k 2
 
+Your own job against the config you run today (``mine.json``: one config of the space, or a JSONL
+of configs tried in order until one runs), raced with the loop's champion::
+
+    python -m perfzoo.tune --space examples/fsdp2-cpu/space.toml --store runs/mine-tune --n-random 12 \
+        --rounds 2 --top-k 4 --predictor ridge --baseline mine.json --confirm 3
+
+It ends with the champion's config and its speedup over each baseline (and over random search
+at equal jobs, with ``--control``).
+
 Python API
 ----------
 :func:`run` takes a :class:`TuneConfig` (one field per flag, the same defaults) and returns a
@@ -29,6 +38,9 @@ was interrupted). The state of a loop, launching nothing::
 
     from perfzoo.tune import TuneConfig, run
     print(run(TuneConfig(store="runs/tune", space="fsdp-ads-v3", status=True)).summary.table())
+
+``run(config, launcher)`` runs the jobs through another launcher (:data:`perfzoo.loop.Launcher`)
+instead of the harness.
 """
 
 from __future__ import annotations
@@ -41,13 +53,16 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from perfzoo import workloads, zoo
-from perfzoo._cli import UsageError, check_choice, config_from_args, field_defaults, guarded
+from perfzoo._cli import (EXIT_DONE, EXIT_INTERRUPTED, RunFailed, UsageError, check_choice, config_from_args,
+                          field_defaults, guarded)
 from perfzoo.collect import options_from_argv
-from perfzoo.loop import ClosedLoop, CollectLauncher, LoopSummary, frontier_figure
+from perfzoo.inputs import read_located
+from perfzoo.loop import ClosedLoop, CollectLauncher, Launcher, LoopSummary
 from perfzoo.search import SEARCHERS, Reinforce, Searcher
 from perfzoo.search.command import make_searcher
-from perfzoo.spaces import Space, get
+from perfzoo.spaces import Space, SpaceError, get
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.store import RECORDS_FILE
 from perfzoo.sweep import JOB_DEFAULTS, open_store
 
 COMMAND_FLAGS = ("command", "metric_parser", "metric_regex", "throughput_unit")  # collect's, for your own job
@@ -77,6 +92,7 @@ class TuneConfig:
     control: int = 0  # extra random jobs after the rounds
     hand_tuned: bool = False  # also run the FSDP default
     expert: bool = False  # also run the expert heuristic
+    baseline: Optional[str] = None  # your baseline: a file of configs of the space, tried in order until one runs ok
     race: int = 3  # with confirm: candidates per searched arm in the race
     confirm: int = 0  # race runs of each finalist (0: no race)
     seed: int = 0  # seed of the random phase and the searcher
@@ -157,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "batch that runs)")
     p.add_argument("--expert", action="store_true",
                    help="also run the expert heuristic (NO_SHARD the smallest layers while a memory estimate allows)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="your own baseline, for any space: a config (a JSON object), or a JSONL or CSV of configs "
+                        "tried in order until one runs ok; raced with the others, and the champion's speedup over "
+                        "it printed")
     p.add_argument("--race", type=int, metavar="K",
                    help=f"with --confirm: the race's candidates, each searched arm's K best configs by one run "
                         f"(default {TuneConfig.race})")
@@ -194,23 +214,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns the exit status (0 done, 1 interrupted or failed, 2 usage error)."""
+    """Entry point; returns the exit status (0 done, 1 interrupted or failed, 2 usage or input error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
 
     def body() -> int:
-        try:
-            result = run(config_from_args(TuneConfig, args))
-        except RuntimeError as exc:  # e.g. every random job failed: nothing to fit on
-            print(f"perfzoo.tune: error: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 1
+        result = run(config_from_args(TuneConfig, args))
         print(result.summary.table())
         if result.plot is not None:
             print(f"frontier plot: {result.plot}")
         if result.interrupted:
             print("perfzoo.tune: interrupted; run the same command again to resume", file=sys.stderr)
-            return 1
-        return 0
+            return EXIT_INTERRUPTED
+        return EXIT_DONE
 
     return guarded("perfzoo.tune", body)
 
@@ -228,7 +244,7 @@ def _space(config: TuneConfig) -> Space:
         if phase not in own:
             raise UsageError(f"--{flag.replace('_', '-')}: no {flag.replace('_', '-')} baseline is defined for the "
                              f"{space.workload!r} workload of --space {space.name} (it defines "
-                             f"{', '.join(map(repr, own)) or 'none'})")
+                             f"{', '.join(map(repr, own)) or 'none'}); give your own with --baseline FILE")
         try:
             own[phase].ladder(SpaceCodec(space))
         except ValueError as exc:
@@ -236,24 +252,46 @@ def _space(config: TuneConfig) -> Space:
     return space
 
 
-def run(config: TuneConfig) -> TuneResult:
+def _baseline(config: TuneConfig, space: Space) -> list[dict]:
+    """The configs of ``--baseline``, complete and checked against the space (a :class:`UsageError`
+    names the file's line of a config outside it)."""
+    if config.baseline is None:
+        return []
+    out = []
+    for where, raw in read_located(config.baseline, "--baseline"):
+        try:
+            out.append(space.validate(raw))
+        except SpaceError as exc:
+            raise UsageError(f"--baseline {where}: {exc}") from None
+    return out
+
+
+def run(config: TuneConfig, launcher: Optional[Launcher] = None) -> TuneResult:
     """Run (or resume) the closed loop ``config`` describes, then draw its frontier figure and write
-    its summary beside the plans (``<store>/tune/``); with ``config.status``, only its state. A
-    :class:`UsageError` names a bad field before anything is launched; a ``RuntimeError`` says
-    why the loop cannot go on (e.g. every random job failed). The loop's log goes to stderr."""
+    its summary beside the plans (``<store>/tune/``); with ``config.status``, only its state (an
+    existing store's: nothing is created). A :class:`UsageError` names a bad field before anything
+    is launched; :class:`~perfzoo._cli.RunFailed` says why the loop cannot go on (e.g. every
+    random job failed). ``launcher``: runs the jobs instead of the harness
+    (:class:`~perfzoo.loop.CollectLauncher`). The loop's log goes to stderr."""
     space = _space(config)
+    baseline = _baseline(config, space)
+    if config.status and not (Path(config.store) / RECORDS_FILE).is_file():
+        raise UsageError(f"--store {config.store}: no record store there yet, so no state to show; "
+                         "drop --status to start the loop")
     store = open_store(config.store, "--store")
-    options = {"timeout": config.timeout, "steps": config.steps, "warmup": config.warmup, "device": config.device,
-               "warm": config.warm, **options_from_argv(config.collect_arg),
-               **{flag: getattr(config, flag) for flag in COMMAND_FLAGS if getattr(config, flag) is not None}}
-    launcher = CollectLauncher(space.ref, store.path, options=options, progress=not config.no_progress)
+    if launcher is None:
+        options = {"timeout": config.timeout, "steps": config.steps, "warmup": config.warmup,
+                   "device": config.device, "warm": config.warm, **options_from_argv(config.collect_arg),
+                   **{flag: getattr(config, flag) for flag in COMMAND_FLAGS if getattr(config, flag) is not None}}
+        launcher = CollectLauncher(space.ref, store.path, options=options, progress=not config.no_progress)
     try:
         loop = ClosedLoop(space, store, launcher=launcher, n_random=config.n_random,
                           rounds=config.rounds, top_k=config.top_k, searcher=config.make_searcher(),
                           predictor=config.predictor, failure=not config.no_failure, seed=config.seed, tag=config.tag,
                           train_on=config.train_on, control=config.control, hand_tuned=config.hand_tuned,
-                          expert=config.expert, confirm=config.confirm, race=config.race,
+                          expert=config.expert, baseline=baseline, confirm=config.confirm, race=config.race,
                           dataset=config.dataset, log=lambda s: print(s, file=sys.stderr, flush=True))
+        loop.check_plans()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if config.status:
@@ -264,9 +302,11 @@ def run(config: TuneConfig) -> TuneResult:
     except KeyboardInterrupt:
         interrupted = True
         summary = loop.summary()
+    except RuntimeError as exc:  # e.g. every random job failed: nothing to fit on
+        raise RunFailed(str(exc)) from None
     plot: Optional[Path] = Path(config.plot) if config.plot else loop.plan_dir / f"{loop.tag}-frontier.png"
     try:
-        frontier_figure(loop, plot)
+        loop.frontier_figure(plot)
     except Exception as exc:  # a plot must never lose the run's result
         print(f"perfzoo.tune: could not draw the frontier plot: {exc}", file=sys.stderr)
         plot = None

@@ -51,7 +51,7 @@ COLUMNS = {
                 "`config.memory_budget_gib` (GiB of private data per rank, `null` = unlimited); "
                 "constants `n_layers`, `width`, `n_tables`, `rows_per_table`, `emb_dim`, `world_size`, "
                 "`fsdp_api`, `precision` are stored too.",
-    "llm-cpu": "the LLM vocabulary of `docs/architecture.md`: `n_layers`, `hidden_dim`, `n_heads`, "
+    "llm-cpu": "the LLM vocabulary of `perfzoo/workloads/llm/__init__.py`: `n_layers`, `hidden_dim`, `n_heads`, "
                "`n_kv_heads`, `ffn_dim`, `vocab_size`, `seq_len`, `micro_batch_size`, "
                "`global_batch_size`, `grad_accum`, `n_gpus` (= ranks), `dp`, `tp`/`pp`/`cp` (1), "
                "`fsdp`, `precision`, `activation_checkpointing`, `compile`, `n_params`.",

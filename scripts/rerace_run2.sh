@@ -3,14 +3,14 @@
 # run 2 on fsdp-ads-v3 (commit 33a34ce, whose race was the old one: each arm's 3 best by one run,
 # medians of 5 including that run). Per seed: run 2's records without its old race
 # ("-confirm" sweep) and its plans go to $RERACE_ROOT/fsdp-ads-v3-s<seed>/ (default
-# leaderboard/tune/v3-rerace-run2), then the same tune command as scripts/tune_seeds.sh finds
+# datasets/fsdp-cpu-loop/v3-rerace-run2), then the same tune command as scripts/tune_seeds.sh finds
 # every phase done and runs only the new race. Nothing else may run meanwhile.
 #
 #   bash scripts/rerace_run2.sh 0 1 2
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for seed in "$@"; do
-  out=${RERACE_ROOT:-leaderboard/tune/v3-rerace-run2}/fsdp-ads-v3-s$seed
+  out=${RERACE_ROOT:-datasets/fsdp-cpu-loop/v3-rerace-run2}/fsdp-ads-v3-s$seed
   run2=33a34ce:leaderboard/tune/fsdp-ads-v3-s$seed
   mkdir -p "$out/tune"
   git show "$run2/records.jsonl" | grep -v "\"sweep_id\":\"tune-fsdp-ads-v3-s$seed-confirm\"" > "$out/records.jsonl"

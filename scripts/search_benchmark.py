@@ -1,5 +1,5 @@
 """Searcher speed figures: ``python scripts/search_benchmark.py --speed`` writes
-``leaderboard/search/speed.md``.
+``docs/studies/search/speed.md``.
 
 One REINFORCE round (2,000 samples x 3 restarts) and an exhaustive scoring of every config of
 ``fsdp-ads-v3``, with LightGBM (and the failure classifier) fitted on ``fsdp-cpu`` two ways: as
@@ -30,7 +30,7 @@ from perfzoo.search import Exhaustive, Reinforce, propose  # noqa: E402
 from perfzoo.spaces import get  # noqa: E402
 from perfzoo.spaces.codec import SpaceCodec  # noqa: E402
 
-OUT = ROOT / "leaderboard" / "search"
+OUT = ROOT / "docs" / "studies" / "search"
 
 
 def log(msg: str) -> None:

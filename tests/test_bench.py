@@ -203,7 +203,7 @@ def test_cross_dataset_json_parses(tmp_path, capsys, external):
 
 
 def test_cli_rejects_unknown_names(capsys):
-    assert bench.main(["--datasets", "no-such-dataset", "--quiet"]) == 1
+    assert bench.main(["--datasets", "no-such-dataset", "--quiet"]) == 2
     assert "unknown dataset" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.main(["--train", "vtrain-a100"])

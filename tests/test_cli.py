@@ -58,7 +58,7 @@ def test_datasets_show(capsys):
 
 
 def test_unknown_dataset_is_one_line_and_non_zero(capsys):
-    assert main(["datasets", "show", "no-such-dataset"]) == 1
+    assert main(["datasets", "show", "no-such-dataset"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
@@ -75,7 +75,7 @@ def test_bad_input_in_a_fresh_process_has_no_traceback(tmp_path):
         (["datasets", "show", "vtrain-a100", "--external-dir", str(tmp_path)], "vtrain_ground_truth_single.csv not found"),
     ]:
         code, out, err = run(*args)
-        assert code == 1 and out == ""
+        assert code == 2 and out == ""
         assert err.count("\n") == 1 and err.startswith("perfzoo: error: ") and expected in err
         assert "Traceback" not in err
 
@@ -107,3 +107,33 @@ def test_help_and_usage_errors():
     with pytest.raises(SystemExit) as done:
         main(["datasets", "show"])  # NAME_OR_PATH missing
     assert done.value.code == 2
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "hf"])
+def test_datasets_export_round_trips(fmt, tmp_path, capsys):
+    import datasets as hf
+    import pandas as pd
+
+    from perfzoo.datasets import load_dataset
+
+    out = tmp_path / f"llm-h100.{fmt}"
+    assert main(["datasets", "export", "llm-h100", str(out), "--format", fmt]) == 0
+    ds = load_dataset("llm-h100")
+    assert capsys.readouterr().out.strip() == (f"llm-h100: {len(ds)} rows x {ds.frame.shape[1]} columns written to "
+                                               f"{out} ({fmt})")
+    back = {"parquet": pd.read_parquet, "csv": pd.read_csv,
+            "hf": lambda p: hf.load_from_disk(str(p)).to_pandas()}[fmt](out)
+    assert list(back.columns) == list(ds.frame.columns) and len(back) == len(ds)
+    assert back["job_id"].tolist() == ds.frame["job_id"].tolist()
+    assert back["metrics.throughput"].tolist() == pytest.approx(ds.frame["metrics.throughput"].tolist(), nan_ok=True)
+    # nothing is overwritten
+    assert main(["datasets", "export", "llm-h100", str(out), "--format", fmt]) == 2
+    assert capsys.readouterr().err.strip() == (f"perfzoo: error: {out}: exists already; give a new path "
+                                               "(nothing is overwritten)")
+
+
+def test_datasets_export_needs_a_format(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["datasets", "export", "llm-h100", str(tmp_path / "x")])
+    assert info.value.code == 2 and "--format" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

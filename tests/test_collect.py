@@ -200,3 +200,58 @@ def test_a_bad_config_field_is_named(fields, message):
 
     with pytest.raises(UsageError, match=message):
         CollectConfig(out="runs/x", **fields)
+
+
+# the summary ------------------------------------------------------------------------------------
+
+def test_the_summary_counts_failure_reasons_and_rates_only_completed_jobs(tmp_path, capsys):
+    space = tmp_path / "space.toml"
+    space.write_text(f'''name = "broken"
+world_size_key = "nproc"
+command = "{{mode}}"
+[knobs]
+mode = {{ values = ["perfzoo-no-such-command-xyz", "true", "{sys.executable} -c pass"] }}
+[constants]
+nproc = 1
+''')
+    configs = write_jsonl(tmp_path / "c.jsonl", [{"mode": "perfzoo-no-such-command-xyz"}, {"mode": "true"}])
+    assert main(["--space", str(space), "--configs", configs, "--repeat", "2", "--out", str(tmp_path / "s"),
+                 "--no-progress", "--timeout", "20"]) == 0
+    out = capsys.readouterr().out
+    rows = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in out.splitlines() if "  " in line.strip())
+    assert rows["failed"] == "4"
+    assert re.search(r"failure reasons\s+2 command not found \(exit 127\)  e\.g\. '.*perfzoo-no-such-command-xyz.*"
+                     r"command not found'", out), out
+    assert re.search(r"\n\s+2 no_metrics  e\.g\. '", out), out  # `true` exits 0 and reports nothing
+    assert "jobs/hour" not in out  # no job completed: a rate of jobs that failed at once means nothing
+
+
+def test_the_summary_table_of_a_tally():
+    from datetime import datetime, timezone
+
+    from perfzoo.records import JobRecord
+    from perfzoo.tally import Tally
+
+    def record(i, status, exit_code=None, kind=None, qps=None, message=""):
+        return JobRecord(job_id=f"j{i}", source="measured", provenance="t", status=status, workload="command",
+                         started_at=datetime(2026, 1, 1, tzinfo=timezone.utc), config={"a": i},
+                         hardware={"accelerator": "cpu", "accelerator_count": 1},
+                         failure=None if status == "ok" else {"kind": kind, "exit_code": exit_code, "message": message},
+                         metrics={"throughput": qps, "throughput_unit": "items/s"} if qps else {})
+
+    tally = Tally()
+    for i, (status, exit_code, kind, qps, message) in enumerate([
+            ("ok", None, None, 10.0, ""), ("ok", None, None, 30.0, ""), ("oom", None, "oom", None, "MemoryError"),
+            ("failed", 127, "crash", None, "sh: 1: x: not found"),
+            ("failed", 127, "crash", None, "sh: 1: y: not found"),
+            ("failed", -11, "crash", None, "Segmentation fault\n"), ("failed", 1, "crash", None, ""),
+            ("timeout", None, "timeout", None, "")]):
+        tally.add(record(i, status, exit_code, kind, qps, message))
+    table = tally.table(3600.0, 0, "runs/x")
+    lines = table.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("failure reasons"))
+    column = lines[0].rindex(" ") + 1  # where the values start ("jobs stored   8")
+    assert [line[column:] for line in lines[start:start + 5]] == [
+        "2 command not found (exit 127)  e.g. 'sh: 1: x: not found'", "1 oom  e.g. 'MemoryError'",
+        "1 crash (killed by signal 11)  e.g. 'Segmentation fault'", "1 crash (exit 1)", "1 timeout"]
+    assert "3,600.0 s  (2 completed jobs/hour)" in table

@@ -138,3 +138,50 @@ def test_datasets_show_prints_the_load_report(capsys, synthetic):
     assert ("lab_benchmarks.csv: 6 rows read: 3 labelled (1 of them derived), 1 unlabelled, 1 OOM, 1 skipped; "
             "1 superseded variants") in out
     assert "derived: tokens/s from TFLOP/s 1" in out and "skipped line 7: no GPU count" in out
+
+
+def test_rows_without_a_date_are_kept_reported_and_left_out_of_temporal_splits_only(tmp_path, write_published):
+    from perfzoo.evaluation import splits
+
+    dates = ["2025-01-01", "", "2025-02-01", "2025-03-01", "n/a", "2025-04-01", "2025-05-01", "2025-06-01"]
+    path = write_published(tmp_path / "tpu.csv", [published_row(date=d, n_gpus=str(8 * (i + 1)), dp=str(8 * (i + 1)))
+                                                   for i, d in enumerate(dates)])
+    load = read_published(path)
+    (report,) = load.reports
+    assert len(load.records) == report.rows == 8 and report.labelled == 8
+    assert report.undated == [3, 6]  # file lines (the header is line 1)
+    assert "no date, kept (left out of temporal splits): 2 rows, lines 3, 6" in str(report)
+    assert [r.started_at is None for r in load.records] == [d in ("", "n/a") for d in dates]
+    ds = load_dataset(path)
+    temporal = splits.temporal_split(ds)
+    undated = set(np.flatnonzero(ds.frame["started_at"].isna()))
+    assert len(undated) == 2 and not undated & (set(temporal.train) | set(temporal.test))
+    assert len(temporal.train) + len(temporal.test) == 6 and temporal.info["undated"] == 2
+    random = splits.random_split(ds, seed=0)
+    assert undated <= set(random.train) | set(random.test)  # every other split keeps them
+    assert perfzoo_main(["datasets", "show", str(path)]) == 0
+
+
+def test_a_date_that_is_not_a_date_is_still_an_error(tmp_path, write_published):
+    path = write_published(tmp_path / "bad.csv", [published_row(date="last spring")])
+    with pytest.raises(ValueError, match=r"bad.csv, line 2, column 'date': 'last spring' is not a date"):
+        read_published(path)
+
+
+def test_a_measured_record_needs_its_start_time():
+    from perfzoo.records import RecordError, parse_record
+
+    row = {"schema_version": 1, "job_id": "j", "source": "measured", "provenance": "test", "status": "ok",
+           "workload": "llm", "config": {}, "hardware": {"accelerator": "cpu", "accelerator_count": 1}}
+    with pytest.raises(RecordError, match="a measured record needs started_at"):
+        parse_record(row)
+    assert parse_record({**row, "source": "published"}).started_at is None
+
+
+def test_every_file_in_the_external_folder_loads(external):
+    from perfzoo.datasets import list_datasets
+
+    names = list_datasets(external)
+    assert {"vtrain-a100", "published-llm"} <= set(names)
+    for name in names:
+        assert len(load_dataset(name, external_dir=external)) > 0, name

@@ -120,3 +120,41 @@ def test_llm_gpu_space_derives_a_llama_shape_from_depth_and_width():
     assert 1.0e8 < min(sizes) and max(sizes) < 3.0e9
     with pytest.raises(spaces.SpaceError, match="32,768"):
         space.validate(dict(cfg, seq_len=8192, micro_batch_size=8))
+
+
+# a space file's lines --------------------------------------------------------------------------
+
+ESCAPED = '''name = "demo"
+world_size_key = "n"
+# a comment that mentions tp <= zz
+constraints = [
+  "mode == \\"a\\" or tp <= n",
+  "mode == \\"b\\" or tp <= zz",
+]
+[knobs]
+tp = { values = [1, 2, 4] }
+mode = { values = ["a", "b"] }
+[constants]
+n = 2
+'''
+
+
+def test_a_constraint_error_names_the_line_it_is_written_on(tmp_path):
+    """A constraint with TOML escapes (``\\"``) is found on its own line, not on line 1 or a comment."""
+    path = tmp_path / "space.toml"
+    path.write_text(ESCAPED)
+    with pytest.raises(spaces.SpaceFileError) as info:
+        spaces.get(str(path))
+    assert str(info.value).startswith(f"{path} line 6: constraint 'mode == \"b\" or tp <= zz' names 'zz'")
+
+
+def test_a_config_outside_a_file_space_names_the_constraint_and_its_line(tmp_path):
+    path = tmp_path / "space.toml"
+    path.write_text(ESCAPED.replace('"mode == \\"b\\" or tp <= zz",', '"tp != 2",'))
+    space = spaces.get(str(path))
+    with pytest.raises(SpaceError) as info:
+        space.validate({"tp": 4, "mode": "b"})
+    assert str(info.value) == ("space 'demo': 'mode == \"a\" or tp <= n' does not hold for mode='b', n=2, tp=4 "
+                               f"(constraint 'mode == \"a\" or tp <= n', {path} line 5)")
+    with pytest.raises(SpaceError, match=rf"\(constraint 'tp != 2', {path} line 6\)"):
+        space.validate({"tp": 2, "mode": "a"})

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
+from perfzoo import tune
 from perfzoo.loop import ClosedLoop, LaunchInterrupted, config_id, frontier_figure
 from perfzoo.records import JobRecord, job_id_for
 from perfzoo.search import Reinforce
@@ -82,10 +85,17 @@ def test_loop_runs_and_improves_on_its_random_phase(tmp_path):
     # the searched rounds find faster configs than the random phase did
     assert summary.loop_best > phases["random"]["best"]
     # hand-tuned: all FULL_SHARD, unlimited budget, the largest batch (it fits: one job)
-    assert summary.baseline == FakeLauncher.qps(hand_tuned_ladder(get("fsdp-ads"))[0])
-    assert summary.baseline_config["local_batch"] == 256
-    png = frontier_figure(_loop(store, launcher, control=12, hand_tuned=True), tmp_path / "frontier.png")
+    assert summary.arms["hand-tuned"]["best"] == FakeLauncher.qps(hand_tuned_ladder(get("fsdp-ads"))[0])
+    assert summary.arms["hand-tuned"]["config"]["local_batch"] == 256
+    # the champion is the loop's raced finalist; its speedups are over the other arms' race medians
+    assert summary.champion["config"] == summary.confirmed["loop"]["config"]
+    assert summary.champion["value"] == summary.confirmed["loop"]["median"]
+    assert summary.speedups() == pytest.approx({arm: summary.confirmed["loop"]["median"] / c["median"]
+                                                for arm, c in summary.confirmed.items() if arm != "loop"})
+    loop = _loop(store, launcher, control=12, hand_tuned=True)
+    png = loop.frontier_figure(tmp_path / "frontier.png")
     assert png.stat().st_size > 10_000
+    assert frontier_figure(loop.state(), loop.loop_phases(), tmp_path / "f2.png", "title").stat().st_size > 10_000
 
 
 def first_run(cfg: dict) -> float:
@@ -260,3 +270,122 @@ def test_a_bad_config_field_is_named(fields, message, tmp_path):
     with pytest.raises(UsageError, match=message):
         TuneConfig(store=str(tmp_path / "t"), **fields)
     assert not (tmp_path / "t").exists()
+
+
+# --- your own job: a TOML space, your baseline, the champion and its speedups -------------------
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2-cpu" / "space.toml"
+
+
+class FakeCommandJob(FakeLauncher):
+    """The example space's jobs, measured by a known function: a wider, shallower net with a bigger
+    batch is faster; a batch x width above 32,768 runs out of memory."""
+
+    @staticmethod
+    def qps(cfg: dict) -> float:
+        return cfg["batch"] * (1.0 + cfg["width"] / 1024) / cfg["depth"] * (1.2 if cfg["reshard"] else 1.0)
+
+    @staticmethod
+    def fails(cfg: dict) -> bool:
+        return cfg["batch"] * cfg["width"] > 32_768
+
+    def __call__(self, configs: list, sweep_id: str, repeat: int = 1) -> None:
+        for rep in range(repeat):
+            for cfg in configs:
+                job_id = job_id_for("command", cfg, HW, rep)
+                if job_id in self.store:
+                    continue
+                self.launched[config_id(cfg)] += 1
+                self.clock += timedelta(seconds=10)
+                oom = self.fails(cfg)
+                self.store.append(JobRecord(
+                    job_id=job_id, sweep_id=sweep_id, source="measured", provenance="test", started_at=self.clock,
+                    ended_at=self.clock + timedelta(seconds=5), status="oom" if oom else "ok",
+                    failure={"kind": "oom"} if oom else None, workload="command", config=cfg, hardware=HW,
+                    metrics={} if oom else {"throughput": self.qps(cfg), "throughput_unit": "samples/s"}))
+
+
+@pytest.fixture
+def fake_jobs(monkeypatch):
+    """``python -m perfzoo.tune`` with the example space's jobs run by :class:`FakeCommandJob`."""
+    launchers = []
+
+    def launcher(space, path, **options):
+        launchers.append(FakeCommandJob(RecordStore(path)))
+        return launchers[-1]
+
+    monkeypatch.setattr(tune, "CollectLauncher", launcher)
+    return launchers
+
+
+def _tune(store, *extra) -> list:
+    return ["--space", str(EXAMPLE), "--store", str(store), "--n-random", "8", "--rounds", "1", "--top-k", "3",
+            "--predictor", "ridge", "--n-samples", "100", "--restarts", "1", "--no-progress", *extra]
+
+
+def test_tune_races_your_baseline_and_prints_the_champion_and_its_speedups(tmp_path, fake_jobs, capsys):
+    mine = tmp_path / "mine.json"  # the config run today, pretty-printed as a person writes it
+    mine.write_text(json.dumps({"batch": 32, "width": 256, "depth": 6, "reshard": False}, indent=2))
+    assert tune.main(_tune(tmp_path / "store", "--baseline", str(mine), "--control", "3", "--confirm", "2",
+                           "--race", "2")) == 0
+    out = capsys.readouterr().out
+    summary = json.loads(next((tmp_path / "store" / "tune").glob("*-summary.json")).read_text())
+    user = summary["confirmed"]["user"]
+    assert user["config"] == {"batch": 32, "width": 256, "depth": 6, "reshard": False, "nproc": 2, "global_batch": 64}
+    assert user["median"] == FakeCommandJob.qps(user["config"]) and user["n"] == 2  # raced: 2 runs after its first
+    assert fake_jobs[0].launched[config_id(user["config"])] == 3
+    champion = summary["champion"]
+    assert champion["config"] == summary["confirmed"]["loop"]["config"]
+    speedup = champion["value"] / user["median"]
+    assert summary["speedups"]["user"] == pytest.approx(speedup) and speedup > 1
+    assert set(summary["speedups"]) == {"random", "user"}
+    assert f"champion: {champion['value']:,.1f} samples/s (median of its 2 race runs)" in out
+    assert f"  config: {json.dumps(champion['config'], sort_keys=True)}" in out
+    assert f"  speedup over user: {speedup:.3f}x ({100 * (speedup - 1):+.1f}%)" in out
+
+
+def test_a_baseline_ladder_runs_until_a_config_runs_ok(tmp_path, fake_jobs, capsys):
+    ladder = tmp_path / "ladder.jsonl"
+    configs = [{"batch": 128, "width": 512, "depth": 2, "reshard": True},  # 65,536 > 32,768: out of memory
+               {"batch": 64, "width": 512, "depth": 2, "reshard": True}]
+    ladder.write_text("".join(json.dumps({"config": c}) + "\n" for c in configs))
+    assert tune.main(_tune(tmp_path / "store", "--baseline", str(ladder))) == 0
+    out = capsys.readouterr().out
+    summary = json.loads(next((tmp_path / "store" / "tune").glob("*-summary.json")).read_text())
+    assert summary["arms"]["user"]["jobs"] == 2 and summary["arms"]["user"]["config"]["batch"] == 64
+    assert summary["champion"]["how"].startswith("best single run")
+    assert f"user baseline: {FakeCommandJob.qps(summary['arms']['user']['config']):,.1f}" in out
+    assert "  speedup over user: " in out and "speedup over random" not in out  # no control: no equal-jobs arm
+
+
+def test_a_baseline_outside_the_space_is_one_line_naming_its_line(tmp_path, fake_jobs, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"batch": 32, "width": 256, "depth": 2, "reshard": true}\n'
+                   '{"batch": 48, "width": 256, "depth": 2, "reshard": true}\n')
+    assert tune.main(_tune(tmp_path / "store", "--baseline", str(bad))) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"perfzoo.tune: error: --baseline {bad} line 2: space 'fsdp2-cpu-example': knob 'batch'")
+    assert "\n" not in err and not fake_jobs  # nothing launched
+    assert tune.main(_tune(tmp_path / "store", "--baseline", str(tmp_path / "nope.json"))) == 2
+    assert capsys.readouterr().err.strip() == f"perfzoo.tune: error: --baseline {tmp_path / 'nope.json'}: no such file"
+
+
+def test_a_resumed_loop_keeps_its_baseline(tmp_path, fake_jobs, capsys):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"batch": 32, "width": 256, "depth": 2, "reshard": True}))
+    second.write_text(json.dumps({"batch": 16, "width": 256, "depth": 2, "reshard": True}))
+    assert tune.main(_tune(tmp_path / "store", "--baseline", str(first))) == 0
+    capsys.readouterr()
+    assert tune.main(_tune(tmp_path / "store", "--baseline", str(second))) == 2
+    assert "holds other baseline configs than the ones given" in capsys.readouterr().err
+
+
+def test_status_of_a_store_that_does_not_exist_creates_nothing(tmp_path, capsys):
+    assert tune.main(["--space", "fsdp-ads", "--store", str(tmp_path / "none"), "--status"]) == 2
+    assert "no record store there yet" in capsys.readouterr().err
+    assert not (tmp_path / "none").exists()
+
+
+def test_hand_tuned_on_a_space_without_one_points_at_baseline(tmp_path, capsys):
+    assert tune.main(["--space", str(EXAMPLE), "--store", str(tmp_path / "s"), "--hand-tuned"]) == 2
+    assert "give your own with --baseline FILE" in capsys.readouterr().err

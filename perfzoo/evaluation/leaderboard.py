@@ -34,6 +34,10 @@ from perfzoo.evaluation.runner import Results
 from perfzoo.evaluation.tasks import PredictorSpec
 
 RESULT_ID_COLUMNS = ("dataset", "predictor", "split", "kind", "fold", "seed", "n_train", "n_test")
+# every file a bench run puts in its folder, as glob patterns relative to it: what :func:`write`
+# writes, and the transfer split's tables (:func:`perfzoo.evaluation.transfer.write`)
+OUTPUTS = ("README.md", "results.csv", "best.json", "figures/*-scatter.png", "figures/*-curve.png",
+           "artifacts/*/model.joblib", "artifacts/*/metadata.json", "transfer.md", "transfer.csv")
 
 
 def write(

@@ -121,33 +121,35 @@ def temporal_split(dataset: Dataset, test_size: float = TEST_SIZE, time_column: 
 
     Of all cuts between consecutive distinct times, the one whose training share is closest
     to ``1 - test_size`` is used (both sides non-empty). Every training row is strictly older
-    than every test row.
+    than every test row. Rows without a time (a published row without a date) are on neither
+    side; ``info['undated']`` counts them.
     """
     frame = dataset.frame
     column = time_column or dataset.time_column
     if column not in frame.columns:
         raise SplitNotApplicable(f"temporal split: the dataset has no time column {column!r}")
     times = pd.to_datetime(frame[column], utc=True)
-    if times.isna().any():
-        raise SplitNotApplicable(f"temporal split: {int(times.isna().sum())} rows have no {column!r}")
+    dated = np.flatnonzero(times.notna().to_numpy())
     # nanoseconds since the epoch, whatever resolution the column has (pandas 3: us or s)
-    t = times.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]").astype("int64")
+    t = times.iloc[dated].dt.tz_convert("UTC").dt.tz_localize(None).to_numpy(dtype="datetime64[ns]").astype("int64")
     distinct = np.unique(t)
     if distinct.size < 2:
         raise SplitNotApplicable(
-            f"temporal split: all {len(frame)} rows share one {column!r}; there is no older/newer"
+            f"temporal split: the {len(t)} rows with a {column!r} (of {len(frame)}) share one or none; "
+            "there is no older/newer"
         )
     # share of rows strictly older than each distinct time d[i] (i >= 1): a cut just before d[i]
     n_before = np.searchsorted(np.sort(t), distinct[1:], side="left")
     share = n_before / t.size
     i = int(np.argmin(np.abs(share - (1.0 - test_size))))
     cut = distinct[i + 1]
-    train = np.flatnonzero(t < cut)
-    test = np.flatnonzero(t >= cut)
+    train = dated[t < cut]
+    test = dated[t >= cut]
     cut_ts = pd.Timestamp(int(cut), unit="ns", tz="UTC")
     return Split(
         "temporal", "temporal", 0, train, test,
-        info={"time_column": column, "cut": cut_ts.isoformat(), "train_share": round(float(share[i]), 4)},
+        info={"time_column": column, "cut": cut_ts.isoformat(), "train_share": round(float(share[i]), 4),
+              "undated": len(frame) - len(dated)},
     )
 
 

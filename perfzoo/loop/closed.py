@@ -3,7 +3,8 @@
 Every job the loop launches lands in one :class:`~perfzoo.store.RecordStore`, tagged with
 the sweep id ``<tag>-<phase>`` (phases: ``random``, ``round1`` .. ``roundR``, and the
 optional ``control`` (extra random jobs, so the loop can be compared with the same number
-of random jobs), ``baseline`` and ``expert`` (the workload's baselines) and ``race`` (each arm's
+of random jobs), ``baseline`` and ``expert`` (the workload's baselines), ``user`` (the user's own
+baseline configs) and ``race`` (each arm's
 best candidates measured again by successive halving, :mod:`perfzoo.loop.race`, so the
 comparison is not a comparison of lucky maxima)). Before a phase launches, its plan
 (the configs, with the predictions that chose them) is written to
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -35,25 +36,14 @@ from sklearn.base import clone
 from perfzoo import zoo
 from perfzoo.loop import race
 from perfzoo.loop.launch import PLAN_DIR, CollectLauncher, Launcher, write_lines
-from perfzoo.loop.race import config_id
-from perfzoo.loop.report import LoopSummary
+from perfzoo.loop.race import BASELINE_ARMS, config_id
+from perfzoo.loop.report import LoopSummary, Phase, frontier_figure
 from perfzoo.records import JobRecord
 from perfzoo.search import Objective, Reinforce, Searcher
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.store import RecordStore
 from perfzoo.workloads import Baseline, get as get_workload
-
-
-@dataclass
-class Phase:
-    name: str
-    sweep_id: str
-    planned: int
-    done: int
-    ok: int
-    best: Optional[float]
-    records: list = field(default_factory=list, repr=False)
 
 
 class ClosedLoop:
@@ -84,6 +74,8 @@ class ClosedLoop:
         :func:`~perfzoo.workloads.fsdp_ads.baselines.hand_tuned_ladder`).
     expert : also run its ``expert`` ladder (``fsdp``: the expert heuristic,
         :func:`~perfzoo.workloads.fsdp_ads.baselines.expert_ladder`).
+    baseline : the user's own baseline, for any space: configs of the space tried in order until
+        one finishes ``ok`` (phase ``user``, arm ``user``), raced like the workload's baselines.
     confirm : race runs of each arm's finalists (0: no race). At the end each arm's ``race`` best
         configs are measured :data:`~perfzoo.loop.race.FIRST_RUNS` more times, the better half of
         each searched arm (and the baselines) until they have ``confirm`` race runs; each arm's
@@ -97,7 +89,7 @@ class ClosedLoop:
                  n_random: int = 100, rounds: int = 3, top_k: int = 20, searcher: Searcher = Reinforce(),
                  predictor: Union[str, Callable[[], Any]] = "lightgbm", failure: bool = True, seed: int = 0,
                  tag: Optional[str] = None, train_on: str = "loop", control: int = 0, hand_tuned: bool = False,
-                 expert: bool = False, confirm: int = 0, race: int = 3,
+                 expert: bool = False, baseline: Sequence[dict] = (), confirm: int = 0, race: int = 3,
                  dataset: Optional[str] = None, log: Optional[Callable[[str], None]] = print):
         self.codec = SpaceCodec(space)
         self.space = space
@@ -120,6 +112,7 @@ class ClosedLoop:
         self.control = int(control)
         self.hand_tuned = hand_tuned
         self.expert = expert
+        self.user_baseline = [space.validate(c) for c in baseline]
         self.race = int(race)
         self.confirm = int(confirm)
         self.dataset = dataset
@@ -140,6 +133,8 @@ class ClosedLoop:
             out.append("baseline")
         if self.expert:
             out.append("expert")
+        if self.user_baseline:
+            out.append("user")
         if self.confirm:
             out.append("race")
         return out
@@ -177,9 +172,10 @@ class ClosedLoop:
     # -- running ---------------------------------------------------------------------------------
     def run(self) -> LoopSummary:
         """Run (or resume) every phase; returns the :class:`LoopSummary`."""
+        self.check_plans()
         t0 = time.perf_counter()
         for i, phase in enumerate(self.phases()):
-            if phase in ("baseline", "expert"):
+            if phase in BASELINE_ARMS:
                 self._run_baseline(phase)
                 continue
             if phase == "race":
@@ -274,7 +270,11 @@ class ClosedLoop:
         return predictor, failure
 
     def _baseline(self, phase: str) -> Baseline:
-        """The ladder of baseline phase ``phase`` of the space's workload (:mod:`perfzoo.workloads`)."""
+        """The ladder of baseline phase ``phase``: the user's configs (``user``), else the space's
+        workload's (:mod:`perfzoo.workloads`)."""
+        if phase == "user":
+            return Baseline(lambda codec: self.user_baseline,
+                            "the user's baseline: the given configs, tried in order until one runs ok")
         own = get_workload(self.space.workload).baselines
         if phase not in own:
             raise ValueError(f"no {phase!r} baseline is defined for space {self.space.name!r}: the "
@@ -289,12 +289,12 @@ class ClosedLoop:
             plan = [{"config": c, "phase": phase, "rule": baseline.rule} for c in baseline.ladder(self.codec)]
             self.plan_dir.mkdir(parents=True, exist_ok=True)
             write_lines(self.plan_path(phase), plan)
-        for p in plan:
+        for i, p in enumerate(plan, 1):
             cfg = p["config"]
             cid = config_id(cfg)
             recs = [r for r in self._records() if config_id(r.config) == cid]
             if not recs:
-                self.log(f"[{self.tag}] {phase}: trying local_batch {cfg.get('local_batch')}")
+                self.log(f"[{self.tag}] {phase}: trying config {i} of {len(plan)}")
                 self.launcher([cfg], sid)
                 recs = [r for r in self._records() if config_id(r.config) == cid]
             if any(r.status == "ok" for r in recs):
@@ -335,9 +335,34 @@ class ClosedLoop:
         """Each arm's champion after the race (:func:`perfzoo.loop.race.confirmed`)."""
         return race.confirmed(self.candidates(state), self._race_records(), self.confirm)
 
+    def check_plans(self) -> None:
+        """A ``ValueError`` when the store's plan of the ``user`` phase holds other configs than
+        ``baseline`` (a resumed run given another baseline file)."""
+        plan = self.read_plan("user") if self.user_baseline else None
+        if plan is not None and [config_id(p["config"]) for p in plan] != [config_id(c) for c in self.user_baseline]:
+            raise ValueError(f"the store's plan {self.plan_path('user')} holds other baseline configs than the ones "
+                             "given; give the same baseline, or another store")
+
     # -- results ---------------------------------------------------------------------------------
     def summary(self) -> LoopSummary:
-        return LoopSummary.from_state(self, self.state())
+        """Each phase's state, each arm's best single run and, after a race, each arm's champion."""
+        state = self.state()
+        unit = next((r.metrics.throughput_unit for p in state for r in p.records if r.metrics.throughput_unit), "")
+        arms = {}
+        for arm, records in self.arms(state).items():
+            ok = [r for r in records if r.status == "ok" and r.metrics.throughput is not None]
+            best = max(ok, key=lambda r: r.metrics.throughput, default=None)
+            arms[arm] = {"jobs": len(records), "best": best.metrics.throughput if best else None,
+                         "config": best.config if best else None}
+        return LoopSummary(tag=self.tag, space=self.space.name, unit=unit or "",
+                           phases=[{"phase": p.name, "sweep_id": p.sweep_id, "planned": p.planned, "done": p.done,
+                                    "ok": p.ok, "best": p.best} for p in state],
+                           arms=arms, notes=list(self.notes), confirmed=self.confirmed(state) if self.confirm else {})
+
+    def frontier_figure(self, path: Path) -> Path:
+        """The frontier figure of the loop so far (:func:`perfzoo.loop.report.frontier_figure`)."""
+        return frontier_figure(self.state(), self.loop_phases(), path,
+                               f"{self.space.name}: closed loop {self.tag} ({self.searcher.name} + predictor)")
 
 
 def training_frame(codec: SpaceCodec, records: Sequence[JobRecord]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:

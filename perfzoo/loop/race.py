@@ -1,11 +1,11 @@
 """The race that names each arm's champion: successive halving over re-measured candidates.
 
 The arms are ``loop`` (random phase + search rounds), ``random`` (random phase + control),
-``hand-tuned`` and ``expert`` (the baselines). Each searched arm enters its ``race`` best configs
-by a single measurement (:func:`candidates`; a baseline: the one rung that ran). The race runs in
-two stages, every stage one collect over the candidates of *all* arms, repeats interleaved (all
-configs' first re-run, then all configs' second, ...), so the machine's drift hits every arm
-alike:
+``hand-tuned``, ``expert`` and ``user`` (the baselines, :data:`BASELINE_ARMS`). Each searched
+arm enters its ``race`` best configs by a single measurement (:func:`candidates`; a baseline:
+the one rung that ran). The race runs in two stages, every stage one collect over the
+candidates of *all* arms, repeats interleaved (all configs' first re-run, then all configs'
+second, ...), so the machine's drift hits every arm alike:
 
 1. every candidate is measured :data:`FIRST_RUNS` more times;
 2. of each searched arm the better half by the median of stage 1 (:func:`finalists`; a
@@ -26,6 +26,9 @@ import numpy as np
 from perfzoo.records import JobRecord, canonical_json
 
 SEARCHED_ARMS = ("loop", "random")  # arms that race several candidates; a baseline has one
+# the baseline phases of the loop and their arms: the workload's ladders (``baseline``: the
+# hand-tuned one, ``expert``) and the user's own configs (``user``: tune's ``--baseline FILE``)
+BASELINE_ARMS = {"baseline": "hand-tuned", "expert": "expert", "user": "user"}
 FIRST_RUNS = 2  # race runs of every candidate before the worse half of each searched arm drops out
 
 
@@ -36,11 +39,10 @@ def config_id(config: dict) -> str:
 
 def arms(by_phase: dict[str, list[JobRecord]], loop_phases: Sequence[str]) -> dict[str, list[JobRecord]]:
     """The records of each arm, from the records of each phase (``loop_phases``: the random
-    phase and the rounds)."""
+    phase and the rounds); a baseline arm only where its phase ran."""
     return {"loop": [r for n in loop_phases if n in by_phase for r in by_phase[n]],
             "random": by_phase["random"] + by_phase.get("control", []),
-            "hand-tuned": by_phase.get("baseline", []),
-            "expert": by_phase.get("expert", [])}
+            **{arm: by_phase[phase] for phase, arm in BASELINE_ARMS.items() if phase in by_phase}}
 
 
 def candidates(arm_records: dict[str, list[JobRecord]], race: int) -> dict[str, list[dict]]:
@@ -114,5 +116,5 @@ def confirmed(raced: dict[str, list[dict]], race_records: Sequence[JobRecord], c
     return out
 
 
-__all__ = ["FIRST_RUNS", "arms", "candidates", "config_id", "confirmed", "finalists", "first_stage_runs",
-           "race_values"]
+__all__ = ["BASELINE_ARMS", "FIRST_RUNS", "SEARCHED_ARMS", "arms", "candidates", "config_id", "confirmed", "finalists",
+           "first_stage_runs", "race_values"]

@@ -1,51 +1,97 @@
-"""What the closed loop reports: the summary table and the frontier figure (the paper's Figure 2(a))."""
+"""What the closed loop reports: each phase's state (:class:`Phase`), the summary with the
+champion and its speedups (:class:`LoopSummary`), and the frontier figure (the paper's Figure 2(a)).
+
+>>> s = LoopSummary(tag="t", space="s", unit="queries/s", phases=[],
+...                 arms={"loop": {"jobs": 10, "best": 120.0, "config": {"batch": 64}},
+...                       "random": {"jobs": 10, "best": 100.0, "config": {"batch": 32}},
+...                       "user": {"jobs": 1, "best": 80.0, "config": {"batch": 16}}})
+>>> s.champion["config"], {arm: round(x, 2) for arm, x in s.speedups().items()}
+({'batch': 64}, {'random': 1.2, 'user': 1.5})
+"""
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 
+from perfzoo.loop.race import BASELINE_ARMS
 from perfzoo.records import JobRecord
 
-if TYPE_CHECKING:
-    from perfzoo.loop.closed import ClosedLoop
+
+@dataclass
+class Phase:
+    """One phase of the loop as the store and its plan show it."""
+
+    name: str
+    sweep_id: str
+    planned: int
+    done: int
+    ok: int
+    best: Optional[float]
+    records: list = field(default_factory=list, repr=False)
 
 
 @dataclass
 class LoopSummary:
-    """The loop's outcome: per-phase counts and bests, and the comparisons that matter."""
+    """The loop's outcome: per-phase counts and bests, each arm's best single run (``arms``: arm ->
+    ``{"jobs", "best", "config"}``) and, after a race, each arm's champion (``confirmed``,
+    :func:`perfzoo.loop.race.confirmed`)."""
 
     tag: str
     space: str
-    phases: list
-    loop_best: Optional[float]
-    loop_jobs: int
-    random_best: Optional[float]
-    random_jobs: int
-    baseline: Optional[float]
-    baseline_config: Optional[dict]
     unit: str
+    phases: list
+    arms: dict
     seconds: float = 0.0
     notes: list = field(default_factory=list)
     confirmed: dict = field(default_factory=dict)
 
-    @classmethod
-    def from_state(cls, loop: "ClosedLoop", state: list) -> "LoopSummary":
-        arms = loop.arms(state)
-        loop_recs, rand_recs = arms["loop"], arms["random"]
-        base_ok = [r for r in arms["hand-tuned"] if r.status == "ok"]
-        unit = next((r.metrics.throughput_unit for r in loop_recs if r.metrics.throughput_unit), "") or ""
-        return cls(tag=loop.tag, space=loop.space.name,
-                   phases=[{"phase": p.name, "sweep_id": p.sweep_id, "planned": p.planned, "done": p.done,
-                            "ok": p.ok, "best": p.best} for p in state],
-                   loop_best=_best(loop_recs), loop_jobs=len(loop_recs), random_best=_best(rand_recs),
-                   random_jobs=len(rand_recs), baseline=_best(base_ok),
-                   baseline_config=base_ok[0].config if base_ok else None, unit=unit, notes=list(loop.notes),
-                   confirmed=loop.confirmed(state) if loop.confirm else {})
+    @property
+    def loop_best(self) -> Optional[float]:
+        return self.arms["loop"]["best"]
+
+    @property
+    def loop_jobs(self) -> int:
+        return self.arms["loop"]["jobs"]
+
+    @property
+    def random_best(self) -> Optional[float]:
+        return self.arms["random"]["best"]
+
+    @property
+    def random_jobs(self) -> int:
+        return self.arms["random"]["jobs"]
+
+    def values(self) -> dict[str, tuple[float, dict]]:
+        """Each arm's ``(value, config)`` the comparison uses: its race champion's median after a
+        race, else its best single run (arms without an ok run are left out)."""
+        if self.confirmed:
+            return {arm: (c["median"], c["config"]) for arm, c in self.confirmed.items()}
+        return {arm: (a["best"], a["config"]) for arm, a in self.arms.items() if a["best"] is not None}
+
+    @property
+    def champion(self) -> Optional[dict]:
+        """The loop's champion: ``{"value", "config", "how"}`` (None before a loop job ran ok)."""
+        values = self.values()
+        if "loop" not in values:
+            return None
+        how = (f"median of its {self.confirmed['loop']['n']} race runs" if self.confirmed
+               else "best single run; race it with --confirm N for a median")
+        return {"value": values["loop"][0], "config": values["loop"][1], "how": how}
+
+    def speedups(self) -> dict[str, float]:
+        """The loop champion's value over each other arm's (random search at equal jobs where the
+        loop ran a control, and every baseline), as a ratio; arms without a value are left out."""
+        values = self.values()
+        if "loop" not in values:
+            return {}
+        return {arm: values["loop"][0] / value for arm, (value, _) in values.items()
+                if arm != "loop" and value > 0 and (arm != "random" or self.random_jobs > self.n_random_phase())}
 
     def table(self) -> str:
         rows = [("phase", "sweep id", "planned", "done", "ok", f"best {self.unit}".strip())]
@@ -59,35 +105,41 @@ class LoopSummary:
         if self.random_jobs > self.n_random_phase():
             lines.append(f"random search ({self.random_jobs} jobs): best {_fmt(self.random_best)}  "
                          f"(loop vs random: {_gain(self.loop_best, self.random_best)})")
-        if self.baseline is not None:
-            lines.append(f"hand-tuned baseline: {_fmt(self.baseline)}  (loop vs hand-tuned: "
-                         f"{_gain(self.loop_best, self.baseline)}; local_batch "
-                         f"{(self.baseline_config or {}).get('local_batch')})")
+        for arm in BASELINE_ARMS.values():
+            if arm in self.arms:
+                lines.append(f"{arm} baseline: {_fmt(self.arms[arm]['best'])}  (loop vs {arm}: "
+                             f"{_gain(self.loop_best, self.arms[arm]['best'])})")
         if self.confirmed:
             c = self.confirmed
             lines.append("")
             lines.append("raced (each arm's best candidates re-measured, the better half again; champion = the "
                          "finalist with the best median of its race runs, a failed run = 0):")
-            for name in ("loop", "random", "hand-tuned", "expert"):
-                if name in c:
-                    raced = "" if len(c[name]["raced"]) < 2 else \
-                        f" (best of {len(c[name]['raced'])} raced, race medians: " \
-                        f"{', '.join(_fmt(v) for v in c[name]['raced'])})"
-                    lines.append(f"  {name:<10} {_fmt(c[name]['median'])} over {c[name]['ok']}/{c[name]['n']} ok "
-                                 f"runs{raced}")
+            for name in c:
+                raced = "" if len(c[name]["raced"]) < 2 else \
+                    f" (best of {len(c[name]['raced'])} raced, race medians: " \
+                    f"{', '.join(_fmt(v) for v in c[name]['raced'])})"
+                lines.append(f"  {name:<10} {_fmt(c[name]['median'])} over {c[name]['ok']}/{c[name]['n']} ok "
+                             f"runs{raced}")
             lo = c.get("loop", {}).get("median")
-            for name in ("random", "hand-tuned", "expert"):
-                if name in c:
+            for name in c:
+                if name != "loop":
                     lines.append(f"  loop vs {name}: {_gain(lo, c[name]['median'])}")
+        champion = self.champion
+        if champion is not None:
+            lines.append("")
+            lines.append(f"champion: {_fmt(champion['value'])} {self.unit} ({champion['how']})".replace("  ", " "))
+            lines.append(f"  config: {json.dumps(champion['config'], sort_keys=True, default=str)}")
+            for arm, ratio in self.speedups().items():
+                lines.append(f"  speedup over {arm}: {ratio:.3f}x ({100 * (ratio - 1):+.1f}%)")
         return "\n".join(lines)
 
     def n_random_phase(self) -> int:
         return next((p["done"] for p in self.phases if p["phase"] == "random"), 0)
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("tag", "space", "phases", "loop_best", "loop_jobs", "random_best",
-                                              "random_jobs", "baseline", "baseline_config", "unit", "seconds",
-                                              "notes", "confirmed")}
+        return {**{k: getattr(self, k) for k in ("tag", "space", "unit", "phases", "arms", "seconds", "notes",
+                                                  "confirmed", "champion")},
+                "speedups": self.speedups()}
 
 
 def _best(records: Sequence[JobRecord]) -> Optional[float]:
@@ -106,19 +158,21 @@ def _gain(a: Optional[float], b: Optional[float]) -> str:
 
 
 
-def frontier_figure(loop: "ClosedLoop", path: Path, permutations: int = 100, seed: int = 0,
-                    title: Optional[str] = None) -> Path:
+def frontier_figure(state: Sequence[Phase], loop_phases: Sequence[str], path: Path, title: str,
+                    permutations: int = 100, seed: int = 0) -> Path:
     """The paper's Figure 2(a): measured throughput per job in launch order, one colour per
     round (dotted: each job; solid: the running maximum), the random phase's running maximum
-    averaged over ``permutations`` orders; failed jobs are not plotted. The hand-tuned
-    baseline and the best of the control random jobs are drawn as horizontal lines."""
+    averaged over ``permutations`` orders; failed jobs are not plotted. Each baseline that ran
+    and the best of the control random jobs are drawn as horizontal lines. ``state``: the
+    loop's phases (:meth:`~perfzoo.loop.ClosedLoop.state`), ``loop_phases``: the names of the
+    random phase and the rounds."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    state = {p.name: p for p in loop.state()}
-    phases = loop.loop_phases()
+    state = {p.name: p for p in state}
+    phases = list(loop_phases)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     x0 = 0
@@ -158,12 +212,10 @@ def frontier_figure(loop: "ClosedLoop", path: Path, permutations: int = 100, see
             label = f"{ph.replace('round', 'round ')} ({n} jobs, {int((~ok).sum())} failed)"
         ax.plot(xs, front, "-", color=c, linewidth=2, label=label)
         x0 += n
-    if "baseline" in state and state["baseline"].best is not None:
-        ax.axhline(state["baseline"].best, color="k", linestyle="--", linewidth=1,
-                   label=f"FSDP default ({state['baseline'].best:,.0f})")
-    if "expert" in state and state["expert"].best is not None:
-        ax.axhline(state["expert"].best, color="tab:purple", linestyle="--", linewidth=1,
-                   label=f"expert heuristic ({state['expert'].best:,.0f})")
+    for (phase, arm), color in zip(BASELINE_ARMS.items(), ("k", "tab:purple", "tab:brown")):
+        if phase in state and state[phase].best is not None:
+            ax.axhline(state[phase].best, color=color, linestyle="--", linewidth=1,
+                       label=f"{arm} baseline ({state[phase].best:,.0f})")
     if "control" in state and state["control"].records:
         both = state["random"].records + state["control"].records
         b = _best(both)
@@ -172,7 +224,7 @@ def frontier_figure(loop: "ClosedLoop", path: Path, permutations: int = 100, see
                        label=f"best of {len(both)} random jobs ({b:,.0f})")
     ax.set_xlabel("jobs launched (in order)")
     ax.set_ylabel(f"measured throughput (p90{', ' + unit if unit else ''})")
-    ax.set_title(title or f"{loop.space.name}: closed loop {loop.tag} ({loop.searcher.name} + predictor)")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -182,4 +234,4 @@ def frontier_figure(loop: "ClosedLoop", path: Path, permutations: int = 100, see
     return path
 
 
-__all__ = ["LoopSummary", "frontier_figure"]
+__all__ = ["LoopSummary", "Phase", "frontier_figure"]

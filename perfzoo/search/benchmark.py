@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--top-k", type=int, default=20)
     p.add_argument("--tpe-samples", type=int, default=300, help="TPE trials per round on the predictor")
-    p.add_argument("--out", default="leaderboard/search", help="folder for surrogate.md and surrogate.json")
+    p.add_argument("--out", default="docs/studies/search", help="folder for surrogate.md and surrogate.json")
     return p
 
 

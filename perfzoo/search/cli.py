@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns the exit status (0 ok, 1 a problem with the data, 2 usage error)."""
+    """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage or input error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional, Protocol, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.inputs import input_columns
 from perfzoo.search.treegrid import grid_values
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
@@ -56,12 +57,6 @@ class Formula:
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         return np.asarray(self.fn(X), dtype=float)
-
-
-def input_columns(model: Union[Model, FailurePredictor]) -> Optional[list[str]]:
-    """The columns a fitted zoo predictor was trained on (None for a :class:`Formula`)."""
-    cols = getattr(model, "input_columns_", None)
-    return None if cols is None else [str(c) for c in cols]
 
 
 def check_inputs(codec: SpaceCodec, columns: Optional[Sequence[str]]) -> list[str]:
@@ -329,4 +324,4 @@ def select_top(objective: Objective, keys: np.ndarray, pred: np.ndarray, ps: np.
                         predicted=pred, reward=reward, p_success=ps, std=objective.std(idx), stats=stats)
 
 
-__all__ = ["Formula", "Model", "Objective", "SearchResult", "check_inputs", "input_columns", "select_top"]
+__all__ = ["Formula", "Model", "Objective", "SearchResult", "check_inputs", "select_top"]

@@ -37,6 +37,7 @@ class LoadReport:
     ``superseded`` counts rows a later document version replaced; ``null_cells`` and
     ``unreadable_cells`` count, per column, cells read as unknown. ``derivation_check`` is the
     median of derived / published tokens/s over the rows that publish both (None without).
+    ``undated`` lists the lines of rows kept without a date (left out of temporal splits only).
     """
 
     file: str
@@ -50,6 +51,7 @@ class LoadReport:
     null_cells: Counter = field(default_factory=Counter)
     unreadable_cells: Counter = field(default_factory=Counter)
     flop_convention: str = ""
+    undated: list[int] = field(default_factory=list)
     derivation_ratios: list[float] = field(default_factory=list, repr=False)
 
     @property
@@ -63,7 +65,8 @@ class LoadReport:
                 "superseded": self.superseded, "derived": dict(self.derived),
                 "skipped_rows": {str(line): why for line, why in self.skipped},
                 "null_cells": dict(self.null_cells), "unreadable_cells": dict(self.unreadable_cells),
-                "flop_convention": self.flop_convention, "derivation_check": self.derivation_check}
+                "flop_convention": self.flop_convention, "derivation_check": self.derivation_check,
+                "undated_lines": list(self.undated)}
 
     def __str__(self) -> str:
         parts = [f"{self.file}: {self.rows} rows read: {self.labelled} labelled "
@@ -78,12 +81,21 @@ class LoadReport:
             parts.append(f"derived/published tokens/s on rows giving both: median {self.derivation_check:.3f}")
         for line, why in self.skipped:
             parts.append(f"skipped line {line}: {why}")
+        if self.undated:
+            parts.append(f"no date, kept (left out of temporal splits): {len(self.undated)} rows, lines "
+                         f"{_lines(self.undated)}")
         if self.null_cells:
             parts.append("read as unknown: " + ", ".join(f"{c} {n}" for c, n in sorted(self.null_cells.items())))
         if self.unreadable_cells:
             parts.append("not numbers, kept as text only: " + ", ".join(
                 f"{c} {n}" for c, n in sorted(self.unreadable_cells.items())))
         return "\n  ".join(parts)
+
+
+def _lines(lines: Sequence[int], shown: int = 10) -> str:
+    """``2, 3, 5`` (the first ``shown``, then how many more)."""
+    more = f" and {len(lines) - shown} more" if len(lines) > shown else ""
+    return ", ".join(map(str, lines[:shown])) + more
 
 
 class Load(NamedTuple):

@@ -115,10 +115,13 @@ def accelerator_hardware(gpu_type: str, count: int) -> dict:
             "nodes": math.ceil(count / per_node)}
 
 
-def _started_at(row: Row) -> datetime:
+def _started_at(row: Row, report: LoadReport) -> Optional[datetime]:
+    """The row's publication date as its ``started_at``; a blank date is unknown (None), and the
+    row is counted in ``report.undated`` (such rows are left out of temporal splits only)."""
     text = row.text("date")
     if text is None:
-        raise row.error("date", "is blank; every row needs the publication date (YYYY-MM-DD)")
+        report.undated.append(row.line)
+        return None
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
@@ -308,7 +311,7 @@ def _published_record(p: _Parsed, builder: RecordBuilder, hardware_flops: bool, 
     return builder.record(
         row, p.config, p.hardware,
         provenance=row.text("provenance") or row.where,
-        started_at=_started_at(row),
+        started_at=_started_at(row, report),
         status="oom" if p.oom else "ok",
         failure={"kind": "oom", "message": row.text("notes") or "published as OOM"} if p.oom else None,
         metrics=metrics, annotations=annotations,
@@ -338,8 +341,11 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       ``model_architectures.csv`` beside the first file, if there is one) and listed in
       ``annotations['arch_filled']``. Repeated configurations get distinct job ids.
 
+    * A row with a blank ``date`` is kept with ``started_at`` unknown and its line listed in the
+      report (``undated``): the temporal split leaves it out, every other split keeps it.
+
     A structurally broken file (missing columns, not CSV, a non-number where a row must have
-    one, a bad date) raises :class:`~perfzoo.sources.DataError` naming the file, line and column.
+    one, a date that is not a date) raises :class:`~perfzoo.sources.DataError` naming the file, line and column.
 
     >>> from perfzoo.datasets import external_data_dir
     >>> load = read_published(external_data_dir() / "megatron_lm_readme_scaling.csv")

@@ -4,7 +4,7 @@ A :class:`Space` is a list of dimensions (:class:`Categorical`, :class:`Integer`
 :class:`SteppedFloat`), fixed ``constants``, ``derived`` keys computed from the others, and
 ``constraints`` between knobs. Collect validates and samples from it, features encode with
 it, the searcher proposes inside it. Every config it produces is a flat dict in the config
-vocabulary of ``docs/architecture.md``.
+vocabulary of its workload (:mod:`perfzoo.workloads`: each bundle's docstring lists its keys).
 
 >>> space = get("llm-small")
 >>> configs = space.sample(3, seed=0)

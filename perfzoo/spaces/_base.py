@@ -115,10 +115,12 @@ def _show(values: list) -> str:
 
 @dataclass(frozen=True)
 class Constraint:
-    """A rule between knobs: ``check(config)`` returns ``None`` if fine, else the reason."""
+    """A rule between knobs: ``check(config)`` returns ``None`` if fine, else the reason; ``where``
+    it is written, for messages (a space file's line)."""
 
     name: str
     check: Callable[[dict], Optional[str]]
+    where: str = ""
 
 
 # the space -------------------------------------------------------------------------------
@@ -217,7 +219,7 @@ class Space:
         for c in self.constraints:
             reason = c.check(out)
             if reason:
-                raise SpaceError(f"{where}{reason} (constraint '{c.name}')")
+                raise SpaceError(f"{where}{reason} (constraint '{c.name}'{', ' + c.where if c.where else ''})")
         if self.derived:
             try:
                 derived = self.derived(dict(out, **{k: config[k] for k in config if k not in out}))

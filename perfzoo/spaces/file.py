@@ -42,6 +42,7 @@ is one line naming the file, the line, the knob and the fix.
 from __future__ import annotations
 
 import ast
+import json
 import operator
 import re
 import sys
@@ -184,6 +185,15 @@ class _Lines:
                     return i + 1
         return start + 1
 
+    def string_line(self, text: str, after: int = 1) -> int:
+        """The line, from line ``after`` on, that holds the TOML string ``text`` as written: as is,
+        or with a basic string's escapes (``\\"``, ``\\\\``); ``after`` when none does."""
+        spellings = dict.fromkeys([text, json.dumps(text)[1:-1]])
+        for i in range(after - 1, len(self.lines)):
+            if any(s in self.lines[i] for s in spellings):
+                return i + 1
+        return after
+
     def error(self, line: int, message: str) -> SpaceFileError:
         return SpaceFileError(f"{self.path} line {line}: {message}")
 
@@ -237,10 +247,10 @@ def _knob(name: str, spec: object, lines: _Lines) -> Dimension:
 
 
 def _constraint(text: object, known: set, lines: _Lines) -> Constraint:
-    at = lines.find(re.escape(str(text)))
     if not isinstance(text, str):
         raise lines.error(lines.key_line("constraints"), f"constraint {text!r}: write each constraint as a string, "
                                                          "e.g. \"tp * pp <= world_size\"")
+    at = lines.string_line(text, after=lines.key_line("constraints"))
     try:
         expr = Expression.parse(text)
     except ValueError as exc:
@@ -260,7 +270,7 @@ def _constraint(text: object, known: set, lines: _Lines) -> Constraint:
         shown = ", ".join(f"{k}={config[k]!r}" for k in sorted(expr.names))
         return f"'{text}' does not hold for {shown}"
 
-    return Constraint(text, check)
+    return Constraint(text, check, where=f"{lines.path} line {at}")
 
 
 def _derived(table: dict, known: set, lines: _Lines) -> Optional[Callable[[dict], dict]]:

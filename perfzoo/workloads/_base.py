@@ -10,7 +10,9 @@ vocabularies, collect the default space, the loop the baselines.
 The built-in bundles are named by module path in :data:`BUILTIN` and imported on the first
 lookup, so the lower packages (:mod:`perfzoo.spaces`, :mod:`perfzoo.analytic`) can ask the
 registry without importing the bundles that import them. This module imports nothing of
-perfzoo.
+perfzoo, not even for type hints (the spaces ask it, so it must not ask them): a spec's spaces
+are :class:`perfzoo.spaces.Space` objects, a baseline's ladder takes a
+:class:`perfzoo.spaces.codec.SpaceCodec`.
 
 >>> [spec.name for spec in specs()][:3]
 ['fsdp', 'llm', 'command']
@@ -23,14 +25,11 @@ from __future__ import annotations
 import importlib
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
-
-    from perfzoo.spaces import Space
-    from perfzoo.spaces.codec import SpaceCodec
 
 # the built-in bundles, in claim order (a row both claim is costed by the first); each module
 # defines ``SPEC``: adding a built-in workload is one line here
@@ -41,7 +40,7 @@ BUILTIN = ("perfzoo.workloads.fsdp_ads", "perfzoo.workloads.llm", "perfzoo.workl
 class Baseline:
     """A fixed baseline of the closed loop: configs to try in order until one finishes ``ok``."""
 
-    ladder: Callable[["SpaceCodec"], list[dict]]  # the space (as its codec) -> the ladder's configs
+    ladder: Callable[[Any], list[dict]]  # the space (as its SpaceCodec) -> the ladder's configs
     rule: str  # how the ladder was chosen, written into the loop's plan
 
 
@@ -55,7 +54,7 @@ class WorkloadSpec:
     harness: str
     throughput_unit: str  # what its records' throughput counts, e.g. ``'queries/s'``
     default_space: Optional[str] = None  # the space collect runs when only the workload is given
-    spaces: tuple["Space", ...] = ()  # the search spaces it owns; ``perfzoo.spaces.get`` finds them
+    spaces: tuple[Any, ...] = ()  # the search spaces it owns (Space objects); ``perfzoo.spaces.get`` finds them
     # its cost model: a frame of configs -> every column of ``analytic.ESTIMATE_COLUMNS`` (None: no model)
     cost: Optional[Callable[["pd.DataFrame"], dict[str, "np.ndarray"]]] = None
     # the rows its cost model prices: a frame -> a bool array (0-d broadcasts); needed with ``cost``

@@ -5,8 +5,36 @@ harness         :mod:`harness.workloads.llm` (the model and :func:`~harness.work
 spaces          :mod:`.spaces`: ``llm-small`` (the default), ``llm-gpu``, ``megatron-a100``
 cost model      the shared transformer model :class:`perfzoo.analytic.llm.LLMCost`, which also
                 prices the vTrain and published-table records (same vocabulary)
-vocabulary      the LLM keys of ``docs/architecture.md``
+vocabulary      the LLM keys below, shared by the harness's jobs, vTrain and the published tables
 =============== ===========================================================================
+
+The LLM config vocabulary (a config is a flat dict of scalars; ``None`` where unknown):
+
+===========================  ======================================================================
+``model_name``               the model's name as published, or a generated one (optional)
+``n_layers``, ``hidden_dim``  the model's shape; also ``ffn_dim``, ``n_heads``, ``n_kv_heads``,
+                             ``vocab_size``
+``n_params``                 the parameter count where published (optional; estimated otherwise)
+``n_experts``                mixture of experts: experts per layer, with ``experts_per_token``
+                             (optional)
+``seq_len``                  sequence length (tokens)
+``global_batch_size``        sequences per optimizer step, all ranks together
+``micro_batch_size``         sequences per forward/backward on one data-parallel rank
+``grad_accum``               micro-batches per step
+``n_gpus``                   devices in the job (GPUs, or CPU ranks); ``tp * pp * cp * dp = n_gpus``
+``tp``, ``pp``, ``cp``       tensor / pipeline / context parallel degrees; also ``dp`` (data),
+                             ``ep`` (expert) and ``vp`` (virtual pipeline stages)
+``fsdp``                     ``full_shard``, ``shard_grad_op``, ``no_shard``, ``hybrid_shard`` or
+                             ``none`` (no FSDP, e.g. Megatron's data parallelism)
+``precision``                ``fp32``, ``fp16``, ``bf16``, ``fp8``, ``mxfp8``, ``nvfp4``
+``activation_checkpointing``  ``none``, ``selective``, ``full``
+``compile``                  ``torch.compile`` on (``True``), off (``False``), unknown (``None``)
+===========================  ======================================================================
+
+The record's ``hardware.accelerator`` is the device model (``cpu`` for CPU ranks; GPUs as
+``A100-80GB``, ``H100-80GB``, ...), ``hardware.accelerator_count`` the devices in the job.
+:data:`SPEC` says which keys are sizes (``size_keys``: features add their log2) and which a config
+may leave out (``optional_keys``).
 """
 
 from __future__ import annotations
