@@ -209,23 +209,63 @@ def test_cli_rejects_unknown_names(capsys):
         bench.main(["--train", "vtrain-a100"])
 
 
-def test_the_shipped_pick_is_chosen_on_transfer_not_on_the_random_split():
-    SOURCE_SPLIT = ranking.SOURCE_SPLIT
+def _summary(members: dict, splits: tuple, mape: float = 10.0) -> pd.DataFrame:
+    """A synthetic summary: ``members`` maps a name to its mean Kendall per split (None: no result)
+    and, optionally, a second tuple of MAPEs per split (default ``mape`` everywhere)."""
     rows = []
-    for predictor, ks in {"fits": (0.96, 0.70, 0.72), "transfers": (0.92, 0.90, 0.89), "fast_tie": (0.92, 0.90, 0.887),
-                          "partial": (0.99, 0.99, None)}.items():
-        for split, k in zip(("random", "scale", SOURCE_SPLIT), ks):
+    for predictor, values in members.items():
+        ks, mapes = (values, (mape,) * len(splits)) if not isinstance(values[0], tuple) else values
+        for split, k, m in zip(splits, ks, mapes):
             if k is not None:
                 rows.append({"dataset": "d", "split": split, "kind": split.split(":")[0], "predictor": predictor,
-                             "output": "throughput", "kendall_mean": k, "fit_time_s_mean": 0.1 if predictor == "fast_tie" else 1.0})
-    order = ranking.shipping_order(pd.DataFrame(rows), "d")
+                             "output": "throughput", "kendall_mean": k, "mape_mean": m,
+                             "fit_time_s_mean": 0.1 if predictor == "fast_tie" else 1.0})
+    return pd.DataFrame(rows)
+
+
+def test_the_shipped_pick_is_chosen_on_transfer_not_on_the_random_split():
+    SOURCE_SPLIT = ranking.SOURCE_SPLIT
+    summary = _summary({"fits": (0.96, 0.70, 0.72), "transfers": (0.92, 0.90, 0.89), "fast_tie": (0.92, 0.90, 0.887),
+                        "partial": (0.99, 0.99, None)}, ("random", "scale", SOURCE_SPLIT))
+    order = ranking.shipping_order(summary, "d")
     # mean over random, scale and leave-one-source-out; a member missing a shipping split is not eligible;
     # within 0.005 the faster fit wins
     assert order["predictor"].tolist() == ["fast_tie", "transfers", "fits"]
     assert order.iloc[0]["ship_kendall"] == pytest.approx((0.92 + 0.90 + 0.887) / 3)
     assert order.iloc[0][f"kendall@{SOURCE_SPLIT}"] == pytest.approx(0.887)
     assert order.iloc[0]["split"] == "random"
+    # every member is off by 10% on the transfer split: the score is the Kendall less 0.05
+    assert order.iloc[0]["ship_score"] == pytest.approx(order.iloc[0]["ship_kendall"] - 0.05)
+    assert order.iloc[0][f"mape@{SOURCE_SPLIT}"] == pytest.approx(10.0)
 
+
+def test_a_member_that_ranks_best_but_is_off_by_2x_does_not_ship():
+    splits = ("random", "scale", ranking.SOURCE_SPLIT, "node")
+    summary = _summary({
+        # top Kendall everywhere, but 100% MAPE on the transfer splits (leave one source out, node)
+        "ranks": ((0.97, 0.95, 0.93, 0.93), (5.0, 8.0, 100.0, 100.0)),
+        # slightly lower Kendall, 10% MAPE
+        "prices": ((0.95, 0.93, 0.91, 0.90), (5.0, 8.0, 10.0, 10.0)),
+    }, splits)
+    order = ranking.shipping_order(summary, "d")
+    assert order["predictor"].tolist() == ["prices", "ranks"]
+    ranks = order.set_index("predictor").loc["ranks"]
+    # rank splits: random, scale, leave-one-source-out; error splits: leave-one-source-out and node
+    assert ranks["ship_kendall"] == pytest.approx((0.97 + 0.95 + 0.93) / 3)
+    assert ranks["ship_mape"] == pytest.approx(100.0) and "mape@random" not in order.columns
+    assert ranks["ship_score"] == pytest.approx(ranks["ship_kendall"] - ranking.MAPE_WEIGHT)
+    assert ranking.ship_splits(summary, "d") == (["random", "scale", ranking.SOURCE_SPLIT], [ranking.SOURCE_SPLIT, "node"])
+
+
+def test_without_transfer_splits_the_scale_split_prices_and_scores_do_not_ship():
+    summary = _summary({"ranks": ((0.97, 0.95), (5.0, 60.0)), "prices": ((0.96, 0.94), (40.0, 12.0))},
+                       ("random", "scale"))
+    scores = summary[summary["predictor"] == "ranks"].assign(predictor="scores", output="score", mape_mean=np.nan)
+    summary = pd.concat([summary, scores], ignore_index=True)
+    assert ranking.ship_splits(summary, "d") == (["random", "scale"], ["scale"])
+    order = ranking.shipping_order(summary, "d")
+    # the scale split's MAPE (60 vs 12) decides; a member whose outputs are scores has no MAPE: not eligible
+    assert order["predictor"].tolist() == ["prices", "ranks"]
 
 
 def test_run_from_python_writes_the_leaderboard_and_returns_the_scores(tmp_path):

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
-from perfzoo.evaluation.splits import CURVE_SIZES
+from perfzoo.evaluation.splits import CURVE_SIZES, source_labels
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, build_tasks
 
 
@@ -78,7 +78,11 @@ def _execute(task: Task) -> dict[str, Any]:
         if task.failure:
             out["roc_auc"] = M.roc_auc(task.y_test.astype(bool), pred)
         else:
-            out.update(M.score(task.y_test, pred, task.groups_test))
+            out.update(M.score(task.y_test, pred, task.groups_test, absolute=task.spec.output == "throughput"))
+        if task.interval:
+            est.fit_interval(task.X_train, task.y_train, groups=task.interval_groups, seed=int(task.ids["seed"]))
+            low, high = est.predict_interval(task.X_test, alpha=1 - M.INTERVAL_LEVEL)
+            out.update(M.interval_scores(task.y_test, low, high))
         if task.keep_predictions:
             out["y_true"] = [float(v) for v in task.y_test]
             out["y_pred"] = [float(v) if np.isfinite(v) else None for v in pred]
@@ -242,11 +246,12 @@ def run(
 # --- cross-dataset ------------------------------------------------------------------------
 
 
-def cross_evaluate(
-    train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], seed: int = 0
-) -> list[dict[str, Any]]:
-    """Fit each throughput or score member on every labelled row of ``train`` and score it on
-    every labelled row of ``test``.
+def cross_tasks(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], seed: int = 0,
+                ids: Optional[dict[str, Any]] = None) -> list[Task]:
+    """One task per throughput or score member: fit on every labelled row of ``train``, score on
+    every labelled row of ``test`` (``ids``: more labels for the result rows). A throughput member
+    also calibrates its 80% interval (folds by published source where ``train`` has several), so
+    the result holds its coverage on ``test``.
 
     The test rows are given the training dataset's feature columns (a column the test file
     lacks is missing, which predictors handle as an unknown optional field).
@@ -255,16 +260,19 @@ def cross_evaluate(
     X_tr = train.X[ok_tr].reset_index(drop=True)
     X_te = test.frame.reindex(columns=list(train.feature_columns))[ok_te].reset_index(drop=True)
     groups = test.comparable_groups()
-    out = []
-    for spec in predictors:
-        if spec.output == "probability":
-            continue
-        task = Task(
-            key="", ids={"train": train.name, "test": test.name, "predictor": spec.display, "seed": seed},
-            spec=spec, X_train=X_tr, y_train=train.y[ok_tr], X_test=X_te, y_test=test.y[ok_te],
-            groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
-        )
-        res = execute(task)
-        res.pop("traceback", None)
-        out.append(res)
-    return out
+    sources = source_labels(train.frame[ok_tr])
+    return [Task(key="", ids={"train": train.name, "test": test.name, "predictor": spec.display, "seed": seed,
+                             **(ids or {})},
+                 spec=spec, X_train=X_tr, y_train=train.y[ok_tr], X_test=X_te, y_test=test.y[ok_te],
+                 groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
+                 interval=spec.output == "throughput", interval_groups=sources)
+            for spec in predictors if spec.output != "probability"]
+
+
+def cross_evaluate(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], seed: int = 0,
+                   jobs: int = 1) -> list[dict[str, Any]]:
+    """:func:`cross_tasks` run over ``jobs`` processes: one result per member, in order."""
+    results, _, _ = run_tasks(cross_tasks(train, test, predictors, seed), jobs=jobs, progress=False)
+    for r in results:
+        r.pop("traceback", None)
+    return results

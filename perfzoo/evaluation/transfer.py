@@ -26,8 +26,8 @@ from pathlib import Path
 from perfzoo import zoo
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation.metrics import kendall
+from perfzoo.evaluation.splits import SOURCE_COLUMN
 
-SOURCE_COLUMN = "annotations.file"
 LEAVE_ONE_OUT = "all others"
 MIN_ROWS = 5  # a side with fewer successful jobs is not scored
 MAX_FIT_COST = 2.0  # members the bench puts in the matrix (zoo ``fit_cost`` tag): 5 x sources fits each
