@@ -449,7 +449,7 @@ def cross(config: CrossConfig) -> list[dict[str, Any]]:
     ``mape_std`` their spread). Progress and what was left out go to stderr."""
     tr, te = _load([config.train, config.test], config.external_dir)
     specs = _cross_specs(config.predictors, tr.name, config.leaderboard)
-    tr = _without(tr, te)
+    tr, te = _without(tr, te), _in_target_of(tr, te)
     shared_features(tr, te)
     labelled = te.labelled()
     tasks = []
@@ -489,6 +489,19 @@ def _without(train: Dataset, test: Dataset) -> Dataset:
     print(f"perfzoo bench: {int(shared.sum())} of {train.name}'s {len(train)} jobs are {test.name}'s; "
           "left out of training", file=sys.stderr)
     return replace(left, name=f"{train.name}-minus-{test.name}")
+
+
+def _in_target_of(train: Dataset, test: Dataset) -> Dataset:
+    """``test`` scored on ``train``'s target (what its members predict: e.g. global tokens/s where
+    ``test`` publishes tokens/s per device); said on stderr when it differs."""
+    if test.target == train.target:
+        return test
+    if train.target not in test.frame.columns:
+        raise ValueError(f"{test.name} has no column {train.target!r}, the target {train.name} is fitted on "
+                         f"(its own is {test.target!r}): a predictor of one cannot be scored on the other")
+    print(f"perfzoo bench: {test.name} scored on {train.target} (the target {train.name} is fitted on; "
+          f"its own is {test.target})", file=sys.stderr)
+    return replace(test, target=train.target)
 
 
 def _cross_specs(names: Optional[list[str]], train: str, leaderboard: Optional[str]) -> list[PredictorSpec]:

@@ -215,10 +215,10 @@ def node_split(dataset: Dataset, column: str = NODE_COLUMN) -> Split:
                                                       "unknown_node_rows": int((~np.isfinite(nodes)).sum())})
 
 
-def shots_split(dataset: Dataset, k: int, seed: int, eligible: Optional[np.ndarray] = None) -> Split:
+def shots_split(dataset: Dataset, k: int, seed: int) -> Split:
     """``k`` configurations of ``dataset`` drawn by ``seed`` (every copy of each: equal
-    ``duplicate_key``) as the training side, the rest as the test side. Only ``eligible`` rows
-    (default: every row) are drawn; ``k = 0`` leaves the training side empty.
+    ``duplicate_key``) as the training side, the rest as the test side; ``k = 0`` leaves the
+    training side empty. Give the labelled rows only (:meth:`Dataset.labelled`) to draw measured jobs.
 
     >>> import pandas as pd; from types import SimpleNamespace
     >>> ds = SimpleNamespace(frame=pd.DataFrame({"config_key": ["a", "a", "b", "c"]}), duplicate_key="config_key")
@@ -227,8 +227,7 @@ def shots_split(dataset: Dataset, k: int, seed: int, eligible: Optional[np.ndarr
     ([0, 1, 2, 3], '1')
     """
     groups = duplicate_groups(dataset)
-    pool = groups if eligible is None else groups[np.asarray(eligible, dtype=bool)]
-    uniq = np.unique(pool)
+    uniq = np.unique(groups)
     if not 0 <= k < uniq.size:
         raise SplitNotApplicable(f"shots split: {k} shots leave no test rows of the {uniq.size} "
                                  "configurations there are (use fewer shots)")

@@ -12,8 +12,10 @@ separately, so a member that under-predicts a kind of job gets an interval that 
 
 What a fold holds decides what the interval covers. Rows of one group (``groups``: e.g. the
 published source a row came from) stay in one fold, so the residuals are those of predicting a
-source never seen, the error a user meets on their own cluster; without groups, copies of one
-configuration (equal feature rows) stay in one fold.
+source never seen, the error a user meets on their own cluster. A group of fewer than
+:data:`MIN_GROUP_ROWS` rows (a user's few calibration runs) is too small to be held out against
+the rest, or to train on alone: its configurations are dealt over the folds of the large groups.
+Without two large groups, copies of one configuration (equal feature rows) stay in one fold.
 
 >>> import numpy as np
 >>> low, high = interval(np.array([100.0]), np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0]), alpha=0.5)
@@ -32,24 +34,40 @@ from sklearn.base import clone
 
 ALPHA = 0.2  # the default interval: 80%
 FOLDS = 5  # cross-fitting folds (fewer when there are fewer groups)
+MIN_GROUP_ROWS = 20  # a smaller group is dealt over the folds configuration by configuration
 
 
 def fold_labels(X: pd.DataFrame, groups: Optional[Any], folds: int, seed: int) -> np.ndarray:
-    """One fold number per row in ``0 .. k-1``: whole groups per fold (without ``groups``, rows with
-    equal features form a group), groups shuffled by ``seed`` and dealt round-robin, so every fold
-    holds at least one group; ``k = min(folds, number of groups)``."""
+    """One fold number per row in ``0 .. k-1``. Each group of at least :data:`MIN_GROUP_ROWS` rows
+    is one unit, ``k = min(folds, such groups)``; the other rows are dealt as configurations (rows
+    with equal features form one unit). Units are shuffled by ``seed`` and dealt round-robin, the
+    large groups first, so every fold holds one; with fewer than two large groups every unit is a
+    configuration.
+
+    >>> X = pd.DataFrame({"config.tp": range(45)})
+    >>> fold = fold_labels(X, ["a"] * 20 + ["b"] * 20 + ["mine"] * 5, folds=5, seed=0)
+    >>> sorted(set(fold[:20].tolist())), sorted(set(fold[20:40].tolist())), sorted(set(fold[40:].tolist()))
+    ([0], [1], [0, 1])
+    """
+    config = pd.util.hash_pandas_object(X.astype(object).where(X.notna(), None).astype(str), index=False)
+    config = config.astype(str).radd("config:").to_numpy(dtype=object)
     if groups is None:
-        keys = pd.util.hash_pandas_object(X.astype(object).where(X.notna(), None).astype(str), index=False)
+        keys = config
     else:
-        keys = pd.Series(np.asarray(groups, dtype=object).astype(str))
-    codes, uniques = pd.factorize(keys)
-    k = min(int(folds), len(uniques))
+        labels = pd.Series(np.asarray(groups, dtype=object).astype(str), dtype=object).radd("group:")
+        large = labels.map(labels.value_counts()) >= MIN_GROUP_ROWS
+        keys = np.where(large, labels, config) if large.any() and labels[large].nunique() >= 2 else config
+    codes, uniques = pd.factorize(pd.Series(keys, dtype=object))
+    is_group = pd.Series(uniques, dtype=object).str.startswith("group:").to_numpy(dtype=bool)
+    k = min(int(folds), int(is_group.sum()) if is_group.any() else len(uniques))
     if k < 2:
-        raise ValueError(f"an interval needs rows of at least two groups to cross-fit; got {len(uniques)}")
-    order = np.random.default_rng(seed).permutation(len(uniques))
-    fold_of_group = np.empty(len(uniques), dtype=int)
-    fold_of_group[order] = np.arange(len(uniques)) % k
-    return fold_of_group[codes]
+        raise ValueError(f"an interval needs rows of at least two configurations to cross-fit; got {len(uniques)}")
+    rng = np.random.default_rng(seed)
+    fold_of_unit = np.empty(len(uniques), dtype=int)
+    for units in (np.flatnonzero(is_group), np.flatnonzero(~is_group)):  # large groups first
+        order = units[rng.permutation(units.size)]
+        fold_of_unit[order] = np.arange(units.size) % k
+    return fold_of_unit[codes]
 
 
 def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Optional[Any] = None,
