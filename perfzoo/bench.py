@@ -63,8 +63,7 @@ from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation import leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context
-from perfzoo.evaluation.runner import cross_tasks
-from perfzoo.evaluation.splits import shots_split
+from perfzoo.evaluation.cross import CROSS_METRICS, cross_scores
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, PredictorSpec
 
 SPLITS = ("random", "temporal", "scale", "node", "group", "curve", "transfer")
@@ -188,9 +187,6 @@ BEST = "best"  # --predictor best: the shipped pick of the training dataset (its
 # default members for --train/--test: the shipped pick, the shipped kinds (roofline, hybrid_roofline),
 # the floors and a few fast learners
 CROSS_DEFAULT = [BEST, "constant", "analytic", "roofline", "hybrid_roofline", "ridge", "lightgbm", "hybrid"]
-CROSS_METRICS = ("kendall", "spearman", "pearson", "grouped_kendall", "top1_regret", "top5_regret", "top10_regret",
-                 "precision_at_1", "precision_at_5", "precision_at_10", "mape", "mdape", "ratio_median",
-                 "coverage", "interval_width", "fit_time_s", "predict_time_s")
 JSON_FIELDS = ("predictor", "train", "test", "shots", "draws", "n_train", "n_test", *CROSS_METRICS,
                "kendall_std", "mape_std", "error")
 
@@ -445,63 +441,11 @@ def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
 
 def cross(config: CrossConfig) -> list[dict[str, Any]]:
     """Fit on ``config.train`` (less the jobs also in ``config.test``), score on ``config.test``:
-    one row per shots count and member, its metrics the means over the draws (``kendall_std`` and
-    ``mape_std`` their spread). Progress and what was left out go to stderr."""
+    one row per shots count and member (:func:`perfzoo.evaluation.cross.cross_scores`). What was
+    left out or converted goes to stderr."""
     tr, te = _load([config.train, config.test], config.external_dir)
     specs = _cross_specs(config.predictors, tr.name, config.leaderboard)
-    tr, te = _without(tr, te), _in_target_of(tr, te)
-    shared_features(tr, te)
-    labelled = te.labelled()
-    tasks = []
-    for k in config.shots:
-        for seed in range(config.shot_seeds if k else 1):
-            split = shots_split(labelled, k, seed)
-            train = calibrate.join(tr, labelled.subset(split.train)).dataset if k else tr
-            tasks += cross_tasks(train, labelled.subset(split.test), specs, seed, ids={"shots": k})
-    results, _, _ = runner.run_tasks(tasks, jobs=config.jobs or cpu_cores(), progress=False)
-    frame = pd.DataFrame(results)
-    for c in CROSS_METRICS:
-        if c not in frame.columns:
-            frame[c] = float("nan")
-    rows = []
-    for (k, name), runs in frame.groupby(["shots", "predictor"], sort=False):
-        ok = runs[runs["error"].isna()]
-        row = {"predictor": name, "train": tr.name, "test": te.name, "shots": int(k), "draws": len(ok),
-               "n_train": int(runs["n_train"].iloc[0]), "n_test": int(runs["n_test"].iloc[0]),
-               **{c: float(ok[c].mean()) if len(ok) else float("nan") for c in CROSS_METRICS},
-               "kendall_std": float(ok["kendall"].std(ddof=0)) if len(ok) else float("nan"),
-               "mape_std": float(ok["mape"].std(ddof=0)) if len(ok) else float("nan"),
-               "error": None if runs["error"].isna().all() else str(runs["error"].dropna().iloc[0])}
-        rows.append(row)
-    return rows
-
-
-def _without(train: Dataset, test: Dataset) -> Dataset:
-    """``train`` less the jobs that are also in ``test`` (equal ``record_id``), said on stderr:
-    a job scored must not have been fitted on."""
-    shared = train.frame["record_id"].isin(set(test.frame["record_id"])).to_numpy()
-    if not shared.any():
-        return train
-    left = train.subset(~shared)
-    if not left.is_labelled.any():
-        raise ValueError(f"every job of {train.name} is also in {test.name}: nothing is left to fit on; "
-                         "give a --train that holds other jobs")
-    print(f"perfzoo bench: {int(shared.sum())} of {train.name}'s {len(train)} jobs are {test.name}'s; "
-          "left out of training", file=sys.stderr)
-    return replace(left, name=f"{train.name}-minus-{test.name}")
-
-
-def _in_target_of(train: Dataset, test: Dataset) -> Dataset:
-    """``test`` scored on ``train``'s target (what its members predict: e.g. global tokens/s where
-    ``test`` publishes tokens/s per device); said on stderr when it differs."""
-    if test.target == train.target:
-        return test
-    if train.target not in test.frame.columns:
-        raise ValueError(f"{test.name} has no column {train.target!r}, the target {train.name} is fitted on "
-                         f"(its own is {test.target!r}): a predictor of one cannot be scored on the other")
-    print(f"perfzoo bench: {test.name} scored on {train.target} (the target {train.name} is fitted on; "
-          f"its own is {test.target})", file=sys.stderr)
-    return replace(test, target=train.target)
+    return cross_scores(tr, te, specs, config.shots, config.shot_seeds, jobs=config.jobs or cpu_cores())
 
 
 def _cross_specs(names: Optional[list[str]], train: str, leaderboard: Optional[str]) -> list[PredictorSpec]:
@@ -553,26 +497,6 @@ def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
         print(f"{r['shots']:>5} {r['predictor']:24} {r['n_train']:>7} {r['n_test']:>6} {_num(r['kendall'])} "
               f"{_num(r['grouped_kendall'])} {_num(r['mape'], 1)} {_num(r['mdape'], 1)} {_num(r['ratio_median'], 2, 9)} "
               f"{_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)}{spread}")
-
-
-def shared_features(train: Dataset, test: Dataset) -> list[str]:
-    """The feature columns both datasets have; says which on stderr, and refuses when they share
-    no config knob (a model of one would only see the other's hardware columns)."""
-    tr_cols, te_cols = list(train.feature_columns), set(test.feature_columns)
-    shared = [c for c in tr_cols if c in te_cols]
-    ok = test.ok().frame
-    knobs = [c for c in shared if c.startswith("config.") and ok[c].nunique(dropna=True) > 1]
-    if not knobs:
-        fixed = [c for c in shared if c.startswith("config.")]
-        raise ValueError(f"{train.name} and {test.name} share no config knob that varies in {test.name}"
-                         + (f" (only {', '.join(fixed)}, constant there)" if fixed else "")
-                         + f": a predictor fitted on {train.name} cannot rank {test.name}'s configurations "
-                         f"(features {', '.join(tr_cols[:4])}, ... vs {', '.join(sorted(te_cols)[:4])}, ...)")
-    missing = [c for c in tr_cols if c not in te_cols]
-    print(f"perfzoo bench: {len(shared)} shared features ({', '.join(shared[:8])}{', ...' if len(shared) > 8 else ''})"
-          + (f"; {len(missing)} of {train.name}'s are unknown in {test.name} ({', '.join(missing[:6])}"
-             f"{', ...' if len(missing) > 6 else ''})" if missing else ""), file=sys.stderr)
-    return shared
 
 
 def _clean(v: Any) -> Any:

@@ -17,16 +17,17 @@ interval. ``python -m perfzoo.predict --calibrate my_runs.csv`` and ``python -m 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
 from perfzoo.dataset import Dataset
-from perfzoo.evaluation.splits import source_labels
 from perfzoo.sources import DataError
 from perfzoo.zoo.base import Predictor
 
 CALIBRATION_COLUMN = "annotations.calibration"  # True on the rows a join added
+SOURCE_COLUMN = "annotations.file"  # the published file a row came from (the ``published-llm`` sources)
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,23 @@ def join(train: Dataset, runs: Dataset) -> Joined:
     return Joined(dataset, used=int(usable.sum()), unusable=int((~usable).sum()), replaced=int(same.sum()))
 
 
+def source_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
+    """Each row's published source (:data:`SOURCE_COLUMN`) where ``frame`` holds rows of two or
+    more sources, else None: the groups an interval is cross-fitted over, so that it is sized
+    for a source never seen (:meth:`perfzoo.zoo.base.Predictor.fit_interval`).
+
+    >>> source_labels(pd.DataFrame({SOURCE_COLUMN: ["a.csv", "b.csv"]})).tolist()
+    ['a.csv', 'b.csv']
+    """
+    if SOURCE_COLUMN not in frame.columns or frame[SOURCE_COLUMN].nunique() < 2:
+        return None
+    return frame[SOURCE_COLUMN].astype(str).to_numpy()
+
+
 def fit_with_interval(model: Predictor, dataset: Dataset) -> Predictor:
     """``model`` fitted on the labelled jobs of ``dataset`` and, for a ``throughput`` member, its
     prediction interval calibrated there (folds by published source where the data holds several:
-    :func:`perfzoo.evaluation.splits.source_labels`); returns ``model``."""
+    :func:`source_labels`); returns ``model``."""
     ok = dataset.labelled()
     model.fit(ok.X, ok.y, dataset=dataset.name)
     if model.output == "throughput":

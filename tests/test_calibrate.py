@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfzoo import analytic, bench, calibrate, zoo
 from perfzoo.datasets import load_dataset
-from perfzoo.evaluation.splits import SOURCE_COLUMN
 from perfzoo.predict import PredictConfig
 from perfzoo.predict import run as predict
 from perfzoo.sources import DataError
@@ -56,7 +56,7 @@ def test_join_adds_the_measured_runs_and_says_so(labs):
     assert len(ds) == len(public) + 8 and ds.name == f"{public.name}+{runs.name}"
     assert ds.target == public.target and ds.feature_columns == public.feature_columns
     assert ds.frame[calibrate.CALIBRATION_COLUMN].sum() == 8
-    assert ds.frame[SOURCE_COLUMN].nunique() == 2  # the runs are a source of their own
+    assert ds.frame[calibrate.SOURCE_COLUMN].nunique() == 2  # the runs are a source of their own
     assert "calibrated with 8 of your jobs from my_runs.csv (2 left out" in joined.describe("my_runs.csv")
 
     again = calibrate.join(ds, runs)  # the same records a second time count once
@@ -117,3 +117,10 @@ def test_bench_shots_print_one_line_per_count(labs, capsys):
     # the runs are 2x faster than the public lab: with no shots the analytic member predicts half
     assert zero["ratio_median"] == pytest.approx(0.5, rel=0.02)
     assert zero["mape"] == pytest.approx(50.0, rel=0.05)
+
+
+def test_source_labels_only_where_there_are_several_sources():
+    frame = pd.DataFrame({calibrate.SOURCE_COLUMN: ["a.csv", "b.csv", "a.csv"]})
+    assert calibrate.source_labels(frame).tolist() == ["a.csv", "b.csv", "a.csv"]
+    assert calibrate.source_labels(frame.iloc[[0, 2]]) is None
+    assert calibrate.source_labels(pd.DataFrame({"x": [1]})) is None

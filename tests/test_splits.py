@@ -167,9 +167,3 @@ def test_shots_draw_whole_configurations_by_seed():
     with pytest.raises(S.SplitNotApplicable, match="leave no test rows"):
         S.shots_split(ds, len(set(keys)), seed=0)
 
-
-def test_source_labels_only_where_there_are_several_sources():
-    frame = pd.DataFrame({S.SOURCE_COLUMN: ["a.csv", "b.csv", "a.csv"]})
-    assert S.source_labels(frame).tolist() == ["a.csv", "b.csv", "a.csv"]
-    assert S.source_labels(frame.iloc[[0, 2]]) is None
-    assert S.source_labels(pd.DataFrame({"x": [1]})) is None

@@ -2,7 +2,7 @@
 
 :func:`run` builds every task of predictors x datasets x splits x seeds, reads finished ones
 back from the cache, fits and scores the rest in parallel (joblib) and collects one row per
-task; :func:`cross_evaluate` fits on one dataset and scores on another. Tasks that raise are
+task (:mod:`perfzoo.evaluation.cross` runs its tasks here too). Tasks that raise are
 recorded with their error and *not* cached.
 
 Example
@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
-from perfzoo.evaluation.splits import CURVE_SIZES, source_labels
+from perfzoo.evaluation.splits import CURVE_SIZES
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, build_tasks
 
 
@@ -241,38 +241,3 @@ def run(
         rows.append(r)
     frame = pd.DataFrame(rows)
     return Results(frame, predictions, skipped, computed, cached, errors)
-
-
-# --- cross-dataset ------------------------------------------------------------------------
-
-
-def cross_tasks(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], seed: int = 0,
-                ids: Optional[dict[str, Any]] = None) -> list[Task]:
-    """One task per throughput or score member: fit on every labelled row of ``train``, score on
-    every labelled row of ``test`` (``ids``: more labels for the result rows). A throughput member
-    also calibrates its 80% interval (folds by published source where ``train`` has several), so
-    the result holds its coverage on ``test``.
-
-    The test rows are given the training dataset's feature columns (a column the test file
-    lacks is missing, which predictors handle as an unknown optional field).
-    """
-    ok_tr, ok_te = train.is_labelled, test.is_labelled
-    X_tr = train.X[ok_tr].reset_index(drop=True)
-    X_te = test.frame.reindex(columns=list(train.feature_columns))[ok_te].reset_index(drop=True)
-    groups = test.comparable_groups()
-    sources = source_labels(train.frame[ok_tr])
-    return [Task(key="", ids={"train": train.name, "test": test.name, "predictor": spec.display, "seed": seed,
-                             **(ids or {})},
-                 spec=spec, X_train=X_tr, y_train=train.y[ok_tr], X_test=X_te, y_test=test.y[ok_te],
-                 groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
-                 interval=spec.output == "throughput", interval_groups=sources)
-            for spec in predictors if spec.output != "probability"]
-
-
-def cross_evaluate(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], seed: int = 0,
-                   jobs: int = 1) -> list[dict[str, Any]]:
-    """:func:`cross_tasks` run over ``jobs`` processes: one result per member, in order."""
-    results, _, _ = run_tasks(cross_tasks(train, test, predictors, seed), jobs=jobs, progress=False)
-    for r in results:
-        r.pop("traceback", None)
-    return results

@@ -51,12 +51,12 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.calibrate import SOURCE_COLUMN
 from perfzoo.dataset import Dataset
 
 TEST_SIZE = 0.25
 CURVE_SIZES: tuple[int, ...] = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000)
 SPLIT_KINDS: tuple[str, ...] = ("random", "temporal", "scale", "node", "group", "curve")
-SOURCE_COLUMN = "annotations.file"  # the published file a row came from (the ``published-llm`` sources)
 SOURCE_SPLIT = f"group:{SOURCE_COLUMN}"  # leave one published source out
 NODE_COLUMN = "hardware.nodes"
 TRANSFER_SPLITS: tuple[str, ...] = (SOURCE_SPLIT, "node")
@@ -88,15 +88,6 @@ class Split:
     def key(self) -> str:
         """A stable identifier for caching: ``name/fold/seed``."""
         return f"{self.name}/{self.fold}/{self.seed}"
-
-
-def source_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
-    """Each row's published source (:data:`SOURCE_COLUMN`) where ``frame`` holds rows of two or
-    more sources, else None: the groups an interval is cross-fitted over, so that it is sized
-    for a source never seen (:meth:`perfzoo.zoo.base.Predictor.fit_interval`)."""
-    if SOURCE_COLUMN not in frame.columns or frame[SOURCE_COLUMN].nunique() < 2:
-        return None
-    return frame[SOURCE_COLUMN].astype(str).to_numpy()
 
 
 def duplicate_groups(dataset: Dataset) -> np.ndarray:

@@ -43,9 +43,8 @@ from perfzoo import accelerators
 from perfzoo import zoo
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
-from perfzoo.evaluation.splits import (
-    CURVE_SIZES, TRANSFER_SPLITS, Split, SplitNotApplicable, make_splits, source_labels,
-)
+from perfzoo.calibrate import source_labels
+from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split, SplitNotApplicable, make_splits
 
 RESULT_VERSION = 2  # bump when a task's output changes meaning: old cache entries are ignored
 DEFAULT_CACHE_DIR = ".perfzoo-cache"
