@@ -233,7 +233,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Examples:\n"
                "  python -m perfzoo.bench --quick\n"
                "  python -m perfzoo.bench --datasets vtrain-a100 --predictors lightgbm,hybrid --splits random,scale\n"
-               "  python -m perfzoo.bench --train vtrain-a100 --test multi.csv --predictor hybrid --json")
+               "  python -m perfzoo.bench --train vtrain-a100 --test multi.csv --predictor best,hybrid --json\n"
+               "  python -m perfzoo.bench --train published-llm --test published-torchtitan --shots 0,1,3,10")
     p.add_argument("--quick", action="store_true",
                    help="CI-sized run (a few fast predictors, 3 seeds, small datasets; < 3 min on 2 cores); "
                         f"writes {QUICK.out}/ unless --out is given")
@@ -486,17 +487,17 @@ def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
     if not rows:
         return
     r0 = rows[0]
-    print(f"train: {r0['train']}  ->  test: {r0['test']}")
-    print(f"{'shots':>5} {'predictor':24} {'n_train':>7} {'n_test':>6} {'Kendall':>8} {'grouped':>8} "
-          f"{'MAPE %':>8} {'MdAPE %':>8} {'pred/meas':>9} {'80% cover':>9} {'hi/lo':>6}")
+    print(f"train: {r0['train']}  ->  test: {r0['test']}  (± : standard deviation over the draws of the shots)")
+    print(f"{'shots':>5} {'predictor':24} {'n_train':>7} {'n_test':>6} {'draws':>5} {'Kendall':>8} {'±':>6} "
+          f"{'grouped':>8} {'MAPE %':>7} {'±':>6} {'MdAPE %':>7} {'pred/meas':>9} {'80% cover':>9} {'hi/lo':>6}")
     for r in rows:
         if r["error"] and not r["draws"]:
             print(f"{r['shots']:>5} {r['predictor']:24} error: {r['error']}")
             continue
-        spread = f" ±{r['kendall_std']:.3f}" if r["draws"] > 1 else ""
-        print(f"{r['shots']:>5} {r['predictor']:24} {r['n_train']:>7} {r['n_test']:>6} {_num(r['kendall'])} "
-              f"{_num(r['grouped_kendall'])} {_num(r['mape'], 1)} {_num(r['mdape'], 1)} {_num(r['ratio_median'], 2, 9)} "
-              f"{_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)}{spread}")
+        print(f"{r['shots']:>5} {r['predictor']:24} {r['n_train']:>7} {r['n_test']:>6} {r['draws']:>5} "
+              f"{_num(r['kendall'])} {_num(r['kendall_std'], 3, 6)} {_num(r['grouped_kendall'])} "
+              f"{_num(r['mape'], 1, 7)} {_num(r['mape_std'], 1, 6)} {_num(r['mdape'], 1, 7)} "
+              f"{_num(r['ratio_median'], 2, 9)} {_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)}")
 
 
 def _clean(v: Any) -> Any:
