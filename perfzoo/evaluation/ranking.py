@@ -3,7 +3,10 @@ order in which members are tried for shipping (:data:`STAR_RULE`, :data:`BEST_RU
 
 Members are told apart by their ``output`` tag (a column of every result row): ``probability``
 members (the failure classifier) are scored by ROC AUC and never ranked; ``throughput`` and
-``score`` members compete on Kendall tau.
+``score`` members compete on Kendall tau for the ★ of a split. Shipping weighs rank and absolute
+error (:func:`shipping_order`): the mean Kendall over the rank splits less :data:`MAPE_WEIGHT` x
+the mean MAPE / 100 over the transfer splits (:func:`ship_splits`), so only members that output
+throughput ship.
 
 >>> frame = pd.DataFrame({"dataset": "d", "split": "random", "kind": "random", "fold": "",
 ...                       "predictor": ["a", "b"], "output": "throughput", "kendall": [0.9, 0.5],
