@@ -404,6 +404,10 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) 
     """What this run covered, in words, for the leaderboard header."""
     notes = [f"splits {', '.join(splits)}; {len(seeds)} seeds per split (temporal and scale splits are "
              "deterministic: there the seed varies only the predictor's random state)"]
+    if "node" in splits or "group" in splits:
+        notes.append("coverage of the 80% interval (each throughput member's cross-conformal interval, calibrated "
+                     "on the training side) on the transfer splits: every held-out source and the first seed of "
+                     "the node split")
     if "curve" in splits:
         who = [s.display for s in specs if s.curve]
         where = ", ".join(preset.curve_datasets) if preset.curve_datasets else "every dataset"

@@ -229,6 +229,7 @@ class Predictor(BaseEstimator):
             "n_train": self.n_train_,
             "target_name": _json_safe(self.target_name_),
             "fit_time_s": round(float(self.fit_time_s_), 6),
+            "interval_residuals": len(getattr(self, "interval_residuals_", ())),  # 0: no interval calibrated
             "perfzoo_version": perfzoo.__version__,
             "versions": _versions(),
             "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
