@@ -9,10 +9,18 @@ Usage
     python -m perfzoo.bench                 # the full run -> leaderboard/
     python -m perfzoo.bench --quick         # CI-sized (< 3 min on 2 cores) -> .perfzoo-cache/leaderboard-quick/
     python -m perfzoo.bench --datasets vtrain-a100 --predictors lightgbm,catboost --splits random,scale --seeds 5
-    python -m perfzoo.bench --train vtrain-a100 --test ground_truth_multi.csv --predictor hybrid --json
+    python -m perfzoo.bench --train vtrain-a100 --test ground_truth_multi.csv --predictor best,hybrid --json
+    python -m perfzoo.bench --train published-llm --test published-torchtitan --shots 0,1,3,10
 
-Cross-dataset (``--train A --test B``): fit on every successful job of A, score on every
-successful job of B (names or file paths); ``--json`` prints one JSON object per predictor.
+Cross-dataset (``--train A --test B``, names or file paths): fit on every successful job of A
+that is not also a job of B (so ``--train published-llm --test published-torchtitan`` leaves the
+torchtitan source out), score on every successful job of B: Kendall, MAPE, MdAPE, the median
+predicted/measured and the coverage of the 80% interval. The members are the shipped pick
+(``best``: A's member in the leaderboard's ``best.json``), ``roofline``, ``hybrid_roofline`` and a
+few fast ones unless ``--predictor`` names others (``best`` among them). ``--shots 0,1,3,10``:
+few-shot calibration, K jobs of B drawn by seed (``--shot-seeds`` draws each) join the training
+data (:func:`perfzoo.calibrate.join`) and the rest of B is scored: one line per K and member.
+``--json`` prints one JSON object per line instead of the table.
 
 Exit status (every command's, :mod:`perfzoo._cli`): 0 done (a member that fails is reported in the
 leaderboard, not fatal), 1 interrupted, 2 a usage or input error (bad argument, unknown dataset,
@@ -22,12 +30,16 @@ Python API
 ----------
 :func:`run` takes a :class:`BenchConfig` (one field per flag, the same defaults; a preset,
 :data:`FULL` or :data:`QUICK`, fills in what it leaves out), writes the leaderboard and returns
-the :class:`~perfzoo.evaluation.runner.Results`; :func:`cross` is ``--train/--test``::
+the :class:`~perfzoo.evaluation.runner.Results`; :func:`cross` takes a :class:`CrossConfig`
+(``--train/--test``) and returns one row per shots count and member::
 
     from perfzoo.bench import BenchConfig, run
     results = run(BenchConfig(datasets=["fsdp-cpu"], predictors=["ridge"], splits=["random"], seeds=2,
                               out="/tmp/lb", no_artifacts=True, no_figures=True))
     results.frame[["predictor", "split", "kendall"]]
+
+    from perfzoo.bench import CrossConfig, cross
+    rows = cross(CrossConfig(train="published-llm", test="published-torchtitan", predictors=["best"], shots=(0, 3)))
 """
 
 from __future__ import annotations
@@ -38,22 +50,24 @@ import math
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import pandas as pd
+
 from harness.environment import cpu_cores
-from perfzoo import zoo
+from perfzoo import calibrate, zoo
 from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation import leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context
-from perfzoo.evaluation.runner import cross_evaluate
+from perfzoo.evaluation.cross import CROSS_METRICS, cross_scores
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, PredictorSpec
 
-SPLITS = ("random", "temporal", "scale", "group", "curve", "transfer")
+SPLITS = ("random", "temporal", "scale", "node", "group", "curve", "transfer")
 
 
 @dataclass(frozen=True)
@@ -95,7 +109,7 @@ HEAVY = {
 FULL = BenchPreset(
     datasets=None,
     predictors=None,
-    splits=["random", "temporal", "scale", "group", "curve", "transfer"],
+    splits=["random", "temporal", "scale", "node", "group", "curve", "transfer"],
     seeds=5,
     curve_sizes=(25, 50, 100, 150, 200, 300, 500, 750, 1000),
     curve_seeds=10,
@@ -129,7 +143,7 @@ class BenchConfig:
     >>> BenchConfig(splits=["random", "sideways"])
     Traceback (most recent call last):
     ...
-    ValueError: unknown split sideways; choose from random, temporal, scale, group, curve, transfer
+    ValueError: unknown split sideways; choose from random, temporal, scale, node, group, curve, transfer
     """
 
     quick: bool = False  # the CI-sized preset (QUICK) instead of the full run (FULL)
@@ -170,11 +184,40 @@ class BenchConfig:
         return Path(self.out or self.preset.out)
 
 
-# default members for --train/--test (fast, and the ones built to extrapolate)
-CROSS_DEFAULT = ["constant", "analytic", "ridge", "lightgbm", "catboost", "gbr", "hybrid"]
-JSON_FIELDS = ("predictor", "train", "test", "n_train", "n_test", "kendall", "spearman", "pearson",
-               "grouped_kendall", "top1_regret", "top5_regret", "top10_regret", "precision_at_1",
-               "precision_at_5", "precision_at_10", "mape", "fit_time_s", "predict_time_s", "error")
+BEST = "best"  # --predictor best: the shipped pick of the training dataset (its best.json member)
+# default members for --train/--test: the shipped pick, the shipped kinds (roofline, hybrid_roofline),
+# the floors and a few fast learners
+CROSS_DEFAULT = [BEST, "constant", "analytic", "roofline", "hybrid_roofline", "ridge", "lightgbm", "hybrid"]
+JSON_FIELDS = ("predictor", "train", "test", "shots", "draws", "n_train", "n_test", *CROSS_METRICS,
+               "kendall_std", "mape_std", "error")
+
+
+@dataclass(frozen=True)
+class CrossConfig:
+    """``python -m perfzoo.bench --train A --test B``, as :func:`cross` takes it.
+
+    >>> CrossConfig(train="vtrain-a100", test="x.csv", shots=(0, -1))
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --shots -1: give numbers of jobs >= 0, e.g. --shots 0,1,3,10
+    """
+
+    train: str  # fit on this dataset (name or path), less the jobs that are also in test
+    test: str  # score on this dataset (name or path)
+    predictors: Optional[list[str]] = None  # zoo members or 'best' (default: CROSS_DEFAULT)
+    shots: tuple[int, ...] = (0,)  # few-shot calibration: this many jobs of test join the training data
+    shot_seeds: int = 5  # draws of the shots per count above 0
+    json: bool = False  # one JSON object per line instead of the table
+    external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
+    leaderboard: Optional[str] = None  # the leaderboard folder whose best.json names 'best' (default: leaderboard/)
+    jobs: Optional[int] = None  # parallel processes (default: all cores)
+
+    def __post_init__(self):
+        bad = [k for k in self.shots if k < 0]
+        if bad or not self.shots:
+            raise UsageError(f"--shots {bad[0] if bad else ''}: give numbers of jobs >= 0, e.g. --shots 0,1,3,10")
+        if self.shot_seeds < 1:
+            raise UsageError(f"--shot-seeds must be at least 1, got {self.shot_seeds}")
 
 
 def _csv(text: str) -> list[str]:
@@ -191,7 +234,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Examples:\n"
                "  python -m perfzoo.bench --quick\n"
                "  python -m perfzoo.bench --datasets vtrain-a100 --predictors lightgbm,hybrid --splits random,scale\n"
-               "  python -m perfzoo.bench --train vtrain-a100 --test multi.csv --predictor hybrid --json")
+               "  python -m perfzoo.bench --train vtrain-a100 --test multi.csv --predictor best,hybrid --json\n"
+               "  python -m perfzoo.bench --train published-llm --test published-torchtitan --shots 0,1,3,10")
     p.add_argument("--quick", action="store_true",
                    help="CI-sized run (a few fast predictors, 3 seeds, small datasets; < 3 min on 2 cores); "
                         f"writes {QUICK.out}/ unless --out is given")
@@ -215,8 +259,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--train", metavar="A", help="cross-dataset: fit on this dataset (name or path)")
     p.add_argument("--test", metavar="B", help="cross-dataset: score on this dataset (name or path)")
-    p.add_argument("--json", action="store_true", help="cross-dataset: one JSON object per predictor line")
-    p.set_defaults(**field_defaults(BenchConfig))  # every default lives once, in BenchConfig
+    p.add_argument("--shots", type=_shots, metavar="0,1,3,10",
+                   help="cross-dataset: few-shot calibration, this many jobs of --test join the training data "
+                        f"(default: {CrossConfig.shots[0]})")
+    p.add_argument("--shot-seeds", type=_seed_count, metavar="N",
+                   help=f"cross-dataset: draws of the shots per count (default: {CrossConfig.shot_seeds})")
+    p.add_argument("--leaderboard", metavar="DIR",
+                   help="cross-dataset: the leaderboard whose best.json names --predictor best (default: leaderboard/)")
+    p.add_argument("--json", action="store_true", help="cross-dataset: one JSON object per line")
+    # every default lives once, in the config dataclasses
+    p.set_defaults(**{**field_defaults(CrossConfig), **field_defaults(BenchConfig)})
     return p
 
 
@@ -225,6 +277,16 @@ def _seed_count(text: str) -> int:
     if not text.lstrip("-").isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give a number of seeds >= 1")
     return int(text)
+
+
+def _shots(text: str) -> tuple[int, ...]:
+    """An argparse type: ``--shots`` as whole numbers >= 0, naming a bad value."""
+    counts = []
+    for v in _csv(text):
+        if not v.isdigit():
+            raise argparse.ArgumentTypeError(f"{v!r} is not a number of jobs (a whole number >= 0)")
+        counts.append(int(v))
+    return tuple(counts)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -244,8 +306,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if (args.train or args.test) and not (args.train and args.test):
         parser.error("--train and --test go together")
     if args.train:
-        return guarded("perfzoo bench", lambda: cross(args.train, args.test, args.predictors or None,
-                                                      as_json=args.json, external_dir=args.external_dir))
+        def cross_body() -> int:
+            config = config_from_args(CrossConfig, args)
+            print_cross(cross(config), config)
+            return 0
+
+        return guarded("perfzoo bench", cross_body)
+    given = [flag for flag in ("--shots", "--shot-seeds", "--leaderboard", "--json") if flag in argv]
+    if given:
+        parser.error(f"{given[0]} goes with --train and --test")
 
     def body() -> int:
         config = config_from_args(BenchConfig, args)
@@ -336,6 +405,10 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) 
     """What this run covered, in words, for the leaderboard header."""
     notes = [f"splits {', '.join(splits)}; {len(seeds)} seeds per split (temporal and scale splits are "
              "deterministic: there the seed varies only the predictor's random state)"]
+    if "node" in splits or "group" in splits:
+        notes.append("coverage of the 80% interval (each throughput member's cross-conformal interval, calibrated "
+                     "on the training side) on the transfer splits: every held-out source and the first seed of "
+                     "the node split")
     if "curve" in splits:
         who = [s.display for s in specs if s.curve]
         where = ", ".join(preset.curve_datasets) if preset.curve_datasets else "every dataset"
@@ -357,11 +430,12 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) 
 
 def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
     summary = summarize(results.frame)
-    print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8}")
+    print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8} "
+          f"{'MAPE %':>8} {'MdAPE %':>8}")
     for name in dict.fromkeys(results.frame["dataset"]):  # the datasets in the order they ran
         for split, b in best_per_split(summary, name):
             print(f"{name:22} {split:26} {b['predictor']:20} {b['kendall_mean']:8.3f} "
-                  f"{b['spearman_mean']:8.3f} {b['pearson_mean']:8.3f}")
+                  f"{b['spearman_mean']:8.3f} {b['pearson_mean']:8.3f} {_num(b['mape_mean'], 1)} {_num(b['mdape_mean'], 1)}")
     if results.errors:
         print(f"\n{len(results.errors)} task(s) failed; see the Errors section of {out / 'README.md'}", file=sys.stderr)
     print(f"\n{results.computed} fits computed, {results.cached} from the cache; wall time {wall:.0f} s; "
@@ -371,47 +445,64 @@ def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
 # --- cross-dataset ------------------------------------------------------------------------
 
 
-def cross(train: str, test: str, predictors: Optional[list[str]], *, as_json: bool = False,
-          external_dir: Optional[str] = None) -> int:
-    """Fit on ``train``, score on ``test``; print a table or one JSON object per predictor."""
-    names = predictors or [n for n in CROSS_DEFAULT if n in zoo.names()]
-    specs = _specs(names, FULL)
-    tr, te = _load([train, test], external_dir)
-    shared_features(tr, te)
-    rows = cross_evaluate(tr, te, specs)
-    if as_json:
+def cross(config: CrossConfig) -> list[dict[str, Any]]:
+    """Fit on ``config.train`` (less the jobs also in ``config.test``), score on ``config.test``:
+    one row per shots count and member (:func:`perfzoo.evaluation.cross.cross_scores`). What was
+    left out or converted goes to stderr."""
+    tr, te = _load([config.train, config.test], config.external_dir)
+    specs = _cross_specs(config.predictors, tr.name, config.leaderboard)
+    return cross_scores(tr, te, specs, config.shots, config.shot_seeds, jobs=config.jobs or cpu_cores())
+
+
+def _cross_specs(names: Optional[list[str]], train: str, leaderboard: Optional[str]) -> list[PredictorSpec]:
+    """The members of a cross run: ``names`` (default :data:`CROSS_DEFAULT`), ``best`` resolved to
+    the shipped member of the dataset named ``train`` (labelled ``<member> (best)``); a default run
+    without a shipped pick for it says so on stderr and goes on without it."""
+    explicit = names is not None
+    names = list(names or CROSS_DEFAULT)
+    best = None
+    if BEST in names:
+        try:
+            best = zoo.best_member(train, leaderboard)
+        except (FileNotFoundError, KeyError) as exc:
+            why = exc.args[0] if exc.args else str(exc)
+            if explicit:
+                raise UsageError(f"--predictor best: {why}; name zoo members instead") from None
+            print(f"perfzoo bench: no shipped pick ({why}); running the other members", file=sys.stderr)
+    specs, seen = [], set()
+    for n in names:
+        if n == BEST and best is None:
+            continue
+        name, params = best if n == BEST else (n, {})
+        if (name, tuple(sorted(params.items()))) in seen:
+            continue
+        seen.add((name, tuple(sorted(params.items()))))
+        specs += _specs([name], FULL) if not params else [PredictorSpec.of(name, params=params)]
+        if n == BEST:
+            specs[-1] = replace(specs[-1], label=f"{specs[-1].display} (best)")
+    return specs
+
+
+def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
+    """The rows of :func:`cross` as JSON lines (``config.json``) or a table."""
+    if config.json:
         for r in rows:
             print(json.dumps({k: _clean(r.get(k)) for k in JSON_FIELDS}, allow_nan=False))
-        return 0
-    print(f"train: {tr.name} ({int((~tr.failed).sum())} ok jobs)  ->  test: {te.name} ({int((~te.failed).sum())} ok jobs)")
-    print(f"{'predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8} {'grouped':>8} {'top1 regret':>11} {'MAPE %':>8}")
+        return
+    if not rows:
+        return
+    r0 = rows[0]
+    print(f"train: {r0['train']}  ->  test: {r0['test']}  (± : standard deviation over the draws of the shots)")
+    print(f"{'shots':>5} {'predictor':24} {'n_train':>7} {'n_test':>6} {'draws':>5} {'Kendall':>8} {'±':>6} "
+          f"{'grouped':>8} {'MAPE %':>7} {'±':>6} {'MdAPE %':>7} {'pred/meas':>9} {'80% cover':>9} {'hi/lo':>6}")
     for r in rows:
-        if r.get("error"):
-            print(f"{r['predictor']:20} error: {r['error']}")
+        if r["error"] and not r["draws"]:
+            print(f"{r['shots']:>5} {r['predictor']:24} error: {r['error']}")
             continue
-        print(f"{r['predictor']:20} {r['kendall']:8.3f} {r['spearman']:8.3f} {r['pearson']:8.3f} "
-              f"{_num(r['grouped_kendall'])} {r['top1_regret']:11.3f} {_num(r['mape'])}")
-    return 0
-
-
-def shared_features(train: Dataset, test: Dataset) -> list[str]:
-    """The feature columns both datasets have; says which on stderr, and refuses when they share
-    no config knob (a model of one would only see the other's hardware columns)."""
-    tr_cols, te_cols = list(train.feature_columns), set(test.feature_columns)
-    shared = [c for c in tr_cols if c in te_cols]
-    ok = test.ok().frame
-    knobs = [c for c in shared if c.startswith("config.") and ok[c].nunique(dropna=True) > 1]
-    if not knobs:
-        fixed = [c for c in shared if c.startswith("config.")]
-        raise ValueError(f"{train.name} and {test.name} share no config knob that varies in {test.name}"
-                         + (f" (only {', '.join(fixed)}, constant there)" if fixed else "")
-                         + f": a predictor fitted on {train.name} cannot rank {test.name}'s configurations "
-                         f"(features {', '.join(tr_cols[:4])}, ... vs {', '.join(sorted(te_cols)[:4])}, ...)")
-    missing = [c for c in tr_cols if c not in te_cols]
-    print(f"perfzoo bench: {len(shared)} shared features ({', '.join(shared[:8])}{', ...' if len(shared) > 8 else ''})"
-          + (f"; {len(missing)} of {train.name}'s are unknown in {test.name} ({', '.join(missing[:6])}"
-             f"{', ...' if len(missing) > 6 else ''})" if missing else ""), file=sys.stderr)
-    return shared
+        print(f"{r['shots']:>5} {r['predictor']:24} {r['n_train']:>7} {r['n_test']:>6} {r['draws']:>5} "
+              f"{_num(r['kendall'])} {_num(r['kendall_std'], 3, 6)} {_num(r['grouped_kendall'])} "
+              f"{_num(r['mape'], 1, 7)} {_num(r['mape_std'], 1, 6)} {_num(r['mdape'], 1, 7)} "
+              f"{_num(r['ratio_median'], 2, 9)} {_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)}")
 
 
 def _clean(v: Any) -> Any:
@@ -423,8 +514,8 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def _num(v: Any) -> str:
-    return f"{v:8.3f}" if isinstance(v, (int, float)) and math.isfinite(v) else f"{'–':>8}"
+def _num(v: Any, digits: int = 3, width: int = 8) -> str:
+    return f"{v:{width}.{digits}f}" if isinstance(v, (int, float)) and math.isfinite(v) else f"{'–':>{width}}"
 
 
 if __name__ == "__main__":

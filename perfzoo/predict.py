@@ -24,6 +24,10 @@ Llama 3 70B on 1,024 H100s, with the leaderboard's best predictor for the publis
         global_batch_size=1024 micro_batch_size=1 n_gpus=1024 tp=8 pp=4 precision=bf16 \\
         accelerator=H100-SXM-80GB
 
+With a few jobs measured on your own cluster (a published-table CSV, or a record store that
+``perfzoo collect`` wrote), ``--calibrate my_runs.csv`` refits the predictor with them joined to
+the training data (:func:`perfzoo.calibrate.join`); the output says how many were used.
+
 Python API
 ----------
 :func:`run` takes a :class:`PredictConfig` (one field per flag, the same defaults) and returns the
@@ -47,14 +51,15 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
-from perfzoo import accelerators, analytic, llmconfig, zoo
+from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
 from perfzoo.features import n_devices
 from perfzoo.inputs import input_columns, read_configs
-from perfzoo.zoo.base import Predictor
+from perfzoo.zoo.base import NotFittedError, Predictor
 
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
 SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
@@ -77,6 +82,7 @@ class PredictConfig:
     configs: Optional[str] = None  # ... or the configs in this CSV or JSONL file
     dataset: str = "published-llm"  # the predictor's training data
     predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
+    calibrate: Optional[str] = None  # your measured jobs (a published-table CSV, a record store) join the training data
     external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
 
     def __post_init__(self):
@@ -218,10 +224,15 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     tokens = np.where(pd.to_numeric(batch, errors="coerce").notna(), est["tokens_per_step"].to_numpy(dtype=float), np.nan)
     out = pd.DataFrame({"predicted_tokens_per_s": glob, "predicted_tokens_per_s_per_device": per_dev,
                         "predicted_step_time_s": tokens / glob})
+    scale = n if per_device_target else np.ones(len(frame))
     if std is not None:
-        scale = n if per_device_target else np.ones(len(frame))
         out["range_low"] = (pred - 2 * std) * scale
         out["range_high"] = (pred + 2 * std) * scale
+    try:  # the 80% interval of a member calibrated with fit_interval
+        low, high = predictor.predict_interval(X)
+        out["interval_low"], out["interval_high"] = low * scale, high * scale
+    except (NotFittedError, AttributeError):
+        pass
     for c in BREAKDOWN:
         out[f"analytic.{c}"] = est[c].to_numpy()
     out["fits_in_memory"] = [None if not np.isfinite(f) else bool(f <= 1.0) for f in est["memory_fraction"]]
@@ -233,10 +244,13 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
 
 
 def _show(table: pd.DataFrame) -> str:
-    lines = [f"predictor: {table.attrs.get('predictor')} fitted on {table.attrs.get('dataset')}"]
+    lines = [f"predictor: {table.attrs.get('predictor')} fitted on {table.attrs.get('dataset')}"
+             + (f"; {table.attrs['calibration']}" if table.attrs.get("calibration") else "")]
     for i, row in table.iterrows():
         rng = (f" (range {row['range_low']:,.0f} .. {row['range_high']:,.0f})" if "range_low" in row and
                np.isfinite(row["range_low"]) else "")
+        if "interval_low" in row:
+            rng += f" (80% interval {row['interval_low']:,.0f} .. {row['interval_high']:,.0f})"
         lines.append(f"config {i + 1}: {row['predicted_tokens_per_s']:,.0f} tokens/s "
                      f"({row['predicted_tokens_per_s_per_device']:,.1f} per device){rng}; step "
                      f"{row['predicted_step_time_s']:.3g} s")
@@ -265,6 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help=f"the predictor's training data (default {PredictConfig.dataset})")
     p.add_argument("--predictor",
                    help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, or a saved folder")
+    p.add_argument("--calibrate", metavar="FILE",
+                   help="your measured jobs (a published-table CSV or a record store) join the training data")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
     p.add_argument("--json", action="store_true", help="one JSON object per config")
     p.set_defaults(**field_defaults(PredictConfig))  # every default lives once, in PredictConfig
@@ -293,13 +309,21 @@ def run(config: PredictConfig) -> pd.DataFrame:
     configs = config.load_configs()
     training = load_dataset(config.dataset, external_dir=config.external_dir)
     configs = checked_configs(configs, training)  # before any fit: a bad config fails fast
+    joined = None
+    if config.calibrate:  # the member (the best one's, a named one, a saved one's) refitted with the runs
+        joined = calibrate.join(training, load_dataset(config.calibrate, external_dir=config.external_dir))
+        training = joined.dataset
     predictor = None
     if Path(config.predictor).is_dir():
         predictor = zoo.load(config.predictor)
-    elif config.predictor != "best":
-        ok = training.labelled().ok()
-        predictor = zoo.make(config.predictor).fit(ok.X, ok.y, dataset=training.name)
-    return predict_frame(configs, training, predictor)
+        predictor = calibrate.fit_with_interval(clone(predictor), training) if joined else predictor
+    elif config.predictor != "best" or joined:
+        name, params = zoo.best_member(config.dataset) if config.predictor == "best" else (config.predictor, {})
+        predictor = calibrate.fit_with_interval(zoo.make(name, **params), training)
+    table = predict_frame(configs, training, predictor)
+    if joined:
+        table.attrs["calibration"] = joined.describe(config.calibrate)
+    return table
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from perfzoo.evaluation.metrics import kendall
+from perfzoo.evaluation.metrics import coverage, kendall
 from perfzoo.search import Exhaustive, Formula, Searcher, SearchResult, propose
 from perfzoo.spaces import Categorical, Constraint, Space
 from perfzoo import zoo
@@ -41,8 +41,12 @@ def check_predictor(model: Predictor, X: pd.DataFrame, y: np.ndarray, X_test: pd
     ``fit`` returns self, one finite float per row, the same seed gives the same predictions,
     ``save``/``load`` round trip with metadata, one row predicts as inside a frame, unseen
     categories and a missing optional column are unknowns, a constant target does not crash,
-    ``predict_std`` where offered, and a non-floor member ranks held-out rows (Kendall tau above
-    ``min_kendall``). ``y`` may hold NaN for failed jobs (the ``failure`` member's labels)."""
+    ``predict_std`` where offered, a ``throughput`` member's 80% interval (``fit_interval``,
+    ``predict_interval``; 3 folds) covers 65-97% of the held-out rows (above 80%: the folds' fits
+    saw a third fewer rows than the member, so a member whose error falls fast with more rows is
+    conservative) and survives ``save``/``load``,
+    and a non-floor member ranks held-out rows (Kendall tau above ``min_kendall``). ``y`` may hold
+    NaN for failed jobs (the ``failure`` member's labels)."""
     name = model.name
     params = model.get_params()
     twin = clone(model)
@@ -79,6 +83,19 @@ def check_predictor(model: Predictor, X: pd.DataFrame, y: np.ndarray, X_test: pd
         assert out.shape == (20,) and np.isfinite(out).all(), f"{name}: missing optional column {optional[0]}"
     out = clone(model).fit(X, np.full(len(X), 1234.0)).predict(X_test)
     assert out.shape == (len(X_test),) and np.isfinite(out).all(), f"{name}: constant target"
+
+    if model.output == "throughput":
+        assert model.fit_interval(X, y, folds=3) is model, f"{name}: fit_interval must return self"
+        low, high = model.predict_interval(X_test, alpha=0.2)
+        assert low.shape == high.shape == (len(X_test),), f"{name}: one interval per row"
+        assert np.isfinite(low).all() and np.isfinite(high).all() and (0 < low).all() and (low <= high).all(), \
+            f"{name}: intervals must be finite, positive and ordered"
+        cover = coverage(y_test, low, high)
+        assert 0.65 <= cover <= 0.97, f"{name}: the 80% interval covers {cover:.0%} of held-out rows (65-97% expected)"
+        wide_low, wide_high = model.predict_interval(X_test, alpha=0.05)
+        assert (wide_low <= low).all() and (high <= wide_high).all(), f"{name}: a 95% interval must hold the 80% one"
+        np.testing.assert_allclose(zoo.load(model.save(Path(tmp_dir) / f"{name}-interval")).predict_interval(X_test)[1],
+                                   high, rtol=1e-12, err_msg=f"{name}: save/load lost the interval")
 
     if model.has_std:
         std = model.predict_std(X_test)

@@ -16,6 +16,7 @@ from perfzoo.datasets import load_dataset
 from perfzoo.evaluation import leaderboard, ranking, report, runner, tasks
 from perfzoo.evaluation.tasks import PredictorSpec
 from perfzoo.sources.vtrain import VTRAIN_COLUMNS, VTRAIN_PARAMS
+from test_transfer import three_labs
 
 
 class CountingLinear:
@@ -202,30 +203,149 @@ def test_cross_dataset_json_parses(tmp_path, capsys, external):
     assert rows[0]["kendall"] is None  # a constant ranks nothing: NaN -> null
 
 
+def test_cross_runs_the_shipped_pick_as_best(tmp_path, capsys, external):
+    src = external / "vtrain_ground_truth_single.csv"
+    train, test = tmp_path / "vtrain_small.csv", tmp_path / "vtrain_multi.csv"
+    _write_vtrain_subset(src, train, lambda t: t["# GPUs"] <= 4, multi=False)
+    _write_vtrain_subset(src, test, lambda t: t["# GPUs"] == 8, multi=True)
+    name = load_dataset(str(train)).name
+    board = tmp_path / "board"
+    board.mkdir()
+    (board / "best.json").write_text(json.dumps({"datasets": {name: {"predictor": "ridge", "name": "ridge", "params": {}}}}))
+    rc = bench.main(["--train", str(train), "--test", str(test), "--predictor", "best,constant,ridge", "--leaderboard",
+                     str(board), "--json", "--jobs", "1"])
+    assert rc == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [r["predictor"] for r in rows] == ["ridge (best)", "constant"]  # the shipped ridge runs once
+    best = rows[0]
+    for key in ("kendall", "mape", "mdape", "ratio_median", "coverage", "interval_width"):
+        assert isinstance(best[key], float), key
+    assert best["shots"] == 0 and best["draws"] == 1
+    assert rows[1]["ratio_median"] is not None and rows[1]["kendall"] is None  # a constant prices, but ranks nothing
+
+    # the default members: the shipped pick first, then the shipped kinds and a few fast ones
+    specs = bench._cross_specs(None, name, str(board))
+    assert [s.display for s in specs][:1] == ["ridge (best)"]
+    assert {"roofline", "hybrid_roofline", "constant", "analytic"} <= {s.display for s in specs}
+    assert [s.display for s in bench._cross_specs(None, "unknown-data", str(board))][0] == "constant"
+    # named, a missing pick is an error that says where it looked
+    assert bench.main(["--train", str(test), "--test", str(train), "--predictor", "best", "--leaderboard", str(board)]) == 2
+    assert "--predictor best:" in capsys.readouterr().err
+
+
+@pytest.mark.external
+def test_cross_leaves_the_test_jobs_out_of_training(capsys):
+    rc = bench.main(["--train", "published-llm", "--test", "published-torchtitan", "--predictor", "analytic", "--json",
+                     "--jobs", "1"])
+    assert rc == 0
+    captured = capsys.readouterr()
+    row = json.loads(captured.out.strip())
+    llm, titan = load_dataset("published-llm"), load_dataset("published-torchtitan")
+    assert row["n_train"] == int(llm.is_labelled.sum()) - int(titan.is_labelled.sum())
+    assert row["n_test"] == int(titan.is_labelled.sum())
+    assert f"{len(titan)} of published-llm's {len(llm)} jobs are published-torchtitan's" in captured.err
+
+
+@pytest.mark.external
+def test_cross_scores_on_the_training_target(capsys):
+    rc = bench.main(["--train", "vtrain-a100", "--test", "published-megatron", "--predictor", "analytic", "--json",
+                     "--jobs", "1"])
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert "published-megatron scored on metrics.throughput" in captured.err
+    row = json.loads(captured.out.strip())
+    assert 0.2 < row["ratio_median"] < 5  # global tokens/s on both sides, not global against per device
+
+
 def test_cli_rejects_unknown_names(capsys):
     assert bench.main(["--datasets", "no-such-dataset", "--quiet"]) == 2
     assert "unknown dataset" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.main(["--train", "vtrain-a100"])
+    with pytest.raises(SystemExit):
+        bench.main(["--datasets", "vtrain-a100", "--shots", "3"])
+    assert "--shots goes with --train and --test" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main(["--train", "a", "--test", "b", "--shots", "1,x"])
+    assert "'x' is not a number of jobs" in capsys.readouterr().err
+
+
+def test_transfer_splits_report_absolute_error_and_interval_coverage(tmp_path, write_published):
+    labs = three_labs(tmp_path, write_published)
+    res = runner.run([labs], [PredictorSpec("ridge"), PredictorSpec("analytic")], ["random", "node", "group"],
+                     seeds=range(1), jobs=1, cache_dir=None, group_columns={labs.name: ["annotations.file"]},
+                     progress=False)
+    assert not res.errors
+    frame = res.frame.set_index(["split", "predictor"]).sort_index()
+    assert set(frame.index.get_level_values("split")) == {"random", "node", "group:annotations.file"}
+    assert frame[["mape", "mdape", "ratio_median"]].notna().all().all()  # absolute error on every split
+    transfer = frame.loc[["node", "group:annotations.file"]]
+    assert transfer["coverage"].between(0, 1).all() and (transfer["interval_width"] >= 1).all()
+    assert frame.loc["random", "coverage"].isna().all()  # intervals are calibrated on transfer splits only
+    # the labs run at 40%, 55% and 30% of the analytic estimate: left out in turn, each is predicted
+    # from the others' efficiency, off by a known factor
+    held_out = res.frame[(res.frame["split"] == "group:annotations.file") & (res.frame["predictor"] == "analytic")]
+    ratio = dict(zip(held_out["fold"], held_out["ratio_median"]))
+    assert ratio["lab_b.csv"] < 1 < ratio["lab_c.csv"]
+
+
+def _summary(members: dict, splits: tuple, mape: float = 10.0) -> pd.DataFrame:
+    """A synthetic summary: ``members`` maps a name to its mean Kendall per split (None: no result)
+    and, optionally, a second tuple of MAPEs per split (default ``mape`` everywhere)."""
+    rows = []
+    for predictor, values in members.items():
+        ks, mapes = (values, (mape,) * len(splits)) if not isinstance(values[0], tuple) else values
+        for split, k, m in zip(splits, ks, mapes):
+            if k is not None:
+                rows.append({"dataset": "d", "split": split, "kind": split.split(":")[0], "predictor": predictor,
+                             "output": "throughput", "kendall_mean": k, "mape_mean": m,
+                             "fit_time_s_mean": 0.1 if predictor == "fast_tie" else 1.0})
+    return pd.DataFrame(rows)
 
 
 def test_the_shipped_pick_is_chosen_on_transfer_not_on_the_random_split():
     SOURCE_SPLIT = ranking.SOURCE_SPLIT
-    rows = []
-    for predictor, ks in {"fits": (0.96, 0.70, 0.72), "transfers": (0.92, 0.90, 0.89), "fast_tie": (0.92, 0.90, 0.887),
-                          "partial": (0.99, 0.99, None)}.items():
-        for split, k in zip(("random", "scale", SOURCE_SPLIT), ks):
-            if k is not None:
-                rows.append({"dataset": "d", "split": split, "kind": split.split(":")[0], "predictor": predictor,
-                             "output": "throughput", "kendall_mean": k, "fit_time_s_mean": 0.1 if predictor == "fast_tie" else 1.0})
-    order = ranking.shipping_order(pd.DataFrame(rows), "d")
+    summary = _summary({"fits": (0.96, 0.70, 0.72), "transfers": (0.92, 0.90, 0.89), "fast_tie": (0.92, 0.90, 0.887),
+                        "partial": (0.99, 0.99, None)}, ("random", "scale", SOURCE_SPLIT))
+    order = ranking.shipping_order(summary, "d")
     # mean over random, scale and leave-one-source-out; a member missing a shipping split is not eligible;
     # within 0.005 the faster fit wins
     assert order["predictor"].tolist() == ["fast_tie", "transfers", "fits"]
     assert order.iloc[0]["ship_kendall"] == pytest.approx((0.92 + 0.90 + 0.887) / 3)
     assert order.iloc[0][f"kendall@{SOURCE_SPLIT}"] == pytest.approx(0.887)
     assert order.iloc[0]["split"] == "random"
+    # every member is off by 10% on the transfer split: the score is the Kendall less 0.05
+    assert order.iloc[0]["ship_score"] == pytest.approx(order.iloc[0]["ship_kendall"] - 0.05)
+    assert order.iloc[0][f"mape@{SOURCE_SPLIT}"] == pytest.approx(10.0)
 
+
+def test_a_member_that_ranks_best_but_is_off_by_2x_does_not_ship():
+    splits = ("random", "scale", ranking.SOURCE_SPLIT, "node")
+    summary = _summary({
+        # top Kendall everywhere, but 100% MAPE on the transfer splits (leave one source out, node)
+        "ranks": ((0.97, 0.95, 0.93, 0.93), (5.0, 8.0, 100.0, 100.0)),
+        # slightly lower Kendall, 10% MAPE
+        "prices": ((0.95, 0.93, 0.91, 0.90), (5.0, 8.0, 10.0, 10.0)),
+    }, splits)
+    order = ranking.shipping_order(summary, "d")
+    assert order["predictor"].tolist() == ["prices", "ranks"]
+    ranks = order.set_index("predictor").loc["ranks"]
+    # rank splits: random, scale, leave-one-source-out; error splits: leave-one-source-out and node
+    assert ranks["ship_kendall"] == pytest.approx((0.97 + 0.95 + 0.93) / 3)
+    assert ranks["ship_mape"] == pytest.approx(100.0) and "mape@random" not in order.columns
+    assert ranks["ship_score"] == pytest.approx(ranks["ship_kendall"] - ranking.MAPE_WEIGHT)
+    assert ranking.ship_splits(summary, "d") == (["random", "scale", ranking.SOURCE_SPLIT], [ranking.SOURCE_SPLIT, "node"])
+
+
+def test_without_transfer_splits_the_scale_split_prices_and_scores_do_not_ship():
+    summary = _summary({"ranks": ((0.97, 0.95), (5.0, 60.0)), "prices": ((0.96, 0.94), (40.0, 12.0))},
+                       ("random", "scale"))
+    scores = summary[summary["predictor"] == "ranks"].assign(predictor="scores", output="score", mape_mean=np.nan)
+    summary = pd.concat([summary, scores], ignore_index=True)
+    assert ranking.ship_splits(summary, "d") == (["random", "scale"], ["scale"])
+    order = ranking.shipping_order(summary, "d")
+    # the scale split's MAPE (60 vs 12) decides; a member whose outputs are scores has no MAPE: not eligible
+    assert order["predictor"].tolist() == ["prices", "ranks"]
 
 
 def test_run_from_python_writes_the_leaderboard_and_returns_the_scores(tmp_path):

@@ -121,3 +121,36 @@ def test_score_returns_every_metric():
     assert out["mape"] == pytest.approx(10.0)
     with pytest.raises(ValueError, match="drop failed jobs"):
         M.score([1.0, float("nan")], [1.0, 2.0])
+
+
+def test_absolute_errors_by_hand():
+    t = [100, 200, 400, 0]
+    p = [110, 150, 800, 9]
+    # the true-0 row is left out; |errors| / true = 0.10, 0.25, 1.00
+    assert M.mape(t, p) == pytest.approx(100 * (0.10 + 0.25 + 1.00) / 3)
+    assert M.mdape(t, p) == pytest.approx(25.0)  # the median of 10, 25, 100
+    assert M.ratio_median(t, p) == pytest.approx(1.1)  # the median of 1.1, 0.75, 2.0
+    assert M.ratio_median([100, 100], [200, 200]) == pytest.approx(2.0)  # off by 2x
+    assert math.isnan(M.mdape([0, 0], [1, 2]))
+
+
+def test_score_leaves_absolute_errors_of_scores_out():
+    t = np.array([1.0, 2.0, 3.0, 4.0])
+    out = M.score(t, t * 3, absolute=False)
+    assert out["kendall"] == pytest.approx(1.0)
+    assert all(math.isnan(out[c]) for c in M.ABSOLUTE_METRICS)
+    priced = M.score(t, t * 3)
+    assert priced["mape"] == pytest.approx(200.0) and priced["mdape"] == pytest.approx(200.0)
+    assert priced["ratio_median"] == pytest.approx(3.0)
+
+
+def test_interval_coverage_and_width():
+    t = [10, 20, 30, 40]
+    low = [5, 25, 29, 40]  # 20 is below its interval; 40 sits on the edge (inside)
+    high = [20, 50, 31, 80]
+    assert M.coverage(t, low, high) == pytest.approx(0.75)
+    # widths high/low: 4, 2, 31/29, 2 -> median of (1.069, 2, 2, 4) = 2
+    assert M.interval_width(low, high) == pytest.approx(2.0)
+    assert M.interval_scores(t, low, high) == {"coverage": pytest.approx(0.75), "interval_width": pytest.approx(2.0)}
+    with pytest.raises(ValueError, match="must match"):
+        M.coverage(t, low[:2], high)

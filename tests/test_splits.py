@@ -137,3 +137,33 @@ def test_real_published_llm_temporal_and_duplicates():
         rs = S.random_split(ds, seed)
         k = keys.to_numpy()
         assert not set(k[rs.train]) & set(k[rs.test])
+
+
+def _nodes_frame(nodes) -> SimpleNamespace:
+    frame = pd.DataFrame({"config_key": [f"c{i}" for i in range(len(nodes))], "hardware.nodes": nodes,
+                          "status": "ok"})
+    return SimpleNamespace(frame=frame, duplicate_key="config_key")
+
+
+def test_node_split_trains_within_a_node_and_tests_across_nodes():
+    ds = _nodes_frame([1, 1, 2, 8, None, 1, 64])
+    sp = S.node_split(ds)
+    assert sp.kind == sp.name == "node" and sp.name in S.TRANSFER_SPLITS
+    assert sp.train.tolist() == [0, 1, 5] and sp.test.tolist() == [2, 3, 6]
+    assert sp.info["unknown_node_rows"] == 1  # neither side
+    assert [s.seed for s in S.make_splits(ds, "node", seeds=range(3))] == [0, 1, 2]  # deterministic rows
+    with pytest.raises(S.SplitNotApplicable, match="0 multi-node"):
+        S.node_split(_nodes_frame([1, 1, 1]))
+
+
+def test_shots_draw_whole_configurations_by_seed():
+    ds = _toy(n=90)
+    keys = ds.frame["config_key"].to_numpy()
+    a, a2, b = S.shots_split(ds, 3, seed=0), S.shots_split(ds, 3, seed=0), S.shots_split(ds, 3, seed=1)
+    assert np.array_equal(a.train, a2.train) and not np.array_equal(a.train, b.train)
+    assert len(set(keys[a.train])) == 3 and not set(keys[a.train]) & set(keys[a.test])  # every copy on one side
+    assert np.array_equal(_partition(a, 90), np.arange(90))
+    assert S.shots_split(ds, 0, seed=0).train.size == 0
+    with pytest.raises(S.SplitNotApplicable, match="leave no test rows"):
+        S.shots_split(ds, len(set(keys)), seed=0)
+

@@ -1,6 +1,7 @@
 """The transfer matrix on three small synthetic sources (no external data needed)."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfzoo import analytic
@@ -56,6 +57,20 @@ def test_matrix_fits_on_each_source_and_scores_on_each_other(sources):
     assert "### ridge" in text and "| all others |" in text and "mean over sources: **1.000**" in text
 
 
+def test_each_cell_holds_the_absolute_error_too(sources):
+    scores = transfer.transfer_scores(sources, ["analytic"])
+    assert set(transfer.METRICS) <= set(scores.columns) and len(scores) == 4 * 3  # 3 sources + all others, x 3
+    mape = transfer.matrix(scores, "mape").loc[("analytic", LEAVE_ONE_OUT)]
+    # left out in turn, a lab is priced at the geometric mean of the other two labs' efficiencies
+    # (the median of an even number of log ratios): a 0.40 from 0.55 and 0.30 ...
+    expected = {"lab_a.csv": (0.55 * 0.30) ** 0.5 / 0.40, "lab_b.csv": (0.40 * 0.30) ** 0.5 / 0.55,
+                "lab_c.csv": (0.40 * 0.55) ** 0.5 / 0.30}
+    for lab, ratio in expected.items():
+        assert mape[lab] == pytest.approx(100 * abs(ratio - 1), abs=0.5)
+    text = to_markdown(transfer.matrix(scores), "three-labs", transfer.matrix(scores, "mape"))
+    assert "Kendall tau / MAPE %" in text and f"1.000 / {100 * abs(expected['lab_c.csv'] - 1):.0f}" in text
+
+
 def test_one_source_is_not_a_transfer_problem(sources):
     one = sources.subset(sources.frame["annotations.file"].to_numpy() == "lab_a.csv")
     with pytest.raises(ValueError, match="one source only"):
@@ -69,5 +84,8 @@ def test_bench_writes_the_transfer_matrix_for_a_dataset_with_several_sources(tmp
     assert "### analytic" in text and "### ridge" in text
     assert "### gp" not in text and "### failure" not in text  # too costly to fit per source; not throughput
     assert "### constant" not in text  # ranks nothing
+    table = pd.read_csv(tmp_path / "transfer.csv")
+    assert {"predictor", "train", "test", "kendall", "mape", "mdape", "dataset"} <= set(table.columns)
+    assert set(table["predictor"]) == {"analytic", "ridge"}
     assert transfer.write([sources.subset(sources.frame["annotations.file"].to_numpy() == "lab_a.csv")],
                           ["analytic"], tmp_path / "none") == []

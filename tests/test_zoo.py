@@ -17,6 +17,7 @@ from perfzoo import zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation.splits import random_split
 from perfzoo.testing import check_predictor
+from perfzoo.zoo import interval
 
 REQUIRED_MEMBERS = {
     "constant", "analytic", "ridge", "knn", "random_forest", "gbr", "hist_gbr", "lightgbm", "catboost",
@@ -111,3 +112,36 @@ def test_gp_std_of_one_config_given_as_a_dict(vtrain):
     gp = zoo.make("gp", target="per_device").fit(X.iloc[:200], y[:200])
     row = X.iloc[[0]]
     assert gp.predict_std(row.iloc[0].to_dict()) == pytest.approx(gp.predict_std(row))
+
+
+def test_interval_folds_hold_out_whole_sources_and_deal_small_ones():
+    X = pd.DataFrame({"config.tp": np.arange(70) % 35})  # every configuration twice
+    groups = ["a.csv"] * 30 + ["b.csv"] * 30 + ["my_runs.csv"] * 10
+    fold = interval.fold_labels(X, groups, folds=5, seed=0)
+    assert len(set(fold[:30])) == len(set(fold[30:60])) == 1 and fold[0] != fold[30]  # one fold per large source
+    assert set(fold[60:]) == {0, 1}  # the 10 runs, too few to hold out against the rest, dealt over both folds
+    alone = interval.fold_labels(X, None, folds=5, seed=0)  # without sources: by configuration
+    assert len(set(alone)) == 5 and all(alone[i] == alone[i + 35] for i in range(35))
+    with pytest.raises(ValueError, match="at least two configurations"):
+        interval.fold_labels(X.iloc[[0, 35]], None, folds=5, seed=0)
+
+
+def test_conformal_quantiles_by_rank():
+    r = np.log(np.arange(1, 20, dtype=float))  # 19 residuals: log 1 .. log 19
+    # alpha 0.2: the floor(20 x 0.1) = 2nd smallest and the ceil(20 x 0.9) = 18th smallest
+    assert np.exp(interval.conformal_quantiles(r, 0.2)) == pytest.approx((2.0, 18.0))
+    # too few residuals for a 99% interval: unbounded, as split-conformal prescribes
+    assert interval.conformal_quantiles(r, 0.01) == (-np.inf, np.inf)
+    low, high = interval.interval(np.array([10.0]), r, 0.2)
+    assert (low[0], high[0]) == pytest.approx((20.0, 180.0))
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        interval.conformal_quantiles(r, 1.0)
+
+
+def test_an_interval_needs_a_calibrated_throughput_member(vtrain):
+    X, y, X_test, _ = vtrain
+    ridge = zoo.make("ridge").fit(X, y)
+    with pytest.raises(zoo.NotFittedError, match="fit_interval"):
+        ridge.predict_interval(X_test)
+    with pytest.raises(TypeError, match="no interval"):
+        zoo.make("lightgbm_rank", n_estimators=20).fit(X, y).fit_interval(X, y)

@@ -2,11 +2,14 @@
 
 * :mod:`perfzoo.evaluation.splits`: random (group-aware), temporal, scale, group and
   learning-curve splits of a Dataset, each with one promise the tests check;
-* :mod:`perfzoo.evaluation.metrics`: Kendall tau-b, Spearman, Pearson, MAPE, grouped Kendall,
-  top-k regret, precision@k, ROC AUC: one definition each;
+* :mod:`perfzoo.evaluation.metrics`: Kendall tau-b, Spearman, Pearson, MAPE, MdAPE, median
+  predicted/measured, grouped Kendall, top-k regret, precision@k, interval coverage, ROC AUC:
+  one definition each;
 * :mod:`perfzoo.evaluation.tasks`: predictor specs, tasks (one fit and score each), their
   cache keys and the result cache under ``.perfzoo-cache/``;
-* :mod:`perfzoo.evaluation.runner`: runs the tasks in parallel (joblib); cross-dataset evaluation;
+* :mod:`perfzoo.evaluation.runner`: runs the tasks in parallel (joblib);
+* :mod:`perfzoo.evaluation.cross`: fit on one dataset, score on another, with K of its jobs joined
+  (``bench --train A --test B --shots K``);
 * :mod:`perfzoo.evaluation.ranking`: results summarised per split, the ★ of a split, the
   shipped-predictor rule;
 * :mod:`perfzoo.evaluation.report` and :mod:`perfzoo.evaluation.figures`: the leaderboard's
@@ -21,9 +24,10 @@ Every module takes a :class:`perfzoo.dataset.Dataset` and branches on a member's
 """
 
 from perfzoo.evaluation import metrics, splits
-from perfzoo.evaluation.runner import cross_evaluate, run
+from perfzoo.evaluation.cross import cross_scores
+from perfzoo.evaluation.runner import run
 from perfzoo.evaluation.splits import Split, SplitNotApplicable, make_splits
 from perfzoo.evaluation.tasks import PredictorSpec
 
-__all__ = ["metrics", "splits", "PredictorSpec", "cross_evaluate", "run", "Split", "SplitNotApplicable",
+__all__ = ["metrics", "splits", "PredictorSpec", "cross_scores", "run", "Split", "SplitNotApplicable",
            "make_splits"]

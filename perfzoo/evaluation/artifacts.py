@@ -1,5 +1,6 @@
 """The shipped predictors: per dataset, the member :data:`~perfzoo.evaluation.ranking.BEST_RULE`
-picks, fitted on every labelled job, saved under ``artifacts/`` and listed in ``best.json``.
+picks, fitted on every labelled job with its prediction interval
+(:func:`perfzoo.calibrate.fit_with_interval`), saved under ``artifacts/`` and listed in ``best.json``.
 
 :func:`write_best` writes ``best.json``; :func:`perfzoo.zoo.load_best` reads it back. An
 artifact is refitted only when what it depends on changed (:func:`artifact_key`: the dataset's
@@ -11,16 +12,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+from perfzoo.calibrate import fit_with_interval
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation.ranking import ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, shipping_order
-from perfzoo.evaluation.runner import fit_kwargs, set_threads
+from perfzoo.evaluation.runner import set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
 
 BEST_FILE = "best.json"
@@ -28,15 +29,14 @@ ARTIFACTS_DIR = "artifacts"
 
 
 def fit_artifact(dataset: Dataset, spec: PredictorSpec, out_dir: Path) -> dict[str, Any]:
-    """Fit ``spec`` on every labelled job of ``dataset`` (one thread) and save it under
-    ``out_dir`` as ``<dataset>--<member>/``, replacing the dataset's previous artifact."""
+    """Fit ``spec`` and its interval on every labelled job of ``dataset`` (one thread) and save it
+    under ``out_dir`` as ``<dataset>--<member>/``, replacing the dataset's previous artifact."""
     labelled = dataset.is_labelled
     est = spec.build(seed=0)
     set_threads(est, 1)
-    t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        est.fit(dataset.X[labelled].reset_index(drop=True), dataset.y[labelled], **fit_kwargs(est, dataset.name))
-    fit_s = time.perf_counter() - t0
+        fit_with_interval(est, dataset)
+    fit_s = est.fit_time_s_  # the member's own fit, without the interval's cross-fits
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob(f"{dataset.name}--*"):
         _remove(old)
@@ -66,7 +66,9 @@ def _fit_or_reuse(ds: Dataset, spec: PredictorSpec, out: Path, previous: dict[st
 
 def _passed(row: pd.Series, why: str) -> dict[str, Any]:
     """A best.json ``passed_over`` entry: a member not shipped, and why."""
-    return {"predictor": row["predictor"], "ship_kendall": round(float(row["ship_kendall"]), 4), "why": why}
+    return {"predictor": row["predictor"], "ship_score": round(float(row["ship_score"]), 4),
+            "ship_kendall": round(float(row["ship_kendall"]), 4), "ship_mape": round(float(row["ship_mape"]), 2),
+            "why": why}
 
 
 def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec], out: Path, artifacts: bool,
@@ -118,8 +120,11 @@ def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec],
         "name": spec.name if spec is not None else chosen["predictor"],
         "params": {k: v for k, v in spec.params} if spec is not None else {},
         "artifact": None, "passed_over": passed_over,
+        "ship_score": round(float(chosen["ship_score"]), 4),
         "ship_kendall": round(float(chosen["ship_kendall"]), 4),
+        "ship_mape": round(float(chosen["ship_mape"]), 2),
         "ship_splits": {c.split("@", 1)[1]: round(float(chosen[c]), 4) for c in chosen.index if c.startswith("kendall@")},
+        "mape_splits": {c.split("@", 1)[1]: round(float(chosen[c]), 2) for c in chosen.index if c.startswith("mape@")},
     }
     if note:
         entry["note"] = note

@@ -13,9 +13,16 @@ What a searcher needs
     :func:`top_k_regret` and :func:`precision_at_k`: did the predicted top k contain the best
     configuration? Ties in the prediction are broken uniformly at random and the *expected*
     value is returned, so a constant predictor scores exactly what random picking scores.
-Error
-    :func:`mape` in percent. Only meaningful for predictors that output throughput (ranking
-    predictors output scores); the runner reports it for all and the leaderboard says so.
+Absolute error (:data:`ABSOLUTE_METRICS`)
+    :func:`mape` and :func:`mdape` (mean and median absolute percentage error, in percent) and
+    :func:`ratio_median` (median predicted / measured: 1 is unbiased, 2 is off by 2x). Only
+    meaningful for predictors that output throughput (ranking predictors output scores):
+    :func:`score` gives ``nan`` for them when told ``absolute=False``, as the runner does.
+Intervals (:data:`INTERVAL_METRICS`)
+    :func:`coverage`: the share of measured values inside a predicted interval (an
+    :data:`INTERVAL_LEVEL` interval should cover about that share of held-out rows);
+    :func:`interval_width`: the median ratio high / low, so a coverage bought with useless
+    width shows.
 
 Degenerate inputs (fewer than two rows, a constant side) give ``nan`` for the correlations,
 never an exception: a benchmark must not crash on one odd split.
@@ -26,6 +33,8 @@ Example
 0.6667
 >>> top_k_regret([10, 20, 40], [3, 2, 1], k=1)
 0.75
+>>> mdape([100, 200, 400], [110, 150, 400])
+10.0
 """
 
 from __future__ import annotations
@@ -48,7 +57,15 @@ THROUGHPUT_METRICS: tuple[str, ...] = (
     *(f"top{k}_regret" for k in KS),
     *(f"precision_at_{k}" for k in KS),
     "mape",
+    "mdape",
+    "ratio_median",
 )
+# the metrics of absolute error: nan for members whose outputs are scores
+ABSOLUTE_METRICS: tuple[str, ...] = ("mape", "mdape", "ratio_median")
+INTERVAL_LEVEL = 0.8  # the prediction interval the benchmark scores: 80% (alpha = 0.2)
+INTERVAL_METRICS: tuple[str, ...] = ("coverage", "interval_width")
+# metrics whose best value is a target, not an extreme: the closest to it is best
+TARGET_VALUE: dict[str, float] = {"ratio_median": 1.0, "coverage": INTERVAL_LEVEL}
 HIGHER_IS_BETTER: dict[str, bool] = {
     "kendall": True,
     "spearman": True,
@@ -57,6 +74,8 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     **{f"top{k}_regret": False for k in KS},
     **{f"precision_at_{k}": True for k in KS},
     "mape": False,
+    "mdape": False,
+    "interval_width": False,
     "roc_auc": True,
     "fit_time_s": False,
     "predict_time_s": False,
@@ -115,6 +134,64 @@ def mape(y_true: Iterable[float], y_pred: Iterable[float]) -> float:
     if not keep.any():
         return float("nan")
     return float(100.0 * np.mean(np.abs(p[keep] - t[keep]) / np.abs(t[keep])))
+
+
+def mdape(y_true: Iterable[float], y_pred: Iterable[float]) -> float:
+    """Median absolute percentage error, in percent: 100 * median(|pred - true| / |true|).
+
+    Robust where :func:`mape` is pulled by a few rows off by 10x; rows with ``true == 0`` are left out.
+    """
+    t, p = _pair(y_true, y_pred)
+    keep = t != 0
+    if not keep.any():
+        return float("nan")
+    return float(100.0 * np.median(np.abs(p[keep] - t[keep]) / np.abs(t[keep])))
+
+
+def ratio_median(y_true: Iterable[float], y_pred: Iterable[float]) -> float:
+    """Median of predicted / measured: 1 is unbiased, 2 over-predicts by 2x, 0.5 under-predicts by 2x.
+
+    Rows with ``true <= 0`` are left out.
+
+    >>> ratio_median([100, 200, 400], [150, 400, 400])
+    1.5
+    """
+    t, p = _pair(y_true, y_pred)
+    keep = t > 0
+    if not keep.any():
+        return float("nan")
+    return float(np.median(p[keep] / t[keep]))
+
+
+def coverage(y_true: Iterable[float], low: Iterable[float], high: Iterable[float]) -> float:
+    """The share of measured values inside their predicted interval ``[low, high]``.
+
+    >>> coverage([1, 2, 3, 4], [0, 0, 0, 5], [2, 2, 2, 6])
+    0.5
+    """
+    t, lo = _pair(y_true, low)
+    _, hi = _pair(y_true, high)
+    if t.size == 0:
+        return float("nan")
+    return float(np.mean((lo <= t) & (t <= hi)))
+
+
+def interval_width(low: Iterable[float], high: Iterable[float]) -> float:
+    """The median ratio high / low of positive intervals (2 means the interval spans a factor of 2).
+
+    >>> interval_width([1, 2, 10], [2, 8, 15])
+    2.0
+    """
+    lo, hi = np.asarray(low, dtype=float).ravel(), np.asarray(high, dtype=float).ravel()
+    keep = (lo > 0) & np.isfinite(hi)
+    if not keep.any():
+        return float("nan")
+    return float(np.median(hi[keep] / lo[keep]))
+
+
+def interval_scores(y_true: Iterable[float], low: Iterable[float], high: Iterable[float]) -> dict[str, float]:
+    """Every :data:`INTERVAL_METRICS` value of an interval at once."""
+    return {"coverage": coverage(y_true, low, high), "interval_width": interval_width(low, high)}
 
 
 def grouped_kendall(
@@ -241,8 +318,12 @@ def score(
     y_pred: Iterable[float],
     groups: Optional[Sequence[Any]] = None,
     ks: Sequence[int] = KS,
+    absolute: bool = True,
 ) -> dict[str, float]:
-    """Every throughput metric at once: ``{name: value}`` in :data:`THROUGHPUT_METRICS` order."""
+    """Every throughput metric at once: ``{name: value}`` in :data:`THROUGHPUT_METRICS` order.
+
+    ``absolute=False`` (predictions are scores, not throughput): the :data:`ABSOLUTE_METRICS` are ``nan``.
+    """
     t, p = _pair(y_true, y_pred)
     out = {
         "kendall": kendall(t, p),
@@ -254,5 +335,8 @@ def score(
         out[f"top{k}_regret"] = top_k_regret(t, p, k)
     for k in ks:
         out[f"precision_at_{k}"] = precision_at_k(t, p, k)
-    out["mape"] = mape(t, p)
+    nan = float("nan")
+    out["mape"] = mape(t, p) if absolute else nan
+    out["mdape"] = mdape(t, p) if absolute else nan
+    out["ratio_median"] = ratio_median(t, p) if absolute else nan
     return out

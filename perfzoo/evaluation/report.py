@@ -5,8 +5,9 @@
 and the ★ of :data:`~perfzoo.evaluation.ranking.STAR_RULE` marked, the CubicML paper's figures
 and the issue's targets beside (:data:`PAPER`, :data:`TARGETS`), and the command, commit,
 machine and date that produced it (:func:`run_context`, from the harness's environment capture).
-MAPE is n/a for members whose ``output`` tag is ``score``; ``probability`` members get a ROC AUC
-line under the table.
+The absolute errors (MAPE, MdAPE, median predicted/measured) and the interval's coverage are n/a
+for members whose ``output`` tag is ``score``; ``probability`` members get a ROC AUC line under
+the table.
 
 >>> _fmt(0.91234, 0.01, 3)
 '0.912 ± 0.020'
@@ -43,6 +44,10 @@ TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("precision_at_5", "P@5", 2),
     ("precision_at_10", "P@10", 2),
     ("mape", "MAPE %", 1),
+    ("mdape", "MdAPE %", 1),
+    ("ratio_median", "pred/meas", 2),
+    ("coverage", "80% cover", 2),
+    ("interval_width", "hi/lo", 2),
     ("fit_time_s", "fit s", 2),
     ("predict_time_s", "predict s", 3),
 )
@@ -131,7 +136,9 @@ def split_table(summary: pd.DataFrame, dataset: str, split: str) -> str:
     for c, _, _ in cols:
         vals = s[f"{c}_mean"].to_numpy(dtype=float)
         vals = vals[np.isfinite(vals)]
-        if vals.size:
+        if vals.size and c in M.TARGET_VALUE:  # the closest to its target
+            bold[c] = vals[np.argmin(np.abs(vals - M.TARGET_VALUE[c]))]
+        elif vals.size:
             bold[c] = vals.max() if M.HIGHER_IS_BETTER.get(c, True) else vals.min()
     lines = ["| predictor | " + " | ".join(h for _, h, _ in cols) + " | runs |",
              "| --- |" + " ---: |" * (len(cols) + 1)]
@@ -140,7 +147,7 @@ def split_table(summary: pd.DataFrame, dataset: str, split: str) -> str:
         cells = []
         for c, _, d in cols:
             mean, std = row[f"{c}_mean"], row[f"{c}_std"]
-            if c == "mape" and row["output"] == "score":
+            if c in (*M.ABSOLUTE_METRICS, *M.INTERVAL_METRICS) and row["output"] == "score":
                 cells.append("n/a")
                 continue
             text = _fmt(mean, std, d)
@@ -189,7 +196,12 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
           "Kendall tau-b, Spearman, Pearson between measured and predicted throughput; grouped Kendall = mean tau "
           "within groups of comparable jobs (same model, scale and accelerator: the choices a searcher makes); top-k regret = 1 - best measured "
           "throughput among the predicted top k / best measured (0 is perfect); P@k = share of the predicted top k "
-          "in the measured top k; MAPE in percent (n/a for ranking predictors, whose outputs are scores); fit and "
+          "in the measured top k; MAPE and MdAPE = mean and median absolute percentage error; pred/meas = median "
+          "predicted / measured throughput (1 is unbiased, 2 is off by 2x); 80% cover = share of the test jobs "
+          "inside the member's 80% prediction interval (cross-conformal on log-throughput residuals, folds by "
+          "published source where the training side has several: `perfzoo/zoo/interval.py`; reported on the "
+          "transfer splits, where it should lie in 0.70-0.90) and hi/lo its median width as a ratio (these four "
+          "are n/a for ranking predictors, whose outputs are scores); fit and "
           "predict time in seconds on one core. Failed jobs (OOM, ...) are scored separately by the `failure` "
           "classifier (ROC AUC). **Bold**: the best value of a column; ★: the best predictor of the split.", "",
           f"★ in a split's table: {STAR_RULE}. The predictor perfzoo ships per dataset (`best.json`, "
@@ -197,31 +209,37 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
 
     # shipped predictors
     L += ["## Shipped predictors (`best.json`)", "",
-          "| dataset | predictor | shipping Kendall | Kendall per shipping split | median fit s | artifact | better, passed over |",
-          "| --- | --- | ---: | --- | ---: | --- | --- |"]
+          "| dataset | predictor | shipping score | shipping Kendall | Kendall per shipping split | MAPE % per "
+          "transfer split | median fit s | artifact | better, passed over |",
+          "| --- | --- | ---: | ---: | --- | --- | ---: | --- | --- |"]
     for ds in datasets:
         e = best_doc["datasets"].get(ds.name)
         if not e:
             continue
         art = f"`{e['artifact']}` ({e.get('artifact_bytes', 0) / 1024:.0f} KiB)" if e.get("artifact") else e.get("note", "none")
-        over = "; ".join(f"{p['predictor']} ({p['ship_kendall']:.3f}: {p['why']})" for p in e.get("passed_over", [])) or "–"
+        over = "; ".join(f"{p['predictor']} ({p['ship_score']:.3f}: {p['why']})" for p in e.get("passed_over", [])) or "–"
         per_split = ", ".join(f"{split} {k:.3f}" for split, k in e["ship_splits"].items())
-        L.append(f"| {ds.name} | **{e['predictor']}** | {e['ship_kendall']:.3f} | {per_split} | "
-                 f"{e.get('fit_time_s_median', e['fit_time_s']):.2f} | {art} | {over} |")
+        per_error = ", ".join(f"{split} {m:.1f}" for split, m in e["mape_splits"].items())
+        L.append(f"| {ds.name} | **{e['predictor']}** | {e['ship_score']:.3f} | {e['ship_kendall']:.3f} | {per_split} | "
+                 f"{per_error} | {e.get('fit_time_s_median', e['fit_time_s']):.2f} | {art} | {over} |")
     L.append("")
 
     # headline
     L += ["## Headline: the best predictor (★) per dataset and split", "",
-          "| dataset | split | best predictor | Kendall | Spearman | Pearson | top-1 regret | target (issue 5) |",
-          "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+          "| dataset | split | best predictor | Kendall | Spearman | Pearson | top-1 regret | MAPE % | MdAPE % | "
+          "target (issue 5) |",
+          "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for ds in datasets:
         for split, b in best_per_split(summary, ds.name):
+            absolute = " | ".join("n/a" if b["output"] == "score" else _fmt(b[f"{c}_mean"], b[f"{c}_std"], 1)
+                                  for c in ("mape", "mdape"))
             L.append(f"| {ds.name} | {split} | {b['predictor']} | {_fmt(b['kendall_mean'], b['kendall_std'], 3)} | "
                      f"{_fmt(b['spearman_mean'], b['spearman_std'], 3)} | {_fmt(b['pearson_mean'], b['pearson_std'], 3)} | "
-                     f"{_fmt(b['top1_regret_mean'], b['top1_regret_std'], 3)} | {_lookup(TARGETS, ds.name, split) or ''} |")
+                     f"{_fmt(b['top1_regret_mean'], b['top1_regret_std'], 3)} | {absolute} | "
+                     f"{_lookup(TARGETS, ds.name, split) or ''} |")
         c = _curve_headline(summary, ds.name)
         if c:
-            L.append(f"| {ds.name} | curve | {c} | | | | | {TARGETS.get((ds.name, 'curve')) or ''} |")
+            L.append(f"| {ds.name} | curve | {c} | | | | | | | {TARGETS.get((ds.name, 'curve')) or ''} |")
     L.append("")
 
     for ds in datasets:
@@ -234,7 +252,8 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
         if entry:
             art = f"artifact `{entry['artifact']}` ({entry.get('artifact_bytes', 0) / 1024:.0f} KiB)" if entry.get("artifact") \
                 else entry.get("note", "no artifact")
-            L += ["", f"Shipped: **{entry['predictor']}** (shipping Kendall {entry['ship_kendall']:.3f}, {entry['split']} "
+            L += ["", f"Shipped: **{entry['predictor']}** (shipping score {entry['ship_score']:.3f}: Kendall "
+                      f"{entry['ship_kendall']:.3f}, MAPE {entry['ship_mape']:.1f}%; {entry['split']} "
                       f"split {entry['kendall']:.3f}, fit {entry['fit_time_s']:.2f} s); {art}."]
         L.append("")
         if fig_dir is not None:
@@ -338,6 +357,8 @@ def _split_note(split: str, results: Results, dataset: str) -> str:
         return "Oldest ~75% by time predicts the newest ~25%, cut between two timestamps."
     if split == "scale":
         return "Train at or below the scale threshold, test above it."
+    if split == "node":
+        return "Train on single-node jobs, test on multi-node jobs (the node boundary)."
     if split.startswith("group:"):
         f = results.frame
         folds = sorted(f.loc[(f["dataset"] == dataset) & (f["split"] == split), "fold"].astype(str).unique())

@@ -2,7 +2,7 @@
 
 :func:`run` builds every task of predictors x datasets x splits x seeds, reads finished ones
 back from the cache, fits and scores the rest in parallel (joblib) and collects one row per
-task; :func:`cross_evaluate` fits on one dataset and scores on another. Tasks that raise are
+task (:mod:`perfzoo.evaluation.cross` runs its tasks here too). Tasks that raise are
 recorded with their error and *not* cached.
 
 Example
@@ -78,7 +78,11 @@ def _execute(task: Task) -> dict[str, Any]:
         if task.failure:
             out["roc_auc"] = M.roc_auc(task.y_test.astype(bool), pred)
         else:
-            out.update(M.score(task.y_test, pred, task.groups_test))
+            out.update(M.score(task.y_test, pred, task.groups_test, absolute=task.spec.output == "throughput"))
+        if task.interval:
+            est.fit_interval(task.X_train, task.y_train, groups=task.interval_groups, seed=int(task.ids["seed"]))
+            low, high = est.predict_interval(task.X_test, alpha=1 - M.INTERVAL_LEVEL)
+            out.update(M.interval_scores(task.y_test, low, high))
         if task.keep_predictions:
             out["y_true"] = [float(v) for v in task.y_test]
             out["y_pred"] = [float(v) if np.isfinite(v) else None for v in pred]
@@ -237,34 +241,3 @@ def run(
         rows.append(r)
     frame = pd.DataFrame(rows)
     return Results(frame, predictions, skipped, computed, cached, errors)
-
-
-# --- cross-dataset ------------------------------------------------------------------------
-
-
-def cross_evaluate(
-    train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], seed: int = 0
-) -> list[dict[str, Any]]:
-    """Fit each throughput or score member on every labelled row of ``train`` and score it on
-    every labelled row of ``test``.
-
-    The test rows are given the training dataset's feature columns (a column the test file
-    lacks is missing, which predictors handle as an unknown optional field).
-    """
-    ok_tr, ok_te = train.is_labelled, test.is_labelled
-    X_tr = train.X[ok_tr].reset_index(drop=True)
-    X_te = test.frame.reindex(columns=list(train.feature_columns))[ok_te].reset_index(drop=True)
-    groups = test.comparable_groups()
-    out = []
-    for spec in predictors:
-        if spec.output == "probability":
-            continue
-        task = Task(
-            key="", ids={"train": train.name, "test": test.name, "predictor": spec.display, "seed": seed},
-            spec=spec, X_train=X_tr, y_train=train.y[ok_tr], X_test=X_te, y_test=test.y[ok_te],
-            groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
-        )
-        res = execute(task)
-        res.pop("traceback", None)
-        out.append(res)
-    return out

@@ -14,12 +14,23 @@ rows for throughput metrics and all rows for the failure classifier).
 ``scale``
     Train on ``dataset.scale_column <= dataset.scale_threshold``, test above it (the paper:
     <= 3072 GPUs predict >= 4096; ``vtrain-a100``: 2-4 GPUs predict 8).
+``node``
+    Train on the jobs that ran within one node (``hardware.nodes == 1``), test on the multi-node
+    jobs: the boundary where data-parallel and pipeline traffic leaves NVLink for the network,
+    which an in-node scale split (``vtrain-a100``: 2-4 GPUs predict 8) never crosses.
 ``group``
     Leave one group out: for a column such as ``source``, ``hardware.accelerator`` or the model
     family, each value in turn is the test set and the rest trains.
 ``curve``
     Learning curve: a random group-aware 75/25 split per seed; the training side is subsampled
     to n eligible rows (nested: the n=50 set contains the n=25 set), the test side is fixed.
+``shots``
+    Few-shot calibration (:func:`shots_split`): k configurations drawn by seed are the
+    training side (they join another dataset's rows), the rest of the dataset is the test side.
+
+:data:`TRANSFER_SPLITS` are the splits that score a predictor on data unlike its training data
+(a source it never saw, jobs across the node boundary): the shipping rule weighs absolute
+error there and the benchmark reports interval coverage there.
 
 A split that the dataset cannot support (one timestamp for all rows, no scale metadata, a
 side left empty) raises :class:`SplitNotApplicable`, which the runner records and skips.
@@ -40,11 +51,15 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.calibrate import SOURCE_COLUMN
 from perfzoo.dataset import Dataset
 
 TEST_SIZE = 0.25
 CURVE_SIZES: tuple[int, ...] = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000)
-SPLIT_KINDS: tuple[str, ...] = ("random", "temporal", "scale", "group", "curve")
+SPLIT_KINDS: tuple[str, ...] = ("random", "temporal", "scale", "node", "group", "curve")
+SOURCE_SPLIT = f"group:{SOURCE_COLUMN}"  # leave one published source out
+NODE_COLUMN = "hardware.nodes"
+TRANSFER_SPLITS: tuple[str, ...] = (SOURCE_SPLIT, "node")
 
 
 class SplitNotApplicable(ValueError):
@@ -55,7 +70,7 @@ class SplitNotApplicable(ValueError):
 class Split:
     """One train/test partition of ``dataset.frame`` (positional indices, sorted).
 
-    ``kind`` is one of :data:`SPLIT_KINDS`; ``name`` identifies the split family within a
+    ``kind`` is one of :data:`SPLIT_KINDS` (or ``shots``); ``name`` identifies the split family within a
     dataset (``random``, ``group:source``, ``curve``); ``seed`` is the random seed (or the
     index of the held-out group); ``fold`` says what was held out or the train size;
     ``info`` carries what a reader needs (threshold, cut time, held-out value).
@@ -178,6 +193,43 @@ def scale_split(
     )
 
 
+def node_split(dataset: Dataset, column: str = NODE_COLUMN) -> Split:
+    """Train on single-node jobs (``column == 1``), test on multi-node jobs (``column > 1``); rows
+    with an unknown node count are on neither side (``info['unknown_node_rows']`` counts them)."""
+    frame = dataset.frame
+    if column not in frame.columns:
+        raise SplitNotApplicable(f"node split: the dataset has no column {column!r}")
+    nodes = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    train, test = np.flatnonzero(nodes == 1), np.flatnonzero(nodes > 1)
+    if train.size == 0 or test.size == 0:
+        raise SplitNotApplicable(f"node split: {train.size} single-node and {test.size} multi-node jobs "
+                                 "(it needs both)")
+    return Split("node", "node", 0, train, test, info={"column": column,
+                                                      "unknown_node_rows": int((~np.isfinite(nodes)).sum())})
+
+
+def shots_split(dataset: Dataset, k: int, seed: int) -> Split:
+    """``k`` configurations of ``dataset`` drawn by ``seed`` (every copy of each: equal
+    ``duplicate_key``) as the training side, the rest as the test side; ``k = 0`` leaves the
+    training side empty. Give the labelled rows only (:meth:`Dataset.labelled`) to draw measured jobs.
+
+    >>> import pandas as pd; from types import SimpleNamespace
+    >>> ds = SimpleNamespace(frame=pd.DataFrame({"config_key": ["a", "a", "b", "c"]}), duplicate_key="config_key")
+    >>> sp = shots_split(ds, 1, seed=0)
+    >>> sorted(sp.train.tolist() + sp.test.tolist()), sp.fold
+    ([0, 1, 2, 3], '1')
+    """
+    groups = duplicate_groups(dataset)
+    uniq = np.unique(groups)
+    if not 0 <= k < uniq.size:
+        raise SplitNotApplicable(f"shots split: {k} shots leave no test rows of the {uniq.size} "
+                                 "configurations there are (use fewer shots)")
+    drawn = np.random.default_rng(seed).choice(uniq, size=k, replace=False)
+    is_shot = np.isin(groups, drawn)
+    return Split("shots", "shots", int(seed), np.flatnonzero(is_shot), np.flatnonzero(~is_shot), fold=str(k),
+                 info={"shots": int(k)})
+
+
 def group_splits(dataset: Dataset, column: str, min_test: int = 5, min_train: int = 20) -> list[Split]:
     """Leave one value of ``column`` out at a time (values with < ``min_test`` rows are skipped).
 
@@ -247,15 +299,15 @@ def make_splits(
 ) -> list[Split]:
     """The splits of one ``kind`` (see :data:`SPLIT_KINDS`) for a dataset.
 
-    ``random`` and ``curve`` draw one partition per seed. ``temporal`` and ``scale`` are
+    ``random`` and ``curve`` draw one partition per seed. ``temporal``, ``scale`` and ``node`` are
     deterministic: every seed gets the same rows and the seed varies only the predictor's
     random state. ``group`` needs ``group_column``; its seed is the held-out value's index.
     """
     seeds = list(seeds)
     if kind == "random":
         return random_splits(dataset, seeds)
-    if kind in ("temporal", "scale"):
-        base = temporal_split(dataset) if kind == "temporal" else scale_split(dataset)
+    if kind in ("temporal", "scale", "node"):
+        base = {"temporal": temporal_split, "scale": scale_split, "node": node_split}[kind](dataset)
         return [Split(base.kind, base.name, int(s), base.train, base.test, base.fold, base.info) for s in seeds]
     if kind == "group":
         if not group_column:

@@ -37,13 +37,16 @@ import perfzoo.analytic
 import perfzoo.features
 import perfzoo.vocabulary
 import perfzoo.workloads
+import perfzoo.zoo.base
+import perfzoo.zoo.interval
 from perfzoo import accelerators
 from perfzoo import zoo
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
-from perfzoo.evaluation.splits import CURVE_SIZES, Split, SplitNotApplicable, make_splits
+from perfzoo.calibrate import source_labels
+from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split, SplitNotApplicable, make_splits
 
-RESULT_VERSION = 1  # bump when a task's output changes meaning: old cache entries are ignored
+RESULT_VERSION = 2  # bump when a task's output changes meaning: old cache entries are ignored
 DEFAULT_CACHE_DIR = ".perfzoo-cache"
 
 
@@ -123,9 +126,11 @@ def set_seed(est: BaseEstimator, seed: int) -> None:
 
 _FINGERPRINTS: dict[str, str] = {}
 # what every member's predictions depend on: the features, the analytic package, the workload
-# bundles (their cost models and vocabularies), the vocabulary and the accelerator table
+# bundles (their cost models and vocabularies), the vocabulary, the accelerator table, and the
+# zoo's base class and intervals
 _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
+    inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),
 )
@@ -157,7 +162,9 @@ def _code_fingerprint(spec: PredictorSpec) -> str:
 
 @dataclass
 class Task:
-    """One (dataset, predictor, split) fit-and-score, everything a worker needs."""
+    """One (dataset, predictor, split) fit-and-score, everything a worker needs. With ``interval``
+    the member also calibrates its prediction interval on the training side (folds by
+    ``interval_groups``, None: by configuration) and the result holds its coverage."""
 
     key: str
     ids: dict[str, Any]
@@ -170,6 +177,8 @@ class Task:
     failure: bool = False
     keep_predictions: bool = True
     threads: int = 1
+    interval: bool = False
+    interval_groups: Optional[np.ndarray] = None
 
 
 _METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
@@ -229,6 +238,7 @@ def build_tasks(
             if skipped is not None:
                 skipped.append({"dataset": dname, "split": kind, "reason": str(exc)})
 
+    sources = source_labels(dataset.frame)
     tasks: list[Task] = []
     fail_spec = next((p for p in predictors if p.output == "probability"), None)
     for sp in splits:
@@ -251,7 +261,12 @@ def build_tasks(
                     skipped.append({"dataset": dname, "split": sp.name, "reason": f"{tr.size} ok training and "
                                     f"{te.size} ok test rows (at least 2 each)"})
                 continue
-            tasks.append(_task(dname, dhash, spec, sp, X, y, tr, te, groups, failure=False))
+            # the interval's coverage: on the transfer splits, every held-out source and the first seed
+            # of the node split (its rows are the same for every seed; each interval costs 5 more fits)
+            interval = (sp.name in TRANSFER_SPLITS and spec.output == "throughput"
+                        and (sp.kind == "group" or seed_rank == 0))
+            tasks.append(_task(dname, dhash, spec, sp, X, y, tr, te, groups, failure=False, interval=interval,
+                               interval_groups=sources[tr] if interval and sources is not None else None))
         # the failure classifier: every row, label = failed
         if fail_spec is not None and failed.any() and sp.kind != "curve":
             if failed[sp.train].any() and (~failed[sp.train]).any():
@@ -268,18 +283,20 @@ def _seed_rank(sp: Split, seeds: Sequence[int], curve_seeds: Sequence[int]) -> i
 
 
 def _task(dname: str, dhash: str, spec: PredictorSpec, sp: Split, X: pd.DataFrame, y: np.ndarray,
-          tr: np.ndarray, te: np.ndarray, groups: Optional[np.ndarray], failure: bool) -> Task:
+          tr: np.ndarray, te: np.ndarray, groups: Optional[np.ndarray], failure: bool, interval: bool = False,
+          interval_groups: Optional[np.ndarray] = None) -> Task:
     ids = {"dataset": dname, "predictor": spec.display, "output": spec.output, "split": sp.name,
            "kind": sp.kind, "fold": sp.fold, "seed": int(sp.seed)}
     key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
                        "predictor": spec.cache_identity(), "split": sp.key, "train": _rows_hash(tr),
-                       "test": _rows_hash(te), "failure": failure})
+                       "test": _rows_hash(te), "failure": failure, "interval": interval})
     return Task(
         key=key, ids=ids, spec=spec,
         X_train=X.iloc[tr].reset_index(drop=True), y_train=y[tr],
         X_test=X.iloc[te].reset_index(drop=True), y_test=y[te],
         groups_test=None if groups is None else groups[te],
-        failure=failure, keep_predictions=sp.kind in ("random", "temporal", "scale"),
+        failure=failure, keep_predictions=sp.kind in ("random", "temporal", "scale", "node"),
+        interval=interval, interval_groups=interval_groups,
     )
 
 

@@ -5,8 +5,9 @@ Users judge a predictor on tables it never saw. Over the sources of a dataset (t
 one source alone and scores on another; the diagonal is a scale split *within* the source
 (fit on jobs with at most the source's median device count, score on the larger ones); the
 last row, ``all others``, fits on every source but the column's (leave one source out, the
-figure the shipped pick is judged by). Scores are Kendall tau of the dataset's target on the
-test side's successful jobs.
+figure the shipped pick is judged by). Each cell is scored once (:func:`transfer_scores`) on
+the test side's successful jobs: Kendall tau and the absolute errors (MAPE, MdAPE) of the
+dataset's target; :func:`transfer_matrix` lays out one of them.
 
 >>> from perfzoo.datasets import load_dataset
 >>> table = transfer_matrix(load_dataset("published-llm"), ["analytic"])   # doctest: +SKIP
@@ -16,7 +17,7 @@ test side's successful jobs.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,33 +25,37 @@ import pandas as pd
 from pathlib import Path
 
 from perfzoo import zoo
+from perfzoo.calibrate import SOURCE_COLUMN
 from perfzoo.dataset import Dataset
-from perfzoo.evaluation.metrics import kendall
+from perfzoo.evaluation.metrics import kendall, mape, mdape
 
-SOURCE_COLUMN = "annotations.file"
 LEAVE_ONE_OUT = "all others"
 MIN_ROWS = 5  # a side with fewer successful jobs is not scored
 MAX_FIT_COST = 2.0  # members the bench puts in the matrix (zoo ``fit_cost`` tag): 5 x sources fits each
 
 
-def _fit_score(predictor: str, train: Dataset, test: Dataset) -> float:
+METRICS = ("kendall", "mape", "mdape")  # what each cell holds
+
+
+def _fit_score(predictor: str, train: Dataset, test: Dataset) -> dict[str, float]:
     if len(train) < MIN_ROWS or len(test) < MIN_ROWS:
-        return float("nan")
-    model = zoo.make(predictor).fit(train.X, train.y)
-    return kendall(test.y, model.predict(test.X))
+        return dict.fromkeys(METRICS, float("nan"))
+    pred = zoo.make(predictor).fit(train.X, train.y).predict(test.X)
+    return {"kendall": kendall(test.y, pred), "mape": mape(test.y, pred), "mdape": mdape(test.y, pred)}
 
 
-def _within_scale(predictor: str, source: Dataset, scale_column: str) -> float:
+def _within_scale(predictor: str, source: Dataset, scale_column: str) -> dict[str, float]:
     scale = pd.to_numeric(source.frame[scale_column], errors="coerce").to_numpy(dtype=float)
     if not np.isfinite(scale).any():
-        return float("nan")
+        return dict.fromkeys(METRICS, float("nan"))
     cut = float(np.nanmedian(scale))
     return _fit_score(predictor, source.subset(scale <= cut), source.subset(scale > cut))
 
 
-def transfer_matrix(dataset: Dataset, predictors: Sequence[str], source_column: str = SOURCE_COLUMN) -> pd.DataFrame:
-    """Kendall tau per (predictor, training source) row and test-source column, plus the
-    leave-one-source-out row; the diagonal is the scale split within the source."""
+def transfer_scores(dataset: Dataset, predictors: Sequence[str], source_column: str = SOURCE_COLUMN) -> pd.DataFrame:
+    """One row per (predictor, training source, test source) with :data:`METRICS`: each source
+    fitted alone and scored on each other, the diagonal the scale split within the source, and
+    the ``all others`` rows fitted on every source but the test one."""
     ok = dataset.labelled().ok()
     if source_column not in ok.frame.columns:
         raise ValueError(f"{dataset.name}: no column {source_column!r} to tell its sources apart")
@@ -61,15 +66,32 @@ def transfer_matrix(dataset: Dataset, predictors: Sequence[str], source_column: 
     parts = {name: ok.subset(source == name) for name in names}
     rows = []
     for predictor in predictors:
-        for train in names:
-            row = {"predictor": predictor, "train": train}
+        for train in [*names, LEAVE_ONE_OUT]:
             for test in names:
-                row[test] = (_within_scale(predictor, parts[train], dataset.scale_column) if train == test
-                             else _fit_score(predictor, parts[train], parts[test]))
-            rows.append(row)
-        rows.append({"predictor": predictor, "train": LEAVE_ONE_OUT,
-                     **{test: _fit_score(predictor, ok.subset(source != test), parts[test]) for test in names}})
-    return pd.DataFrame(rows).set_index(["predictor", "train"])
+                if train == LEAVE_ONE_OUT:
+                    cell = _fit_score(predictor, ok.subset(source != test), parts[test])
+                elif train == test:
+                    cell = _within_scale(predictor, parts[train], dataset.scale_column)
+                else:
+                    cell = _fit_score(predictor, parts[train], parts[test])
+                rows.append({"predictor": predictor, "train": train, "test": test, **cell})
+    return pd.DataFrame(rows)
+
+
+def transfer_matrix(dataset: Dataset, predictors: Sequence[str], source_column: str = SOURCE_COLUMN,
+                    metric: str = "kendall") -> pd.DataFrame:
+    """``metric`` (one of :data:`METRICS`) per (predictor, training source) row and test-source
+    column, plus the leave-one-source-out row; the diagonal is the scale split within the source."""
+    return matrix(transfer_scores(dataset, predictors, source_column), metric)
+
+
+def matrix(scores: pd.DataFrame, metric: str = "kendall") -> pd.DataFrame:
+    """:func:`transfer_scores` laid out as the matrix of one ``metric``, rows in their order."""
+    table = scores.pivot(index=["predictor", "train"], columns="test", values=metric)
+    order = list(dict.fromkeys(zip(scores["predictor"], scores["train"])))
+    table = table.loc[order]
+    table.columns.name = None
+    return table
 
 
 def leave_one_out_mean(table: pd.DataFrame, predictor: str) -> float:
@@ -77,11 +99,13 @@ def leave_one_out_mean(table: pd.DataFrame, predictor: str) -> float:
     return float(np.nanmean(table.loc[(predictor, LEAVE_ONE_OUT)].to_numpy(dtype=float)))
 
 
-def to_markdown(table: pd.DataFrame, dataset: str) -> str:
-    """The matrix as markdown: one block per predictor, sources shortened to their first word."""
+def to_markdown(table: pd.DataFrame, dataset: str, errors: Optional[pd.DataFrame] = None) -> str:
+    """The matrix as markdown: one block per predictor, sources shortened to their first word;
+    with ``errors`` (the same layout, MAPE in percent) each cell reads ``Kendall / MAPE %``."""
     short = {c: c.split("_")[0] for c in table.columns}
     lines = [f"## Transfer matrix: {dataset}", "",
-             "Kendall tau; row: the source fitted on; column: the source scored on. Diagonal: scale "
+             ("Kendall tau / MAPE %" if errors is not None else "Kendall tau")
+             + "; row: the source fitted on; column: the source scored on. Diagonal: scale "
              "split within the source (fit on jobs with at most its median device count). "
              f"`{LEAVE_ONE_OUT}`: fitted on every source but the column's.", ""]
     for predictor, block in table.groupby(level=0, sort=False):
@@ -89,8 +113,14 @@ def to_markdown(table: pd.DataFrame, dataset: str) -> str:
                   "| --- |" + " ---: |" * len(table.columns)]
         for (_, train), values in block.iterrows():
             cells = ["–" if not np.isfinite(v) else f"{v:.3f}" for v in values]
+            if errors is not None:
+                cells = [c if not np.isfinite(m) else f"{c} / {m:.0f}"
+                         for c, m in zip(cells, errors.loc[(predictor, train)].to_numpy(dtype=float))]
             lines.append(f"| {short.get(train, train)} | " + " | ".join(cells) + " |")
-        lines += ["", f"Leave one source out, mean over sources: **{leave_one_out_mean(table, predictor):.3f}**", ""]
+        summary = f"Leave one source out, mean over sources: **{leave_one_out_mean(table, predictor):.3f}**"
+        if errors is not None:
+            summary += f" Kendall, **{leave_one_out_mean(errors, predictor):.1f}%** MAPE"
+        lines += ["", summary, ""]
     return "\n".join(lines)
 
 
@@ -109,12 +139,15 @@ def _ranking(table: pd.DataFrame) -> pd.DataFrame:
 def write(datasets: Sequence[Dataset], predictors: Sequence[str], out: Path) -> list[Path]:
     """The matrix of every dataset with several sources, for the throughput members cheap enough
     to fit five times per source (``fit_cost <= MAX_FIT_COST``) that rank anything (not
-    ``constant``): ``out/transfer.md`` and
-    ``out/transfer.csv``; nothing (an empty list) when no dataset has two sources."""
+    ``constant``): ``out/transfer.md`` (Kendall / MAPE per cell) and ``out/transfer.csv`` (one row
+    per cell with every :data:`METRICS` value); nothing (an empty list) when no dataset has two sources."""
     members = [p for p in predictors
                if zoo.get(p).output == "throughput" and zoo.get(p).fit_cost <= MAX_FIT_COST]
-    tables = {ds.name: _ranking(transfer_matrix(ds, members)) for ds in datasets if has_sources(ds)}
-    if not tables or not members:
+    if not members:
+        return []
+    scores = {ds.name: transfer_scores(ds, members) for ds in datasets if has_sources(ds)}
+    tables = {name: _ranking(matrix(s)) for name, s in scores.items()}
+    if not tables:
         return []
     out.mkdir(parents=True, exist_ok=True)
     text = ["# perfzoo transfer matrix", "",
@@ -123,8 +156,10 @@ def write(datasets: Sequence[Dataset], predictors: Sequence[str], out: Path) -> 
             "leave-one-source-out row.", ""]
     frames = []
     for name, table in tables.items():
-        text += [to_markdown(table, name), ""]
-        frames.append(table.reset_index().assign(dataset=name))
+        errors = matrix(scores[name], "mape").loc[table.index]
+        text += [to_markdown(table, name, errors), ""]
+        kept = set(table.index.get_level_values(0))
+        frames.append(scores[name][scores[name]["predictor"].isin(kept)].assign(dataset=name))
     md, csv = out / "transfer.md", out / "transfer.csv"
     md.write_text("\n".join(text))
     pd.concat(frames).to_csv(csv, index=False)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Union
 
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
-from perfzoo.zoo.best import load_best
+from perfzoo.zoo.best import best_member, load_best
 from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor, RooflinePredictor
 from perfzoo.zoo.boosting import (
     CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, HybridRooflinePredictor, LightGBMPredictor,
@@ -105,6 +105,6 @@ def load(path: Union[str, Path]) -> Predictor:
 
 
 __all__ = [
-    "REGISTRY", "names", "get", "make", "load", "load_best", "Predictor", "EncodedPredictor", "NotFittedError",
+    "REGISTRY", "names", "get", "make", "load", "load_best", "best_member", "Predictor", "EncodedPredictor", "NotFittedError",
     "failure_labels", *[cls.__name__ for cls in REGISTRY.values()],
 ]

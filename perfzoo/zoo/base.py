@@ -18,6 +18,13 @@ Class attributes every member declares
 ``fit_cost``  roughly how long a fit takes per training row, relative to ridge's 1 (the
               benchmark starts the costly fits first, so its pool does not end on one).
 
+Intervals
+---------
+Every ``throughput`` member gives a prediction interval the same way (:mod:`perfzoo.zoo.interval`):
+``fit_interval(X, y, groups=...)`` after ``fit`` keeps cross-fitted log residuals, and
+``predict_interval(X, alpha)`` returns ``(low, high)`` at level ``1 - alpha`` (default 80%).
+``fit`` alone does not calibrate one: the searcher refits every round and needs no interval.
+
 Threads
 -------
 Members that take ``n_jobs`` use that many threads (default 1: the machines this runs on
@@ -51,6 +58,7 @@ from sklearn.base import BaseEstimator
 import perfzoo
 from harness.environment import library_versions
 from perfzoo.features import TARGETS, FeatureEncoder, TargetTransform, check_frame
+from perfzoo.zoo import interval as _interval
 
 MODEL_FILE = "model.joblib"
 METADATA_FILE = "metadata.json"
@@ -140,6 +148,36 @@ class Predictor(BaseEstimator):
             raise RuntimeError(f"{self.name} returned {len(out)} predictions for {len(X)} rows")
         return out
 
+    def fit_interval(self, X: pd.DataFrame, y: Any, *, groups: Any = None, folds: int = _interval.FOLDS,
+                     seed: int = 0) -> "Predictor":
+        """Calibrate :meth:`predict_interval` on the rows the member was fitted on: out-of-fold
+        log residuals of ``folds`` clones (rows of one ``groups`` label in one fold: give each
+        row's source to size the interval for a source never seen). Returns ``self``.
+
+        >>> import numpy as np, pandas as pd
+        >>> X = pd.DataFrame({"config.n_gpus": [1, 2, 4, 8, 16, 32] * 4})
+        >>> y = 100.0 * X["config.n_gpus"].to_numpy() * np.repeat([0.9, 1.0, 1.05, 1.1], 6)
+        >>> from perfzoo.zoo.classic import RidgePredictor
+        >>> model = RidgePredictor().fit(X, y).fit_interval(X, y)
+        >>> low, high = model.predict_interval(X.head(1))
+        >>> bool(low[0] < 100 < high[0])
+        True
+        """
+        self._check_fitted()
+        if self.output != "throughput":
+            raise TypeError(f"{self.name}: its outputs are {self.output}s, not throughput; it has no interval")
+        X = check_frame(X)
+        self.interval_residuals_ = _interval.out_of_fold_residuals(
+            self, X, self._check_y(y, len(X)), groups=groups, folds=folds, seed=seed)
+        return self
+
+    def predict_interval(self, X: pd.DataFrame, alpha: float = _interval.ALPHA) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` per row of ``X``: the interval that holds the measured throughput with
+        probability ``1 - alpha`` (see :mod:`perfzoo.zoo.interval`); needs :meth:`fit_interval`."""
+        if not hasattr(self, "interval_residuals_"):
+            raise NotFittedError(f"this {self.name} predictor has no interval: call fit_interval(X, y) after fit")
+        return _interval.interval(self.predict(X), self.interval_residuals_, alpha)
+
     def _threads(self):
         """Limit BLAS / OpenMP pools to ``n_jobs`` threads (1 for members without it).
 
@@ -191,6 +229,7 @@ class Predictor(BaseEstimator):
             "n_train": self.n_train_,
             "target_name": _json_safe(self.target_name_),
             "fit_time_s": round(float(self.fit_time_s_), 6),
+            "interval_residuals": len(getattr(self, "interval_residuals_", ())),  # 0: no interval calibrated
             "perfzoo_version": perfzoo.__version__,
             "versions": _versions(),
             "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

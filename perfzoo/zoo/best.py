@@ -30,14 +30,10 @@ def leaderboard_dir(folder: Optional[Union[str, os.PathLike]] = None) -> Path:
     return Path(__file__).resolve().parents[2] / "leaderboard"  # perfzoo/zoo/best.py -> the checkout
 
 
-def load_best(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> Predictor:
-    """The best predictor of ``dataset`` (its name, or the Dataset), fitted and ready to predict.
-
-    Reads ``best.json`` in :func:`leaderboard_dir` and loads the saved artifact; warns when the
-    Dataset's content hash differs from the one the artifact was fitted on.
-    """
-    root = leaderboard_dir(folder)
-    best_file = root / "best.json"
+def best_entry(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> dict:
+    """The ``best.json`` entry of ``dataset`` (its name, or the Dataset) in :func:`leaderboard_dir`:
+    the shipped member's ``name`` and ``params``, its scores, its ``artifact``."""
+    best_file = leaderboard_dir(folder) / "best.json"
     if not best_file.exists():
         raise FileNotFoundError(
             f"{best_file}: no leaderboard yet; run `python -m perfzoo.bench` (or pass the leaderboard folder)")
@@ -45,10 +41,32 @@ def load_best(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathL
     name = dataset if isinstance(dataset, str) else dataset.name
     if name not in entries:
         raise KeyError(f"{name!r} has no best predictor in {best_file}; it has: {', '.join(sorted(entries)) or 'none'}")
-    entry = entries[name]
+    return entries[name]
+
+
+def best_member(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> tuple[str, dict]:
+    """``(member name, parameters)`` of the shipped predictor of ``dataset``: what to fit afresh
+    on other data (``bench --predictor best``, ``predict --calibrate``).
+
+    >>> best_member("published-llm")                 # doctest: +SKIP
+    ('roofline', {})
+    """
+    entry = best_entry(dataset, folder)
+    return entry.get("name", entry["predictor"]), dict(entry.get("params") or {})
+
+
+def load_best(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> Predictor:
+    """The best predictor of ``dataset`` (its name, or the Dataset), fitted and ready to predict.
+
+    Reads ``best.json`` in :func:`leaderboard_dir` and loads the saved artifact; warns when the
+    Dataset's content hash differs from the one the artifact was fitted on.
+    """
+    entry = best_entry(dataset, folder)
+    name = dataset if isinstance(dataset, str) else dataset.name
+    best_file = leaderboard_dir(folder) / "best.json"
     if not entry.get("artifact"):
         raise FileNotFoundError(f"{best_file}: {name!r} has no saved artifact ({entry.get('note', 'not fitted')})")
     if isinstance(dataset, Dataset) and entry.get("content_hash") and str(dataset.content_hash()) != entry["content_hash"]:
         warnings.warn(f"{name}: the dataset changed since its best predictor was fitted (content hash "
                       f"{entry['content_hash'][:12]}...); rerun python -m perfzoo.bench", stacklevel=2)
-    return Predictor.load(root / entry["artifact"])
+    return Predictor.load(leaderboard_dir(folder) / entry["artifact"])

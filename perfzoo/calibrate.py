@@ -1,0 +1,97 @@
+"""Few-shot calibration: a few jobs measured on the user's own cluster join the training data.
+
+The user's situation: a predictor fitted on public measurements, and a handful of their own
+runs. :func:`join` adds those runs (any file or folder :func:`perfzoo.datasets.load_dataset`
+reads: a published-table CSV, a record store) to a training Dataset, and says what it did;
+:func:`fit_with_interval` fits a member on the joined data together with its prediction
+interval. ``python -m perfzoo.predict --calibrate my_runs.csv`` and ``python -m perfzoo.bench
+--train A --test B --shots K`` (K jobs of B drawn by seed) both go through :func:`join`.
+
+>>> from perfzoo.datasets import load_dataset                                  # doctest: +SKIP
+>>> joined = join(load_dataset("published-llm"), load_dataset("my_runs.csv"))  # doctest: +SKIP
+>>> joined.used, joined.dataset.name                                           # doctest: +SKIP
+(3, 'published-llm+my-runs')
+>>> model = fit_with_interval(zoo.make("roofline"), joined.dataset)            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from perfzoo.dataset import Dataset
+from perfzoo.sources import DataError
+from perfzoo.zoo.base import Predictor
+
+CALIBRATION_COLUMN = "annotations.calibration"  # True on the rows a join added
+SOURCE_COLUMN = "annotations.file"  # the published file a row came from (the ``published-llm`` sources)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """What :func:`join` made: the training data with the runs added, and its account of them."""
+
+    dataset: Dataset
+    used: int  # runs that joined the training data (finished, with a measured target)
+    unusable: int  # runs left out: failed, or no measured target
+    replaced: int  # training rows dropped because the same record is among the runs
+
+    def describe(self, runs: str) -> str:
+        """One line for the user: how many of their runs were used, and why any were not."""
+        text = f"calibrated with {self.used} of your jobs from {runs}"
+        if self.unusable:
+            text += f" ({self.unusable} left out: failed or no measured throughput)"
+        if self.replaced:
+            text += f"; {self.replaced} training rows were the same records and count once"
+        return text
+
+
+def join(train: Dataset, runs: Dataset) -> Joined:
+    """``train`` with the finished, measured jobs of ``runs`` added (in ``train``'s target column
+    and feature columns; a column ``runs`` lacks is unknown there). A record in both counts once.
+
+    Raises :class:`perfzoo.sources.DataError` when ``runs`` does not measure ``train``'s target
+    or shares none of its config columns: such rows would teach the predictor nothing.
+    """
+    if train.target not in runs.frame.columns:
+        raise DataError(f"{runs.name} has no column {train.target!r} (the target {train.name} is fitted on); "
+                        f"give runs with that measurement (its target is {runs.target!r})")
+    knobs = [c for c in train.feature_columns if c.startswith("config.") and c in runs.frame.columns
+             and runs.frame[c].notna().any()]
+    if not knobs:
+        raise DataError(f"{runs.name} shares no config column with {train.name} (it has e.g. "
+                        f"{', '.join(list(train.feature_columns)[:4])}); give the runs' configs in those columns")
+    measured = pd.to_numeric(runs.frame[train.target], errors="coerce").to_numpy(dtype=float)
+    usable = ~runs.failed & np.isfinite(measured)
+    added = runs.frame[usable].assign(**{CALIBRATION_COLUMN: True})
+    same = train.frame["record_id"].isin(set(added["record_id"])).to_numpy()
+    frame = pd.concat([train.frame[~same].assign(**{CALIBRATION_COLUMN: False}), added], ignore_index=True)
+    dataset = replace(train, name=f"{train.name}+{runs.name}", frame=frame)
+    return Joined(dataset, used=int(usable.sum()), unusable=int((~usable).sum()), replaced=int(same.sum()))
+
+
+def source_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
+    """Each row's published source (:data:`SOURCE_COLUMN`) where ``frame`` holds rows of two or
+    more sources, else None: the groups an interval is cross-fitted over, so that it is sized
+    for a source never seen (:meth:`perfzoo.zoo.base.Predictor.fit_interval`).
+
+    >>> source_labels(pd.DataFrame({SOURCE_COLUMN: ["a.csv", "b.csv"]})).tolist()
+    ['a.csv', 'b.csv']
+    """
+    if SOURCE_COLUMN not in frame.columns or frame[SOURCE_COLUMN].nunique() < 2:
+        return None
+    return frame[SOURCE_COLUMN].astype(str).to_numpy()
+
+
+def fit_with_interval(model: Predictor, dataset: Dataset) -> Predictor:
+    """``model`` fitted on the labelled jobs of ``dataset`` and, for a ``throughput`` member, its
+    prediction interval calibrated there (folds by published source where the data holds several:
+    :func:`source_labels`); returns ``model``."""
+    ok = dataset.labelled()
+    model.fit(ok.X, ok.y, dataset=dataset.name)
+    if model.output == "throughput":
+        model.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame))
+    return model

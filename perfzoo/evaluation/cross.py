@@ -1,0 +1,139 @@
+"""Cross-dataset evaluation: fit on one dataset, score on another, with K of its jobs joined.
+
+What ``python -m perfzoo.bench --train A --test B [--shots 0,1,3,10]`` computes
+(:func:`cross_scores`): every member is fitted on the labelled jobs of A that are not also jobs of
+B (:func:`without`: a job scored must not have been fitted on) and scored on B in A's target
+(:func:`in_target_of`); with K shots, K configurations of B drawn by seed join the training data
+(:func:`perfzoo.calibrate.join`, the same join as ``predict --calibrate``) and the rest of B is
+scored, over several draws. Throughput members also calibrate their 80% interval on the training
+side (folds by published source where it has several), so each row holds its coverage on B.
+
+>>> from perfzoo.datasets import load_dataset                                      # doctest: +SKIP
+>>> rows = cross_scores(load_dataset("published-llm"), load_dataset("published-torchtitan"),
+...                     [PredictorSpec("roofline")], shots=(0, 3))                 # doctest: +SKIP
+>>> [(r["shots"], round(r["mape"])) for r in rows]                                 # doctest: +SKIP
+[(0, 93), (3, 98)]
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Any, Optional, Sequence
+
+import pandas as pd
+
+from perfzoo import calibrate
+from perfzoo.calibrate import source_labels
+from perfzoo.dataset import Dataset
+from perfzoo.evaluation.runner import run_tasks
+from perfzoo.evaluation.splits import shots_split
+from perfzoo.evaluation.tasks import PredictorSpec, Task
+
+# what each row of :func:`cross_scores` holds, averaged over the draws
+CROSS_METRICS = ("kendall", "spearman", "pearson", "grouped_kendall", "top1_regret", "top5_regret", "top10_regret",
+                 "precision_at_1", "precision_at_5", "precision_at_10", "mape", "mdape", "ratio_median",
+                 "coverage", "interval_width", "fit_time_s", "predict_time_s")
+
+
+def cross_scores(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], shots: Sequence[int] = (0,),
+                 shot_seeds: int = 5, jobs: int = 1) -> list[dict[str, Any]]:
+    """One row per shots count and member: :data:`CROSS_METRICS` averaged over ``shot_seeds`` draws
+    (one without shots), ``kendall_std`` / ``mape_std`` their spread, ``draws``, ``n_train``,
+    ``n_test`` and the first ``error``. Says on stderr what it left out or converted."""
+    tr, te = without(train, test), in_target_of(train, test)
+    shared_features(tr, te)
+    labelled = te.labelled()
+    tasks = []
+    for k in shots:
+        for seed in range(shot_seeds if k else 1):
+            split = shots_split(labelled, k, seed)
+            fit_on = calibrate.join(tr, labelled.subset(split.train)).dataset if k else tr
+            tasks += cross_tasks(fit_on, labelled.subset(split.test), predictors, seed, ids={"shots": k})
+    results, _, _ = run_tasks(tasks, jobs=jobs, progress=False)
+    frame = pd.DataFrame(results)
+    for c in CROSS_METRICS:
+        if c not in frame.columns:
+            frame[c] = float("nan")
+    rows = []
+    for (k, name), runs in frame.groupby(["shots", "predictor"], sort=False):
+        ok = runs[runs["error"].isna()]
+        row = {"predictor": name, "train": tr.name, "test": te.name, "shots": int(k), "draws": len(ok),
+               "n_train": int(runs["n_train"].iloc[0]), "n_test": int(runs["n_test"].iloc[0]),
+               **{c: float(ok[c].mean()) if len(ok) else float("nan") for c in CROSS_METRICS},
+               "kendall_std": float(ok["kendall"].std(ddof=0)) if len(ok) else float("nan"),
+               "mape_std": float(ok["mape"].std(ddof=0)) if len(ok) else float("nan"),
+               "error": None if runs["error"].isna().all() else str(runs["error"].dropna().iloc[0])}
+        rows.append(row)
+    return rows
+
+
+def without(train: Dataset, test: Dataset) -> Dataset:
+    """``train`` less the jobs that are also in ``test`` (equal ``record_id``), said on stderr:
+    a job scored must not have been fitted on."""
+    shared = train.frame["record_id"].isin(set(test.frame["record_id"])).to_numpy()
+    if not shared.any():
+        return train
+    left = train.subset(~shared)
+    if not left.is_labelled.any():
+        raise ValueError(f"every job of {train.name} is also in {test.name}: nothing is left to fit on; "
+                         "give a --train that holds other jobs")
+    print(f"perfzoo bench: {int(shared.sum())} of {train.name}'s {len(train)} jobs are {test.name}'s; "
+          "left out of training", file=sys.stderr)
+    return replace(left, name=f"{train.name}-minus-{test.name}")
+
+
+def in_target_of(train: Dataset, test: Dataset) -> Dataset:
+    """``test`` scored on ``train``'s target (what its members predict: e.g. global tokens/s where
+    ``test`` publishes tokens/s per device); said on stderr when it differs."""
+    if test.target == train.target:
+        return test
+    if train.target not in test.frame.columns:
+        raise ValueError(f"{test.name} has no column {train.target!r}, the target {train.name} is fitted on "
+                         f"(its own is {test.target!r}): a predictor of one cannot be scored on the other")
+    print(f"perfzoo bench: {test.name} scored on {train.target} (the target {train.name} is fitted on; "
+          f"its own is {test.target})", file=sys.stderr)
+    return replace(test, target=train.target)
+
+
+def shared_features(train: Dataset, test: Dataset) -> list[str]:
+    """The feature columns both datasets have; says which on stderr, and refuses when they share
+    no config knob (a model of one would only see the other's hardware columns)."""
+    tr_cols, te_cols = list(train.feature_columns), set(test.feature_columns)
+    shared = [c for c in tr_cols if c in te_cols]
+    ok = test.ok().frame
+    knobs = [c for c in shared if c.startswith("config.") and ok[c].nunique(dropna=True) > 1]
+    if not knobs:
+        fixed = [c for c in shared if c.startswith("config.")]
+        raise ValueError(f"{train.name} and {test.name} share no config knob that varies in {test.name}"
+                         + (f" (only {', '.join(fixed)}, constant there)" if fixed else "")
+                         + f": a predictor fitted on {train.name} cannot rank {test.name}'s configurations "
+                         f"(features {', '.join(tr_cols[:4])}, ... vs {', '.join(sorted(te_cols)[:4])}, ...)")
+    missing = [c for c in tr_cols if c not in te_cols]
+    print(f"perfzoo bench: {len(shared)} shared features ({', '.join(shared[:8])}{', ...' if len(shared) > 8 else ''})"
+          + (f"; {len(missing)} of {train.name}'s are unknown in {test.name} ({', '.join(missing[:6])}"
+             f"{', ...' if len(missing) > 6 else ''})" if missing else ""), file=sys.stderr)
+    return shared
+
+
+def cross_tasks(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], seed: int = 0,
+                ids: Optional[dict[str, Any]] = None) -> list[Task]:
+    """One task per throughput or score member: fit on every labelled row of ``train``, score on
+    every labelled row of ``test`` (``ids``: more labels for the result rows). A throughput member
+    also calibrates its 80% interval (folds by published source where ``train`` has several), so
+    the result holds its coverage on ``test``.
+
+    The test rows are given the training dataset's feature columns (a column the test file
+    lacks is missing, which predictors handle as an unknown optional field).
+    """
+    ok_tr, ok_te = train.is_labelled, test.is_labelled
+    X_tr = train.X[ok_tr].reset_index(drop=True)
+    X_te = test.frame.reindex(columns=list(train.feature_columns))[ok_te].reset_index(drop=True)
+    groups = test.comparable_groups()
+    sources = source_labels(train.frame[ok_tr])
+    return [Task(key="", ids={"train": train.name, "test": test.name, "predictor": spec.display, "seed": seed,
+                             **(ids or {})},
+                 spec=spec, X_train=X_tr, y_train=train.y[ok_tr], X_test=X_te, y_test=test.y[ok_te],
+                 groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
+                 interval=spec.output == "throughput", interval_groups=sources)
+            for spec in predictors if spec.output != "probability"]

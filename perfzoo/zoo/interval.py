@@ -1,0 +1,115 @@
+"""Prediction intervals for every throughput member: cross-conformal on log-throughput residuals.
+
+One recipe, used by every member through :meth:`perfzoo.zoo.base.Predictor.fit_interval` and
+:meth:`~perfzoo.zoo.base.Predictor.predict_interval`: the training rows are cut into folds, a
+fresh copy of the member is fitted on all folds but one and predicts the one left out, and the
+out-of-fold residuals ``log(measured / predicted)`` are kept. An interval at level ``1 - alpha``
+around a new prediction ``p`` is ``[p * exp(q_lo), p * exp(q_hi)]``, ``q_lo`` and ``q_hi`` the
+conformal ``alpha / 2`` and ``1 - alpha / 2`` quantiles of those residuals (split-conformal's
+finite-sample rank, on each tail: Vovk et al. 2005; Barber et al. 2021, "Predictive inference
+with the jackknife+", arXiv 1905.02928, for the cross-fitted variant). The tails are kept
+separately, so a member that under-predicts a kind of job gets an interval that leans up.
+
+What a fold holds decides what the interval covers. Rows of one group (``groups``: e.g. the
+published source a row came from) stay in one fold, so the residuals are those of predicting a
+source never seen, the error a user meets on their own cluster. A group of fewer than
+:data:`MIN_GROUP_ROWS` rows (a user's few calibration runs) is too small to be held out against
+the rest, or to train on alone: its configurations are dealt over the folds of the large groups.
+Without two large groups, copies of one configuration (equal feature rows) stay in one fold.
+
+>>> import numpy as np
+>>> low, high = interval(np.array([100.0]), np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0]), alpha=0.5)
+>>> float(low[0]), float(high[0])
+(80.0, 120.0)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+ALPHA = 0.2  # the default interval: 80%
+FOLDS = 5  # cross-fitting folds (fewer when there are fewer groups)
+MIN_GROUP_ROWS = 20  # a smaller group is dealt over the folds configuration by configuration
+
+
+def fold_labels(X: pd.DataFrame, groups: Optional[Any], folds: int, seed: int) -> np.ndarray:
+    """One fold number per row in ``0 .. k-1``. Each group of at least :data:`MIN_GROUP_ROWS` rows
+    is one unit, ``k = min(folds, such groups)``; the other rows are dealt as configurations (rows
+    with equal features form one unit). Units are shuffled by ``seed`` and dealt round-robin, the
+    large groups first, so every fold holds one; with fewer than two large groups every unit is a
+    configuration.
+
+    >>> X = pd.DataFrame({"config.tp": range(45)})
+    >>> fold = fold_labels(X, ["a"] * 20 + ["b"] * 20 + ["mine"] * 5, folds=5, seed=0)
+    >>> sorted(set(fold[:20].tolist())), sorted(set(fold[20:40].tolist())), sorted(set(fold[40:].tolist()))
+    ([0], [1], [0, 1])
+    """
+    config = pd.util.hash_pandas_object(X.astype(object).where(X.notna(), None).astype(str), index=False)
+    config = config.astype(str).radd("config:").to_numpy(dtype=object)
+    if groups is None:
+        keys = config
+    else:
+        labels = pd.Series(np.asarray(groups, dtype=object).astype(str), dtype=object).radd("group:")
+        large = labels.map(labels.value_counts()) >= MIN_GROUP_ROWS
+        keys = np.where(large, labels, config) if large.any() and labels[large].nunique() >= 2 else config
+    codes, uniques = pd.factorize(pd.Series(keys, dtype=object))
+    is_group = pd.Series(uniques, dtype=object).str.startswith("group:").to_numpy(dtype=bool)
+    k = min(int(folds), int(is_group.sum()) if is_group.any() else len(uniques))
+    if k < 2:
+        raise ValueError(f"an interval needs rows of at least two configurations to cross-fit; got {len(uniques)}")
+    rng = np.random.default_rng(seed)
+    fold_of_unit = np.empty(len(uniques), dtype=int)
+    for units in (np.flatnonzero(is_group), np.flatnonzero(~is_group)):  # large groups first
+        order = units[rng.permutation(units.size)]
+        fold_of_unit[order] = np.arange(units.size) % k
+    return fold_of_unit[codes]
+
+
+def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Optional[Any] = None,
+                          folds: int = FOLDS, seed: int = 0) -> np.ndarray:
+    """``log(measured / predicted)`` of every row with a positive measurement, each predicted by a
+    clone of ``model`` fitted without the row's fold (:func:`fold_labels`)."""
+    y = np.asarray(y, dtype=float)
+    keep = np.isfinite(y) & (y > 0)
+    X, y = X.loc[keep].reset_index(drop=True), y[keep]
+    groups = None if groups is None else np.asarray(groups, dtype=object)[keep]
+    fold = fold_labels(X, groups, folds, seed)
+    residuals = np.empty(len(y))
+    for k in np.unique(fold):
+        out = fold == k
+        part = clone(model).fit(X.loc[~out], y[~out])
+        pred = np.asarray(part.predict(X.loc[out]), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            residuals[out] = np.log(y[out] / pred)
+    if not np.isfinite(residuals).all():
+        raise ValueError(f"{getattr(model, 'name', type(model).__name__)}: a non-positive prediction; "
+                         "a log-throughput interval needs throughput predictions above 0")
+    return residuals
+
+
+def conformal_quantiles(residuals: np.ndarray, alpha: float) -> tuple[float, float]:
+    """The ``alpha / 2`` and ``1 - alpha / 2`` conformal quantiles of ``residuals``: the
+    ``floor((n + 1) alpha / 2)``-th smallest and the ``ceil((n + 1)(1 - alpha / 2))``-th smallest
+    (infinite where ``n`` is too small for the level, as split-conformal prescribes)."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie strictly between 0 and 1 (0.2: an 80% interval), got {alpha}")
+    r = np.sort(np.asarray(residuals, dtype=float))
+    n = r.size
+    lo_rank = math.floor((n + 1) * alpha / 2)
+    hi_rank = math.ceil((n + 1) * (1 - alpha / 2))
+    low = r[lo_rank - 1] if lo_rank >= 1 else -np.inf
+    high = r[hi_rank - 1] if hi_rank <= n else np.inf
+    return float(low), float(high)
+
+
+def interval(pred: np.ndarray, residuals: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` around the predictions ``pred`` at level ``1 - alpha``."""
+    q_lo, q_hi = conformal_quantiles(residuals, alpha)
+    pred = np.asarray(pred, dtype=float)
+    with np.errstate(over="ignore"):
+        return pred * np.exp(q_lo), pred * np.exp(q_hi)
