@@ -2,12 +2,19 @@
 (:mod:`perfzoo.accelerators`, ``perfzoo/data/accelerators.csv``), looked up once per distinct
 accelerator name; the job's own figures (``accelerator_memory_gib``, devices per node) win.
 
-Where a group of ranks communicates (:func:`link_bandwidth`): inside the scale-up domain
-(``domain``: the devices one NVLink / Infinity Fabric / ICI link joins) at the intra-domain
-bandwidth, else over the network at the bandwidth of the device's NICs (``inter_bw``: rails per
-device x line rate). On an HGX board the domain is the host's 8 GPUs (fewer when a job says it ran
-on smaller nodes); on an NVL72 rack (GB200, GB300) it is 72 GPUs across 18 hosts of 4, whatever the
-job's host count.
+Where a group of ranks communicates: inside the scale-up domain (``domain``: the devices one
+NVLink / Infinity Fabric / ICI link joins) at the intra-domain bandwidth, else over the network at
+the bandwidth of the devices' NICs (``inter_bw``: rails per device x line rate). On an HGX board
+the domain is the host's 8 GPUs (fewer when a job says it ran on smaller nodes); on an NVL72 rack
+(GB200, GB300) it is 72 GPUs across 18 hosts of 4, whatever the job's host count.
+
+A group of ``size`` ranks ``stride`` apart (Megatron's rank order) that spans several domains has
+``c = domain / stride`` members in each (at least 1). Its ring collectives run hierarchically over
+every rail (NCCL's multi-ring / tree algorithms): each domain's ``c`` members share the crossing
+traffic over their ``c`` NICs, so the group's bandwidth per device is ``min(intra, c * inter)``
+(:func:`group_bandwidth`; with one member per domain, the device's own NICs). An all-to-all sends
+``(c-1)/(size-1)`` of its bytes inside the domain and the rest over the device's NICs, in parallel
+(:func:`alltoall_seconds`; NCCL's PXN keeps cross-rail traffic on NVLink).
 """
 
 from __future__ import annotations
@@ -103,3 +110,29 @@ def link_bandwidth(figures: DeviceFigures, span: np.ndarray) -> np.ndarray:
     """Bandwidth per device of a group whose members lie within ``span`` consecutive ranks:
     the scale-up link when the span fits in one domain, else the network."""
     return np.where(span <= figures.domain, figures.intra_bw, figures.inter_bw)
+
+
+def _members_per_domain(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    return np.clip(np.floor(figures.domain / np.maximum(stride, 1.0)), 1.0, np.maximum(size, 1.0))
+
+
+def group_bandwidth(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    """Bandwidth per device of a ring collective over ``size`` ranks ``stride`` apart (module docstring).
+
+    >>> hw = DeviceFigures(*(np.array(v) for v in (1.0, 1.0, 80.0, 450e9, 50e9, 8.0, 8.0, True)))
+    >>> float(group_bandwidth(hw, np.array(8.0), np.array(1.0))), float(group_bandwidth(hw, np.array(16.0), np.array(8.0)))
+    (450000000000.0, 50000000000.0)
+    >>> float(group_bandwidth(hw, np.array(16.0), np.array(2.0)))  # 4 members per node share 4 NICs
+    200000000000.0
+    """
+    inside = size * stride <= figures.domain
+    crossing = np.minimum(figures.intra_bw, _members_per_domain(figures, size, stride) * figures.inter_bw)
+    return np.where(inside, figures.intra_bw, crossing)
+
+
+def alltoall_seconds(figures: DeviceFigures, sent: np.ndarray, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    """Seconds for an all-to-all in which each device sends ``sent`` bytes to the other ``size - 1``
+    ranks of its group (``stride`` apart): the in-domain and the network parts run in parallel."""
+    c = _members_per_domain(figures, size, stride)
+    local = np.where(size > 1, (c - 1.0) / np.maximum(size - 1.0, 1.0), 1.0)
+    return np.maximum(sent * local / figures.intra_bw, sent * (1.0 - local) / figures.inter_bw)

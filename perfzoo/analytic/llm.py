@@ -34,14 +34,16 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   all-reduces of ``b*s*d`` activations (sequence parallelism moves the same bytes as all-gather +
   reduce-scatter), three with full recompute. PP: each micro-batch's activation forward and gradient
   backward at each of the ``vp`` stage boundaries it crosses on the device, ``2*vp*(pp-1)/pp*b*s*d``.
-  CP (ring attention): ``3*(cp-1)*b*(s/cp)*kv*(h_qk + h_v)`` per attention layer (K, V forward; K, V
-  and their gradients backward). EP: :mod:`.moe` (4 all-to-alls per MoE layer of the ``K*CF`` routed
+  CP (ring attention): ``3*(cp-1)*b*(s/cp)*kv*(h_qk + h_v)/tp`` per attention layer (K, V forward;
+  K, V and their gradients backward; TP shards the heads). EP: :mod:`.moe` (4 all-to-alls per MoE layer of the ``K*CF`` routed
   copies of the ``b*s/(cp*tp)`` local tokens, ``(ep-1)/ep`` leaving the device).
 * Where a group lands (Megatron's rank order: TP innermost, then CP, DP, PP; experts folded as
-  ETP-EP): a group whose members lie within ``span`` consecutive ranks uses the scale-up link (NVLink)
-  when ``span`` fits the device's domain (:mod:`.hardware`: 8 on HGX, 72 on NVL72), else the network
-  (rails per GPU x line rate): TP ``tp``, CP ``tp*cp``, EP ``etp*ep``, DP ``tp*cp*dp``, PP
-  ``n_gpus``.
+  ETP-EP): a group of ``size`` ranks ``stride`` apart uses the scale-up link (NVLink) while it fits
+  the device's domain (:mod:`.hardware`: 8 on HGX, 72 on NVL72), else the network, its members in
+  one domain sharing their rails (:func:`~perfzoo.analytic.hardware.group_bandwidth`,
+  :func:`~perfzoo.analytic.hardware.alltoall_seconds`): TP ``(tp, 1)``, CP ``(cp, tp)``, EP
+  ``(ep, etp)``, DP ``(dp, tp*cp)``; PP's point-to-point sends cross the network when the job spans
+  domains.
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
   precision's peak, the LM head, routers and the causal attention cores in BF16), each traffic over
@@ -60,7 +62,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.analytic._frame import Frame, as_frame, coded, column, is_code, mapped, num, wrap, wrap_frame
-from perfzoo.analytic.hardware import device_figures, link_bandwidth
+from perfzoo.analytic.hardware import alltoall_seconds, device_figures, group_bandwidth, link_bandwidth
 from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, precision_codes
 from perfzoo.analytic.shape import ModelShape
@@ -184,7 +186,7 @@ class LLMCost:
         tp = np.where(t > 1, passes * sublayers * n_ar * 2.0 * (t - 1.0) / t * act, 0.0)
         pp = np.where(self.pp > 1, self.m * self.vp * 2.0 * (self.pp - 1.0) / self.pp * act / np.where(self.sp > 0, t, 1.0),
                       0.0)
-        kv = tokens * sh.kv_heads * (sh.h_qk + sh.h_v) * self.act_bytes
+        kv = tokens * sh.kv_heads * (sh.h_qk + sh.h_v) * self.act_bytes / t  # TP shards the heads
         cp = np.where(self.cp > 1, passes * (sh.L_attn + sh.mtp) * 3.0 * (self.cp - 1.0) * kv, 0.0)
         moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
         routed = sh.moe.routed_tokens(tokens / t) * sh.d * self.act_bytes
@@ -222,10 +224,10 @@ class LLMCost:
         comm = comm if comm is not None else self.comm_bytes()
         hw = self.hw
         t_compute = self.compute_time()
-        t_tp = comm["comm_tp_bytes"] / link_bandwidth(hw, self.tp)
-        t_cp = comm["comm_cp_bytes"] / link_bandwidth(hw, self.tp * self.cp)
-        t_ep = comm["comm_ep_bytes"] / link_bandwidth(hw, self.etp * self.ep)
-        t_dp = comm["comm_dp_bytes"] / link_bandwidth(hw, self.tp * self.cp * self.dp)
+        t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
+        t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
+        t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp)
+        t_dp = comm["comm_dp_bytes"] / group_bandwidth(hw, self.dp, self.tp * self.cp)
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
         step = (t_compute + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + np.maximum(0.0, t_dp + t_cp - t_compute)
         return {"compute_time_s": t_compute, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,

@@ -138,6 +138,7 @@ _TEXT_ANNOTATIONS = ("source", "variant", "notes", "derived_fields", "date_basis
 # variants that mark a figure a later document replaced (SOURCES.md); they stay in the data,
 # grouped with their configuration, and are counted in the load report
 SUPERSEDED = re.compile(r"superseded|removed_in_later|earlier_version|previous_version", re.IGNORECASE)
+_LOCAL_BATCH = re.compile(r"local batch", re.IGNORECASE)
 # a row whose FLOP figures count activation recomputation (hardware FLOPs, "HFU-like")
 _HARDWARE_FLOPS = re.compile(r"HFU-like|includes activation recomputation|recompute FLOPs counted", re.IGNORECASE)
 
@@ -232,6 +233,10 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
                         **{key: row.number(key, whole=True, lenient=True) for key in _WHOLE_COLUMNS},
                         **{key: row.category(key) for key in CATEGORICAL_RULES})
+    if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
+        config["micro_batch_size"] = None
+        derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
+        report.derived["micro batch unknown (the cell gives the local batch)"] += 1
     name, variant = model_variant(config["model_name"])
     arch = architectures.get(config["model_name"] or "") or architectures.get(name, {})
     filled = [f for f in ARCH_FIELDS if config.get(f) is None and arch.get(f) is not None]
