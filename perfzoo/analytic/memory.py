@@ -15,11 +15,13 @@ Model state, bytes per parameter (mixed precision; fp32 training holds 4 + 4 + 8
   accumulate (``m > 1``).
 * Megatron / DeepSpeed data parallelism (``none``, ``zero1``): bf16 parameters 2, an fp32 main-
   gradient buffer 4 (Megatron accumulates and reduces bf16 gradients in fp32), fp32 master weights,
-  m and v 12 (Rajbhandari et al. 2020, ZeRO; Megatron's distributed optimizer = ``zero1``). The
-  gradient buffer is allocated once and lives through the step.
+  m and v 12 (Rajbhandari et al. 2020, ZeRO). The gradient buffer is allocated once and lives
+  through the step. ``none`` (no FSDP: Megatron's data parallelism, which NeMo, Megatron-Bridge and
+  Megatron-LM's recipes run with the distributed optimizer) shards the optimizer state like
+  ``zero1``; ``no_shard`` (DDP, FSDP's NO_SHARD) shards nothing.
 * Sharding divides over the data-parallel group ``D = dp*cp`` (``hybrid_shard``: within a node):
-  ``zero1`` the optimizer, ``shard_grad_op`` also gradients and the fp32 parameters, ``full_shard``
-  everything. TP and PP split the blocks; the first and last pipeline stages also hold the
+  ``none`` and ``zero1`` the optimizer, ``shard_grad_op`` also gradients and the fp32 parameters,
+  ``full_shard`` everything. TP and PP split the blocks; the first and last pipeline stages also hold the
   embedding and the LM head (``V*d/tp`` each); expert parallelism splits the routed experts over
   ``ep*etp`` ranks, whose state shards over the expert-data-parallel group ``dp*cp*tp/(ep*etp)``
   (Megatron-Core's MoE parallel folding). Adapter tuning (LoRA) holds the parameters only.
@@ -55,8 +57,9 @@ nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
   loss buffers.
 * loss: PyTorch computes the cross entropy on an fp32 copy of the bf16 logits; at the start of
   backward the logits 2V, the log-softmax 4V, its gradient 4V and the input gradient 4V are alive,
-  14V per token (``/tp`` with a vocabulary-parallel loss); fused (Megatron's vocab-parallel cross
-  entropy) 10V.
+  14V per token (``/tp`` with a vocabulary-parallel loss; measured on ``llm-h100``); a fused loss
+  kernel keeps the bf16 logits and writes their gradient in place, 2V (llm-foundry's flash-attn
+  cross entropy, Megatron-Core's ``cross_entropy_loss_fusion`` that Megatron-Bridge's recipes turn on).
 
 Peak allocated bytes = the larger of two phases: the start of backward (parameters, optimizer state,
 gradients where alive, FSDP's gathered copies, activations and loss buffers) and the optimizer step
@@ -66,8 +69,9 @@ temporary for ``sqrt(v)``).
 Overheads (not in torch's allocated count; ``overhead_bytes``): the CUDA context and library
 workspaces, 1.3 GiB (the "non-PyTorch memory" of every OOM message in the ``llm-h100`` dataset,
 H100, torch 2.11, CUDA 13.0); allocator fragmentation, :data:`FRAGMENTATION` times the largest
-single allocation, the fp32 logits ``4*V*tokens/tp`` (a request that large fails when the free
-memory is in smaller pieces: calibrated on ``llm-h100``'s OOM boundary, see the dataset card); NCCL
+single allocation, a micro-batch's logits (``4*V*tokens/tp`` in fp32; 2 bytes fused): a request
+that large fails when the free memory is in smaller pieces; calibrated on ``llm-h100``'s OOM
+boundary (the multiples that separate its OOM jobs from its ok jobs, see the dataset card); NCCL
 buffers, :data:`NCCL_BUFFERS` per parallel group of more than one rank (not calibrated: no
 measurement in the data sees them). ``memory_bytes`` = peak allocated + overheads;
 ``memory_fraction`` = that over the device's memory.
@@ -86,7 +90,7 @@ FSDP_MIXED = (4.0, 4.0, 8.0)  # torch FSDP mixed precision: fp32 sharded params,
 MEGATRON_MIXED = (2.0, 4.0, 12.0)  # bf16 params, fp32 main grads, fp32 master + Adam
 FOREACH_ADAM_TEMP = 4.0  # bytes per local fp32 parameter: torch's foreach AdamW's sqrt(v) list
 CONTEXT_BYTES = 1.3 * GIB  # CUDA context + workspaces, measured on llm-h100 (non-PyTorch memory)
-FRAGMENTATION = 2.0  # x the largest allocation: calibrated on llm-h100's OOM boundary
+FRAGMENTATION = 1.9  # x the largest allocation: inside (1.81, 1.93], the multiples that separate llm-h100 OOMs
 NCCL_BUFFERS = 0.5 * GIB  # per communicator in use; an order of magnitude from NCCL_BUFFSIZE x channels
 PREFETCHED_BLOCKS = 2.0  # FSDP's gathered blocks in flight (current + prefetched)
 
@@ -142,7 +146,7 @@ class Memory:
         s = self.c.sharding
         full = is_code(s, SHARDINGS, "full_shard", "hybrid_shard")
         grad_op = is_code(s, SHARDINGS, "shard_grad_op")
-        zero1 = is_code(s, SHARDINGS, "zero1")
+        zero1 = is_code(s, SHARDINGS, "zero1", "none")  # Megatron's distributed optimizer
         p_b, g_b, o_b = self.bytes_per_param()
         (dense, expert), (D, De) = self.local_params(), self.shard_groups()
 
@@ -188,15 +192,16 @@ class Memory:
         }
 
     def selective_layer_bytes(self) -> dict[str, np.ndarray]:
-        """PyTorch's op-level selective checkpointing: the block input and the matmul outputs."""
+        """PyTorch's op-level selective checkpointing: each sublayer's matmul outputs (the block
+        inputs are counted once per block, :meth:`model_bytes_per_token`)."""
         sh = self.shape
         d, a = sh.d, sh.a
         qkv_o = 2.0 * (a * sh.h_qk + sh.kv_heads * sh.h_qk + sh.kv_heads * sh.h_v + a * sh.h_v) + 2.0 * d
         up = np.where(sh.gated > 0, 4.0, 2.0)
         moe = sh.moe
-        return {"attention": 2.0 * d + qkv_o, "mlp": 2.0 * d + up * sh.f + 2.0 * d,
-                "moe": 2.0 * d + moe.K * moe.capacity * (up * moe.fe + 2.0 * d) + up * moe.fs,
-                "mamba": 2.0 * d + 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 2.0 * d}
+        return {"attention": qkv_o, "mlp": up * sh.f + 2.0 * d,
+                "moe": moe.K * moe.capacity * (up * moe.fe + 2.0 * d) + up * moe.fs,
+                "mamba": 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 2.0 * d}
 
     def model_bytes_per_token(self) -> tuple[np.ndarray, np.ndarray]:
         """(all layers' bytes per local token under the row's checkpointing, the largest single
@@ -211,14 +216,17 @@ class Memory:
         t = c.tp
         sp = c.sp > 0
         torch_sel = self.profile != FUSED
+        block_input = 2.0 * sh.d / np.where(sp, t, 1.0)  # what a checkpointed block keeps
+        blocks = sh.L + sh.mtp
         total = 0.0
         for kind, n in counts.items():
             none = full[kind]
             shared = np.where(sp, none / t, full["norm"] + (none - full["norm"]) / t)
             fused_sel = shared - np.where(kind == "attention", self._scores_share(t, sp), 0.0)
             selective = np.where(torch_sel, sel[kind] / np.where(sp, t, 1.0), fused_sel)
-            total = total + n * np.select([is_code(c.ac, CHECKPOINTING, "full"), is_code(c.ac, CHECKPOINTING, "selective")],
-                                          [2.0 * sh.d / np.where(sp, t, 1.0), selective], shared)
+            total = total + n * np.where(is_code(c.ac, CHECKPOINTING, "selective"), selective, shared)
+        total = np.select([is_code(c.ac, CHECKPOINTING, "full"), is_code(c.ac, CHECKPOINTING, "selective") & torch_sel],
+                          [blocks * block_input, total + blocks * block_input], total)
         largest = np.maximum.reduce([np.where(counts[k] > 0, full[k], 0.0) for k in counts]) / t
         return total, largest
 
@@ -228,7 +236,7 @@ class Memory:
 
     def loss_bytes_per_token(self) -> np.ndarray:
         sh = self.shape
-        per_v = np.where(self.profile == FUSED, 10.0, 14.0)
+        per_v = np.where(self.profile == FUSED, 2.0, 14.0)
         final_norm = _norm(self.profile, sh.d) + 2.0 * sh.d
         return (per_v * sh.V + final_norm) / self.c.tp
 
@@ -249,11 +257,15 @@ class Memory:
         return tokens * np.maximum(first, last) * scale
 
     # peak and overheads ----------------------------------------------------------------
-    def overhead_bytes(self) -> np.ndarray:
+    def largest_allocation(self) -> np.ndarray:
+        """The largest single tensor of the step: a micro-batch's logits (fp32 in PyTorch's loss, bf16 fused)."""
         c, sh = self.c, self.shape
-        largest = 4.0 * sh.V * c.b * sh.s / c.cp / c.tp  # the fp32 logits
+        return np.where(self.profile == FUSED, 2.0, 4.0) * sh.V * c.b * sh.s / c.cp / c.tp
+
+    def overhead_bytes(self) -> np.ndarray:
+        c = self.c
         groups = sum((x > 1).astype(float) for x in (c.tp, c.cp, c.dp, c.pp, c.ep))
-        return CONTEXT_BYTES + FRAGMENTATION * largest + NCCL_BUFFERS * groups
+        return CONTEXT_BYTES + FRAGMENTATION * self.largest_allocation() + NCCL_BUFFERS * groups
 
     def columns(self) -> dict[str, np.ndarray]:
         """The memory estimate columns: the state, ``activation_bytes``, ``peak_allocated_bytes``,
