@@ -127,17 +127,24 @@ class LLMCost:
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
         self.memory = Memory(self)
+        self._parts: dict[tuple[bool, bool, bool], dict[str, np.ndarray]] = {}
 
     # parameters and FLOPs ----------------------------------------------------------------
     def total_params(self) -> np.ndarray:
-        return self.shape.total_params()
+        return self.shape.total_params
 
     def weight_passes(self) -> np.ndarray:
         return 6.0 - 2.0 * self.adapters  # forward, activation grads, weight grads
 
     def flops_parts(self, causal: bool = False, recompute: bool = False, padded: bool = False) -> dict[str, np.ndarray]:
         """FLOPs per token by part (``linear``, ``head``, ``attention``), optionally with the causal
-        attention count, the recomputed forward and the MoE padding."""
+        attention count, the recomputed forward and the MoE padding (each kind computed once)."""
+        key = (causal, recompute, padded)
+        if key not in self._parts:
+            self._parts[key] = self._flops_parts(causal, recompute, padded)
+        return self._parts[key]
+
+    def _flops_parts(self, causal: bool, recompute: bool, padded: bool) -> dict[str, np.ndarray]:
         parts = self.shape.flops_per_token(self.weight_passes(), causal, padded)
         if recompute:
             full = is_code(self.ac, CHECKPOINTING, "full")
@@ -164,7 +171,7 @@ class LLMCost:
     # communication ---------------------------------------------------------------------
     def comm_bytes(self) -> dict[str, np.ndarray]:
         sh = self.shape
-        dense, expert = self.memory.local_params()
+        dense, expert = self.memory.local_params
         local = dense + expert
         D = self.dp * self.cp
         ring = np.where(D > 1, (D - 1.0) / np.maximum(D, 1.0), 0.0)
@@ -244,7 +251,7 @@ class LLMCost:
             executed = sum(self.flops_parts(causal=True, recompute=True, padded=True).values()) * tokens / self.n_gpus
             return {
                 "n_params": self.total_params(),
-                "active_params": self.shape.matmul_params(),
+                "active_params": self.shape.matmul_params,
                 "flops_per_token": self.flops_per_token(),
                 "tokens_per_step": tokens,
                 "flops_per_device_step": self.flops_per_device_step(),

@@ -79,6 +79,8 @@ measurement in the data sees them). ``memory_bytes`` = peak allocated + overhead
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from perfzoo.analytic._frame import GIB, is_code
@@ -118,12 +120,13 @@ class Memory:
         self.fp32 = is_code(cost.precision, PRECISIONS, "fp32")
 
     # model state -----------------------------------------------------------------------
+    @cached_property
     def local_params(self) -> tuple[np.ndarray, np.ndarray]:
         """(dense, expert) parameters on the heaviest pipeline stage, before data-parallel sharding."""
         c, sh = self.c, self.shape
-        experts = sh.expert_params()
-        blocks = sh.block_params() - experts
-        ends = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params())  # embedding / LM head stage
+        experts = sh.expert_params
+        blocks = sh.block_params - experts
+        ends = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params)  # embedding / LM head stage
         dense = (blocks / c.pp + ends) / c.tp
         return dense, experts / (c.pp * np.maximum(c.ep * c.etp, 1.0))
 
@@ -148,7 +151,7 @@ class Memory:
         grad_op = is_code(s, SHARDINGS, "shard_grad_op")
         zero1 = is_code(s, SHARDINGS, "zero1", "none")  # Megatron's distributed optimizer
         p_b, g_b, o_b = self.bytes_per_param()
-        (dense, expert), (D, De) = self.local_params(), self.shard_groups()
+        (dense, expert), (D, De) = self.local_params, self.shard_groups()
 
         def sharded(bytes_, on):
             return bytes_ * (dense / np.where(on, D, 1.0) + expert / np.where(on, De, 1.0))
@@ -161,10 +164,10 @@ class Memory:
     def gathered_bytes(self) -> np.ndarray:
         """FSDP's bf16 working copies alive at the start of backward."""
         c, sh = self.c, self.shape
-        dense, expert = self.local_params()
+        dense, expert = self.local_params
         local = dense + expert
         per_block = local / np.maximum(sh.L / c.pp, 1.0)
-        root = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params()) / c.tp
+        root = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params) / c.tp
         keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op")
         working = np.where(keep_all, local, root + PREFETCHED_BLOCKS * per_block)
         return np.where(self.torch_fsdp, 2.0 * working, 0.0)
@@ -218,19 +221,23 @@ class Memory:
         torch_sel = self.profile != FUSED
         block_input = 2.0 * sh.d / np.where(sp, t, 1.0)  # what a checkpointed block keeps
         blocks = sh.L + sh.mtp
+        selective_ac = is_code(c.ac, CHECKPOINTING, "selective")
         total = 0.0
         for kind, n in counts.items():
+            if np.ndim(n) == 0 and n == 0:
+                continue  # no such layers in any row (a column the frame lacks): nothing to add
             none = full[kind]
             shared = np.where(sp, none / t, full["norm"] + (none - full["norm"]) / t)
-            fused_sel = shared - np.where(kind == "attention", self._scores_share(t, sp), 0.0)
+            fused_sel = shared - self._scores_share(t) if kind == "attention" else shared
             selective = np.where(torch_sel, sel[kind] / np.where(sp, t, 1.0), fused_sel)
-            total = total + n * np.where(is_code(c.ac, CHECKPOINTING, "selective"), selective, shared)
+            total = total + n * np.where(selective_ac, selective, shared)
         total = np.select([is_code(c.ac, CHECKPOINTING, "full"), is_code(c.ac, CHECKPOINTING, "selective") & torch_sel],
                           [blocks * block_input, total + blocks * block_input], total)
-        largest = np.maximum.reduce([np.where(counts[k] > 0, full[k], 0.0) for k in counts]) / t
+        largest = np.maximum.reduce([np.where(counts[k] > 0, full[k], 0.0) for k in counts
+                                     if not (np.ndim(counts[k]) == 0 and counts[k] == 0)]) / t
         return total, largest
 
-    def _scores_share(self, t: np.ndarray, sp: np.ndarray) -> np.ndarray:
+    def _scores_share(self, t: np.ndarray) -> np.ndarray:
         sh = self.shape
         return np.where(self.c.flash > 0, 0.0, 5.0 * sh.a * sh.s / self.c.cp) / t
 

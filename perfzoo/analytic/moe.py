@@ -27,11 +27,13 @@ micro-batch of ``K * CF`` copies of each local token, ``(ep-1)/ep`` of them leav
 
 >>> moe = MoE(pd.DataFrame([{"n_experts": 8, "experts_per_token": 2}]), np.array(64.0), np.array(256.0),
 ...           np.array(3.0), np.array(4.0))
->>> float(moe.layer_params()[0])  # 8 experts x 3*64*256 + router 64*8
+>>> float(moe.layer_params[0])  # 8 experts x 3*64*256 + router 64*8
 393728.0
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -59,31 +61,38 @@ class MoE:
         self.capacity = np.where(self.is_moe, np.maximum(cf, 0.0), 1.0)
         self.d, self.g = d, g
 
+    @cached_property
     def routed_params(self) -> np.ndarray:
         """Parameters of one layer's routed experts (all ``E``)."""
         return np.where(self.is_moe, self.E * self.g * self.d * self.fe, 0.0)
 
+    @cached_property
     def router_params(self) -> np.ndarray:
         return np.where(self.is_moe, self.d * self.E, 0.0)
 
+    @cached_property
     def shared_params(self) -> np.ndarray:
         return self.g * self.d * self.fs
 
+    @cached_property
     def layer_params(self) -> np.ndarray:
         """Parameters of one MoE layer's FFN: experts, shared experts, router."""
-        return self.routed_params() + self.shared_params() + self.router_params()
+        return self.routed_params + self.shared_params + self.router_params
 
+    @cached_property
     def routed_active_params(self) -> np.ndarray:
         """Routed-expert parameters one token's matmuls touch (``K`` experts)."""
         return self.K * self.g * self.d * self.fe
 
+    @cached_property
     def active_params(self) -> np.ndarray:
         """Expert parameters one token's matmuls touch: ``K`` routed experts and the shared ones."""
-        return self.routed_active_params() + self.shared_params()
+        return self.routed_active_params + self.shared_params
 
+    @cached_property
     def padding_params(self) -> np.ndarray:
         """Extra routed-expert parameters per token the busiest rank computes (capacity factor - 1)."""
-        return (self.capacity - 1.0) * self.routed_active_params()
+        return (self.capacity - 1.0) * self.routed_active_params
 
     def routed_tokens(self, tokens: np.ndarray) -> np.ndarray:
         """Copies of ``tokens`` local tokens that dispatch sends to experts (``K * CF`` each)."""

@@ -42,11 +42,13 @@ by where they run (:mod:`.precision` prices each part at its peak):
   convention), and ``w - w(w-1)/(2s)`` in a sliding window ``w < s``; plus the Mamba scans.
 
 >>> shape = ModelShape(pd.DataFrame([{"n_layers": 2, "hidden_dim": 64, "n_heads": 4, "ffn_dim": 256}]))
->>> float(shape.total_params()[0])  # 2 x (4*64^2 attention + 2*64*256 MLP)
+>>> float(shape.total_params[0])  # 2 x (4*64^2 attention + 2*64*256 MLP)
 98304.0
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -116,8 +118,10 @@ class ModelShape:
         self.di = self.mamba_heads * num(df, "mamba_head_dim", 0.0)
         self.mamba_N = num(df, "mamba_state_dim", 0.0)
         self.mamba_G = num(df, "mamba_groups", 1.0)
+        self._core: dict[bool, np.ndarray] = {}
 
     # parameters ------------------------------------------------------------------------
+    @cached_property
     def attention_params(self) -> np.ndarray:
         """Parameters of one attention mixer (its projections)."""
         d, a = self.d, self.a
@@ -127,54 +131,64 @@ class ModelShape:
         mla = query + d * (kvl + self.rope) + kvl * a * (self.h_qk - self.rope + self.h_v) + a * self.h_v * d
         return np.where(self.mla, mla, standard)
 
+    @cached_property
     def mamba_params(self) -> np.ndarray:
         """Parameters of one Mamba-2 mixer's projections (in and out)."""
         inner = 2.0 * self.di + 2.0 * self.mamba_G * self.mamba_N + self.mamba_heads
         return self.d * inner + self.di * self.d
 
+    @cached_property
     def mlp_params(self) -> np.ndarray:
         return self.g * self.d * self.f
 
+    @cached_property
     def _mtp_blocks(self) -> tuple[np.ndarray, np.ndarray]:
         """(every parameter, the active ones) of the MTP blocks: attention, an FFN like the last layer's, eh_proj."""
         last_moe = self.moe.L_moe > 0
-        ffn = np.where(last_moe, self.moe.layer_params(), self.mlp_params())
-        active_ffn = np.where(last_moe, self.moe.active_params(), self.mlp_params())
-        block = self.attention_params() + 2.0 * self.d * self.d
+        ffn = np.where(last_moe, self.moe.layer_params, self.mlp_params)
+        active_ffn = np.where(last_moe, self.moe.active_params, self.mlp_params)
+        block = self.attention_params + 2.0 * self.d * self.d
         return self.mtp * (block + ffn), self.mtp * (block + active_ffn)
 
+    @cached_property
     def block_params(self) -> np.ndarray:
         """Parameters of every block (experts all counted), MTP blocks included."""
-        dense_ffn = (self.L_ffn - self.moe.L_moe) * self.mlp_params()
-        return (self.L_attn * self.attention_params() + self.L_mamba * self.mamba_params() + dense_ffn
-                + self.moe.L_moe * self.moe.layer_params() + self._mtp_blocks()[0])
+        dense_ffn = (self.L_ffn - self.moe.L_moe) * self.mlp_params
+        return (self.L_attn * self.attention_params + self.L_mamba * self.mamba_params + dense_ffn
+                + self.moe.L_moe * self.moe.layer_params + self._mtp_blocks[0])
 
+    @cached_property
     def embedding_params(self) -> np.ndarray:
         return self.V * self.d * (2.0 - self.tied)
 
+    @cached_property
     def total_params(self) -> np.ndarray:
-        est = self.block_params() + self.embedding_params()
+        est = self.block_params + self.embedding_params
         return np.where(np.isnan(est) | self.use_stated, self.n_params_published, est)
 
+    @cached_property
     def expert_params(self) -> np.ndarray:
         """Parameters of the routed experts (what expert parallelism splits), MTP's included."""
         mtp_moe = np.where(self.moe.L_moe > 0, self.mtp, 0.0)
-        return (self.moe.L_moe + mtp_moe) * self.moe.routed_params()
+        return (self.moe.L_moe + mtp_moe) * self.moe.routed_params
 
+    @cached_property
     def active_block_params(self) -> np.ndarray:
         """Block parameters one token's matmuls touch (``K`` experts x the capacity factor)."""
-        dense_ffn = (self.L_ffn - self.moe.L_moe) * self.mlp_params()
-        return (self.L_attn * self.attention_params() + self.L_mamba * self.mamba_params() + dense_ffn
-                + self.moe.L_moe * self.moe.active_params() + self._mtp_blocks()[1])
+        dense_ffn = (self.L_ffn - self.moe.L_moe) * self.mlp_params
+        return (self.L_attn * self.attention_params + self.L_mamba * self.mamba_params + dense_ffn
+                + self.moe.L_moe * self.moe.active_params + self._mtp_blocks[1])
 
+    @cached_property
     def matmul_params(self) -> np.ndarray:
         """Parameters one token's matmuls touch: active blocks, routers, LM head (not the embedding)."""
-        N = self.active_block_params() + self.head_params()
+        N = self.active_block_params + self.head_params
         return np.where(np.isnan(N) | self.use_stated, self.n_params_published, N)
 
+    @cached_property
     def head_params(self) -> np.ndarray:
         """LM-head and router parameters one token touches (they stay in BF16)."""
-        routers = (self.moe.L_moe + np.where(self.moe.L_moe > 0, self.mtp, 0.0)) * self.moe.router_params()
+        routers = (self.moe.L_moe + np.where(self.moe.L_moe > 0, self.mtp, 0.0)) * self.moe.router_params
         return self.V * self.d * (1.0 + self.mtp) + routers
 
     # FLOPs per token -------------------------------------------------------------------
@@ -189,9 +203,10 @@ class ModelShape:
     def core_flops_per_token(self, causal: bool, passes: float = 3.0) -> np.ndarray:
         """FLOPs of the attention cores and Mamba scans per token (the part without weights):
         ``passes`` = 3 for training (forward + backward), 1 for a forward."""
-        attention = 2.0 * passes * self.attention_context(causal) * self.a * (self.h_qk + self.h_v)
-        scan = passes * MAMBA_SCAN_FLOPS * self.L_mamba * self.di * self.mamba_N
-        return attention + scan
+        if causal not in self._core:  # one forward's worth, computed once per convention
+            attention = 2.0 * self.attention_context(causal) * self.a * (self.h_qk + self.h_v)
+            self._core[causal] = attention + MAMBA_SCAN_FLOPS * self.L_mamba * self.di * self.mamba_N
+        return passes * self._core[causal]
 
     def flops_per_token(self, weight_passes, causal: bool = False, padded: bool = False,
                         forward: bool = False) -> dict[str, np.ndarray]:
@@ -200,9 +215,9 @@ class ModelShape:
         ``padded``: the busiest expert rank's work (x the MoE capacity factor, :mod:`.moe`);
         ``forward``: one forward pass only (what recomputation repeats)."""
         weight_passes = 2.0 if forward else weight_passes
-        padding = self.moe.L_moe * self.moe.padding_params() if padded else 0.0
-        linear = weight_passes * (self.active_block_params() + padding)
-        head = weight_passes * self.head_params()
+        padding = self.moe.L_moe * self.moe.padding_params if padded else 0.0
+        linear = weight_passes * (self.active_block_params + padding)
+        head = weight_passes * self.head_params
         stated = np.isnan(linear + head) | self.use_stated  # a stated size: 6N over the matmuls
         linear = np.where(stated, weight_passes * self.n_params_published, linear)
         head = np.where(stated, 0.0, head)
