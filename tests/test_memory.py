@@ -3,7 +3,6 @@ measured peaks and OOMs of the bundled llm-h100 dataset."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from perfzoo import analytic as A

@@ -82,7 +82,7 @@ class LLMCost:
 
     def __init__(self, df: pd.DataFrame):
         self.n = len(df)
-        self.shape = sh = ModelShape(df)
+        self.shape = ModelShape(df)
         self.adapters = mapped(df, "task", is_adapter_tuning, dtype=float)
         count = num(df, "accelerator_count")
         n_gpus = num(df, "n_gpus")
