@@ -1,6 +1,6 @@
-"""The accelerator table: peak FLOP/s per precision, memory and link bandwidths of the devices
-public training tables use, read from ``perfzoo/data/accelerators.csv`` (one row per device, each
-with its public source).
+"""The accelerator table: peak FLOP/s per precision, the low-precision formats the matrix units
+run, memory, and the links (scale-up domain and network) of the devices public training tables
+use, read from ``perfzoo/data/accelerators.csv`` (one row per device, each with its public source).
 
 Names are normalised: ``H100-SXM-80GB``, ``DGX-H100`` and ``NVIDIA H100 80GB HBM3`` are one
 accelerator (each row's ``match`` pattern is tried, most specific first, on the upper-cased text
@@ -11,6 +11,8 @@ warning that names it, once per name: never a silent constant.
 ('H100-80GB', 989000000000000.0)
 >>> spec("TPU v5p").name, spec("MI300X").memory_gib
 ('TPU-v5p', 192.0)
+>>> spec("GB200").nvlink_domain, spec("H100").peak("nvfp4"), spec("B200").peak("nvfp4")
+(72, None, 9000000000000000.0)
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from typing import Any, Mapping, Optional
 
 TABLE = Path(__file__).resolve().parent / "data" / "accelerators.csv"
 PRECISIONS = ("fp4", "fp8", "bf16", "fp32")
+# a precision format (perfzoo.vocabulary.FORMATS) -> the peak class it runs at
+FORMAT_CLASS = {"fp32": "fp32", "bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4",
+                "mxfp4": "fp4"}
 
 
 class UnknownAcceleratorWarning(UserWarning):
@@ -36,9 +41,11 @@ class AcceleratorSpec:
     """Datasheet figures of one device (dense, no sparsity).
 
     ``peak_flops`` maps a precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``) to FLOP/s;
-    a class the device lacks falls back to the next wider one (:meth:`flops`). Bandwidths are
-    bytes/s in one direction per device: ``intra_bw`` inside a node (NVLink, ICI), ``inter_bw`` to
-    other nodes. ``node_size`` is the devices that share the intra-node link.
+    ``formats`` are the low-precision formats the matrix units run (``fp8``, ``mxfp8``,
+    ``nvfp4``, ``mxfp4``). Bandwidths are bytes/s in one direction per device: ``intra_bw``
+    within the scale-up domain (NVLink, Infinity Fabric, ICI), ``inter_bw`` over the network
+    (all of a device's NICs). ``node_size`` is the devices of one host, ``nvlink_domain`` the
+    devices one scale-up link joins (8 on an HGX board; 72 on an NVL72 rack, across 18 hosts).
     """
 
     name: str
@@ -48,14 +55,27 @@ class AcceleratorSpec:
     intra_bw: float
     inter_bw: float
     node_size: int = 8
+    nvlink_domain: int = 8
+    formats: frozenset = frozenset()
     source: str = ""
 
     def flops(self, precision: str) -> Optional[float]:
-        """Peak FLOP/s for a precision class, falling back to wider ones (fp4 -> fp8 -> bf16 -> fp32)."""
+        """Peak FLOP/s for a precision class; ``bf16`` falls back to ``fp32`` (a CPU runs bf16 on its
+        fp32 units), ``fp8`` and ``fp4`` do not fall back (None: the device cannot run them)."""
+        if precision in ("fp8", "fp4"):
+            return self.peak_flops.get(precision)
         for p in PRECISIONS[PRECISIONS.index(precision):]:
             if p in self.peak_flops:
                 return self.peak_flops[p]
         return None
+
+    def supports(self, fmt: str) -> bool:
+        """Whether the device runs a precision format (:data:`perfzoo.vocabulary.FORMATS`)."""
+        return FORMAT_CLASS[fmt] in ("fp32", "bf16") or fmt in self.formats
+
+    def peak(self, fmt: str) -> Optional[float]:
+        """Peak FLOP/s of the matrix units in a precision format; None where the device lacks it."""
+        return self.flops(FORMAT_CLASS[fmt]) if self.supports(fmt) else None
 
 
 def _number(text: str, scale: float = 1.0) -> Optional[float]:
@@ -73,7 +93,8 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
             name=row["name"], peak_flops={p: v for p, v in peaks.items() if v is not None},
             memory_gib=_number(row["memory_gib"]) or float("nan"), hbm_bw=_number(row["hbm_tb_s"], 1e12),
             intra_bw=_number(row["intra_gb_s"], 1e9), inter_bw=_number(row["inter_gb_s"], 1e9),
-            node_size=int(row["devices_per_node"]), source=row["source"])))
+            node_size=int(row["devices_per_node"]), nvlink_domain=int(row["nvlink_domain"]),
+            formats=frozenset(f for f in row["formats"].split("|") if f), source=row["source"])))
     return tuple(rows)
 
 

@@ -7,7 +7,7 @@ Where datasets come from (:func:`list_datasets`, :func:`load_dataset`):
 * **external files**, read in place from the external-data directory: the ``external_dir``
   argument, else ``$PERFZOO_EXTERNAL_DATA``, else ``../shared/external`` beside the checkout.
   Registered: ``vtrain-a100``, ``published-mosaicml``, ``published-torchtitan``,
-  ``published-nemo``, ``published-megatron`` and ``published-llm``
+  ``published-nemo``, ``published-megatron``, ``published-megatron-bridge`` and ``published-llm``
   (every published-table CSV there together: :func:`published_tables` names them). Any other CSV there in
   either layout is listed under its file name (``megatron_runs.csv`` -> ``megatron-runs``).
 * **bundled record stores** ``datasets/<name>/`` (``records.jsonl``, ``dataset.json``,
@@ -129,12 +129,23 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "Megatron-LM README scaling tables 2020-09 to 2024-07: GPT 1B-1T on 1-6,144 V100, A100 and "
         "H100 (49 rows; most publish TFLOP/s or MFU only, their tokens/s is derived; 4 rows without "
         "a GPU count are skipped). Target: tokens/s per GPU."),
+    "published-megatron-bridge": ExternalSpec(
+        "published", ("nvidia_megatron_bridge_perf_summary.csv",), PUBLISHED_SCALE,
+        "compiled from the NVIDIA Megatron-Bridge performance summary "
+        "(https://github.com/NVIDIA-NeMo/Megatron-Bridge, docs/performance-summary.md and its archive) into "
+        "the published-table schema of SOURCES.md in the shared external-data folder",
+        "NVIDIA Megatron-Bridge performance summary, NeMo containers 25.09 to 26.02.01: pre-training of "
+        "Llama 3 8B/70B, Llama 3.1 405B, DeepSeek-V3, Qwen3 30B-A3B and 235B-A22B, GPT-OSS-120B, "
+        "Kimi-K2 and Nemotron-3 Nano on H100, B200, B300, GB200 and GB300 (8-1,024 GPUs) in BF16, "
+        "FP8, MXFP8 and NVFP4 (129 rows, half of them MoE; MoE rows force-balance the experts' "
+        "load; shapes from model_architectures.csv, then perfzoo's model catalog). Target: "
+        "tokens/s per GPU. Scale split: <=64 GPUs predict 128-1,024."),
     "published-llm": ExternalSpec(
         "published", (), PUBLISHED_SCALE,
         "any CSV whose header is the published-table schema of SOURCES.md in the shared "
         "external-data folder",
         "Every published-table CSV in the external-data directory together (MosaicML, "
-        "torchtitan, NeMo, Megatron-LM, and any file in that schema added later). Target: tokens/s per GPU. "
+        "torchtitan, NeMo, Megatron-LM, Megatron-Bridge, and any file in that schema added later). Target: tokens/s per GPU. "
         "Scale split: <=64 GPUs predict more."),
 }
 
@@ -171,7 +182,7 @@ def published_tables(external_dir: Optional[PathLike] = None) -> dict[str, Path]
     of its own (registered or found); ``published-llm`` is their union.
 
     >>> sorted(published_tables())[:2]
-    ['nvidia-megatron-bridge-perf-summary', 'published-megatron']
+    ['published-megatron', 'published-megatron-bridge']
     """
     directory = external_data_dir(external_dir)
     by_file = {spec.files[0]: name for name, spec in EXTERNAL.items() if len(spec.files) == 1}

@@ -65,7 +65,7 @@ def _k(name, kind, unit, doc, low=None, choices=(), hardware=False) -> tuple[str
     return name, Key(name, kind, unit, doc, low, tuple(choices), hardware)
 
 
-PRECISION_VALUES = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
+PRECISION_VALUES = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 CHECKPOINTING_VALUES = ("none", "selective", "full")
 SHARDING_VALUES = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard")
 
@@ -87,6 +87,25 @@ KEYS: dict[str, Key] = dict([
     _k("moe_ffn_dim", "int", "features", "one expert's MLP width", low=1),
     _k("n_shared_experts", "int", "experts", "experts every token passes through", low=0),
     _k("n_dense_layers", "int", "layers", "leading layers with a dense MLP in an MoE model", low=0),
+    _k("shared_ffn_dim", "int", "features", "the shared experts' MLP width (default moe_ffn_dim)", low=1),
+    _k("moe_capacity_factor", "float", "x", "tokens the busiest expert rank computes over the balanced share "
+       "(default 1: balanced)", low=1),
+    _k("moe_token_drop", "bool", "yes/no", "tokens over an expert's capacity are dropped (not dropless)"),
+    _k("etp", "int", "devices", "tensor-parallel degree inside the experts (default 1)", low=1),
+    _k("q_lora_rank", "int", "features", "MLA: the query's low-rank width", low=1),
+    _k("kv_lora_rank", "int", "features", "MLA: the compressed key/value width", low=1),
+    _k("qk_nope_head_dim", "int", "features", "MLA: a head's query/key width without rotary part", low=1),
+    _k("qk_rope_head_dim", "int", "features", "MLA: a head's rotary query/key width", low=1),
+    _k("v_head_dim", "int", "features", "MLA: a head's value width", low=1),
+    _k("mtp_layers", "int", "layers", "multi-token-prediction blocks after the last layer", low=0),
+    _k("sliding_window", "int", "tokens", "attention window of the sliding-window layers", low=1),
+    _k("n_sliding_layers", "int", "layers", "layers with sliding-window attention", low=0),
+    _k("n_attention_layers", "int", "layers", "hybrid models: layers with attention", low=0),
+    _k("n_mamba_layers", "int", "layers", "hybrid models: Mamba-2 layers", low=0),
+    _k("mamba_heads", "int", "heads", "Mamba-2 heads", low=1),
+    _k("mamba_head_dim", "int", "features", "width of one Mamba-2 head", low=1),
+    _k("mamba_state_dim", "int", "features", "Mamba-2 state size", low=1),
+    _k("mamba_groups", "int", "groups", "Mamba-2 groups", low=1),
     _k("task", "str", "name", "pre-training (default), SFT, or LoRA / PEFT (adapter tuning)"),
     _k("seq_len", "int", "tokens", "tokens per sequence", low=1),
     _k("global_batch_size", "int", "sequences", "sequences per optimizer step, all ranks together", low=1),

@@ -1,10 +1,13 @@
 """The model catalog: public LLM architectures by name, as perfzoo's config keys.
 
-A model is a row of ``perfzoo/data/models.csv`` (one per architecture, with its source); its
-shape is given in the config vocabulary of ``docs/architecture.md`` (``n_layers``,
-``hidden_dim``, ``ffn_dim``, ``n_heads``, ``n_kv_heads``, ``vocab_size``, ... and, for
-mixture-of-experts models, ``n_experts``, ``experts_per_token``, ``moe_ffn_dim``,
-``n_shared_experts``, ``n_dense_layers``), so a preset can be merged into any config.
+A model is a row of ``perfzoo/data/models.csv`` (one per architecture, with its source and
+whether its values were checked); its shape is given in the config vocabulary of
+``docs/architecture.md`` (``n_layers``, ``hidden_dim``, ``ffn_dim``, ``n_heads``, ``n_kv_heads``,
+``head_dim``, ``vocab_size``, ... and, for mixture-of-experts models, ``n_experts``,
+``experts_per_token``, ``moe_ffn_dim``, ``n_shared_experts``, ``shared_ffn_dim``,
+``n_dense_layers``; multi-head latent attention, multi-token prediction, sliding windows and
+hybrid Mamba layers have keys of their own, :data:`SHAPE_KEYS`; :mod:`perfzoo.analytic.shape`
+prices them), so a preset can be merged into any config.
 Names match loosely (case, spaces, ``-`` and ``_`` are ignored), and every alias a published
 table uses for the model is listed with it.
 
@@ -16,6 +19,8 @@ table uses for the model is listed with it.
 8
 >>> close_names("llama-3-70")[:2]
 ['llama3-70b', 'llama2-70b']
+>>> get("Kimi_K2")["kv_lora_rank"], get("Nemotron_3_Nano")["n_mamba_layers"]
+(512, 23)
 
 A Hugging Face ``config.json`` read from disk (no hub access) gives the same keys
 (:func:`from_hf_config`).
@@ -33,10 +38,13 @@ from typing import Any, Optional, Union
 import pandas as pd
 
 CATALOG_FILE = Path(__file__).parent / "data" / "models.csv"
-# the catalog's columns that are config keys (the rest: name, aliases, arch, active_params, source)
+# the catalog's columns that are config keys (the rest: name, aliases, arch, active_params, verified, source)
 SHAPE_KEYS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
               "gated_mlp", "tie_embeddings", "n_experts", "experts_per_token", "moe_ffn_dim", "n_shared_experts",
-              "n_dense_layers")
+              "shared_ffn_dim", "n_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+              "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window", "n_sliding_layers",
+              "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim", "mamba_state_dim",
+              "mamba_groups")
 _COLUMN_KEYS = {"gated": "gated_mlp"}  # catalog column -> config key, where they differ
 _BOOL_KEYS = {"gated_mlp", "tie_embeddings"}
 
@@ -125,8 +133,22 @@ _HF_KEYS: dict[str, tuple[str, ...]] = {
     "experts_per_token": ("num_experts_per_tok", "experts_per_token"),
     "moe_ffn_dim": ("moe_intermediate_size",),
     "n_shared_experts": ("n_shared_experts",),
+    "shared_ffn_dim": ("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"),
     "n_dense_layers": ("first_k_dense_replace",),
+    "q_lora_rank": ("q_lora_rank",),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "v_head_dim": ("v_head_dim",),
+    "mtp_layers": ("num_nextn_predict_layers",),
+    "sliding_window": ("sliding_window",),
+    "mamba_heads": ("mamba_num_heads",),
+    "mamba_head_dim": ("mamba_head_dim",),
+    "mamba_state_dim": ("ssm_state_size", "mamba_state_dim"),
+    "mamba_groups": ("n_groups", "mamba_n_groups"),
 }
+# a hybrid pattern's letters (Nemotron-H's hybrid_override_pattern): Mamba-2, attention, MLP, MoE
+_PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
 def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
@@ -154,6 +176,17 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
                          "(num_hidden_layers, hidden_size)")
     if keys.get("n_experts", 0) and "moe_ffn_dim" not in keys and "ffn_dim" in keys:
         keys["moe_ffn_dim"] = keys.pop("ffn_dim")
+    layer_types = raw.get("layer_types")
+    if isinstance(layer_types, list) and keys.get("sliding_window"):  # GPT-OSS: alternating windows
+        keys["n_sliding_layers"] = sum("sliding" in str(t) for t in layer_types)
+    elif keys.get("sliding_window") and raw.get("use_sliding_window", True):  # Mistral: every layer
+        keys["n_sliding_layers"] = keys["n_layers"]
+    else:  # no window, or one the config does not use (Qwen's use_sliding_window = false)
+        keys.pop("sliding_window", None)
+    pattern = raw.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        counts = {kind: sum(_PATTERN.get(c) == kind for c in pattern) for kind in _PATTERN.values()}
+        keys.update(n_layers=len(pattern), n_mamba_layers=counts["mamba"], n_attention_layers=counts["attention"])
     act = str(raw.get("hidden_act", raw.get("activation_function", ""))).lower()
     if act:
         keys["gated_mlp"] = act in ("silu", "swiglu", "geglu") or "glu" in act

@@ -42,9 +42,10 @@ def check_predictor(model: Predictor, X: pd.DataFrame, y: np.ndarray, X_test: pd
     ``save``/``load`` round trip with metadata, one row predicts as inside a frame, unseen
     categories and a missing optional column are unknowns, a constant target does not crash,
     ``predict_std`` where offered, a ``throughput`` member's 80% interval (``fit_interval``,
-    ``predict_interval``; 3 folds) covers 65-97% of the held-out rows (above 80%: the folds' fits
-    saw a third fewer rows than the member, so a member whose error falls fast with more rows is
-    conservative) and survives ``save``/``load``,
+    ``predict_interval``; 3 folds) covers at least 65% of the held-out rows, and at most 97% unless
+    it is narrow (median high/low <= 1.25: the folds' fits saw a third fewer rows than the member, so
+    a member whose error falls fast with more rows, e.g. ``gp`` at +-2%, is conservative) and
+    survives ``save``/``load``,
     and a non-floor member ranks held-out rows (Kendall tau above ``min_kendall``). ``y`` may hold
     NaN for failed jobs (the ``failure`` member's labels)."""
     name = model.name
@@ -91,7 +92,10 @@ def check_predictor(model: Predictor, X: pd.DataFrame, y: np.ndarray, X_test: pd
         assert np.isfinite(low).all() and np.isfinite(high).all() and (0 < low).all() and (low <= high).all(), \
             f"{name}: intervals must be finite, positive and ordered"
         cover = coverage(y_test, low, high)
-        assert 0.65 <= cover <= 0.97, f"{name}: the 80% interval covers {cover:.0%} of held-out rows (65-97% expected)"
+        width = float(np.median(high / low))
+        assert cover >= 0.65, f"{name}: the 80% interval covers {cover:.0%} of held-out rows (at least 65% expected)"
+        assert cover <= 0.97 or width <= 1.25, (f"{name}: the 80% interval covers {cover:.0%} of held-out rows with a "
+                                                f"median width of {width:.2f}x: too wide")
         wide_low, wide_high = model.predict_interval(X_test, alpha=0.05)
         assert (wide_low <= low).all() and (high <= wide_high).all(), f"{name}: a 95% interval must hold the 80% one"
         np.testing.assert_allclose(zoo.load(model.save(Path(tmp_dir) / f"{name}-interval")).predict_interval(X_test)[1],

@@ -13,6 +13,8 @@ readings live here, one per use:
 
 >>> normalize_precision("amp_bf16"), normalize_sharding(3), normalize_checkpointing(True)
 ('bf16', 'full_shard', 'full')
+>>> precision_format("FP8-MX"), precision_format("NVFP4 (bf16 tail)"), precision_format("FP8-CS")
+('mxfp8', 'nvfp4', 'fp8')
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ import numpy as np
 import pandas as pd
 
 PRECISIONS = ("fp32", "bf16", "fp8", "fp4")
+# precision formats: what the matrix units must support (perfzoo.accelerators); fp8 is FP8 with
+# per-tensor (delayed or current), per-row or blockwise scales, mxfp8 / nvfp4 / mxfp4 hardware block scaling
+FORMATS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 CHECKPOINTING = ("none", "selective", "full")
 SHARDINGS = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard")
 
@@ -54,6 +59,22 @@ def normalize_precision(v: Any) -> str:
     if "fp32" in s or "float32" in s or "tf32" in s:
         return "fp32"
     return "bf16"
+
+
+def precision_format(v: Any) -> str:
+    """Precision format, one of :data:`FORMATS`: what a device's matrix units must run
+    (``mxfp8`` needs Blackwell, ``fp8`` Hopper or Ada, ``nvfp4`` Blackwell). Unknown or missing -> ``bf16``.
+
+    >>> [precision_format(x) for x in ["mxfp8_cublas", "amp_fp8", "fp16", "Float8 rowwise", None]]
+    ['mxfp8', 'fp8', 'fp16', 'fp8', 'bf16']
+    """
+    if is_missing(v):
+        return "bf16"
+    text = str(v)
+    found = phrase_rules(text, PRECISION_RULES)
+    if found is not None:
+        return str(found)
+    return {"fp4": "nvfp4", "fp8": "fp8", "fp32": "fp32"}.get(normalize_precision(text), "bf16")
 
 
 def normalize_sharding(v: Any) -> str:
@@ -152,6 +173,37 @@ def params_from_name(name: Any) -> float:
     return float(number) * _SIZE_UNITS[unit]
 
 
+_VARIANT = re.compile(r"\s*\(([^)]*)\)\s*$")
+
+
+def model_variant(name: Any) -> tuple[str, dict[str, Any]]:
+    """A published model name without its trailing ``(variant)``, and the config keys the variant
+    states: ``tokendrop`` / ``dropless`` (``moe_token_drop``), ``w/o MTP`` (``mtp_layers = 0``).
+
+    >>> model_variant("DeepSeekV3 (tokendrop)"), model_variant("DeepSeekV3 (w/o MTP)")[1]
+    (('DeepSeekV3', {'moe_token_drop': True}), {'mtp_layers': 0})
+    >>> model_variant("Llama 3 8B")
+    ('Llama 3 8B', {})
+    """
+    if is_missing(name):
+        return "", {}
+    text = str(name)
+    found = _VARIANT.search(text)
+    if found is None:
+        return text, {}
+    tag = re.sub(r"[\s_\-]", "", found.group(1).lower())
+    keys: dict[str, Any] = {}
+    if tag in ("tokendrop", "tokendropping"):
+        keys["moe_token_drop"] = True
+    elif tag == "dropless":
+        keys["moe_token_drop"] = False
+    elif tag in ("w/omtp", "withoutmtp", "nomtp"):
+        keys["mtp_layers"] = 0
+    elif tag not in ("w/mtp", "withmtp"):
+        return text, {}  # a parenthesis that names no variant is part of the name
+    return text[:found.start()].strip(), keys
+
+
 # ----------------------------------------------------------------------------------------
 # loading a table: a cell -> the vocabulary's value
 # ----------------------------------------------------------------------------------------
@@ -173,10 +225,11 @@ def phrase_rules(text: str, rules: tuple[tuple[object, tuple[str, ...]], ...]) -
 
 
 PRECISION_RULES = (
-    ("nvfp4", ("nvfp4",)), ("mxfp8", ("mxfp8",)), ("fp8", ("fp8", "float8")),
+    ("nvfp4", ("nvfp4",)), ("mxfp4", ("mxfp4",)), ("mxfp8", ("mxfp8", "fp8 mx")), ("fp8", ("fp8", "float8")),
     ("bf16", ("bf16", "bfloat16")), ("fp16", ("fp16", "float16")), ("fp32", ("fp32", "float32")),
 )
 FSDP_RULES = (
+    ("none", ("fsdp col 0",)),  # Megatron-Bridge's "fsdp_col=0": no FSDP (Megatron DP)
     ("shard_grad_op", ("shard grad op", "zero2")), ("no_shard", ("no shard",)),
     ("hybrid_shard", ("hybrid shard", "hsdp")),
     ("full_shard", ("full shard", "fsdp", "fsdp2", "dp shard", "zero3")), ("none", ("none", "ddp")),

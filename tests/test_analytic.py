@@ -67,13 +67,17 @@ def test_pipeline_bubble():
 
 
 @pytest.mark.parametrize("fsdp, expected", [
-    # N_local = 301,989,888 / tp(2) = 150,994,944; D = dp = 4; bf16: 2 B params, 2 B grads, 12 B Adam
-    ("none", (301_989_888, 301_989_888, 1_811_939_328)),                # nothing sharded
-    ("NO_SHARD", (301_989_888, 301_989_888, 1_811_939_328)),
-    ("zero1", (301_989_888, 301_989_888, 1_811_939_328 // 4)),          # optimizer / 4 = 452,984,832
-    ("SHARD_GRAD_OP", (301_989_888, 301_989_888 // 4, 1_811_939_328 // 4)),  # + grads / 4 = 75,497,472
-    ("FULL_SHARD", (301_989_888 // 4, 301_989_888 // 4, 1_811_939_328 // 4)),  # everything / 4
-    (3, (301_989_888 // 4, 301_989_888 // 4, 1_811_939_328 // 4)),      # ZeRO stage 3 spelled as a number
+    # N_local = 301,989,888 / tp(2) = 150,994,944 (no vocabulary: no embedding); D = dp = 4.
+    # Megatron DP (none, zero1): bf16 params 2 B, fp32 main grads 4 B, fp32 master + Adam 12 B,
+    # the optimizer sharded over D (the distributed optimizer): 12 * N_local / 4 = 452,984,832
+    ("none", (301_989_888, 603_979_776, 452_984_832)),
+    ("zero1", (301_989_888, 603_979_776, 452_984_832)),
+    # torch FSDP: fp32 params 4 B, fp32 grads 4 B, Adam 8 B; NO_SHARD replicates all of it
+    ("NO_SHARD", (603_979_776, 603_979_776, 1_207_959_552)),
+    # SHARD_GRAD_OP shards the fp32 params at rest too: 4*N_local/4, 4*N_local/4, 8*N_local/4
+    ("SHARD_GRAD_OP", (150_994_944, 150_994_944, 301_989_888)),
+    ("FULL_SHARD", (150_994_944, 150_994_944, 301_989_888)),
+    (3, (150_994_944, 150_994_944, 301_989_888)),                       # ZeRO stage 3 spelled as a number
 ])
 def test_state_bytes_by_sharding(fsdp, expected):
     cfg = {**GPT, "n_gpus": 8, "tp": 2, "dp": 4, "fsdp": fsdp, "precision": "bf16"}
@@ -82,82 +86,91 @@ def test_state_bytes_by_sharding(fsdp, expected):
 
 
 def test_state_bytes_fp32_and_pipeline():
-    # fp32: 4 + 4 + 8 bytes; tp=1, pp=2 -> N_local = 150,994,944
+    # fp32: 4 + 4 + 8 bytes; tp=1, pp=2 -> N_local = 150,994,944; dp=1: nothing to shard over
     cfg = {**GPT, "n_gpus": 2, "pp": 2, "dp": 1, "precision": "fp32"}
     got = A.state_bytes_per_device(cfg)
     assert got == {"param_bytes": 603_979_776, "grad_bytes": 603_979_776, "optimizer_bytes": 1_207_959_552}
+    # the first and last stages also hold the embedding / LM head: V*d/tp on top of half the blocks
+    big = A.state_bytes_per_device({**cfg, "vocab_size": 1000})
+    assert big["param_bytes"] == 4 * (150_994_944 + 1000 * 1024)
 
 
 def test_hybrid_shard_shards_within_a_node():
-    # dp=16 over 2 nodes of 8: HYBRID_SHARD shards over 8, FULL_SHARD over 16
+    # dp=16 over 2 nodes of 8: HYBRID_SHARD shards over 8, FULL_SHARD over 16 (fp32 params, 4 B)
     base = {**GPT, "n_gpus": 16, "dp": 16, "precision": "bf16", "accelerator": "H100-80GB"}
     hybrid = A.state_bytes_per_device({**base, "fsdp": "HYBRID_SHARD"})["param_bytes"]
     full = A.state_bytes_per_device({**base, "fsdp": "FULL_SHARD"})["param_bytes"]
-    assert hybrid == 2 * GPT_N / 8 and full == 2 * GPT_N / 16
+    assert hybrid == 4 * GPT_N / 8 and full == 4 * GPT_N / 16
 
 
 def test_comm_bytes():
-    # B=16, b=4, dp=4 -> m = 1; tp=2 -> N_local = 150,994,944; ring factor (D-1)/D = 3/4
+    # B=16, b=4, dp=4 -> m = 1; tp=2 -> N_local = 150,994,944; ring factor (D-1)/D = 3/4;
+    # parameters travel in bf16 (2 B), gradients in fp32 (4 B)
     cfg = {**GPT, "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 8, "tp": 2, "dp": 4}
-    # DDP all-reduce: 2 * 3/4 * 150,994,944 * 2 B = 452,984,832
-    assert A.comm_bytes_per_device({**cfg, "fsdp": "none"})["comm_dp_bytes"] == 452_984_832
-    # FULL_SHARD: m * 3/4 * N_local * (2*2 + 2) = 0.75 * 150,994,944 * 6 = 679,477,248
-    assert A.comm_bytes_per_device({**cfg, "fsdp": "full_shard"})["comm_dp_bytes"] == 679_477_248
-    # SHARD_GRAD_OP: m * 3/4 * N_local * (2 + 2) = 452,984,832
-    assert A.comm_bytes_per_device({**cfg, "fsdp": "shard_grad_op"})["comm_dp_bytes"] == 452_984_832
-    # TP: activations b*s*d*2 B = 4*1024*1024*2 = 8,388,608; 4 all-reduces per layer, each
-    # 2*(t-1)/t = 1 x that; x 24 layers x m=1 -> 805,306,368
+    # Megatron DP all-reduce of fp32 grads: 2 * 3/4 * 150,994,944 * 4 B = 905,969,664
+    assert A.comm_bytes_per_device({**cfg, "fsdp": "none"})["comm_dp_bytes"] == 905_969_664
+    # FULL_SHARD: m * 3/4 * N_local * (2*2 + 4) = 0.75 * 150,994,944 * 8 = 905,969,664
+    assert A.comm_bytes_per_device({**cfg, "fsdp": "full_shard"})["comm_dp_bytes"] == 905_969_664
+    # SHARD_GRAD_OP: m * 3/4 * N_local * (2 + 4) = 679,477,248
+    assert A.comm_bytes_per_device({**cfg, "fsdp": "shard_grad_op"})["comm_dp_bytes"] == 679_477_248
+    # TP: activations b*s*d*2 B = 4*1024*1024*2 = 8,388,608; 2 all-reduces per sublayer
+    # (attention, MLP), each 2*(t-1)/t = 1 x that; x 48 sublayers x m=1 -> 805,306,368
     got = A.comm_bytes_per_device(cfg)
     assert got["comm_tp_bytes"] == 805_306_368
     assert got["comm_pp_bytes"] == 0 and got["comm_cp_bytes"] == 0
-    # PP=2 (tp=1, dp=4 -> B=16, b=4 -> m=1): 2*(pp-1)/pp * 8,388,608 = 8,388,608
+    # PP=2 (tp=1, dp=4 -> B=16, b=4 -> m=1): 2*(pp-1)/pp * 8,388,608 = 8,388,608; interleaved vp=2: twice
     pp = A.comm_bytes_per_device({**cfg, "tp": 1, "pp": 2})
     assert pp["comm_pp_bytes"] == 8_388_608
-    # CP=2 (dp=4, k=a): K,V chunk 2*b*(s/cp)*d*(k/a)*2 B = 2*4*512*1024*2 = 8,388,608;
+    assert A.comm_bytes_per_device({**cfg, "tp": 1, "pp": 2, "vp": 2})["comm_pp_bytes"] == 2 * 8_388_608
+    # CP=2 (dp=4, k=a): K,V chunk b*(s/cp)*kv*(h+h)*2 B = 4*512*16*128*2 = 8,388,608;
     # x 3 (fwd + bwd) x (cp-1) x 24 layers x m=1 = 603,979,776
     cp = A.comm_bytes_per_device({**cfg, "tp": 1, "cp": 2})
     assert cp["comm_cp_bytes"] == 603_979_776
-
-
-def test_activation_memory_korthikanti():
-    # s=1024, b=4, d=1024, a=16, t=1, no recompute: per layer s*b*d*(34 + 5*a*s/d)
-    # = 4,194,304 * (34 + 80) = 478,150,656; 24 layers held (pp=1) -> 11,475,615,744
-    cfg = {**GPT, "micro_batch_size": 4, "global_batch_size": 4, "n_gpus": 1}
-    assert A.activation_bytes_per_device(cfg) == 24 * 478_150_656
-    # tp=2 without sequence parallelism: s*b*d*(10 + 24/2 + 5*a*s/(d*2)) = 4,194,304 * 62
-    tp = {**cfg, "n_gpus": 2, "tp": 2}
-    assert A.activation_bytes_per_device(tp) == 24 * 4_194_304 * 62
-    # ... with sequence parallelism: s*b*d/2 * (34 + 80) = 4,194,304 * 57
-    assert A.activation_bytes_per_device({**tp, "sequence_parallel": True}) == 24 * 4_194_304 * 57
-    # full recompute keeps only each layer's input: 2*s*b*d = 8,388,608 per layer
-    assert A.activation_bytes_per_device({**cfg, "activation_checkpointing": True}) == 24 * 8_388_608
-    # flash attention drops the 5*a*s/d term: 4,194,304 * 34
-    assert A.activation_bytes_per_device({**cfg, "flash_attention": True}) == 24 * 4_194_304 * 34
-    # pp=4 with m=2 micro-batches in flight: 24/4 layers x min(4, 2) = 12 layers' worth
-    pp = {**cfg, "n_gpus": 4, "pp": 4, "global_batch_size": 8}
-    assert A.activation_bytes_per_device(pp) == 12 * 478_150_656
+    # tp=2 holds half the heads (half the bytes), with dp=2 twice the micro-batches (m = 16/(4*2))
+    assert A.comm_bytes_per_device({**cfg, "cp": 2, "dp": 2})["comm_cp_bytes"] == 2 * 603_979_776 / 2
 
 
 def test_ideal_step_time_and_throughput():
-    # 4 x A100 (312 TFLOP/s bf16), dp=4, B=16, b=4 (m=1), DDP:
-    # FLOPs per device = 16,384 * 2,113,929,216 / 4 = 8,658,654,068,736 -> 0.0277521... s
-    # DP all-reduce 2*(3/4)*301,989,888*2 B = 905,969,664 B at 300 GB/s = 0.00302 s < compute: hidden
+    # 4 x A100 (312 TFLOP/s bf16), dp=4, B=16, b=4 (m=1), DDP: 4,096 tokens per device.
+    # Executed FLOPs per token: 6N = 1,811,939,328 in the linear layers + the causal attention core
+    # 6 * 24 layers * (s/2 = 512) * 16 heads * (64 + 64) = 150,994,944 -> 1,962,934,272
+    # -> 4,096 * 1,962,934,272 = 8,040,178,778,112 FLOPs per device -> 0.02577 s
+    # DP all-reduce 2*(3/4)*301,989,888*4 B = 1,811,939,328 B at 300 GB/s = 0.00604 s < compute: hidden
     cfg = {**GPT, "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "dp": 4,
            "accelerator": "A100-SXM-80GB", "precision": "bf16"}
-    t = 8_658_654_068_736 / 312e12
+    t = 8_040_178_778_112 / 312e12
     assert A.ideal_step_time(cfg) == pytest.approx(t, rel=1e-12)
     assert A.throughput(cfg) == pytest.approx(16_384 / t, rel=1e-12)
     assert A.throughput(cfg, per_device=True) == pytest.approx(16_384 / t / 4, rel=1e-12)
     # pp=2, m=4: bubble 1/5 stretches compute by 1/(1-1/5); B=16, b=2, dp=2 -> m = 4
     pp = {**cfg, "pp": 2, "dp": 2, "micro_batch_size": 2}
     t_pp_comm = 4 * 2 * 0.5 * (2 * 1024 * 1024 * 2) / 300e9   # m * 2(pp-1)/pp * b*s*d*2 B over NVLink
-    t_dp = 2 * 0.5 * (GPT_N / 2) * 2 / 300e9                   # hidden behind compute
+    t_dp = 2 * 0.5 * (GPT_N / 2) * 4 / 300e9                   # hidden behind compute
     assert t_dp < t
     assert A.ideal_step_time(pp) == pytest.approx(t / (1 - 1 / 5) + t_pp_comm, rel=1e-12)
-    # fp8 on H100 uses the fp8 peak (1979 TFLOP/s); fp8 on A100 falls back to bf16
-    assert A.ideal_step_time({**cfg, "accelerator": "H100-80GB", "precision": "amp_fp8"}) == pytest.approx(
-        8_658_654_068_736 / 1979e12, rel=1e-12)
-    assert A.ideal_step_time({**cfg, "precision": "fp8"}) == pytest.approx(t, rel=1e-12)
+    # fp8 on H100: the linear layers at the fp8 peak (1979 TFLOP/s), the attention core at bf16 (989)
+    h100 = 4096 * (1_811_939_328 / 1979e12 + 150_994_944 / 989e12)
+    assert A.ideal_step_time({**cfg, "accelerator": "H100-80GB", "precision": "amp_fp8"}) == pytest.approx(h100, rel=1e-12)
+    # A100 has no fp8 tensor cores and H100 no fp4: NaN, never a fallback
+    assert math.isnan(A.ideal_step_time({**cfg, "precision": "fp8"}))
+    assert math.isnan(A.ideal_step_time({**cfg, "accelerator": "H100-80GB", "precision": "nvfp4"}))
+
+
+def test_low_precision_runs_the_linear_layers_only():
+    # GB300: NVFP4 15 PF, FP8/MXFP8 5 PF, BF16 2.5 PF. Per token: linear 1,811,939,328 FLOPs,
+    # causal attention core 150,994,944 (stays in BF16); 4,096 tokens per device
+    cfg = {**GPT, "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "dp": 4, "accelerator": "GB300"}
+    nvfp4 = 4096 * (1_811_939_328 / 15000e12 + 150_994_944 / 2500e12)
+    mxfp8 = 4096 * (1_811_939_328 / 5000e12 + 150_994_944 / 2500e12)
+    est = A.estimate({**cfg, "precision": "NVFP4"})
+    assert est["compute_time_s"] == pytest.approx(nvfp4, rel=1e-12)
+    assert A.estimate({**cfg, "precision": "FP8-MX"})["compute_time_s"] == pytest.approx(mxfp8, rel=1e-12)
+    # the effective peak is the FLOP-weighted harmonic mix: 10.8 PF here, below the NVFP4 figure
+    assert est["effective_peak_flops"] == pytest.approx(4096 * 1_962_934_272 / nvfp4, rel=1e-12)
+    assert 2500e12 < est["effective_peak_flops"] < 0.75 * 15000e12
+    # the LM head stays in BF16 too: V=1000 adds 6*V*d = 6,144,000 FLOPs per token at 2.5 PF
+    head = A.estimate({**cfg, "precision": "NVFP4", "vocab_size": 1000})["compute_time_s"]
+    assert head == pytest.approx(nvfp4 + 4096 * 6 * 1000 * 1024 / 2500e12, rel=1e-12)
 
 
 def test_defaults_for_what_published_tables_leave_out():
@@ -182,11 +195,12 @@ def test_moe_adapters_and_where_groups_land():
     dense = {**GPT, "ffn_dim": 4096, "global_batch_size": 64, "micro_batch_size": 1, "n_gpus": 16, "dp": 16,
              "accelerator": "H100-80GB"}
     moe = {**dense, "n_experts": 8, "experts_per_token": 2}
-    # MLP per expert 2*d*f = 8,388,608; 8 experts + router d*8 per layer; FLOPs use the 2 active
+    # MLP per expert 2*d*f = 8,388,608 (no moe_ffn_dim: the expert is ffn_dim wide); 8 experts +
+    # router d*8 per layer; FLOPs use the 2 active experts, and the router's 6*d*E
     mlp = 2 * 1024 * 4096
     assert A.param_count(moe) == GPT_N + 24 * (7 * mlp + 1024 * 8)
-    assert A.flops_per_token(moe) == GPT_FLOPS_PER_TOKEN + 6 * 24 * mlp
-    # EP=8 all-to-alls: 4 per layer pass of K*b*s*d*2 B, 7/8 leaving the device (m = 64/16 = 4)
+    assert A.flops_per_token(moe) == GPT_FLOPS_PER_TOKEN + 6 * 24 * mlp + 6 * 24 * 1024 * 8
+    # EP=8 all-to-alls: 4 per MoE layer pass of K*b*s*d*2 B, 7/8 leaving the device (m = 64/16 = 4)
     ep = A.comm_bytes_per_device({**moe, "ep": 8})["comm_ep_bytes"]
     assert ep == 4 * 24 * 4 * (7 / 8) * 2 * 1024 * 1024 * 2
     assert A.comm_bytes_per_device(moe)["comm_ep_bytes"] == 0 and A.comm_bytes_per_device(dense)["comm_ep_bytes"] == 0
@@ -198,12 +212,87 @@ def test_moe_adapters_and_where_groups_land():
     assert A.flops_per_token(lora) == GPT_FLOPS_PER_TOKEN - 2 * GPT_N
     state = A.state_bytes_per_device({**lora, "n_gpus": 1})
     assert state["grad_bytes"] == 0 and state["optimizer_bytes"] == 0 and state["param_bytes"] == 2 * GPT_N
-    # the DP group of tp=2 x dp=4 spans 8 ranks: one H100 node (NVLink); tp=2 x dp=8 spans two (network)
+    # the DP group of tp=2 x dp=4 spans 8 ranks: one H100 node (NVLink); tp=2 x dp=8 spans two,
+    # and the 4 members in each node share their 4 rails: min(450, 4 x 50) = 200 GB/s per device
     h100 = A.HARDWARE["H100-80GB"]
     inside = A.estimate({**dense, "n_gpus": 8, "tp": 2, "dp": 4, "global_batch_size": 4})
     across = A.estimate({**dense, "n_gpus": 16, "tp": 2, "dp": 8, "global_batch_size": 8})
     assert inside["dp_time_s"] == pytest.approx(inside["comm_dp_bytes"] / h100.intra_bw)
-    assert across["dp_time_s"] == pytest.approx(across["comm_dp_bytes"] / h100.inter_bw)
+    assert across["dp_time_s"] == pytest.approx(across["comm_dp_bytes"] / (4 * h100.inter_bw))
+    # tp=8 puts one DP member in each node: the device's own rail
+    rail = A.estimate({**dense, "n_gpus": 16, "tp": 8, "dp": 2, "global_batch_size": 2})
+    assert rail["dp_time_s"] == pytest.approx(rail["comm_dp_bytes"] / h100.inter_bw)
+
+
+def test_nvl72_keeps_groups_of_up_to_72_on_nvlink():
+    # 64 GPUs in 16 trays of 4: GB200's NVLink domain is the 72-GPU rack, so a DP group of 64 is
+    # on NVLink (900 GB/s); B200's domain is its 8-GPU board, so the same group crosses the
+    # network with 8 members per board sharing 8 rails: min(900, 8 x 50) = 400 GB/s
+    cfg = {**GPT, "global_batch_size": 64, "micro_batch_size": 1, "n_gpus": 64, "dp": 64, "precision": "bf16",
+           "fsdp": "full_shard"}
+    gb200 = A.estimate({**cfg, "accelerator": "GB200", "nodes": 16, "accelerator_count": 64})
+    b200 = A.estimate({**cfg, "accelerator": "B200", "nodes": 8, "accelerator_count": 64})
+    assert gb200["dp_time_s"] == pytest.approx(gb200["comm_dp_bytes"] / 900e9)
+    assert b200["dp_time_s"] == pytest.approx(b200["comm_dp_bytes"] / 400e9)
+    # 128 GB200 span two racks: 64 members per rack share their 64 rails (capped by NVLink)
+    big = A.estimate({**cfg, "n_gpus": 128, "dp": 128, "global_batch_size": 128, "accelerator": "GB200",
+                      "nodes": 32, "accelerator_count": 128})
+    assert big["dp_time_s"] == pytest.approx(big["comm_dp_bytes"] / 900e9)
+
+
+def test_expert_all_to_all_splits_between_nvlink_and_the_network():
+    # ep=16 on H100 (8 per node): each device sends 7/15 of its routed bytes inside its node
+    # (450 GB/s) and 8/15 over its rail (50 GB/s), in parallel: the network part sets the time
+    moe = {**GPT, "ffn_dim": 4096, "n_experts": 16, "experts_per_token": 2, "global_batch_size": 16,
+           "micro_batch_size": 1, "n_gpus": 16, "dp": 16, "ep": 16, "accelerator": "H100-80GB"}
+    est = A.estimate(moe)
+    sent = est["comm_ep_bytes"]
+    assert sent == 4 * 24 * 1 * (15 / 16) * 2 * 1024 * 1024 * 2  # m = 1
+    assert est["ep_time_s"] == pytest.approx(max(sent * 7 / 15 / 450e9, sent * 8 / 15 / 50e9))
+
+
+def test_moe_shape_of_deepseek_v3_by_hand():
+    # DeepSeek-V3 (the catalog's row, MTP off): MLA attention per layer
+    #   query d*ql + ql*a*(nope+rope) = 7168*1536 + 1536*128*192 = 11,010,048 + 37,748,736
+    #   keys/values d*(kvl+rope) + kvl*a*(nope+v) = 7168*576 + 512*128*256 = 4,128,768 + 16,777,216
+    #   output a*v*d = 128*128*7168 = 117,440,512                    -> 187,105,280 x 61 layers
+    # 3 dense MLPs 3*7168*18432 = 396,361,728 each; 58 MoE layers of 256 experts 3*7168*2048 =
+    # 44,040,192 each + 1 shared expert of 2048 + router 7168*256 = 11,320,164,352 each;
+    # embedding + LM head 2*129280*7168 = 1,853,358,080
+    from perfzoo import models
+    cfg = {**models.get("deepseek-v3"), "mtp_layers": 0}
+    total = 187_105_280 * 61 + 396_361_728 * 3 + 11_320_164_352 * 58 + 1_853_358_080
+    assert total == 671_025_397_760 and A.param_count(cfg) == total  # published: 671B
+    # active: attention + dense + 58 x (8 + 1 shared experts) + routers + LM head = 36.6B (published 37B)
+    active = (187_105_280 * 61 + 396_361_728 * 3 + 58 * 9 * 44_040_192 + 58 * 7168 * 256 + 129_280 * 7168)
+    assert A.estimate(cfg)["active_params"] == active == 36_624_596_992
+    # MTP adds one block (attention + MoE layer + eh_proj 2*d*d) and a second LM-head pass
+    mtp = A.param_count({**cfg, "mtp_layers": 1}) - total
+    assert mtp == 187_105_280 + 11_320_164_352 + 2 * 7168 * 7168
+
+
+def test_sliding_windows_and_hybrid_mamba_layers():
+    # a window of 128 over 8,192 tokens: the causal context is w - w(w-1)/(2s) instead of s/2
+    base = {"n_layers": 4, "hidden_dim": 1024, "n_heads": 8, "seq_len": 8192}
+    full = A.estimate({**base, "n_gpus": 1, "accelerator": "H100-80GB", "global_batch_size": 1})
+    windowed = A.estimate({**base, "sliding_window": 128, "n_sliding_layers": 2, "n_gpus": 1,
+                           "accelerator": "H100-80GB", "global_batch_size": 1})
+    ctx = 128 - 128 * 127 / (2 * 8192)
+    core = lambda c: 6 * c * 8 * (128 + 128)  # per layer, per token
+    assert (full["compute_time_s"] - windowed["compute_time_s"]) * 989e12 / 8192 == pytest.approx(
+        2 * (core(4096) - core(ctx)), rel=1e-9)
+    # model FLOPs (non-causal) count the window as the context: 2 layers of s, 2 of w
+    assert A.flops_per_token({**base, "sliding_window": 128, "n_sliding_layers": 2}) == pytest.approx(
+        A.flops_per_token(base) - 2 * 6 * (8192 - 128) * 8 * 256)
+    # hybrid: 2 Mamba-2 mixers (64 heads x 64 = 4096 channels, state 128, 8 groups), 1 attention,
+    # 1 MLP layer: in-projection d*(2*4096 + 2*8*128 + 64), out-projection 4096*d
+    hybrid = {**base, "n_mamba_layers": 2, "n_attention_layers": 1, "mamba_heads": 64, "mamba_head_dim": 64,
+              "mamba_state_dim": 128, "mamba_groups": 8, "ffn_dim": 4096}
+    mamba = 1024 * (2 * 4096 + 2 * 8 * 128 + 64) + 4096 * 1024
+    attention, mlp = 4 * 1024 * 1024, 2 * 1024 * 4096
+    assert A.param_count(hybrid) == 2 * mamba + attention + mlp
+    # FLOPs: 6 x those matmul parameters, the scan 3 * 7 * 4096 * 128 per Mamba layer, one attention core
+    assert A.flops_per_token(hybrid) == 6 * (2 * mamba + attention + mlp) + 2 * 3 * 7 * 4096 * 128 + 6 * 8192 * 8 * 256
 
 
 def test_calibration_recovers_the_efficiency_factors():
@@ -335,7 +424,11 @@ def test_the_accelerator_table_covers_public_tables_with_a_source_each():
     for s in found.values():
         assert s.source and s.flops("bf16") > 1e14 and s.memory_gib > 0 and s.intra_bw > 0 and s.inter_bw > 0
     assert found["B300"].flops("fp4") > found["B300"].flops("fp8") > found["B300"].flops("bf16")
-    assert found["A100 80GB"].flops("fp8") == found["A100 80GB"].flops("bf16")  # no fp8: falls back
+    assert found["GB300"].flops("fp4") == 15e15 and found["GB300"].nvlink_domain == 72
+    # formats: no fp8 on A100 (no fallback to bf16), no NVFP4 or MXFP8 on H100
+    assert found["A100 80GB"].flops("fp8") is None and found["A100 80GB"].peak("fp8") is None
+    assert found["H100 SXM"].peak("fp8") == 1979e12 and found["H100 SXM"].peak("mxfp8") is None
+    assert found["H100 SXM"].peak("nvfp4") is None and found["B200"].peak("nvfp4") == 9e15
     assert A.throughput({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024, "global_batch_size": 16,
                          "micro_batch_size": 2, "n_gpus": 8, "accelerator": "TPU v5p"}) > 0
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from perfzoo import models
+from perfzoo import analytic, models
 
 
 def test_every_catalog_row_is_a_model_with_a_shape_and_a_source():
@@ -44,3 +44,78 @@ def test_a_hugging_face_config_gives_the_same_keys(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"architectures": ["X"]}))
     with pytest.raises(ValueError, match="no layer count and width"):
         models.from_hf_config(tmp_path / "bad.json")
+
+
+def test_the_catalog_covers_every_public_architecture_the_shared_tables_and_plan_name():
+    wanted = ["llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b", "mixtral-8x7b",
+              "mixtral-8x22b", "deepseek-v3", "kimi-k2", "qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b",
+              "gpt-oss-20b", "gpt-oss-120b", "nemotron4-15b", "nemotron4-340b", "nemotron-3-nano",
+              "gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b",
+              "mpt-125m", "mpt-350m", "mpt-760m", "mpt-1b", "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b"]
+    assert set(wanted) <= set(models.names())
+    table = models.catalog().set_index("name")
+    assert table["verified"].isin(["yes", "partly", "no"]).all()
+    # every name the Megatron-Bridge table uses resolves (its variants are stripped by the loader)
+    for name in ("LLAMA3_8B", "LLAMA3_70B", "LLAMA3.1_405B", "DeepSeekV3", "GPT OSS 120B", "Qwen3_30B_a3B",
+                 "Qwen3_235B_a22B", "Kimi_K2", "Nemotron_3_Nano"):
+        assert models.lookup(name) is not None, name
+
+
+def test_catalog_shapes_give_the_published_parameter_counts():
+    # the cost model's count from each row's shape against the count the source states (MTP
+    # modules are not in DeepSeek-V3's 671B): within 2% except Nemotron-4 15B (+4%: the paper
+    # rounds), active parameters within 10% (stated active counts include the embedding)
+    table = models.catalog().set_index("name")
+    for name in models.names():
+        keys = {k: v for k, v in models.get(name).items() if k != "n_params"}
+        keys["mtp_layers"] = 0
+        est = analytic.estimate(keys)
+        stated = table.loc[name, "n_params"]
+        if stated == stated:  # given
+            assert est["n_params"] == pytest.approx(stated, rel=0.045 if name == "nemotron4-15b" else 0.021), name
+        active = table.loc[name, "active_params"]
+        if active == active:
+            assert est["active_params"] == pytest.approx(active, rel=0.10), name
+
+
+def test_a_hugging_face_config_reads_mla_mtp_windows_and_hybrid_patterns(tmp_path):
+    deepseek = {"num_hidden_layers": 61, "hidden_size": 7168, "intermediate_size": 18432, "num_attention_heads": 128,
+                "num_key_value_heads": 128, "vocab_size": 129280, "n_routed_experts": 256, "num_experts_per_tok": 8,
+                "moe_intermediate_size": 2048, "n_shared_experts": 1, "first_k_dense_replace": 3,
+                "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                "v_head_dim": 128, "num_nextn_predict_layers": 1, "hidden_act": "silu", "model_type": "deepseek_v3"}
+    (tmp_path / "config.json").write_text(json.dumps(deepseek))
+    keys = models.from_hf_config(tmp_path / "config.json")
+    preset = models.get("deepseek-v3")
+    for key in ("n_layers", "hidden_dim", "ffn_dim", "n_experts", "experts_per_token", "moe_ffn_dim", "n_shared_experts",
+                "n_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                "mtp_layers"):
+        assert keys[key] == preset[key], key
+    oss = {"num_hidden_layers": 4, "hidden_size": 2880, "intermediate_size": 2880, "num_attention_heads": 64,
+           "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 201088, "num_local_experts": 32,
+           "num_experts_per_tok": 4, "sliding_window": 128,
+           "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]}
+    (tmp_path / "oss.json").write_text(json.dumps(oss))
+    keys = models.from_hf_config(tmp_path / "oss.json")
+    assert keys["sliding_window"] == 128 and keys["n_sliding_layers"] == 2 and keys["moe_ffn_dim"] == 2880
+    qwen = {"num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8, "sliding_window": 4096,
+            "use_sliding_window": False}
+    (tmp_path / "qwen.json").write_text(json.dumps(qwen))
+    assert "sliding_window" not in models.from_hf_config(tmp_path / "qwen.json")
+    nano = {"num_hidden_layers": 52, "hidden_size": 2688, "num_attention_heads": 32, "vocab_size": 131072,
+            "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", "mamba_num_heads": 64,
+            "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8}
+    (tmp_path / "nano.json").write_text(json.dumps(nano))
+    keys = models.from_hf_config(tmp_path / "nano.json")
+    preset = models.get("nemotron-3-nano")
+    for key in ("n_layers", "n_mamba_layers", "n_attention_layers", "mamba_heads", "mamba_head_dim", "mamba_state_dim",
+                "mamba_groups"):
+        assert keys[key] == preset[key], key
+
+
+def test_every_shape_key_is_optional_for_llm_configs():
+    """A preset's shape keys can be left out of a config (dense rows have no expert keys)."""
+    from perfzoo import workloads
+
+    missing = set(models.SHAPE_KEYS) - {"n_layers", "hidden_dim", "n_heads"} - workloads.get("llm").optional_keys
+    assert not missing, f"add to perfzoo/workloads/llm optional_keys: {sorted(missing)}"

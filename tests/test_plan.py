@@ -106,7 +106,7 @@ def test_reinforce_when_the_space_is_large_and_the_log_says_why():
 
 def test_a_model_that_fits_nowhere_says_so_and_by_how_much():
     with pytest.raises(PlanError, match=r"toy-2t fits in none of the [\d,]+ layouts on 8 x H100-80GB: the leanest "
-                                        r"needs [\d,.]+ GiB per GPU, [\d,.]+ GiB more than the 72.0 GiB usable"):
+                                        r"needs [\d,.]+ GiB per GPU, [\d,.]+ GiB more than the [\d,.]+ GiB usable"):
         plan(HUGE, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=8, scorer=Scorer(Formula(by_pp)))
 
 

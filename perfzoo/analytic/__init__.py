@@ -9,7 +9,10 @@ exception): e.g. an accelerator missing from the accelerator table (:mod:`perfzo
 which warns once naming it) has no peak FLOP/s, so its ideal step time is ``NaN``; predictors
 treat those as missing values.
 
-One module per concept: :mod:`.llm` (the transformer cost model and its conventions),
+One module per concept: :mod:`.llm` (the transformer cost model and its conventions: layout,
+communication, step time), :mod:`.shape` (a decoder's layers, parameters and FLOPs: dense, MLA,
+sliding windows, MTP, hybrid Mamba), :mod:`.moe` (mixture-of-experts layers and routing),
+:mod:`.precision` (which matmuls run in low precision), :mod:`.memory` (peak memory per device),
 :mod:`.hardware` (per-row device figures), :mod:`.estimates` (every row to its workload's cost
 model), :mod:`.calibration` (a roofline whose efficiency factors are fitted to measurements);
 a workload's own cost model lives in its bundle (the recommendation model's in
@@ -28,12 +31,12 @@ from perfzoo.analytic.calibration import Calibration, calibrate, calibrate_throu
 from perfzoo.analytic.estimates import ESTIMATE_COLUMNS, estimate, estimate_arrays, throughput
 from perfzoo.analytic.hardware import HARDWARE
 from perfzoo.analytic.llm import (LLMCost, activation_bytes_per_device, comm_bytes_per_device, flops_per_device_step,
-                                  flops_per_step, flops_per_token, ideal_step_time, param_count, pipeline_bubble,
-                                  state_bytes_per_device)
+                                  flops_per_step, flops_per_token, ideal_step_time, memory_per_device, param_count,
+                                  pipeline_bubble, state_bytes_per_device)
 
 __all__ = [
     "Calibration", "ESTIMATE_COLUMNS", "HARDWARE", "LLMCost", "activation_bytes_per_device", "calibrate", "calibrate_throughput",
     "comm_bytes_per_device", "estimate", "estimate_arrays", "flops_per_device_step", "flops_per_step",
-    "flops_per_token", "ideal_step_time", "param_count", "pipeline_bubble",
+    "flops_per_token", "ideal_step_time", "memory_per_device", "param_count", "pipeline_bubble",
     "state_bytes_per_device", "throughput",
 ]

@@ -82,8 +82,9 @@ def wrap(values: np.ndarray, df: pd.DataFrame, scalar: bool):
 
 
 def wrap_frame(cols: dict[str, np.ndarray], df: pd.DataFrame, scalar: bool):
-    """Several estimates as a dict of floats (one config) or a DataFrame aligned with ``df``."""
-    cols = {k: full(v, len(df)) for k, v in cols.items()}
+    """Several estimates as a dict of floats (one config) or a DataFrame aligned with ``df`` (which
+    copies the columns into its own block, so they are only broadcast here)."""
+    cols = {k: np.broadcast_to(np.asarray(v, dtype=float), (len(df),)) for k, v in cols.items()}
     if scalar:
         return {k: float(v[0]) for k, v in cols.items()}
     return pd.DataFrame(cols, index=df.index)

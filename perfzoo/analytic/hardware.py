@@ -1,11 +1,26 @@
 """Per-row device figures for the cost models, from the accelerator table
 (:mod:`perfzoo.accelerators`, ``perfzoo/data/accelerators.csv``), looked up once per distinct
 accelerator name; the job's own figures (``accelerator_memory_gib``, devices per node) win.
+
+Where a group of ranks communicates: inside the scale-up domain (``domain``: the devices one
+NVLink / Infinity Fabric / ICI link joins) at the intra-domain bandwidth, else over the network at
+the bandwidth of the devices' NICs (``inter_bw``: rails per device x line rate). On an HGX board
+the domain is the host's 8 GPUs (fewer when a job says it ran on smaller nodes); on an NVL72 rack
+(GB200, GB300) it is 72 GPUs across 18 hosts of 4, whatever the job's host count.
+
+A group of ``size`` ranks ``stride`` apart (Megatron's rank order) that spans several domains has
+``c = domain / stride`` members in each (at least 1). Its ring collectives run hierarchically over
+every rail (NCCL's multi-ring / tree algorithms): each domain's ``c`` members share the crossing
+traffic over their ``c`` NICs, so the group's bandwidth per device is ``min(intra, c * inter)``
+(:func:`group_bandwidth`; with one member per domain, the device's own NICs). An all-to-all sends
+``(c-1)/(size-1)`` of its bytes inside the domain and the rest over the device's NICs, in parallel
+(:func:`alltoall_seconds`; NCCL's PXN keeps cross-rail traffic on NVLink).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -14,64 +29,110 @@ from perfzoo.accelerators import AcceleratorSpec
 from perfzoo.accelerators import spec as accelerator_spec
 from perfzoo.accelerators import table as accelerator_table
 from perfzoo.analytic._frame import column, num
-from perfzoo.vocabulary import PRECISIONS
+from perfzoo.vocabulary import FORMATS, PRECISIONS
 
 HARDWARE: dict[str, AcceleratorSpec] = {s.name: s for _, s in accelerator_table()}
+# The memory torch can use, as a fraction of the datasheet capacity: an H100 80GB shows 79.18 GiB
+# (torch.cuda.get_device_properties(0).total_memory on the llm-h100 machine; the rest is held by
+# the driver). Applied where a row states no measured capacity of its own.
+VISIBLE_MEMORY = 79.18 / 80.0
 
 
 @dataclass
 class DeviceFigures:
     """Per-row figures (arrays, or 0-d arrays when one device serves every row)."""
 
-    peak: np.ndarray  # FLOP/s at the row's precision class
-    memory_gib: np.ndarray
-    intra_bw: np.ndarray  # bytes/s per device inside a node
-    inter_bw: np.ndarray  # bytes/s per device between nodes
-    node_size: np.ndarray  # devices per node
+    peak: np.ndarray  # FLOP/s at the row's precision (NaN where the device lacks its format)
+    peak_bf16: np.ndarray  # FLOP/s of the 16-bit matrix units (what stays in BF16 runs there)
+    memory_gib: np.ndarray  # what the job can allocate: the row's own figure, else the datasheet's visible part
+    intra_bw: np.ndarray  # bytes/s per device within the scale-up domain
+    inter_bw: np.ndarray  # bytes/s per device over the network
+    node_size: np.ndarray  # devices per host
+    domain: np.ndarray  # devices per scale-up domain (NVLink), within this job's layout
     known: np.ndarray  # whether the accelerator is in the table
 
 
-def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarray) -> DeviceFigures:
-    """The figures of each row's accelerator; ``precision``: codes into :data:`PRECISIONS`."""
+def _specs(df: pd.DataFrame) -> tuple[np.ndarray, list[Optional[AcceleratorSpec]]]:
     col = column(df, "accelerator")
     if col is None:
-        codes, uniques = np.array(-1), []
-    else:
-        codes, uniques = pd.factorize(col, use_na_sentinel=True)
-    specs = [accelerator_spec(u) for u in uniques] + [None]  # code -1 -> None
+        return np.array(-1), [None]
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    return codes, [accelerator_spec(u) for u in uniques] + [None]  # code -1 -> None
+
+
+def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarray,
+                   formats: Optional[np.ndarray] = None) -> DeviceFigures:
+    """The figures of each row's accelerator; ``precision``: codes into :data:`PRECISIONS`,
+    ``formats`` (optional): codes into :data:`~perfzoo.vocabulary.FORMATS`, which the device must
+    support for ``peak`` to be known."""
+    codes, specs = _specs(df)
     peak_t = np.full((len(specs), len(PRECISIONS)), np.nan)
+    supported = np.zeros((len(specs), len(FORMATS)), dtype=bool)
     for i, spec in enumerate(specs):
         if spec is None:
             continue
         for j, cls in enumerate(PRECISIONS):
             peak_t[i, j] = spec.flops(cls) or np.nan
-
-    attrs = np.array([[np.nan] * 6 if s is None else
-                      [s.memory_gib, s.intra_bw, s.inter_bw, float(s.node_size), float(s.name == "cpu"), 1.0]
+        supported[i] = [spec.supports(f) for f in FORMATS]
+    attrs = np.array([[np.nan] * 7 if s is None else
+                      [s.memory_gib * VISIBLE_MEMORY, s.intra_bw, s.inter_bw, float(s.node_size),
+                       float(s.nvlink_domain), float(s.name == "cpu"), 1.0]
                       for s in specs], dtype=float)
     if len(specs) == 1:  # no known accelerator in the frame: constants, no per-row work
-        mem, intra, inter, node, cpu, known = (np.array(v) for v in attrs[0])
+        mem, intra, inter, node, domain, cpu, known = (np.array(v) for v in attrs[0])
     else:
-        mem, intra, inter, node, cpu, known = attrs[codes].T
+        mem, intra, inter, node, domain, cpu, known = attrs[codes].T
     cpu = cpu == 1.0
     known = known == 1.0
     peak = peak_t[codes, precision]
+    if formats is not None:
+        peak = np.where(supported[codes, formats], peak, np.nan)
+    peak_bf16 = peak_t[codes, np.where(precision == PRECISIONS.index("fp32"), precision, PRECISIONS.index("bf16"))]
     mem_given = num(df, "accelerator_memory_gib")
     mem = np.where(np.isnan(mem_given), mem, mem_given)
     nodes = num(df, "nodes")
     count = num(df, "accelerator_count")
     with np.errstate(divide="ignore", invalid="ignore"):
         per_node = count / nodes
-    # CPU ranks: a "node" is one machine (all ranks unless the record says otherwise);
-    # GPUs: the table's node size unless the job says it ran on several smaller nodes
+    # CPU ranks: a "node" is one machine (all ranks unless the record says otherwise); GPUs: the
+    # table's host size unless the job says it ran on several smaller hosts
     devices = np.where(np.isnan(n_devices), 1.0, n_devices)
     node = np.where(cpu, np.where(np.isnan(per_node), devices, per_node), node)
     multi = ~cpu & ~np.isnan(per_node) & (nodes > 1)
     node = np.where(multi, np.minimum(node, per_node), node)
-    return DeviceFigures(peak, mem, intra, inter, node, known)
+    # a domain within one host shrinks with it; a rack-scale domain (NVL72) spans hosts
+    spans_hosts = domain > attrs[codes, 3] if len(specs) > 1 else domain > np.array(attrs[0, 3])
+    domain = np.where(cpu, node, np.where(spans_hosts, domain, np.minimum(domain, node)))
+    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known)
 
 
 def link_bandwidth(figures: DeviceFigures, span: np.ndarray) -> np.ndarray:
     """Bandwidth per device of a group whose members lie within ``span`` consecutive ranks:
-    the intra-node link when the span fits in one node, else the network."""
-    return np.where(span <= figures.node_size, figures.intra_bw, figures.inter_bw)
+    the scale-up link when the span fits in one domain, else the network."""
+    return np.where(span <= figures.domain, figures.intra_bw, figures.inter_bw)
+
+
+def _members_per_domain(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    return np.clip(np.floor(figures.domain / np.maximum(stride, 1.0)), 1.0, np.maximum(size, 1.0))
+
+
+def group_bandwidth(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    """Bandwidth per device of a ring collective over ``size`` ranks ``stride`` apart (module docstring).
+
+    >>> hw = DeviceFigures(*(np.array(v) for v in (1.0, 1.0, 80.0, 450e9, 50e9, 8.0, 8.0, True)))
+    >>> float(group_bandwidth(hw, np.array(8.0), np.array(1.0))), float(group_bandwidth(hw, np.array(16.0), np.array(8.0)))
+    (450000000000.0, 50000000000.0)
+    >>> float(group_bandwidth(hw, np.array(16.0), np.array(2.0)))  # 4 members per node share 4 NICs
+    200000000000.0
+    """
+    inside = size * stride <= figures.domain
+    crossing = np.minimum(figures.intra_bw, _members_per_domain(figures, size, stride) * figures.inter_bw)
+    return np.where(inside, figures.intra_bw, crossing)
+
+
+def alltoall_seconds(figures: DeviceFigures, sent: np.ndarray, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    """Seconds for an all-to-all in which each device sends ``sent`` bytes to the other ``size - 1``
+    ranks of its group (``stride`` apart): the in-domain and the network parts run in parallel."""
+    c = _members_per_domain(figures, size, stride)
+    local = np.where(size > 1, (c - 1.0) / np.maximum(size - 1.0, 1.0), 1.0)
+    return np.maximum(sent * local / figures.intra_bw, sent * (1.0 - local) / figures.inter_bw)

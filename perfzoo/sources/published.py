@@ -2,7 +2,11 @@
 published training-throughput figure, read into job records (``source="published"``,
 ``workload="llm"``, config in the LLM vocabulary of ``docs/architecture.md``) with a
 :class:`~perfzoo.sources.LoadReport` per file that accounts for every row. Missing
-architecture fields are filled from ``model_architectures.csv`` (:func:`read_architectures`).
+architecture fields are filled from the shared ``model_architectures.csv`` first
+(:func:`read_architectures`), then from perfzoo's model catalog (:mod:`perfzoo.models`: the keys
+the shared table has no column for, e.g. MoE expert widths, MLA ranks, MTP, and the models it
+lacks, e.g. Kimi-K2 and Nemotron-3 Nano); a variant in parentheses after the model name
+(``(tokendrop)``, ``(w/o MTP)``) sets its config keys (:func:`perfzoo.vocabulary.model_variant`).
 
 Example
 -------
@@ -24,9 +28,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic
+from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import CATEGORICAL_RULES
+from perfzoo.vocabulary import CATEGORICAL_RULES, model_variant
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -44,7 +48,7 @@ PUBLISHED_REQUIRED = ("source", "date", "model_name", "seq_len", "n_gpus", "gpu_
                       "tokens_per_sec_per_gpu")  # columns every file has; a row's cells may be unknown
 ARCH_COLUMNS = ("model_key", "aliases_in_csvs")
 ARCH_FIELDS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads",
-               "vocab_size", "n_experts", "experts_per_token")
+               "vocab_size", "n_experts", "experts_per_token", "moe_ffn_dim")
 ARCHITECTURES_FILE = "model_architectures.csv"
 
 
@@ -137,20 +141,27 @@ _TEXT_ANNOTATIONS = ("source", "variant", "notes", "derived_fields", "date_basis
 # variants that mark a figure a later document replaced (SOURCES.md); they stay in the data,
 # grouped with their configuration, and are counted in the load report
 SUPERSEDED = re.compile(r"superseded|removed_in_later|earlier_version|previous_version", re.IGNORECASE)
+_LOCAL_BATCH = re.compile(r"local batch", re.IGNORECASE)
 # a row whose FLOP figures count activation recomputation (hardware FLOPs, "HFU-like")
 _HARDWARE_FLOPS = re.compile(r"HFU-like|includes activation recomputation|recompute FLOPs counted", re.IGNORECASE)
 
 
-def flops_per_token_published(configs: Sequence[dict]) -> list[dict[bool, tuple[Optional[float], str]]]:
-    """Training FLOPs per token of published rows, computed for all rows at once, and the
-    convention used (for the record), keyed by whether the source counts hardware FLOPs.
+# FLOP conventions a source may count by: (hardware FLOPs, causal attention)
+CONVENTIONS = ((False, False), (False, True), (True, False), (True, True))
 
-    ``6N + 12*L*d*s`` (:func:`perfzoo.analytic.flops_per_token`), plus the recomputed forward
-    for hardware FLOPs (full recompute unless the row says selective); ``6N`` (``8N``) alone when
-    only ``n_params`` is known; None when neither the shape nor ``n_params`` is.
+
+def flops_per_token_published(configs: Sequence[dict]) -> list[dict[tuple[bool, bool], tuple[Optional[float], str]]]:
+    """Training FLOPs per token of published rows, computed for all rows at once, and the
+    convention used (for the record), keyed by :data:`CONVENTIONS`: whether the source counts
+    hardware FLOPs, and whether it counts causal attention (half the core, Megatron-Bridge's).
+
+    ``6N + 12*L*d*s`` (:func:`perfzoo.analytic.flops_per_token`; ``6N + 6*L*d*s`` causal), plus
+    the recomputed forward for hardware FLOPs (full recompute unless the row says selective);
+    ``6N`` (``8N``) alone when only ``n_params`` is known; None when neither the shape nor
+    ``n_params`` is.
 
     >>> cfg = llm_config(n_layers=24, hidden_dim=1024, n_heads=16, seq_len=1024)
-    >>> flops_per_token_published([cfg])[0][False]
+    >>> flops_per_token_published([cfg])[0][False, False]
     (2113929216.0, 'model FLOPs 6N+12Lds')
     """
     frame = pd.DataFrame(list(configs))
@@ -158,17 +169,18 @@ def flops_per_token_published(configs: Sequence[dict]) -> list[dict[bool, tuple[
     recomputed = frame.assign(activation_checkpointing=checkpointing.where(
         checkpointing.notna() & (checkpointing != "none"), "full"))
     shaped = frame[["n_layers", "hidden_dim", "seq_len"]].notna().all(axis=1).to_numpy()  # nothing guessed
-    model = np.where(shaped, analytic.flops_per_token(frame).to_numpy(float), np.nan)
-    hardware = np.where(shaped, analytic.flops_per_token(recomputed, recompute=True).to_numpy(float), np.nan)
     params = pd.to_numeric(frame["n_params"], errors="coerce").to_numpy(float)
-    return [{False: _with_convention(m, n, False), True: _with_convention(h, n, True)}
-            for m, h, n in zip(model, hardware, params)]
+    counted = {(hw, causal): np.where(shaped, analytic.flops_per_token(recomputed if hw else frame, recompute=hw,
+                                                                       causal=causal).to_numpy(float), np.nan)
+               for hw, causal in CONVENTIONS}
+    return [{conv: _with_convention(counted[conv][i], n, *conv) for conv in CONVENTIONS}
+            for i, n in enumerate(params)]
 
 
-def _with_convention(value: float, n_params: float, hardware: bool) -> tuple[Optional[float], str]:
+def _with_convention(value: float, n_params: float, hardware: bool, causal: bool) -> tuple[Optional[float], str]:
     kind = "hardware FLOPs" if hardware else "model FLOPs"
     if not math.isnan(value):
-        return float(value), f"{kind} 6N+12Lds" + ("+recompute" if hardware else "")
+        return float(value), f"{kind} 6N+{'6Lds (causal)' if causal else '12Lds'}" + ("+recompute" if hardware else "")
     if not math.isnan(n_params) and n_params > 0:
         return (8.0 if hardware else 6.0) * float(n_params), f"{kind} {'8N' if hardware else '6N'} (shape unknown)"
     return None, ""
@@ -202,10 +214,12 @@ class _Parsed:
     derived: list[str]
     filled: list[str]
     arch_key: Optional[str]
+    from_catalog: list[str] = field(default_factory=list)
+    catalog_model: Optional[str] = None
     flops_by_convention: dict = field(default_factory=dict)  # flops_per_token_published, per file
 
-    def flops(self, hardware_flops: bool) -> tuple[Optional[float], str]:
-        return self.flops_by_convention[hardware_flops]
+    def flops(self, hardware_flops: bool, causal: bool = False) -> tuple[Optional[float], str]:
+        return self.flops_by_convention[hardware_flops, causal]
 
 
 def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> Optional[_Parsed]:
@@ -222,9 +236,22 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
                         **{key: row.number(key, whole=True, lenient=True) for key in _WHOLE_COLUMNS},
                         **{key: row.category(key) for key in CATEGORICAL_RULES})
-    arch = architectures.get(config["model_name"] or "", {})
-    filled = [f for f in ARCH_FIELDS if config[f] is None and arch.get(f) is not None]
+    if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
+        config["micro_batch_size"] = None
+        derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
+        report.derived["micro batch unknown (the cell gives the local batch)"] += 1
+    name, variant = model_variant(config["model_name"])
+    arch = architectures.get(config["model_name"] or "") or architectures.get(name, {})
+    filled = [f for f in ARCH_FIELDS if config.get(f) is None and arch.get(f) is not None]
     config.update({f: arch[f] for f in filled})
+    preset = models.lookup(name) if name else None
+    from_catalog = [k for k in models.SHAPE_KEYS if preset and config.get(k) is None and k in preset]
+    config.update({k: preset[k] for k in from_catalog})
+    config.update(variant)
+    if filled:
+        report.derived["architecture from model_architectures.csv"] += 1
+    if from_catalog:
+        report.derived["architecture from perfzoo's model catalog"] += 1
 
     def metric(column: str) -> Optional[float]:
         return None if (row.text(column) or "").upper() == "OOM" else row.number(column, lenient=True)
@@ -232,38 +259,45 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     return _Parsed(row, config, accelerator_hardware(gpu_type, n_gpus),
                    None if oom else metric("tokens_per_sec_per_gpu"), oom,
                    metric("tflops_per_gpu"), metric("mfu"), derived, filled,
-                   arch["model_key"] if filled else None)
+                   arch["model_key"] if filled else None, from_catalog,
+                   preset["model_name"] if from_catalog else None)
 
 
-def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[bool, str]:
-    """Whether a file's FLOP figures count recompute (hardware FLOPs), and why.
+def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], str]:
+    """The FLOP convention of a file's figures, one of :data:`CONVENTIONS` (hardware FLOPs with
+    recompute or model FLOPs; causal attention or not), and why.
 
-    Read off the rows that publish both tokens/s and TFLOP/s: the FLOPs per token they imply,
-    over the model FLOPs ``6N+12Lds``, sit near 1 for model FLOPs and near 4/3 for hardware
-    FLOPs with full recompute. Without such rows: model FLOPs (a row can still say ``HFU-like``).
+    Read off the rows that publish both tokens/s and TFLOP/s: of the conventions, the one whose
+    FLOPs per token the figures imply most closely (median ratio nearest 1; model FLOPs sit near
+    1, hardware FLOPs with full recompute near 4/3 of them, causal attention a few percent
+    below). Without such rows: model FLOPs, full attention (a row can still say ``HFU-like``).
     """
-    ratios = []
+    ratios: dict[tuple[bool, bool], list[float]] = {conv: [] for conv in CONVENTIONS}
     for p in rows:
-        flops, _ = p.flops(False)
-        if p.per_gpu and p.tflops and flops:
-            ratios.append(p.tflops * 1e12 / p.per_gpu / flops)
-    if not ratios:
-        return False, "model FLOPs (no row gives both tokens/s and TFLOP/s to tell)"
-    median = float(pd.Series(ratios).median())
-    hardware = median > (1 + 4 / 3) / 2
-    return hardware, (f"{'hardware' if hardware else 'model'} FLOPs: on {len(ratios)} rows giving both, "
-                      f"the implied FLOPs per token are {median:.2f}x 6N+12Lds")
+        for conv in CONVENTIONS:
+            flops, _ = p.flops(*conv)
+            if p.per_gpu and p.tflops and flops:
+                ratios[conv].append(p.tflops * 1e12 / p.per_gpu / flops)
+    if not ratios[False, False]:
+        return (False, False), "model FLOPs (no row gives both tokens/s and TFLOP/s to tell)"
+    medians = {conv: float(pd.Series(r).median()) for conv, r in ratios.items()}
+    best = min(CONVENTIONS, key=lambda conv: abs(math.log(medians[conv])))
+    hardware, causal = best
+    return best, (f"{'hardware' if hardware else 'model'} FLOPs{', causal attention' if causal else ''}: "
+                  f"on {len(ratios[False, False])} rows giving both, the implied FLOPs per token are "
+                  f"{medians[False, False]:.2f}x 6N+12Lds ({medians[best]:.2f}x the chosen count)")
 
 
-def _derive_target(p: _Parsed, hardware_flops: bool) -> tuple[Optional[float], Optional[str], str]:
+def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str]:
     """(tokens/s per GPU, kind, how) from TFLOP/s per GPU, else MFU; (None, None, why not)."""
     if p.tflops is None and p.mfu is None:
         return None, None, "no tokens/s, TFLOP/s or MFU"
     # a row that says its figures count recompute does; one that publishes MFU counts model
     # FLOPs (MFU's definition); any other row follows its file's convention
     basis = " ".join(p.row.text(c) or "" for c in ("derived_fields", "notes", "other_opts"))
+    hardware_flops, causal = convention_of_file
     hardware_flops = bool(_HARDWARE_FLOPS.search(basis)) or (hardware_flops and p.mfu is None)
-    flops, convention = p.flops(hardware_flops)
+    flops, convention = p.flops(hardware_flops, causal)
     if flops is None:
         return None, None, "architecture unknown (no shape, no n_params): FLOPs per token unknown"
     if p.tflops is not None:
@@ -278,11 +312,11 @@ def _derive_target(p: _Parsed, hardware_flops: bool) -> tuple[Optional[float], O
         f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})")
 
 
-def _published_record(p: _Parsed, builder: RecordBuilder, hardware_flops: bool, convention: str,
+def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple[bool, bool], convention: str,
                       report: LoadReport) -> JobRecord:
     row, per_gpu, derived, label = p.row, p.per_gpu, list(p.derived), "published"
     if not p.oom:
-        value, kind, how = _derive_target(p, hardware_flops)
+        value, kind, how = _derive_target(p, file_convention)
         if per_gpu is None and value is not None:
             per_gpu, label = value, kind
             report.derived[kind] += 1
@@ -303,6 +337,7 @@ def _published_record(p: _Parsed, builder: RecordBuilder, hardware_flops: bool, 
     annotations = {key: row.text(key) for key in _TEXT_ANNOTATIONS}
     annotations.update(global_batch_tokens=row.number("global_batch_tokens", whole=True, lenient=True),
                        arch_filled=",".join(p.filled) or None, arch_key=p.arch_key,
+                       arch_catalog=",".join(p.from_catalog) or None, catalog_model=p.catalog_model,
                        label=label, perfzoo_derived="; ".join(derived) or None,
                        file=row.path.name, line=row.line)
     annotations.update({f"{column}_raw": text for column, text in row.raw.items()})  # after every parse
@@ -339,7 +374,9 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       cannot be a job: it is skipped and listed, with its line, in the report.
     * Blank architecture fields are filled from ``architectures`` (default: the
       ``model_architectures.csv`` beside the first file, if there is one) and listed in
-      ``annotations['arch_filled']``. Repeated configurations get distinct job ids.
+      ``annotations['arch_filled']``; then the keys still blank that perfzoo's model catalog
+      knows for the model (:mod:`perfzoo.models`), listed in ``annotations['arch_catalog']``; the
+      report counts the rows each filled. Repeated configurations get distinct job ids.
 
     * A row with a blank ``date`` is kept with ``started_at`` unknown and its line listed in the
       report (``undated``): the temporal split leaves it out, every other split keeps it.
@@ -364,8 +401,8 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
         if parsed:
             for p, flops in zip(parsed, flops_per_token_published([p.config for p in parsed])):
                 p.flops_by_convention = flops
-        hardware_flops, report.flop_convention = file_flop_convention(parsed)
-        records.extend(_published_record(p, builder, hardware_flops, report.flop_convention, report)
+        file_convention, report.flop_convention = file_flop_convention(parsed)
+        records.extend(_published_record(p, builder, file_convention, report.flop_convention, report)
                        for p in parsed)
         reports.append(report)
     return Load(records, reports)

@@ -1,0 +1,291 @@
+"""Peak memory per device of an LLM training step: model state under every sharding, the
+activations every checkpointing mode keeps, the buffers of the step's phases, and the framework's
+fixed overheads. Checked against measured peaks: ``python scripts/memory_benchmark.py``.
+
+Model state, bytes per parameter (mixed precision; fp32 training holds 4 + 4 + 8):
+
+* torch FSDP (``fsdp`` = ``full_shard``, ``shard_grad_op``, ``hybrid_shard``, ``no_shard``: FSDP2
+  ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` as torchtitan and perfzoo's harness
+  run it, llm-foundry's FSDP the same): fp32 sharded parameters 4, fp32 gradients 4, Adam's m and v
+  8. The forward and backward compute on bf16 copies all-gathered per block: ``full_shard`` frees
+  them after each block (two blocks in flight with prefetching, plus the root module's embedding and
+  LM head, which FSDP2 keeps gathered), ``shard_grad_op`` keeps every block's from forward to
+  backward (``2 B x`` the local parameters). Gradients are set to None before each step's forward
+  (``zero_grad(set_to_none=True)``): they exist during the forward only while micro-batches
+  accumulate (``m > 1``).
+* Megatron / DeepSpeed data parallelism (``none``, ``zero1``): bf16 parameters 2, an fp32 main-
+  gradient buffer 4 (Megatron accumulates and reduces bf16 gradients in fp32), fp32 master weights,
+  m and v 12 (Rajbhandari et al. 2020, ZeRO). The gradient buffer is allocated once and lives
+  through the step. ``none`` (no FSDP: Megatron's data parallelism, which NeMo, Megatron-Bridge and
+  Megatron-LM's recipes run with the distributed optimizer) shards the optimizer state like
+  ``zero1``; ``no_shard`` (DDP, FSDP's NO_SHARD) shards nothing.
+* Sharding divides over the data-parallel group ``D = dp*cp`` (``hybrid_shard``: within a node):
+  ``none`` and ``zero1`` the optimizer, ``shard_grad_op`` also gradients and the fp32 parameters,
+  ``full_shard`` everything. TP and PP split the blocks; the first and last pipeline stages also hold the
+  embedding and the LM head (``V*d/tp`` each); expert parallelism splits the routed experts over
+  ``ep*etp`` ranks, whose state shards over the expert-data-parallel group ``dp*cp*tp/(ep*etp)``
+  (Megatron-Core's MoE parallel folding). Adapter tuning (LoRA) holds the parameters only.
+
+Activations, bytes per token per layer (16-bit), as three kinds of implementation save them; the
+kind is read from ``compile``: ``False`` eager PyTorch, ``True`` ``torch.compile``d blocks, unknown
+fused kernels (Megatron-Core with Transformer Engine, llm-foundry), since published frameworks say
+nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
+
+* a norm: eager 8d (its fp32 copy 4d, the normalized 2d, the affine output the next matmul saves
+  2d); compiled and fused 4d (input and output). Attention: query, keys, values and output,
+  ``2*(a*h_qk + kv*h_qk + kv*h_v + a*h_v)`` (eager expands grouped-query keys and values to all ``a``
+  heads before ``scaled_dot_product_attention``), flash attention assumed (``flash_attention =
+  False`` adds the ``5*a*s`` of the materialized scores, Korthikanti et al. 2022); MLA also keeps its
+  latents ``4*(q_lora_rank + kv_lora_rank) + 2*rope``. A gated MLP: eager and compiled 8f (gate,
+  its activation, up, and their product), fused 6f (Transformer Engine's fused SwiGLU keeps the
+  fc1 output 4f and the fc2 input 2f); a plain MLP 4f. An MoE layer: the router's fp32 logits and
+  probabilities ``8E``, and per routed copy (``K x`` capacity factor) the permuted input 2d, the
+  expert MLP and its output 2d; plus the shared experts' MLP. A Mamba-2 layer: the in-projection
+  output ``2*(2di + 2GN + heads)``, the convolution output ``2*(di + 2GN)`` and the scan output and
+  gated norm ``6*di``.
+* checkpointing ``full`` keeps each layer's input (2d; one layer is recomputed at a time, while the
+  loss buffers are already freed); ``selective`` in PyTorch (eager or compiled: torchtitan's and
+  perfzoo's op-level policy, which saves the matmul and attention outputs and recomputes the rest)
+  keeps the block input, the q/k/v/o and MLP matmul outputs; ``selective`` in Megatron (fused)
+  recomputes only the attention core, i.e. drops the ``5*a*s`` term (Korthikanti et al. 2022).
+* tensor parallelism divides everything by ``tp`` with sequence parallelism (assumed on with
+  ``tp > 1``, as Megatron and torchtitan run it, unless ``sequence_parallel`` is false), else all but
+  the norms; context parallelism holds ``s/cp`` tokens.
+* pipelines: the first stage holds ``min(pp, m)`` micro-batches of its ``L/pp`` layers (1F1B);
+  interleaved with ``vp`` virtual stages ``min(m*vp, 2(pp-1) + (vp-1)pp + 1)`` chunks of ``L/(pp*vp)``
+  layers (Megatron's warm-up count, Narayanan et al. 2021); the last stage one micro-batch and the
+  loss buffers.
+* loss: PyTorch computes the cross entropy on an fp32 copy of the bf16 logits; at the start of
+  backward the logits 2V, the log-softmax 4V, its gradient 4V and the input gradient 4V are alive,
+  14V per token (``/tp`` with a vocabulary-parallel loss; measured on ``llm-h100``); a fused loss
+  kernel keeps the bf16 logits and writes their gradient in place, 2V (llm-foundry's flash-attn
+  cross entropy, Megatron-Core's ``cross_entropy_loss_fusion`` that Megatron-Bridge's recipes turn on).
+
+Peak allocated bytes = the larger of two phases: the start of backward (parameters, optimizer state,
+gradients where alive, FSDP's gathered copies, activations and loss buffers) and the optimizer step
+(parameters, gradients, optimizer state and, with PyTorch's foreach AdamW, a 4 B per parameter
+temporary for ``sqrt(v)``).
+
+Overheads (not in torch's allocated count; ``overhead_bytes``): the CUDA context and library
+workspaces, 1.3 GiB (the "non-PyTorch memory" of every OOM message in the ``llm-h100`` dataset,
+H100, torch 2.11, CUDA 13.0); allocator fragmentation, :data:`FRAGMENTATION` times the largest
+single allocation, a micro-batch's logits (``4*V*tokens/tp`` in fp32; 2 bytes fused): a request
+that large fails when the free memory is in smaller pieces; calibrated on ``llm-h100``'s OOM
+boundary (the multiples that separate its OOM jobs from its ok jobs, see the dataset card); NCCL
+buffers, :data:`NCCL_BUFFERS` per parallel group of more than one rank (not calibrated: no
+measurement in the data sees them). ``memory_bytes`` = peak allocated + overheads;
+``memory_fraction`` = that over the device's memory.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from perfzoo.analytic._frame import GIB, is_code
+from perfzoo.vocabulary import CHECKPOINTING, PRECISIONS, SHARDINGS
+
+FP32_BYTES = (4.0, 4.0, 8.0, 4.0)  # params, grads, optimizer, activations
+MIXED_BYTES = (2.0, 2.0, 12.0, 2.0)  # ZeRO's accounting (the fsdp workload's cost model uses it)
+FSDP_MIXED = (4.0, 4.0, 8.0)  # torch FSDP mixed precision: fp32 sharded params, fp32 grads, Adam
+MEGATRON_MIXED = (2.0, 4.0, 12.0)  # bf16 params, fp32 main grads, fp32 master + Adam
+FOREACH_ADAM_TEMP = 4.0  # bytes per local fp32 parameter: torch's foreach AdamW's sqrt(v) list
+CONTEXT_BYTES = 1.3 * GIB  # CUDA context + workspaces, measured on llm-h100 (non-PyTorch memory)
+FRAGMENTATION = 1.9  # x the largest allocation: inside (1.81, 1.93], the multiples that separate llm-h100 OOMs
+NCCL_BUFFERS = 0.5 * GIB  # per communicator in use; an order of magnitude from NCCL_BUFFSIZE x channels
+PREFETCHED_BLOCKS = 2.0  # FSDP's gathered blocks in flight (current + prefetched)
+
+EAGER, COMPILED, FUSED = 0, 1, 2
+
+
+def _norm(profile: np.ndarray, d: np.ndarray) -> np.ndarray:
+    return np.where(profile == EAGER, 8.0, 4.0) * d
+
+
+def _mlp(profile: np.ndarray, f: np.ndarray, gated: np.ndarray) -> np.ndarray:
+    return np.where(gated > 0, np.where(profile == FUSED, 6.0, 8.0), 4.0) * f
+
+
+class Memory:
+    """The memory model of an :class:`~perfzoo.analytic.llm.LLMCost` (its shape, layout,
+    precision and device figures), as per-row arrays."""
+
+    def __init__(self, cost):
+        self.c = cost
+        self.shape = cost.shape
+        compile_ = cost.compile_flag
+        self.profile = np.where(np.isnan(compile_), FUSED, np.where(compile_ > 0, COMPILED, EAGER))
+        self.torch_fsdp = is_code(cost.sharding, SHARDINGS, "full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
+        self.fp32 = is_code(cost.precision, PRECISIONS, "fp32")
+
+    # model state -----------------------------------------------------------------------
+    @cached_property
+    def local_params(self) -> tuple[np.ndarray, np.ndarray]:
+        """(dense, expert) parameters on the heaviest pipeline stage, before data-parallel sharding."""
+        c, sh = self.c, self.shape
+        experts = sh.expert_params
+        blocks = sh.block_params - experts
+        ends = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params)  # embedding / LM head stage
+        dense = (blocks / c.pp + ends) / c.tp
+        return dense, experts / (c.pp * np.maximum(c.ep * c.etp, 1.0))
+
+    def bytes_per_param(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        p, g, o = (np.where(self.fp32, x32, np.where(self.torch_fsdp, xf, xm))
+                   for x32, xf, xm in zip(FP32_BYTES, FSDP_MIXED, MEGATRON_MIXED))
+        trains = 1.0 - self.c.adapters  # adapter tuning: no weight gradients, no optimizer state
+        return p, g * trains, o * trains
+
+    def shard_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """(dense, expert) data-parallel groups the state shards over."""
+        c = self.c
+        D = c.dp * c.cp
+        hybrid = is_code(c.sharding, SHARDINGS, "hybrid_shard")
+        dense = np.where(hybrid, np.minimum(D, c.hw.node_size), D)
+        expert = np.maximum(dense * c.tp / np.maximum(c.ep * c.etp, 1.0), 1.0)
+        return np.maximum(dense, 1.0), expert
+
+    def state_bytes(self) -> dict[str, np.ndarray]:
+        s = self.c.sharding
+        full = is_code(s, SHARDINGS, "full_shard", "hybrid_shard")
+        grad_op = is_code(s, SHARDINGS, "shard_grad_op")
+        zero1 = is_code(s, SHARDINGS, "zero1", "none")  # Megatron's distributed optimizer
+        p_b, g_b, o_b = self.bytes_per_param()
+        (dense, expert), (D, De) = self.local_params, self.shard_groups()
+
+        def sharded(bytes_, on):
+            return bytes_ * (dense / np.where(on, D, 1.0) + expert / np.where(on, De, 1.0))
+
+        # torch FSDP's SHARD_GRAD_OP shards the fp32 parameters at rest too
+        return {"param_bytes": sharded(p_b, full | (grad_op & self.torch_fsdp)),
+                "grad_bytes": sharded(g_b, full | grad_op),
+                "optimizer_bytes": sharded(o_b, full | grad_op | zero1)}
+
+    def gathered_bytes(self) -> np.ndarray:
+        """FSDP's bf16 working copies alive at the start of backward."""
+        c, sh = self.c, self.shape
+        dense, expert = self.local_params
+        local = dense + expert
+        per_block = local / np.maximum(sh.L / c.pp, 1.0)
+        root = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params) / c.tp
+        keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op")
+        working = np.where(keep_all, local, root + PREFETCHED_BLOCKS * per_block)
+        return np.where(self.torch_fsdp, 2.0 * working, 0.0)
+
+    # activations -----------------------------------------------------------------------
+    def layer_bytes(self) -> dict[str, np.ndarray]:
+        """Bytes per local token each kind of layer keeps without checkpointing, and what the
+        block boundaries keep: ``attention``, ``mlp``, ``moe``, ``mamba`` (norms included)."""
+        sh, pr = self.shape, self.profile
+        d, a = sh.d, sh.a
+        kv = np.where(pr == EAGER, a, sh.kv_heads)
+        qkvo = 2.0 * (a * sh.h_qk + kv * sh.h_qk + kv * sh.h_v + a * sh.h_v)
+        latents = np.where(sh.mla, 4.0 * (sh.ql + np.where(sh.mla, sh.kvl, 0.0)) + 2.0 * sh.rope, 0.0)
+        scores = np.where(self.c.flash > 0, 0.0, 5.0 * a * sh.s / self.c.cp)
+        norm = _norm(pr, d)
+        moe = sh.moe
+        routed = moe.K * moe.capacity * (4.0 * d + _mlp(pr, moe.fe, sh.gated))
+        mamba_in = 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads)
+        return {
+            "norm": norm,
+            "attention": norm + qkvo + latents + scores,
+            "mlp": norm + _mlp(pr, sh.f, sh.gated),
+            "moe": norm + 8.0 * moe.E + routed + _mlp(pr, moe.fs, sh.gated) * (moe.fs > 0),
+            "mamba": norm + mamba_in + 2.0 * (sh.di + 2.0 * sh.mamba_G * sh.mamba_N) + 6.0 * sh.di,
+        }
+
+    def selective_layer_bytes(self) -> dict[str, np.ndarray]:
+        """PyTorch's op-level selective checkpointing: each sublayer's matmul outputs (the block
+        inputs are counted once per block, :meth:`model_bytes_per_token`)."""
+        sh = self.shape
+        d, a = sh.d, sh.a
+        qkv_o = 2.0 * (a * sh.h_qk + sh.kv_heads * sh.h_qk + sh.kv_heads * sh.h_v + a * sh.h_v) + 2.0 * d
+        up = np.where(sh.gated > 0, 4.0, 2.0)
+        moe = sh.moe
+        return {"attention": qkv_o, "mlp": up * sh.f + 2.0 * d,
+                "moe": moe.K * moe.capacity * (up * moe.fe + 2.0 * d) + up * moe.fs,
+                "mamba": 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 2.0 * d}
+
+    def model_bytes_per_token(self) -> tuple[np.ndarray, np.ndarray]:
+        """(all layers' bytes per local token under the row's checkpointing, the largest single
+        layer's without it): TP / SP sharing applied."""
+        c, sh = self.c, self.shape
+        full = self.layer_bytes()
+        sel = self.selective_layer_bytes()
+        counts = {"attention": sh.L_attn + sh.mtp, "mlp": sh.L_ffn - sh.moe.L_moe, "moe": sh.moe.L_moe,
+                  "mamba": sh.L_mamba}
+        counts["mlp"] = counts["mlp"] + np.where(sh.moe.L_moe > 0, 0.0, sh.mtp)
+        counts["moe"] = counts["moe"] + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
+        t = c.tp
+        sp = c.sp > 0
+        torch_sel = self.profile != FUSED
+        block_input = 2.0 * sh.d / np.where(sp, t, 1.0)  # what a checkpointed block keeps
+        blocks = sh.L + sh.mtp
+        selective_ac = is_code(c.ac, CHECKPOINTING, "selective")
+        total = 0.0
+        for kind, n in counts.items():
+            if np.ndim(n) == 0 and n == 0:
+                continue  # no such layers in any row (a column the frame lacks): nothing to add
+            none = full[kind]
+            shared = np.where(sp, none / t, full["norm"] + (none - full["norm"]) / t)
+            fused_sel = shared - self._scores_share(t) if kind == "attention" else shared
+            selective = np.where(torch_sel, sel[kind] / np.where(sp, t, 1.0), fused_sel)
+            total = total + n * np.where(selective_ac, selective, shared)
+        total = np.select([is_code(c.ac, CHECKPOINTING, "full"), is_code(c.ac, CHECKPOINTING, "selective") & torch_sel],
+                          [blocks * block_input, total + blocks * block_input], total)
+        largest = np.maximum.reduce([np.where(counts[k] > 0, full[k], 0.0) for k in counts
+                                     if not (np.ndim(counts[k]) == 0 and counts[k] == 0)]) / t
+        return total, largest
+
+    def _scores_share(self, t: np.ndarray) -> np.ndarray:
+        sh = self.shape
+        return np.where(self.c.flash > 0, 0.0, 5.0 * sh.a * sh.s / self.c.cp) / t
+
+    def loss_bytes_per_token(self) -> np.ndarray:
+        sh = self.shape
+        per_v = np.where(self.profile == FUSED, 2.0, 14.0)
+        final_norm = _norm(self.profile, sh.d) + 2.0 * sh.d
+        return (per_v * sh.V + final_norm) / self.c.tp
+
+    def activation_bytes(self) -> np.ndarray:
+        """Activations and loss buffers at the start of backward, on the heaviest pipeline stage."""
+        c, sh = self.c, self.shape
+        tokens = c.b * sh.s / c.cp
+        per_layer_stack, largest = self.model_bytes_per_token()
+        stack = per_layer_stack / c.pp  # one micro-batch of one stage's layers, per token
+        full_ac = is_code(c.ac, CHECKPOINTING, "full")
+        loss = self.loss_bytes_per_token()
+        loss_or_recompute = np.where(full_ac, np.maximum(loss, largest), loss)
+        chunks = np.where(c.vp > 1, np.minimum(c.m * c.vp, 2.0 * (c.pp - 1.0) + (c.vp - 1.0) * c.pp + 1.0),
+                          np.minimum(c.pp, c.m)) / np.maximum(c.vp, 1.0)
+        first = chunks * stack + np.where(c.pp > 1, 0.0, loss_or_recompute)
+        last = stack + loss_or_recompute
+        scale = np.where(self.fp32, 2.0, 1.0)  # fp32 activations are twice as wide
+        return tokens * np.maximum(first, last) * scale
+
+    # peak and overheads ----------------------------------------------------------------
+    def largest_allocation(self) -> np.ndarray:
+        """The largest single tensor of the step: a micro-batch's logits (fp32 in PyTorch's loss, bf16 fused)."""
+        c, sh = self.c, self.shape
+        return np.where(self.profile == FUSED, 2.0, 4.0) * sh.V * c.b * sh.s / c.cp / c.tp
+
+    def overhead_bytes(self) -> np.ndarray:
+        c = self.c
+        groups = sum((x > 1).astype(float) for x in (c.tp, c.cp, c.dp, c.pp, c.ep))
+        return CONTEXT_BYTES + FRAGMENTATION * self.largest_allocation() + NCCL_BUFFERS * groups
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The memory estimate columns: the state, ``activation_bytes``, ``peak_allocated_bytes``,
+        ``overhead_bytes``, ``memory_bytes`` and ``memory_fraction``."""
+        state = self.state_bytes()
+        act = self.activation_bytes()
+        params, grads, opt = state["param_bytes"], state["grad_bytes"], state["optimizer_bytes"]
+        grads_alive = np.where(self.torch_fsdp, np.where(self.c.m > 1, grads, 0.0), grads)
+        backward = params + opt + grads_alive + self.gathered_bytes() + act
+        temp = np.where(self.torch_fsdp, FOREACH_ADAM_TEMP * opt / FSDP_MIXED[2], 0.0)  # per local parameter
+        step = params + grads + opt + temp
+        peak = np.maximum(backward, step)
+        overhead = self.overhead_bytes()
+        total = peak + overhead
+        return {**state, "activation_bytes": act, "peak_allocated_bytes": peak, "overhead_bytes": overhead,
+                "memory_bytes": total, "memory_fraction": total / (self.c.hw.memory_gib * GIB)}

@@ -1,0 +1,45 @@
+"""Low precision as training recipes run it: which matmuls run in FP8 / MXFP8 / NVFP4 and which
+stay in BF16, so that a step's compute time is each part's FLOPs at its own peak.
+
+* FP8 with per-tensor scales (delayed or current scaling), per-row or blockwise scales (Transformer
+  Engine's ``DelayedScaling`` / ``Float8CurrentScaling`` / ``Float8BlockScaling``, torchao's
+  ``Float8Linear`` tensorwise / rowwise), MXFP8 (``MXFP8BlockScaling``) and NVFP4
+  (``NVFP4BlockScaling``) quantize the inputs of the transformer blocks' linear layers: the
+  attention projections, the MLPs and the experts, forward and backward (fprop, dgrad, wgrad). The
+  attention core (softmax(QK^T)V), the embedding and the LM head, the MoE router, the Mamba scan and
+  the optimizer stay in BF16 / FP32 (Megatron-Core keeps its output layer out of the FP8 autocast;
+  TE's FP8 attention is off unless asked for; torchtitan's float8 converts ``nn.Linear`` inside the
+  blocks only). Micikevicius et al. 2022, "FP8 formats for deep learning"; NVIDIA 2025,
+  "Pretraining large language models with NVFP4"; TE and torchao documentation.
+* So compute time = ``linear FLOPs / peak[format] + (head + attention FLOPs) / peak[bf16]``: a
+  FLOP-weighted harmonic mix, not the low-precision peak for everything. At 8k tokens of Llama 3 70B
+  the attention core is 13% of the model FLOPs (7% of what a causal kernel computes); in NVFP4 on
+  GB300 (15 PF against 2.5 PF in BF16) it takes 30% of the ideal compute time, the LM head another 6%.
+* The peak of a format is the accelerator table's (:mod:`perfzoo.accelerators`): FP8 and MXFP8 run
+  at the FP8 peak, NVFP4 and MXFP4 at the FP4 peak. A device without the format (MXFP8 or NVFP4 on
+  H100, FP8 on A100) has no peak for it: the estimate is NaN, never a fallback (the
+  front door refuses the config). Quantization casts are memory-bound kernels outside this roofline.
+
+>>> parts = {"linear": np.array([6e9]), "head": np.array([1e9]), "attention": np.array([1e9])}
+>>> float(compute_seconds(parts, peak=np.array(2e12), peak_bf16=np.array(1e12))[0])  # 6/2 + 2/1 ms
+0.005
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfzoo.analytic._frame import coded
+from perfzoo.vocabulary import FORMATS, PRECISIONS, normalize_precision, precision_format
+
+
+def precision_codes(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(precision class codes into :data:`PRECISIONS`, format codes into :data:`FORMATS`)."""
+    return coded(df, "precision", normalize_precision, PRECISIONS), coded(df, "precision", precision_format, FORMATS)
+
+
+def compute_seconds(flops: dict[str, np.ndarray], peak: np.ndarray, peak_bf16: np.ndarray) -> np.ndarray:
+    """Seconds for FLOPs split by part (``linear``, ``head``, ``attention``): the blocks' linear
+    layers at the row's precision peak, the rest at the 16-bit peak."""
+    return flops["linear"] / peak + (flops["head"] + flops["attention"]) / peak_bf16

@@ -1,0 +1,212 @@
+"""How close the analytic memory model comes to measured peaks, whether it tells OOMs apart, and
+how far the analytic ideal throughput is from what published systems measured.
+
+    python scripts/memory_benchmark.py                 # every section
+    python scripts/memory_benchmark.py --section memory
+    python scripts/memory_benchmark.py --section accuracy
+
+Sections:
+
+* ``memory``: on ``datasets/llm-h100`` (one H100, measured ``torch.cuda.max_memory_allocated``),
+  predicted ``peak_allocated_bytes`` against the measured peak of the ok jobs: MAPE, median APE and
+  predicted/measured p10/median/p90, overall and split by activation checkpointing, precision and
+  compile; then feasibility (``memory_fraction <= 1``: peak + overheads within the device's memory)
+  against the jobs' status: OOM precision and recall, OOM jobs called feasible, ok jobs called
+  infeasible (and beyond the stated margin). The one calibrated term, the fragmentation multiple
+  (:data:`perfzoo.analytic.memory.FRAGMENTATION`), is refitted on half the jobs and scored on the
+  other half (both ways), and leave-one-precision-out, and the interval of multiples that separate
+  all jobs is printed.
+* ``published``: per shared source, the published layouts (ok rows stating tp and pp) the model
+  calls infeasible on their own hardware (listed), with the checkpointing the row states or, where
+  it states none, the mode that needs least memory (the table does not say which ran); and published peak memory where
+  a row gives one (torchtitan: torch's peak reserved memory) against the predicted peak allocated.
+* ``accuracy``: per shared source, measured / analytic-ideal tokens/s (median, p10, p90), dense vs
+  MoE, per accelerator and precision.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from perfzoo import analytic
+from perfzoo.analytic import memory as M
+from perfzoo.analytic._frame import GIB
+from perfzoo.datasets import load_dataset, published_tables
+
+MARGIN = 0.05  # an ok job predicted at most this far over the device's memory counts as "fits within the margin"
+
+
+def _ape(pred: pd.Series, meas: pd.Series) -> pd.Series:
+    return (pred / meas - 1.0).abs()
+
+
+def _spread(ratio: pd.Series) -> str:
+    return (f"n={len(ratio):3d}  pred/meas p10 {ratio.quantile(.1):.3f} median {ratio.median():.3f} "
+            f"p90 {ratio.quantile(.9):.3f}  MAPE {100 * (ratio - 1).abs().mean():5.1f}%  "
+            f"median APE {100 * (ratio - 1).abs().median():5.1f}%")
+
+
+def llm_h100() -> pd.DataFrame:
+    """The llm-h100 jobs with their predicted memory terms (GiB) and what separates OOMs."""
+    frame = load_dataset("llm-h100").frame
+    est = analytic.estimate(frame)
+    cap = frame["hardware.accelerator_memory_gib"].astype(float) * GIB
+    largest = analytic.LLMCost(frame).memory.largest_allocation()
+    return pd.DataFrame({
+        "status": frame["status"], "precision": frame["config.precision"],
+        "ac": frame["config.activation_checkpointing"], "compile": frame["config.compile"],
+        "measured": frame["metrics.peak_memory_gib"].astype(float) * GIB,
+        "predicted": est["peak_allocated_bytes"], "overhead": est["overhead_bytes"],
+        "memory_fraction": est["memory_fraction"], "capacity": cap, "largest": np.asarray(largest, dtype=float),
+    })
+
+
+def separating_interval(jobs: pd.DataFrame) -> tuple[float, float]:
+    """The fragmentation multiples k for which every OOM job is infeasible and every ok job fits:
+    ``peak + context + k * largest`` over / within the capacity."""
+    room = (jobs["capacity"] - M.CONTEXT_BYTES - jobs["predicted"]) / jobs["largest"]
+    oom = jobs["status"] == "oom"
+    lo = float(room[oom].max()) if oom.any() else 0.0  # k must exceed this
+    hi = float(room[~oom].min())  # and stay at or below this
+    return lo, hi
+
+
+def fit_fragmentation(jobs: pd.DataFrame) -> float:
+    """The multiple a calibration on ``jobs`` picks: the smallest (>= 0) that calls every OOM job of
+    ``jobs`` infeasible (no OOM may be called feasible; ok jobs near the boundary may fall within the margin)."""
+    return max(separating_interval(jobs)[0], 0.0) + 1e-6
+
+
+def classify(jobs: pd.DataFrame, k: float) -> dict[str, float]:
+    total = jobs["predicted"] + M.CONTEXT_BYTES + k * jobs["largest"]
+    fraction = total / jobs["capacity"]
+    infeasible, oom = fraction > 1.0, jobs["status"] == "oom"
+    tp = int((infeasible & oom).sum())
+    return {"oom": int(oom.sum()), "ok": int((~oom).sum()), "called_infeasible": int(infeasible.sum()),
+            "precision": tp / max(int(infeasible.sum()), 1), "recall": tp / max(int(oom.sum()), 1),
+            "oom_called_feasible": int((oom & ~infeasible).sum()), "ok_called_infeasible": int((~oom & infeasible).sum()),
+            "ok_beyond_margin": int((~oom & (fraction > 1.0 + MARGIN)).sum())}
+
+
+def memory_section() -> None:
+    jobs = llm_h100()
+    ok = jobs[jobs["status"] == "ok"]
+    ratio = ok["predicted"] / ok["measured"]
+    print("== memory: llm-h100, predicted peak allocated vs measured (ok jobs) ==")
+    print(f"all              {_spread(ratio)}")
+    for key in ("ac", "precision", "compile"):
+        for value, g in ratio.groupby(ok[key]):
+            print(f"{key}={str(value):13s}{_spread(g)}")
+    for (ac, cp, pr), g in ratio.groupby([ok["ac"], ok["compile"], ok["precision"]]):
+        print(f"  ac={ac:9s} compile={str(cp):5s} {pr:4s} {_spread(g)}")
+    k = M.FRAGMENTATION
+    result = classify(jobs, k)
+    print(f"\n== feasibility (memory_fraction <= 1; fragmentation {k} x the largest allocation) ==")
+    print(f"OOM jobs {result['oom']}, ok jobs {result['ok']}; called infeasible {result['called_infeasible']}: "
+          f"OOM precision {result['precision']:.2f}, recall {result['recall']:.2f}; OOM jobs called feasible "
+          f"{result['oom_called_feasible']}; ok jobs called infeasible {result['ok_called_infeasible']} "
+          f"({result['ok_beyond_margin']} beyond the {MARGIN:.0%} margin)")
+    lo, hi = separating_interval(jobs)
+    print(f"fragmentation multiples that separate all {len(jobs)} jobs: ({lo:.2f}, {hi:.2f}]")
+    print("\n== the calibrated multiple on held-out jobs ==")
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(jobs))
+    halves = (jobs.iloc[order[: len(jobs) // 2]], jobs.iloc[order[len(jobs) // 2:]])
+    for name, fit, score in (("half A -> B", halves[0], halves[1]), ("half B -> A", halves[1], halves[0])):
+        kk = fit_fragmentation(fit)
+        r = classify(score, kk)
+        print(f"{name}: fitted {kk:.2f}; held out: OOM {r['oom']}, called feasible {r['oom_called_feasible']}, "
+              f"ok called infeasible {r['ok_called_infeasible']} ({r['ok_beyond_margin']} beyond the margin)")
+    for precision in sorted(jobs["precision"].unique()):
+        held = jobs["precision"] == precision
+        kk = fit_fragmentation(jobs[~held])
+        r = classify(jobs[held], kk)
+        print(f"leave {precision} out: fitted {kk:.2f}; held out: OOM {r['oom']}, called feasible "
+              f"{r['oom_called_feasible']}, ok called infeasible {r['ok_called_infeasible']}")
+
+
+def _least_memory(frame: pd.DataFrame) -> pd.Series:
+    """memory_fraction with the stated checkpointing, or the least over the modes where none is stated."""
+    stated = analytic.estimate(frame)["memory_fraction"]
+    unknown = frame["config.activation_checkpointing"].isna()
+    if not unknown.any():
+        return stated
+    full = analytic.estimate(frame.assign(**{"config.activation_checkpointing": "full"}))["memory_fraction"]
+    return stated.where(~unknown, np.minimum(stated, full))
+
+
+def published_section() -> None:
+    print("\n== published layouts called infeasible on their own hardware (ok rows) ==")
+    for name, path in published_tables().items():
+        frame = load_dataset(str(path)).frame
+        ok = frame[frame["status"] == "ok"]
+        stated = ok[["config.tp", "config.pp"]].notna().all(axis=1)  # a layout, not perfzoo's guess of one
+        fraction = _least_memory(ok)
+        known = fraction.notna() & stated
+        bad = ok[known & (fraction > 1.0)]
+        print(f"{name}: {int(known.sum())} layouts priced ({int((~stated).sum())} rows state no tp/pp: not "
+              f"checked), {len(bad)} called infeasible")
+        for i, row in bad.iterrows():
+            print(f"  {row['config.model_name']} on {row['config.n_gpus']:.0f} {row['hardware.accelerator']} "
+                  f"tp{row['config.tp']} pp{row['config.pp']} cp{row['config.cp']} ep{row['config.ep']} "
+                  f"mb{row['config.micro_batch_size']} {row['config.precision']} ac={row['config.activation_checkpointing']}"
+                  f" fsdp={row['config.fsdp']}: {fraction[i]:.2f} x memory")
+        oom = frame[frame["status"] == "oom"]
+        if len(oom):
+            f_oom = analytic.estimate(oom)["memory_fraction"]
+            print(f"  published OOM rows: {len(oom)}, called infeasible {int((f_oom > 1).sum())}")
+        given = pd.to_numeric(frame["metrics.peak_memory_gib"], errors="coerce")
+        rows = frame[given.notna()]
+        if len(rows):
+            pred = analytic.estimate(rows)["peak_allocated_bytes"] / GIB
+            r = (pred / given[given.notna()]).dropna()
+            if len(r):
+                print(f"  published peak memory (GiB, torch's peak reserved where stated) vs predicted peak "
+                      f"allocated: {_spread(r)}")
+
+
+def accuracy_section() -> None:
+    print("\n== measured / analytic-ideal tokens/s per source (ok rows with a target) ==")
+    parts = []
+    for name, path in published_tables().items():
+        frame = load_dataset(str(path)).frame
+        ok = frame[(frame["status"] == "ok") & frame["metrics.throughput_per_device"].notna()]
+        est = analytic.estimate(ok)
+        parts.append(pd.DataFrame({
+            "source": name, "moe": np.where(ok["config.n_experts"].fillna(1) > 1, "MoE", "dense"),
+            "accelerator": ok["hardware.accelerator"], "precision": ok["config.precision"].fillna("?"),
+            "ratio": ok["metrics.throughput_per_device"] / est["throughput_per_device"]}))
+    table = pd.concat(parts)
+
+    def stats(g: pd.Series) -> pd.Series:
+        g = g.dropna()
+        return pd.Series({"rows": len(g), "p10": g.quantile(.1), "median": g.median(), "p90": g.quantile(.9)})
+
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(table.groupby("source")["ratio"].apply(stats).unstack().round(3).to_string())
+        print(table.groupby(["source", "moe"])["ratio"].apply(stats).unstack().round(3).to_string())
+        print(table.groupby(["source", "moe", "accelerator", "precision"])["ratio"].apply(stats).unstack()
+              .round(3).to_string())
+
+
+SECTIONS = {"memory": memory_section, "published": published_section, "accuracy": accuracy_section}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--section", choices=sorted(SECTIONS), action="append",
+                        help="a section to print (repeatable; default: all)")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")  # unknown accelerators of the published tables: NaN, listed as unpriced
+    for name in args.section or list(SECTIONS):
+        SECTIONS[name]()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

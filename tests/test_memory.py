@@ -1,0 +1,128 @@
+"""The memory model (perfzoo.analytic.memory) against numbers worked out by hand, and against the
+measured peaks and OOMs of the bundled llm-h100 dataset."""
+
+from __future__ import annotations
+
+import pytest
+
+from perfzoo import analytic as A
+from perfzoo.analytic import memory as M
+from perfzoo.analytic._frame import GIB
+from perfzoo.datasets import load_dataset
+
+# A GPT block: d=1024, 16 heads of 64 (k = a), f = 4d (not gated), no vocabulary; 4 sequences of 1,024
+# tokens per micro-batch = 4,096 tokens.
+GPT = {"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024, "micro_batch_size": 4,
+       "global_batch_size": 4, "n_gpus": 1}
+TOKENS = 4096
+D = 1024
+# fused kernels (compile unknown: Megatron / Transformer Engine): attention layer = norm 4d + q, k,
+# v, o 2*(4 x 1024) = 8d -> 12d; MLP layer = norm 4d + fc1 output and activation 4f = 16d -> 20d;
+# 32d = 32,768 bytes per token per layer; the final norm and the LM-head input 6d = 6,144
+FUSED_LAYER = 32 * D
+FINAL = 6 * D
+
+
+def test_activations_of_fused_kernels_by_hand():
+    assert A.activation_bytes_per_device(GPT) == (24 * FUSED_LAYER + FINAL) * TOKENS == 3_246_391_296
+    # without flash attention the scores are kept: 5*a*s = 81,920 bytes per token per layer
+    assert A.activation_bytes_per_device({**GPT, "flash_attention": False}) == 3_246_391_296 + 24 * 81_920 * TOKENS
+    # tp=2 with sequence parallelism (the default) halves everything, the loss buffers too
+    tp = {**GPT, "n_gpus": 2, "tp": 2}
+    assert A.activation_bytes_per_device(tp) == (24 * FUSED_LAYER / 2 + FINAL / 2) * TOKENS
+    # ... without it the norms (4d per norm, 2 per layer) stay whole: 8d + 24d/2 = 20d per layer
+    assert A.activation_bytes_per_device({**tp, "sequence_parallel": False}) == (24 * 20 * D + FINAL / 2) * TOKENS
+    # full recompute keeps each block's input (2d) and recomputes one layer at a time (its 20d
+    # MLP layer is larger than the final norm's 6d)
+    assert A.activation_bytes_per_device({**GPT, "activation_checkpointing": "full"}) == (24 * 2 * D + 20 * D) * TOKENS
+    # context parallelism: each rank holds s/cp tokens
+    assert A.activation_bytes_per_device({**GPT, "n_gpus": 2, "cp": 2}) == 3_246_391_296 / 2
+
+
+def test_activations_of_eager_pytorch_and_its_selective_policy_by_hand():
+    eager = {**GPT, "compile": False}
+    # eager: norm 8d (fp32 copy 4d, normalized 2d, affine output 2d); attention 8d -> 16d;
+    # MLP 8d + 4f = 24d -> 40d per layer; final norm 8d + LM-head input 2d = 10d
+    assert A.activation_bytes_per_device(eager) == (24 * 40 * D + 10 * D) * TOKENS
+    # op-level selective: q, k, v, o outputs 8d + o-projection output 2d; MLP fc1 output 2f = 8d +
+    # fc2 output 2d; the block input 2d -> 22d per layer
+    assert A.activation_bytes_per_device({**eager, "activation_checkpointing": "selective"}) == (
+        (24 * 22 * D + 10 * D) * TOKENS)
+    # Megatron's selective (fused) only drops the attention scores, which flash attention never keeps
+    assert A.activation_bytes_per_device({**GPT, "activation_checkpointing": "selective"}) == 3_246_391_296
+    # grouped-query attention: eager expands K and V to every head, compiled keeps them as they are
+    gqa = {**eager, "n_kv_heads": 4}
+    compiled = {**gqa, "compile": True}
+    # compiled: norm 4d; attention 2*(d + d/4 + d/4 + d) = 5d; MLP 16d -> 4d+5d+4d+16d = 29d
+    assert A.activation_bytes_per_device(compiled) == (24 * 29 * D + 6 * D) * TOKENS
+    assert A.activation_bytes_per_device(gqa) == A.activation_bytes_per_device(eager)
+
+
+def test_pipeline_stages_hold_micro_batches_in_flight():
+    stack = 24 / 4 * FUSED_LAYER  # one micro-batch of a stage's 6 layers, per token
+    # 1F1B, pp=4, m=2: the first stage holds min(pp, m) = 2 micro-batches; the last one plus the loss
+    pp = {**GPT, "n_gpus": 4, "pp": 4, "global_batch_size": 8}
+    assert A.activation_bytes_per_device(pp) == max(2 * stack, stack + FINAL) * TOKENS
+    # interleaved, vp=2, m=8: min(m*vp, 2(pp-1) + (vp-1)pp + 1) = min(16, 11) = 11 chunks of 3 layers
+    inter = {**pp, "vp": 2, "global_batch_size": 32}
+    assert A.activation_bytes_per_device(inter) == 11 / 2 * stack * TOKENS
+
+
+def test_peak_is_the_larger_of_backward_and_the_optimizer_step():
+    # one GPU, FSDP2 full_shard, bf16: fp32 params 4N, Adam 8N; gradients are None during the forward
+    # (m = 1); the bf16 copies of 2 gathered blocks (no embedding: V = 0) = 2 * 2 * N / 24
+    N = 301_989_888
+    cfg = {**GPT, "fsdp": "full_shard", "precision": "bf16"}
+    got = A.memory_per_device(cfg)
+    backward = 4 * N + 8 * N + 2 * 2 * N / 24 + got["activation_bytes"]
+    step = 4 * N + 4 * N + 8 * N + 4 * N  # params, grads, Adam, foreach AdamW's sqrt(v) temporary
+    assert got["peak_allocated_bytes"] == pytest.approx(max(backward, step))
+    # a single sequence: the optimizer step, 20N, is the peak
+    small = A.memory_per_device({**cfg, "micro_batch_size": 1, "global_batch_size": 1, "seq_len": 64})
+    assert small["peak_allocated_bytes"] == 20 * N
+    # overheads: the CUDA context (1.3 GiB) and fragmentation, 1.9 x the largest allocation (the
+    # fp32 logits: V=1000 -> 4 * 1000 * 4096 bytes; PyTorch's profile: compile is stated)
+    eager = A.memory_per_device({**cfg, "compile": False, "vocab_size": 1000})
+    assert eager["overhead_bytes"] == pytest.approx(1.3 * GIB + 1.9 * 4 * 1000 * TOKENS)
+    # more than one rank adds NCCL buffers, 0.5 GiB per parallel group (here dp and tp)
+    multi = A.memory_per_device({**cfg, "n_gpus": 4, "tp": 2, "dp": 2, "compile": False, "vocab_size": 1000})
+    assert multi["overhead_bytes"] == pytest.approx(1.3 * GIB + 1.9 * 4 * 1000 * TOKENS / 2 + 2 * 0.5 * GIB)
+    assert got["memory_bytes"] == got["peak_allocated_bytes"] + got["overhead_bytes"]
+
+
+@pytest.fixture(scope="module")
+def llm_h100():
+    ds = load_dataset("llm-h100")
+    return ds.frame, A.estimate(ds.frame)
+
+
+def test_the_llm_h100_peaks_are_predicted_within_10_percent(llm_h100):
+    frame, est = llm_h100
+    ok = frame["status"] == "ok"
+    ratio = est.loc[ok, "peak_allocated_bytes"] / (frame.loc[ok, "metrics.peak_memory_gib"].astype(float) * GIB)
+    assert len(ratio) == 203 and ratio.notna().all()
+    assert float((ratio - 1).abs().mean()) <= 0.10  # MAPE of predicted vs measured peak allocated memory
+    # no checkpointing mode is off on its own (the split the memory benchmark prints)
+    for _, group in ratio.groupby(frame.loc[ok, "config.activation_checkpointing"]):
+        assert float((group - 1).abs().mean()) <= 0.10
+
+
+def test_no_oom_job_is_predicted_to_fit_and_every_ok_job_fits_within_the_margin(llm_h100):
+    # feasible = memory_fraction <= 1 (peak + overheads within the 79.18 GiB the job saw); an ok job
+    # may sit at most 5% above it (the margin a plan keeps), an OOM job never below it
+    frame, est = llm_h100
+    oom = frame["status"] == "oom"
+    assert oom.sum() == 8
+    assert (est.loc[oom, "memory_fraction"] > 1.0).all()
+    assert (est.loc[~oom, "memory_fraction"] <= 1.05).all()
+
+
+def test_fragmentation_multiple_sits_inside_the_separating_interval(llm_h100):
+    # the one calibrated overhead term: every OOM job needs k above its room, every ok job at most its room
+    frame, est = llm_h100
+    cost = A.LLMCost(frame)
+    largest = cost.memory.largest_allocation()
+    cap = frame["hardware.accelerator_memory_gib"].astype(float).to_numpy() * GIB
+    room = (cap - M.CONTEXT_BYTES - est["peak_allocated_bytes"].to_numpy()) / largest
+    oom = (frame["status"] == "oom").to_numpy()
+    assert room[oom].max() < M.FRAGMENTATION <= room[~oom].min()
