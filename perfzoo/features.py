@@ -50,12 +50,13 @@ Example
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, workloads
+from perfzoo.columns import Columns, repeat_to
 
 ENCODINGS = ("native", "numeric", "scaled", "onehot")
 TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio", "log_roofline_ratio")
@@ -101,11 +102,23 @@ def is_optional(column: str) -> bool:
     return column.startswith("hardware.") or base_key(column) in optional_keys()
 
 
-def analytic_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
+def estimates(X) -> dict[str, np.ndarray]:
+    """:func:`perfzoo.analytic.estimate_arrays` of a frame or :class:`~perfzoo.columns.Columns`;
+    computed once per Columns (kept in its ``cache``), however many features, targets and
+    models read it."""
+    if not isinstance(X, Columns):
+        return analytic.estimate_arrays(X)
+    est = X.cache.get("estimates")
+    if est is None:
+        est = X.cache["estimates"] = analytic.estimate_arrays(X)
+    return est
+
+
+def analytic_features(X) -> dict[str, np.ndarray]:
     """The analytic estimates of :func:`perfzoo.analytic.estimate` as model features
     (:data:`ANALYTIC_FEATURES`): logs of sizes, times and throughputs, ``log1p`` of
     communication bytes, memory fraction and bubble as they are; a dict of arrays."""
-    est = analytic.estimate_arrays(X)
+    est = estimates(X)
     out = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for c in _ANALYTIC_LOG:
@@ -120,9 +133,9 @@ def analytic_features(X: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def n_devices(X: pd.DataFrame) -> np.ndarray:
-    """Devices per job: ``config.n_gpus``, else ``hardware.accelerator_count``, else
-    ``config.world_size``; 1 where none is known."""
+def n_devices(X) -> np.ndarray:
+    """Devices per job (a frame or :class:`~perfzoo.columns.Columns`): ``config.n_gpus``, else
+    ``hardware.accelerator_count``, else ``config.world_size``; 1 where none is known."""
     out = np.full(len(X), np.nan)
     for c in ("config.n_gpus", "hardware.accelerator_count", "config.world_size", "n_gpus", "world_size"):
         if c in X.columns:
@@ -167,20 +180,29 @@ def _column_kind(col: pd.Series) -> str:
     return "categorical"
 
 
-def _to_float(col: Optional[pd.Series], n: int) -> np.ndarray:
-    if col is None:
-        return np.full(n, np.nan)
+def _to_float(values: Any) -> np.ndarray:
+    """A column's values (as :meth:`Columns.values` holds them; None: absent) as floats, text
+    that is no number as NaN; the length it had (1 for a constant)."""
+    if values is None:
+        return np.full(1, np.nan)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        return values.astype(float)
+    col = values if isinstance(values, pd.Series) else pd.Series(values, copy=False)
     if pd.api.types.is_bool_dtype(col):
         return col.to_numpy(dtype=float)
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
 
 
-def _codes(col: Optional[pd.Series], categories: Sequence[str], n: int) -> np.ndarray:
-    """Index of each value in the fitted ``categories`` (-1: missing or unseen)."""
-    if col is None:
-        return np.full(n, -1, dtype=np.int64)
-    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+def _codes(values: Any, categories: Sequence[str]) -> np.ndarray:
+    """Index of each value in the fitted ``categories`` (-1: missing, unseen or absent); a
+    Categorical is mapped through its categories (no pass over the rows but one lookup)."""
+    if values is None:
+        return np.full(1, -1, dtype=np.int64)
     lookup = {c: i for i, c in enumerate(categories)}
+    if isinstance(values, pd.Categorical):
+        codes, uniques = values.codes, values.categories
+    else:
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
     table = np.array([lookup.get(_cat_str(u), -1) for u in uniques] + [-1], dtype=np.int64)
     return table[codes]
 
@@ -233,7 +255,7 @@ class FeatureEncoder:
         self.input_columns_ = cols
         self.kinds_ = {c: _column_kind(X[c]) for c in cols}
         self.optional_ = {c for c in cols if is_optional(c) or X[c].isna().any()}
-        n = len(X)
+        data = Columns.of(X)
         self.categories_: dict[str, list[str]] = {}
         self.bins_: dict[str, np.ndarray] = {}
         self.log_columns_: list[str] = []
@@ -242,7 +264,7 @@ class FeatureEncoder:
         for c in cols:
             if self.kinds_[c] == "categorical" or onehot:
                 if self.kinds_[c] == "numeric":
-                    v = _to_float(X[c], n)
+                    v = _to_float(data.values(c))
                     distinct = np.unique(v[~np.isnan(v)])
                     if len(distinct) > self.max_onehot:
                         qs = np.quantile(v[~np.isnan(v)], np.linspace(0, 1, self.max_onehot + 1)[1:-1])
@@ -254,18 +276,18 @@ class FeatureEncoder:
                     uniques = pd.unique(X[c].dropna())
                     self.categories_[c] = sorted({_cat_str(u) for u in uniques})
             elif self.log_sizes:
-                v = _to_float(X[c], n)
+                v = _to_float(data.values(c))
                 pos = v[~np.isnan(v)]
                 if len(pos) and pos.min() > 0 and (base_key(c) in sizes or pos.max() / pos.min() >= 16):
                     self.log_columns_.append(c)
         self.use_analytic_ = bool(self.analytic) and not onehot
-        an = analytic_features(X) if self.use_analytic_ else {}
+        an = analytic_features(data) if self.use_analytic_ else {}
         self.analytic_columns_: list[str] = [c for c, v in an.items() if np.isfinite(v).any()]
-        num = self._numeric_block(X, fit=True, an=an)
+        num = self._numeric_block(data)
         if self.encoding in ("numeric", "scaled"):
             self.medians_ = {k: (float(np.nanmedian(v)) if np.isfinite(v).any() else 0.0) for k, v in num.items()}
         if self.encoding == "scaled":
-            mat = self._dense(X, num)
+            mat = self._dense(data, num, scale=False)
             self.mean_ = mat.mean(axis=0)
             std = mat.std(axis=0)
             self.scale_ = np.where(std > 1e-12, std, 1.0)
@@ -283,90 +305,112 @@ class FeatureEncoder:
         return numeric + [f"{c}={v}" for c in cats for v in self.categories_[c]]
 
     # -- transforming ---------------------------------------------------------------------
-    def _present(self, X: pd.DataFrame) -> dict[str, Optional[pd.Series]]:
-        missing = [c for c in self.input_columns_ if c not in X.columns]
+    def _columns(self, X) -> Columns:
+        """``X`` (a frame, a config, or :class:`~perfzoo.columns.Columns`) as Columns, checked
+        for the columns the encoder needs."""
+        if not hasattr(self, "feature_names_"):
+            raise RuntimeError("FeatureEncoder is not fitted yet: call fit(X) first")
+        data = as_columns(X)
+        missing = [c for c in self.input_columns_ if c not in data]
         required = [c for c in missing if c not in self.optional_]
         if required:
             raise ValueError(
                 f"the frame lacks column(s) {required} that the predictor was fitted on and that "
                 "are not optional; add them (e.g. pass dataset.X) or refit without them"
             )
-        return {c: (X[c] if c in X.columns else None) for c in self.input_columns_}
+        return data
 
-    def _numeric_block(self, X: pd.DataFrame, fit: bool = False,
-                       an: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
-        """Numeric, log-size and analytic columns (``an``: the analytic features of ``X``, if known)."""
-        cols = self._present(X) if not fit else {c: X[c] for c in self.input_columns_}
-        n = len(X)
+    def _numeric_block(self, data: Columns) -> dict[str, np.ndarray]:
+        """Numeric, log-size and analytic columns, each of length ``len(data)`` or 1 (a constant)."""
         out: dict[str, np.ndarray] = {}
         for c in self.input_columns_:
             if self.kinds_[c] == "numeric":
-                out[c] = _to_float(cols[c], n)
+                out[c] = _to_float(data.get(c))
         for c in self.log_columns_:
             out[f"log.{c}"] = _log2(out[c])
         if self.use_analytic_ and self.analytic_columns_:
-            an = an if an is not None else analytic_features(X)
+            an = analytic_features(data)
             for c in self.analytic_columns_:
                 out[c] = an[c]
         return out
 
-    def _dense(self, X: pd.DataFrame, num: dict[str, np.ndarray]) -> np.ndarray:
-        """numeric (median-filled) + one-hot categoricals, as a float matrix
-        (float32 for ``numeric``: what scikit-learn trees use anyway)."""
-        n = len(X)
-        cols = self._present(X)
-        cats = [c for c in self.input_columns_ if self.kinds_[c] == "categorical"]
+    def _dense(self, data: Columns, num: dict[str, np.ndarray], scale: bool = True) -> np.ndarray:
+        """numeric (median-filled) + one-hot categoricals, as a float matrix (float32 for
+        ``numeric``: what scikit-learn trees use anyway), standardised for ``scaled`` (unless
+        ``scale=False``: while fitting the scale)."""
+        n = len(data)
+        cats = self.categorical_features_
         width = len(num) + sum(len(self.categories_[c]) for c in cats)
-        mat = np.zeros((n, width), dtype=np.float32 if self.encoding == "numeric" else np.float64, order="F")
+        mat = np.empty((n, width), dtype=np.float32 if self.encoding == "numeric" else np.float64, order="F")
+        scale = scale and self.encoding == "scaled"
         j = 0
         for k, v in num.items():
-            mat[:, j] = np.where(np.isfinite(v), v, self.medians_.get(k, 0.0))
+            v = np.where(np.isfinite(v), v, self.medians_.get(k, 0.0))
+            mat[:, j] = (v - self.mean_[j]) / self.scale_[j] if scale else v
             j += 1
         for c in cats:
-            codes = _codes(cols[c], self.categories_[c], n)
-            ok = codes >= 0
-            mat[np.nonzero(ok)[0], j + codes[ok]] = 1.0
-            j += len(self.categories_[c])
+            codes = _codes(data.get(c), self.categories_[c])
+            for k in range(len(self.categories_[c])):
+                on, off = ((1.0 - self.mean_[j]) / self.scale_[j], (0.0 - self.mean_[j]) / self.scale_[j]) if scale \
+                    else (1.0, 0.0)
+                mat[:, j] = np.where(codes == k, on, off)
+                j += 1
         return mat
 
-    def transform(self, X: pd.DataFrame):
-        """The encoded features: a DataFrame for ``native``, a float matrix otherwise."""
-        if not hasattr(self, "feature_names_"):
-            raise RuntimeError("FeatureEncoder is not fitted yet: call fit(X) first")
-        X = check_frame(X)
-        n = len(X)
+    def _onehot(self, data: Columns) -> np.ndarray:
+        mat = np.zeros((len(data), len(self.feature_names_)), dtype=np.float32)
+        start = 0
+        for c in self.input_columns_:
+            cats = self.categories_[c]
+            if c in self.bins_:
+                v = _to_float(data.get(c))
+                codes = np.where(np.isnan(v), -1, np.searchsorted(self.bins_[c], v, side="right"))
+            elif self.kinds_[c] == "numeric":
+                codes = _codes(_to_float(data.get(c)), cats)
+            else:
+                codes = _codes(data.get(c), cats)
+            for k in range(len(cats)):
+                mat[:, start + k] = codes == k
+            start += len(cats)
+        return mat
+
+    def transform(self, X):
+        """The encoded features of ``X`` (a DataFrame of configs, or
+        :class:`~perfzoo.columns.Columns`): a DataFrame for ``native``, a float matrix otherwise."""
+        data = self._columns(X)
         if self.encoding == "onehot":
-            cols = self._present(X)
-            mat = np.zeros((n, len(self.feature_names_)), dtype=np.float32)
-            start = 0
-            for c in self.input_columns_:
-                cats = self.categories_[c]
-                if c in self.bins_:
-                    v = _to_float(cols[c], n)
-                    codes = np.where(np.isnan(v), -1, np.searchsorted(self.bins_[c], v, side="right"))
-                elif self.kinds_[c] == "numeric":
-                    v = _to_float(cols[c], n)
-                    codes = _codes(pd.Series(v), cats, n)
-                else:
-                    codes = _codes(cols[c], cats, n)
-                ok = codes >= 0
-                mat[np.nonzero(ok)[0], start + codes[ok]] = 1.0
-                start += len(cats)
-            return mat
-        num = self._numeric_block(X)
+            return self._onehot(data)
+        num = self._numeric_block(data)
         if self.encoding == "native":
-            cols = self._present(X)
-            data = dict(num)
-            for c in self.input_columns_:
-                if self.kinds_[c] == "categorical":
-                    codes = _codes(cols[c], self.categories_[c], n)
-                    data[c] = pd.Categorical.from_codes(codes, categories=self.categories_[c])
-            return pd.DataFrame({k: data[k] for k in self.feature_names_}, index=X.index, copy=False)
-        mat = self._dense(X, num)
-        if self.encoding == "scaled":
-            for j in range(mat.shape[1]):  # column by column: the matrix is column-major
-                mat[:, j] -= self.mean_[j]
-                mat[:, j] /= self.scale_[j]
+            n = len(data)
+            out = {k: repeat_to(v, n) for k, v in num.items()}
+            for c in self.categorical_features_:
+                codes = repeat_to(_codes(data.get(c), self.categories_[c]), n)
+                out[c] = pd.Categorical.from_codes(codes, categories=self.categories_[c])
+            return pd.DataFrame({k: out[k] for k in self.feature_names_}, index=data.index, copy=False)
+        return self._dense(data, num)
+
+    def matrix(self, X) -> np.ndarray:
+        """The encoded features as one float64 matrix, rows in C order, for every encoding:
+        ``native`` categoricals as their index in the fitted categories (NaN: missing or unseen),
+        which is what LightGBM reads from a frame of pandas categoricals; the others as
+        :meth:`transform`.
+
+        >>> X = pd.DataFrame({"config.n_layers": [2, 4], "config.precision": ["bf16", "fp8"]})
+        >>> FeatureEncoder("native", analytic=False).fit(X).matrix(X).tolist()
+        [[2.0, 1.0, 0.0], [4.0, 2.0, 1.0]]
+        """
+        data = self._columns(X)
+        if self.encoding != "native":
+            return np.ascontiguousarray(self.transform(data), dtype=np.float64)
+        num = self._numeric_block(data)
+        mat = np.empty((len(data), len(self.feature_names_)), dtype=np.float64)
+        for j, name in enumerate(self.feature_names_):
+            if name in num:
+                mat[:, j] = num[name]
+            else:
+                codes = _codes(data.get(name), self.categories_[name])
+                mat[:, j] = np.where(codes >= 0, codes, np.nan)
         return mat
 
     def fit_transform(self, X: pd.DataFrame):
@@ -374,14 +418,15 @@ class FeatureEncoder:
 
     @property
     def categorical_features_(self) -> list[str]:
-        """Names of the categorical output columns of the ``native`` encoding."""
+        """Names of the categorical input columns (the ``native`` encoding's categorical outputs)."""
         return [c for c in self.input_columns_ if self.kinds_[c] == "categorical"]
 
 
-def check_frame(X: Any) -> pd.DataFrame:
-    """``X`` as a DataFrame of configs: a DataFrame as is, one config (a dict or a Series) as
-    one row, a list of dicts as rows; anything else raises ``TypeError`` saying what to pass."""
-    if isinstance(X, pd.DataFrame):
+def check_frame(X: Any) -> Union[pd.DataFrame, Columns]:
+    """``X`` as a DataFrame of configs: a DataFrame (or :class:`~perfzoo.columns.Columns`) as
+    is, one config (a dict or a Series) as one row, a list of dicts as rows; anything else
+    raises ``TypeError`` saying what to pass."""
+    if isinstance(X, (pd.DataFrame, Columns)):
         return X
     if isinstance(X, pd.Series):
         return X.to_frame().T
@@ -395,14 +440,21 @@ def check_frame(X: Any) -> pd.DataFrame:
     )
 
 
+def as_columns(X: Any) -> Columns:
+    """``X`` (anything :func:`check_frame` takes) as :class:`~perfzoo.columns.Columns`: what
+    features, targets and models read, so each chunk's analytic estimates are computed once."""
+    X = check_frame(X)
+    return X if isinstance(X, Columns) else Columns.of(X)
+
+
 # ----------------------------------------------------------------------------------------
 # targets
 # ----------------------------------------------------------------------------------------
 
 
-def _analytic_log_throughput(X: pd.DataFrame, per_device: bool, est: Optional[dict] = None) -> np.ndarray:
-    """log of the analytic throughput (global or per device); ``est``: ``estimate_arrays(X)`` if known."""
-    v = (est if est is not None else analytic.estimate_arrays(X))["throughput_per_device" if per_device else "throughput"]
+def _analytic_log_throughput(X, per_device: bool, est: Optional[dict] = None) -> np.ndarray:
+    """log of the analytic throughput (global or per device); ``est``: :func:`estimates` of ``X`` if known."""
+    v = (est if est is not None else estimates(X))["throughput_per_device" if per_device else "throughput"]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(v > 0, np.log(np.where(v > 0, v, 1.0)), np.nan)
 
@@ -438,7 +490,7 @@ class TargetTransform:
 
     def _baseline(self, X: pd.DataFrame) -> np.ndarray:
         if self.kind == "log_roofline_ratio":
-            est = analytic.estimate_arrays(X)
+            est = estimates(X)
             tput = self.calibration_.throughput(X, est) / (n_devices(X) if self.per_device_ else 1.0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 base = np.where(tput > 0, np.log(np.where(tput > 0, tput, 1.0)), np.nan)
@@ -452,7 +504,7 @@ class TargetTransform:
         # log_ratio: rows whose analytic estimate is unknown are regressed around the median log y
         self.fallback_ = float(np.median(_safe_log(y))) if len(y) else 0.0
         ratio = self.kind in ("log_ratio", "log_roofline_ratio")
-        est = analytic.estimate_arrays(X) if ratio else None
+        est = estimates(X) if ratio else None
         if ratio and self.per_device is None:
             ly = _safe_log(y)
             spread = {}

@@ -25,10 +25,12 @@ from typing import Any, Callable, Optional, Protocol, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.columns import Columns
 from perfzoo.inputs import input_columns
 from perfzoo.search.treegrid import grid_values
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.zoo.base import Predictor
 from perfzoo.zoo.failure import FailurePredictor
 
 
@@ -119,7 +121,7 @@ class Objective:
         self.grid_reason: Optional[str] = None  # why grid() found no fast path, once it was tried
         self._cache: dict[int, tuple[float, float, float]] = {}
         ref = self.codec.sample(n_reference, seed=np.random.default_rng([seed, 7919]))
-        p = self._raw_predict(ref)
+        p = self._raw_predict(self.inputs(ref)[0])
         p = p[np.isfinite(p)]
         if len(p) == 0:
             self.lo, self.hi = 0.0, 1.0
@@ -132,19 +134,31 @@ class Objective:
     def frame(self, idx: np.ndarray, columns: Optional[Sequence[str]] = None, categorical: bool = True) -> pd.DataFrame:
         return self.codec.frame(idx, columns=columns, fixed=self.fixed, categorical=categorical)
 
-    def _raw_predict(self, idx: np.ndarray) -> np.ndarray:
-        if len(idx) == 0:
+    def inputs(self, idx: np.ndarray) -> tuple[Any, Any]:
+        """The predictor's and the failure classifier's inputs for index rows: one
+        :class:`~perfzoo.columns.Columns` each (the same one when they read the same columns, so
+        the analytic estimates are computed once), or a DataFrame for a model that is no zoo
+        predictor (a :class:`Formula`)."""
+        cols = self.codec.columns(idx, self.columns, fixed=self.fixed)
+        fcols = None
+        if self.failure is not None:
+            same = self.failure_columns == self.columns
+            fcols = cols if same else self.codec.columns(idx, self.failure_columns, fixed=self.fixed)
+        return _as_input(self.predictor, cols), fcols
+
+    def _raw_predict(self, X: Any) -> np.ndarray:
+        if len(X) == 0:
             return np.zeros(0)
         t0 = time.perf_counter()
-        out = np.asarray(self.predictor.predict(self.frame(idx, self.columns)), dtype=float).reshape(-1)
+        out = np.asarray(self.predictor.predict(X), dtype=float).reshape(-1)
         self.predict_seconds += time.perf_counter() - t0
-        self.n_predicted += len(idx)
+        self.n_predicted += len(X)
         return out
 
-    def p_success(self, idx: np.ndarray) -> np.ndarray:
-        if self.failure is None or len(idx) == 0:
-            return np.ones(len(idx))
-        X = self.frame(idx, self.failure_columns)
+    def p_success(self, X: Any) -> np.ndarray:
+        """P(success) of the configs in the failure classifier's input ``X`` (1 without one)."""
+        if self.failure is None or len(X) == 0:
+            return np.ones(len(X))
         return 1.0 - np.asarray(self.failure.predict_failure(X), dtype=float).reshape(-1)
 
     def normalise(self, pred: np.ndarray) -> np.ndarray:
@@ -162,9 +176,9 @@ class Objective:
         ps = np.zeros(n)
         reward = np.full(n, self.invalid_reward)
         if valid.any():
-            v = idx[valid]
-            p = self._raw_predict(v)
-            s = self.p_success(v)
+            X, F = self.inputs(idx[valid])
+            p = self._raw_predict(X)
+            s = self.p_success(F) if F is not None else np.ones(len(p))
             pred[valid], ps[valid] = p, s
             reward[valid] = self.reward(p, s)
         return pred, ps, reward
@@ -296,6 +310,11 @@ class SearchResult:
         tmp.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in self.records()))
         tmp.replace(path)
         return path
+
+
+def _as_input(model: Any, cols: Columns) -> Any:
+    """What ``model`` predicts from: the Columns for a zoo predictor, a DataFrame for anything else."""
+    return cols if isinstance(model, Predictor) else cols.to_frame()
 
 
 def _num(v: Any) -> Optional[float]:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.columns import Columns
 from perfzoo.spaces._base import Space, SpaceError, _same
 
 MAX_TABLE = 250_000  # largest lookup table (combinations of the dimensions a rule reads)
@@ -171,6 +172,8 @@ class SpaceCodec:
             if self.derived_rule is None:
                 self.vectorised = False
             self.derived_keys = [k for k in self.space.knobs() if k not in self._pos and k not in self.space.constants]
+            if self.derived_rule is not None:  # text / bool values as (categories, code table), as dimensions
+                self._derived_columns = {k: _derived_column(t) for k, t in self.derived_rule.values.items()}
         self.has_constraints = bool(self.space.constraints) or self.space.derived is not None
 
     def __repr__(self) -> str:
@@ -358,9 +361,48 @@ class SpaceCodec:
         """``config.<knob>`` for every knob a complete config holds."""
         return [f"config.{k}" for k in self.space.knobs()]
 
+    def columns(self, idx: np.ndarray, columns: Optional[Sequence[str]] = None,
+                fixed: Optional[dict] = None) -> Columns:
+        """What a predictor takes, as :class:`~perfzoo.columns.Columns`: each dimension's column
+        looked up in its value table by index (text and bools as Categoricals), derived keys in
+        their compiled tables, constants and ``fixed`` values held once; no per-row Python and
+        no DataFrame. ``columns`` and ``fixed`` as in :meth:`frame`.
+
+        >>> from perfzoo.spaces import get
+        >>> codec = SpaceCodec(get("llm-small"))
+        >>> cols = codec.columns(codec.sample(5, seed=0), ["config.hidden_dim", "hardware.accelerator"],
+        ...                      fixed={"hardware.accelerator": "cpu"})
+        >>> len(cols), cols.is_constant("hardware.accelerator"), cols.is_constant("config.hidden_dim")
+        (5, True, False)
+        """
+        idx = self._check(idx)
+        fixed = dict(fixed or {})
+        wanted = list(columns) if columns is not None else self.knob_columns() + [c for c in fixed
+                                                                               if c not in self.knob_columns()]
+        data: dict[str, Any] = {}
+        derived_cache: Optional[dict] = None
+        for col in wanted:
+            if col in fixed:
+                data[col] = _constant_column(fixed[col])
+                continue
+            key = col[len("config."):] if col.startswith("config.") else None
+            if key is None:
+                continue
+            if key in self._pos:
+                kind, spec = self._columns[key]
+                j = idx[:, self._pos[key]]
+                data[col] = spec[j] if kind in ("int", "float") else _categorical(spec[0], spec[1][j])
+            elif key in self.space.constants:
+                data[col] = _constant_column(self.space.constants[key])
+            elif key in self.derived_keys:
+                if derived_cache is None:
+                    derived_cache = self._derived_values(idx)
+                data[col] = derived_cache[key]
+        return Columns({c: data[c] for c in wanted if c in data}, len(idx))
+
     def frame(self, idx: np.ndarray, columns: Optional[Sequence[str]] = None, fixed: Optional[dict] = None,
               categorical: bool = True) -> pd.DataFrame:
-        """The DataFrame a predictor takes, one row per index row.
+        """The DataFrame a predictor takes, one row per index row (:meth:`columns` as a frame).
 
         Parameters
         ----------
@@ -372,44 +414,23 @@ class SpaceCodec:
         categorical : text / bool knobs as pandas ``Categorical`` (fast; for predicting) or as
             object arrays (like a dataset frame; for fitting).
         """
-        idx = self._check(idx)
-        n = len(idx)
-        fixed = dict(fixed or {})
-        wanted = list(columns) if columns is not None else self.knob_columns() + [c for c in fixed
-                                                                               if c not in self.knob_columns()]
-        data: dict[str, Any] = {}
-        derived_cache: Optional[dict] = None
-        for col in wanted:
-            if col in fixed:
-                data[col] = _constant_column(fixed[col], n, categorical)
-                continue
-            key = col[len("config."):] if col.startswith("config.") else None
-            if key is None:
-                continue
-            if key in self._pos:
-                i = self._pos[key]
-                kind, spec = self._columns[key]
-                j = idx[:, i]
-                if kind in ("int", "float"):
-                    data[col] = spec[j]
-                else:
-                    cats, codes = spec
-                    data[col] = _categorical(cats, codes[j], categorical)
-            elif key in self.space.constants:
-                data[col] = _constant_column(self.space.constants[key], n, categorical)
-            elif key in self.derived_keys:
-                if derived_cache is None:
-                    derived_cache = self._derived_values(idx)
-                data[col] = derived_cache[key]
-        return pd.DataFrame(data, columns=[c for c in wanted if c in data])
+        cols = self.columns(idx, columns, fixed)
+        data = {c: cols.full(c) for c in cols.columns}
+        if not categorical:
+            data = {c: (_objects(v) if isinstance(v, pd.Categorical) else v) for c, v in data.items()}
+        return pd.DataFrame(data, columns=cols.columns)
 
     def _derived_values(self, idx: np.ndarray) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.derived_rule is not None and self.vectorised:
             rule = self.derived_rule
             where = tuple(idx[:, i] for i in rule.deps)
-            for k, table in rule.values.items():
-                out[k] = table[where] if rule.deps else np.repeat(table.reshape(1), len(idx))
+            for k, (kind, spec) in self._derived_columns.items():
+                if kind == "cat":
+                    cats, table = spec
+                    out[k] = _categorical(cats, table[where] if rule.deps else table.reshape(1))
+                else:
+                    out[k] = spec[where] if rule.deps else spec.reshape(1)
             return out
         rows = [self.space.validate(c) for c in self._raw(idx)]
         for k in self.derived_keys:
@@ -420,25 +441,40 @@ class SpaceCodec:
 _DTYPES: dict = {}
 
 
-def _categorical(cats: list, codes: np.ndarray, categorical: bool):
-    if categorical:
-        key = tuple((type(c).__name__, c) for c in cats)
-        dtype = _DTYPES.get(key)
-        if dtype is None:
-            dtype = _DTYPES[key] = pd.CategoricalDtype(pd.Index(cats, dtype=object))
-        return pd.Categorical.from_codes(codes, dtype=dtype)
-    table = np.array(list(cats) + [None], dtype=object)
-    return table[np.where(codes < 0, len(cats), codes)]
+def _categorical(cats: list, codes: np.ndarray) -> pd.Categorical:
+    key = tuple((type(c).__name__, c) for c in cats)
+    dtype = _DTYPES.get(key)
+    if dtype is None:
+        dtype = _DTYPES[key] = pd.CategoricalDtype(pd.Index(cats, dtype=object))
+    return pd.Categorical.from_codes(codes, dtype=dtype)
 
 
-def _constant_column(value: Any, n: int, categorical: bool):
+def _objects(values: pd.Categorical) -> np.ndarray:
+    """A Categorical as an object array of its values (None where missing), like a dataset's column."""
+    table = np.array(list(values.categories) + [None], dtype=object)
+    return table[np.where(values.codes < 0, len(values.categories), values.codes)]
+
+
+def _constant_column(value: Any):
+    """One value as a column of length 1 (it broadcasts: see :class:`~perfzoo.columns.Columns`)."""
     if value is None:
-        return np.full(n, None, dtype=object)
+        return np.array([None], dtype=object)
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        return np.full(n, value, dtype=np.int64)
+        return np.array([value], dtype=np.int64)
     if isinstance(value, (float, np.floating)):
-        return np.full(n, value, dtype=float)
-    return _categorical([value], np.zeros(n, dtype=np.int64), categorical)
+        return np.array([value], dtype=float)
+    return _categorical([value], np.zeros(1, dtype=np.int64))
+
+
+def _derived_column(table: np.ndarray) -> tuple[str, Any]:
+    """A derived key's value table as ``('num', table)`` or ``('cat', (categories, code table))``."""
+    if table.dtype != object:
+        return "num", table
+    kind, spec = _column_array(table.reshape(-1).tolist())
+    if kind != "cat":
+        return "num", spec.reshape(table.shape)
+    cats, codes = spec
+    return "cat", (cats, codes.reshape(table.shape))
 
 
 def _as_column(vals: np.ndarray):

@@ -57,7 +57,7 @@ from sklearn.base import BaseEstimator
 
 import perfzoo
 from harness.environment import library_versions
-from perfzoo.features import TARGETS, FeatureEncoder, TargetTransform, check_frame
+from perfzoo.features import TARGETS, FeatureEncoder, TargetTransform, as_columns, check_frame
 from perfzoo.zoo import interval as _interval
 
 MODEL_FILE = "model.joblib"
@@ -139,9 +139,10 @@ class Predictor(BaseEstimator):
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        """One float per row of ``X`` (see ``output``): higher means faster."""
+        """One float per row of ``X`` (see ``output``): higher means faster. ``X``: a DataFrame of
+        configs or :class:`~perfzoo.columns.Columns` (what a search scores: arrays, no frame)."""
         self._check_fitted()
-        X = check_frame(X)
+        X = as_columns(X)  # features, target and analytic estimates read the same columns, once
         with self._threads():
             out = np.asarray(self._predict(X), dtype=float).reshape(-1)
         if len(out) != len(X):  # pragma: no cover - a member bug
@@ -299,7 +300,7 @@ class EncodedPredictor(Predictor):
         if self.constant_ is not None:
             z = np.full(len(X), self.constant_)
         else:
-            z = np.asarray(self._predict_model(self.encoder_.transform(X)), dtype=float).reshape(-1)
+            z = np.asarray(self._predict_model(self._features(X)), dtype=float).reshape(-1)
         return self._output(z, X)
 
     def _output(self, z: np.ndarray, X: pd.DataFrame) -> np.ndarray:
@@ -308,6 +309,10 @@ class EncodedPredictor(Predictor):
     # hooks
     def _make_model(self):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _features(self, X):
+        """What the fitted model predicts from: the encoder's :meth:`~perfzoo.features.FeatureEncoder.transform`."""
+        return self.encoder_.transform(X)
 
     def _fit_model(self, Z, z: np.ndarray, X: pd.DataFrame, groups: Any) -> None:
         self.model_.fit(Z, z)

@@ -22,6 +22,13 @@ def _lgb_params(self) -> dict[str, Any]:
     )
 
 
+def lgb_predict(model: Any, Z: np.ndarray, n_jobs: Optional[int]) -> np.ndarray:
+    """A fitted LightGBM model's output on the encoder's float matrix
+    (:meth:`~perfzoo.features.FeatureEncoder.matrix`): the booster itself, as the scikit-learn
+    wrapper calls it but without its input checks (P(class 1) for a binary classifier)."""
+    return model.booster_.predict(Z, num_threads=int(n_jobs or 1))
+
+
 class LightGBMPredictor(EncodedPredictor):
     """LightGBM regressor of log throughput (native categoricals, log sizes, analytic features)."""
 
@@ -46,6 +53,12 @@ class LightGBMPredictor(EncodedPredictor):
         import lightgbm as lgb
 
         return lgb.LGBMRegressor(**_lgb_params(self))
+
+    def _features(self, X) -> np.ndarray:
+        return self.encoder_.matrix(X)  # LightGBM's own input: no frame to convert
+
+    def _predict_model(self, Z) -> np.ndarray:
+        return lgb_predict(self.model_, Z, self.n_jobs)
 
 
 def _catboost_frame(Z: pd.DataFrame, cats: Sequence[str]) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from sklearn.linear_model import Ridge
 from sklearn.neighbors import KNeighborsRegressor
 from sklearn.neural_network import MLPRegressor
 
-from perfzoo.features import check_frame
+from perfzoo.features import as_columns
 from perfzoo.zoo.base import EncodedPredictor
 
 
@@ -43,6 +43,9 @@ class RidgePredictor(EncodedPredictor):
 
     def _make_model(self):
         return Ridge(alpha=self.alpha)
+
+    def _predict_model(self, Z) -> np.ndarray:
+        return Z @ self.model_.coef_ + self.model_.intercept_  # Ridge.predict's arithmetic, without its checks
 
 
 class KNNPredictor(EncodedPredictor):
@@ -275,7 +278,7 @@ class GPPredictor(_Standardised):
     def predict_std(self, X: pd.DataFrame) -> np.ndarray:
         """Posterior standard deviation of the predicted throughput (see the class docstring)."""
         self._check_fitted()
-        X = check_frame(X)  # a dict of columns too: the target's inverse reads X's columns
+        X = as_columns(X)  # a dict of columns too: the encoder and the target's inverse read the same columns
         if self.constant_ is not None:
             return np.zeros(len(X))
         Z = self.encoder_.transform(X)

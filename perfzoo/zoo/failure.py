@@ -11,8 +11,9 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo.features import FeatureEncoder, check_frame
+from perfzoo.features import FeatureEncoder, as_columns
 from perfzoo.zoo.base import Predictor
+from perfzoo.zoo.boosting import lgb_predict
 
 
 def failure_labels(y: Any) -> np.ndarray:
@@ -118,10 +119,12 @@ class FailurePredictor(Predictor):
     def predict_failure(self, X: pd.DataFrame) -> np.ndarray:
         """P(the job fails) per config."""
         self._check_fitted()
-        X = check_frame(X)
+        X = as_columns(X)
         if self.kind_ == "constant":
             return np.full(len(X), self.rate_)
         with self._threads():
+            if self.kind_ == "lightgbm":
+                return lgb_predict(self.model_, self.encoder_.matrix(X), self.n_jobs)
             return self.model_.predict_proba(self.encoder_.transform(X))[:, 1]
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
