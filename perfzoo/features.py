@@ -85,12 +85,15 @@ _ANALYTIC_LOG = (
 )
 _ANALYTIC_LOG1P = ("comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_bytes")
 _ANALYTIC_RAW = ("memory_fraction", "bubble")
-ANALYTIC_FEATURES = tuple(
-    [f"analytic.log_{c}" for c in _ANALYTIC_LOG]
-    + [f"analytic.log1p_{c}" for c in _ANALYTIC_LOG1P]
-    + [f"analytic.{c}" for c in _ANALYTIC_RAW]
-    + ["analytic.log_state_bytes"]
-)
+_STATE = ("param_bytes", "grad_bytes", "optimizer_bytes")
+# feature -> (transform, the estimates it sums)
+_ANALYTIC = {
+    **{f"analytic.log_{c}": ("log", (c,)) for c in _ANALYTIC_LOG},
+    **{f"analytic.log1p_{c}": ("log1p", (c,)) for c in _ANALYTIC_LOG1P},
+    **{f"analytic.{c}": ("raw", (c,)) for c in _ANALYTIC_RAW},
+    "analytic.log_state_bytes": ("log", _STATE),
+}
+ANALYTIC_FEATURES = tuple(_ANALYTIC)
 
 def base_key(column: str) -> str:
     """``'config.hidden_dim'`` -> ``'hidden_dim'``."""
@@ -114,23 +117,32 @@ def estimates(X) -> dict[str, np.ndarray]:
     return est
 
 
-def analytic_features(X) -> dict[str, np.ndarray]:
+def analytic_features(X, names: Optional[Sequence[str]] = None) -> dict[str, np.ndarray]:
     """The analytic estimates of :func:`perfzoo.analytic.estimate` as model features
-    (:data:`ANALYTIC_FEATURES`): logs of sizes, times and throughputs, ``log1p`` of
-    communication bytes, memory fraction and bubble as they are; a dict of arrays."""
+    (:data:`ANALYTIC_FEATURES`, or the ``names`` among them): logs of sizes, times and
+    throughputs (NaN where not positive), ``log1p`` of communication bytes, memory fraction and
+    bubble as they are; a dict of arrays. An estimate with one value on every row is
+    transformed once and kept as one value (it broadcasts, as :class:`~perfzoo.columns.Columns`' constants)."""
     est = estimates(X)
     out = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        for c in _ANALYTIC_LOG:
-            v = est[c]
-            out[f"analytic.log_{c}"] = np.where(v > 0, np.log(np.where(v > 0, v, 1.0)), np.nan)
-        for c in _ANALYTIC_LOG1P:
-            out[f"analytic.log1p_{c}"] = np.log1p(est[c])
-        for c in _ANALYTIC_RAW:
-            out[f"analytic.{c}"] = est[c]
-        state = est["param_bytes"] + est["grad_bytes"] + est["optimizer_bytes"]
-        out["analytic.log_state_bytes"] = np.where(state > 0, np.log(np.where(state > 0, state, 1.0)), np.nan)
+        for name in (ANALYTIC_FEATURES if names is None else names):
+            how, parts = _ANALYTIC[name]
+            v = _constant_once(est[parts[0]])
+            for part in parts[1:]:
+                v = v + _constant_once(est[part])
+            if how == "log":
+                out[name] = np.log(v, out=np.full(v.shape, np.nan), where=v > 0)
+            elif how == "log1p":
+                out[name] = np.log1p(v)
+            else:
+                out[name] = v
     return out
+
+
+def _constant_once(v: np.ndarray) -> np.ndarray:
+    """``v`` itself, or its one value (length 1) when every row has it."""
+    return v[:1] if len(v) > 1 and v[0] == v[-1] and (v == v[0]).all() else v
 
 
 def n_devices(X) -> np.ndarray:
@@ -329,9 +341,7 @@ class FeatureEncoder:
         for c in self.log_columns_:
             out[f"log.{c}"] = _log2(out[c])
         if self.use_analytic_ and self.analytic_columns_:
-            an = analytic_features(data)
-            for c in self.analytic_columns_:
-                out[c] = an[c]
+            out.update(analytic_features(data, self.analytic_columns_))
         return out
 
     def _dense(self, data: Columns, num: dict[str, np.ndarray], scale: bool = True) -> np.ndarray:
@@ -412,6 +422,47 @@ class FeatureEncoder:
                 codes = _codes(data.get(name), self.categories_[name])
                 mat[:, j] = np.where(codes >= 0, codes, np.nan)
         return mat
+
+    def linear(self, X, coef: Any, intercept: float = 0.0) -> np.ndarray:
+        """``transform(X) @ coef + intercept`` for the ``numeric`` and ``scaled`` encodings (equal up
+        to rounding), summed feature by feature without the matrix: the standardisation folded into
+        the weights, a constant feature added once, a one-hot group as one lookup of its weights by
+        category. How a linear model scores millions of configs.
+
+        >>> X = pd.DataFrame({"config.n_layers": [2, 4, 8], "config.precision": ["bf16", "fp8", "bf16"]})
+        >>> enc = FeatureEncoder("scaled", analytic=False, log_sizes=False).fit(X)
+        >>> w = np.array([1.0, 2.0, -1.0])
+        >>> bool(np.allclose(enc.linear(X, w, 0.5), enc.transform(X) @ w + 0.5))
+        True
+        """
+        if self.encoding not in ("numeric", "scaled"):
+            raise ValueError(f"linear: the {self.encoding!r} encoding has no linear form; use transform(X)")
+        data = self._columns(X)
+        num = self._numeric_block(data)
+        w = np.asarray(coef, dtype=float).reshape(-1)
+        const = float(intercept)
+        if self.encoding == "scaled":
+            w = w / self.scale_
+            const -= float(np.dot(w, self.mean_))
+        acc = np.zeros(len(data))
+        j = 0
+        for k, v in num.items():
+            v = np.where(np.isfinite(v), v, self.medians_.get(k, 0.0))
+            if len(v) == 1:
+                const += w[j] * float(v[0])
+            else:
+                acc += w[j] * v
+            j += 1
+        for c in self.categorical_features_:
+            width = len(self.categories_[c])
+            codes = _codes(data.get(c), self.categories_[c])
+            table = np.append(w[j:j + width], 0.0)  # code -1 (missing, unseen): no category's weight
+            if len(codes) == 1:
+                const += float(table[codes[0]])
+            else:
+                acc += table[codes]
+            j += width
+        return acc + const
 
     def fit_transform(self, X: pd.DataFrame):
         return self.fit(X).transform(X)

@@ -44,8 +44,11 @@ class RidgePredictor(EncodedPredictor):
     def _make_model(self):
         return Ridge(alpha=self.alpha)
 
-    def _predict_model(self, Z) -> np.ndarray:
-        return Z @ self.model_.coef_ + self.model_.intercept_  # Ridge.predict's arithmetic, without its checks
+    def _features(self, X):
+        return X  # no matrix: the model sums the encoder's features itself (FeatureEncoder.linear)
+
+    def _predict_model(self, X) -> np.ndarray:
+        return self.encoder_.linear(X, self.model_.coef_, self.model_.intercept_)
 
 
 class KNNPredictor(EncodedPredictor):

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 from perfzoo.features import FeatureEncoder, as_columns
 from perfzoo.zoo.base import Predictor
@@ -125,7 +126,8 @@ class FailurePredictor(Predictor):
         with self._threads():
             if self.kind_ == "lightgbm":
                 return lgb_predict(self.model_, self.encoder_.matrix(X), self.n_jobs)
-            return self.model_.predict_proba(self.encoder_.transform(X))[:, 1]
+            # logistic: LogisticRegression.predict_proba's arithmetic on the encoder's linear form
+            return expit(self.encoder_.linear(X, self.model_.coef_[0], self.model_.intercept_[0]))
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """``[P(ok), P(fail)]`` per config (scikit-learn's layout, ``classes_ = [0, 1]``)."""
