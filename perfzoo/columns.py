@@ -109,6 +109,12 @@ class Columns:
         out._index = self._index
         return out
 
+    def expanded(self) -> "Columns":
+        """The same columns, each with one value per row (constants repeated)."""
+        out = Columns({k: self.full(k) for k in self._data}, self.n)
+        out._index = self._index
+        return out
+
     def to_frame(self) -> pd.DataFrame:
         """A DataFrame of the columns, constants repeated (for a model that only reads frames)."""
         return pd.DataFrame({k: self.full(k) for k in self._data}, index=self.index)

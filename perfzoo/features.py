@@ -113,8 +113,24 @@ def estimates(X) -> dict[str, np.ndarray]:
         return analytic.estimate_arrays(X)
     est = X.cache.get("estimates")
     if est is None:
-        est = X.cache["estimates"] = analytic.estimate_arrays(X)
+        est = X.cache["estimates"] = _estimate_columns(X)
     return est
+
+
+_NO_BROADCAST: set[frozenset] = set()  # constant column sets a cost model could not broadcast
+
+
+def _estimate_columns(X: Columns) -> dict[str, np.ndarray]:
+    """The estimates of the light columns, their constants held once; where a cost model cannot
+    broadcast them (it raises, e.g. building one array from per-layer arrays of different
+    lengths), of the columns at full length, and that set of constants is not tried light again."""
+    constant = frozenset(c for c in X.columns if X.is_constant(c))
+    if constant and constant not in _NO_BROADCAST:
+        try:
+            return analytic.estimate_arrays(X)
+        except (ValueError, IndexError):
+            _NO_BROADCAST.add(constant)
+    return analytic.estimate_arrays(X.expanded() if constant else X)
 
 
 def analytic_features(X, names: Optional[Sequence[str]] = None) -> dict[str, np.ndarray]:
@@ -425,7 +441,8 @@ class FeatureEncoder:
 
     def linear(self, X, coef: Any, intercept: float = 0.0) -> np.ndarray:
         """``transform(X) @ coef + intercept`` for the ``numeric`` and ``scaled`` encodings (equal up
-        to rounding), summed feature by feature without the matrix: the standardisation folded into
+        to rounding; in float64, where ``numeric``'s matrix is float32), summed feature by feature
+        without the matrix: the standardisation folded into
         the weights, a constant feature added once, a one-hot group as one lookup of its weights by
         category. How a linear model scores millions of configs.
 

@@ -1,21 +1,32 @@
 """Searcher speed figures: ``python scripts/search_benchmark.py --speed`` writes
 ``docs/studies/search/speed.md``.
 
-One REINFORCE round (2,000 samples x 3 restarts) and an exhaustive scoring of every config of
-``fsdp-ads-v3``, with LightGBM (and the failure classifier) fitted on ``fsdp-cpu`` two ways: as
-``python -m perfzoo.search`` fits them, and on the space's knobs alone (the exact tree-by-tree
-path). The surrogate benchmark of the searchers is a package command:
+Per searcher and per predictor, as ``python -m perfzoo.search`` fits them on ``fsdp-cpu`` (every
+feature column, so the analytic features too): exhaustive scoring of every config of
+``fsdp-ads-v3`` and one REINFORCE round (2,000 samples x 3 restarts) with ``ridge`` (the shipped
+``fsdp-cpu`` predictor), ``lightgbm``, ``roofline``, ``hybrid_roofline`` and ``ridge`` with the
+``failure`` classifier; and ``python -m perfzoo.plan`` over the largest layout space of the
+catalog we found (``mixtral-8x22b`` on 3,072 H100s, tensor parallelism across nodes allowed, bf16
+and fp8), scored exhaustively by the shipped ``published-llm`` predictor and a ``hybrid_roofline``.
+Each row: configs scored, seconds (median of ``--repeats``), configs per second, the ratio to the
+machine's floor, and the process's peak resident memory. The floor is plain numpy that reads
+every config's code array once (the codec's index rows, chunk by chunk, one weighted sum each,
+the best kept): no searcher does less. Each row runs in its own process, so its peak memory is
+its own. The surrogate benchmark of the searchers is a package command:
 ``python -m perfzoo.search benchmark`` (:mod:`perfzoo.search.benchmark`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import time
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -26,11 +37,25 @@ sys.path.insert(0, str(ROOT))
 
 from perfzoo import zoo  # noqa: E402
 from perfzoo.datasets import load_dataset  # noqa: E402
+from perfzoo.plan.layouts import Cluster  # noqa: E402
+from perfzoo.plan.planner import default_scorer, plan, resolve_model  # noqa: E402
+from perfzoo.plan.layouts import layout_space  # noqa: E402
+from perfzoo.plan.scoring import Scorer  # noqa: E402
 from perfzoo.search import Exhaustive, Reinforce, propose  # noqa: E402
+from perfzoo.search.command import fixed_columns, measured_configs  # noqa: E402
 from perfzoo.spaces import get  # noqa: E402
 from perfzoo.spaces.codec import SpaceCodec  # noqa: E402
 
 OUT = ROOT / "docs" / "studies" / "search"
+DATASET, SPACE = "fsdp-cpu", "fsdp-ads-v3"
+PREDICTORS = ("ridge", "lightgbm", "roofline", "hybrid_roofline", "ridge+failure")
+SEARCHERS = ("exhaustive", "reinforce")
+TOP_K = 250  # what `python -m perfzoo.search --top-k 50` asks its searcher for (5 per proposal, for ties)
+# the largest layout space of the catalog we found: 241,920 grid points, 91,680 valid layouts
+PLAN = dict(model="mixtral-8x22b", gpus=3072, accelerator="H100-SXM-80GB", seq_len=8192, global_batch=6144,
+            precisions=("bf16", "fp8"), tp_beyond_node=True)
+PLAN_SCORERS = ("shipped", "hybrid_roofline")
+FLOOR_CHUNK = 2 ** 16
 
 
 def log(msg: str) -> None:
@@ -48,53 +73,149 @@ def context(command: str) -> str:
             f"load average {load:.1f} at the end), {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}")
 
 
-# --- speed --------------------------------------------------------------------------------------
+def peak_rss_gib() -> float:
+    """This process's peak resident memory (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+
+
+# --- one row, in its own process ----------------------------------------------------------------
+
+def floor(codec: SpaceCodec, top_k: int = TOP_K) -> int:
+    """The floor: every grid point's code array read once (chunk by chunk), one weighted sum
+    each, invalid ones dropped, the best ``top_k`` kept. Returns the configs it scored."""
+    weights = np.arange(1, len(codec.names) + 1, dtype=float)
+    best = np.zeros(0)
+    scored = 0
+    for start in range(0, codec.size, FLOOR_CHUNK):
+        idx = codec.all_indices(start, start + FLOOR_CHUNK)
+        score = (idx @ weights)[codec.valid(idx)]
+        scored += len(score)
+        best = np.concatenate([best, score])
+        if len(best) > top_k:
+            best = best[np.argpartition(-best, top_k - 1)[:top_k]]
+    return scored
+
+
+def fsdp_models(name: str):
+    ds = load_dataset(DATASET)
+    ok = ds.ok()
+    member, _, with_failure = name.partition("+")
+    model = zoo.make(member).fit(ok.X, ok.y, dataset=ds.name)
+    failure = zoo.make("failure").fit(ds.frame[list(ds.feature_columns)], ds.failed) if with_failure else None
+    return ds, model, failure
+
+
+def plan_scorer(name: str) -> Scorer:
+    if name == "shipped":
+        return default_scorer()
+    ds = load_dataset("published-llm")
+    ok = ds.labelled().ok()
+    return Scorer(zoo.make(name).fit(ok.X, ok.y, dataset=ds.name), per_device=ds.target.endswith("_per_device"))
+
+
+def run_row(row: dict) -> dict:
+    """Time one row ``repeats`` times; the configs it scored, the times and the peak memory."""
+    warnings.filterwarnings("ignore")
+    kind, name, repeats = row["kind"], row.get("predictor"), int(row["repeats"])
+    out: dict = {"times": []}
+    if kind == "plan":
+        cluster = Cluster(gpus=PLAN["gpus"], accelerator=PLAN["accelerator"])
+        if name == "floor":
+            codec = SpaceCodec(layout_space(resolve_model(PLAN["model"]), cluster, PLAN["seq_len"],
+                                            PLAN["global_batch"], PLAN["precisions"], PLAN["tp_beyond_node"]))
+            job = lambda: {"scored": floor(codec)}  # noqa: E731
+        else:
+            scorer = plan_scorer(name)
+            out["predictor"] = f"{scorer.name} (shipped)" if name == "shipped" else scorer.name
+
+            def job():
+                p = plan(PLAN["model"], cluster, seq_len=PLAN["seq_len"], global_batch=PLAN["global_batch"],
+                         precisions=PLAN["precisions"], tp_beyond_node=PLAN["tp_beyond_node"], scorer=scorer,
+                         exhaustive_limit=10 ** 7)
+                return {"scored": p.counts["memory_checked"], "path": p.method,
+                        "note": f"{p.counts['feasible']:,} fit in memory, {p.counts['grid']:,} grid points"}
+    else:
+        space = get(SPACE)
+        codec = SpaceCodec(space)
+        if name == "floor":
+            job = lambda: {"scored": floor(codec)}  # noqa: E731
+        else:
+            ds, model, failure = fsdp_models(name)
+            fixed = fixed_columns(ds, codec.knob_columns(), [])
+            measured = measured_configs(ds)
+            searcher = Exhaustive(n_jobs=row["n_jobs"]) if kind == "exhaustive" else Reinforce()
+
+            def job():
+                r = propose(searcher, space, model, TOP_K, failure=failure, exclude=measured, fixed=fixed)
+                scored = r.stats["valid"] if kind == "exhaustive" else r.stats["distinct"]
+                return {"scored": scored, "path": r.stats.get("path", ""), "reason": r.stats.get("path_reason") or ""}
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out.update(job())
+        out["times"].append(time.perf_counter() - t)
+    out["peak_gib"] = peak_rss_gib()
+    return out
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+def rows(args) -> list[dict]:
+    predictors = args.predictors.split(",")
+    out = [{"kind": "exhaustive", "predictor": "floor"}]
+    for searcher in args.searchers.split(","):
+        for name in predictors:
+            for n_jobs in ([1, 2] if searcher == "exhaustive" else [1]):
+                out.append({"kind": searcher, "predictor": name, "n_jobs": n_jobs})
+    if args.plan:
+        out.append({"kind": "plan", "predictor": "floor"})
+        out += [{"kind": "plan", "predictor": name} for name in PLAN_SCORERS]
+    for r in out:
+        r.setdefault("n_jobs", 1)
+        r["repeats"] = args.repeats
+    return out
+
+
+def measure(row: dict) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--row", json.dumps(row)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"row {row} failed:\n{proc.stderr[-2000:]}")
+    return {**row, **json.loads(proc.stdout.strip().splitlines()[-1])}
+
 
 def speed(args, command: str) -> str:
-    """REINFORCE and exhaustive wall times on ``fsdp-ads-v3``, with models fitted two ways: as
-    ``python -m perfzoo.search`` fits them (every feature column of the dataset, so the zoo adds
-    its analytic features, each of which depends on many knobs) and on the space's knobs alone."""
-    from perfzoo.search.command import fixed_columns, measured_configs
-
-    ds = load_dataset("fsdp-cpu")
-    space = get("fsdp-ads-v3")
-    codec = SpaceCodec(space)
-    measured = measured_configs(ds)
-    ok = ds.labelled().ok()
-    failed = ds.failed
-    knob_cols = [f"config.{n}" for n in codec.names]
-    variants = [("as the search command fits them", list(ds.feature_columns)), ("on the knobs alone", knob_cols)]
-    rows = []
-    for how, cols in variants:
-        model = zoo.make("lightgbm").fit(ok.X[cols], ok.y)
-        failure = zoo.make("failure").fit(ds.frame[cols], failed) if failed.any() else None
-        fixed = fixed_columns(ds, codec.knob_columns(), [])
-        for label, fail in ((f"lightgbm, {how}", None), (f"lightgbm + failure, {how}", failure)):
-            if how.startswith("as"):
-                times = []
-                for rep in range(args.speed_repeats):
-                    t = time.perf_counter()
-                    r = propose(Reinforce(seed=rep), space, model, 50, failure=fail, exclude=measured, fixed=fixed)
-                    times.append(time.perf_counter() - t)
-                rows.append(("REINFORCE round (3 restarts x 2,000 samples, top 50)", label,
-                             f"{np.median(times):.2f} s (median of {len(times)}; {r.stats['distinct']:,} distinct "
-                             "configs)", ""))
-            t = time.perf_counter()
-            e = propose(Exhaustive(), space, model, 50, failure=fail, exclude=measured, fixed=fixed)
-            rows.append((f"exhaustive fsdp-ads-v3 ({e.stats['valid']:,} configs)", label,
-                         f"{time.perf_counter() - t:.2f} s", e.stats["path"] + (
-                             f": {e.stats['path_reason']}" if e.stats.get("path_reason") else "")))
-            log(f"{rows[-1]}")
+    results = []
+    floors: dict[str, float] = {}
+    for row in rows(args):
+        res = measure(row)
+        res["seconds"] = float(np.median(res["times"]))
+        if res["predictor"] == "floor":
+            floors[res["kind"] if res["kind"] == "plan" else "fsdp"] = res["seconds"]
+        results.append(res)
+        log(f"{res['kind']:<10} {res['predictor']:<16} n_jobs={res['n_jobs']} {res['seconds']:8.2f} s "
+            f"{res['scored']:>10,} configs  peak {res['peak_gib']:.2f} GiB  {res.get('path', '')}")
     lines = ["# Searcher speed", "",
-             f"Models fitted on `fsdp-cpu` ({len(ds)} records, {len(ok)} ok): `lightgbm` (zoo defaults: 400 trees, "
-             "31 leaves) and the `failure` classifier, in two ways: as `python -m perfzoo.search` fits them (every "
-             "feature column of the dataset, so the zoo adds its analytic features) and on the space's knobs alone.",
-             "", "| what | models | wall time | exhaustive path |", "|---|---|---|---|"]
-    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
-    lines += ["", "The tree-grid fast path scores the grid tree by tree when every feature depends on one knob; "
-              "the analytic features (memory, communication) depend on every sharding knob at once, so with them "
-              "exhaustive scores the grid chunk by chunk and says so (`stats['path_reason']`, and a log line in "
-              "`python -m perfzoo.search`).", "",
+             f"Every row runs in its own process: {args.repeats} repeats, the median time. Predictors fitted as "
+             f"`python -m perfzoo.search --dataset {DATASET}` fits them (every feature column of the dataset, so the "
+             f"analytic features too); `ridge` is the shipped `{DATASET}` predictor; `+failure` adds the failure "
+             f"classifier (reward = prediction x P(success)). Exhaustive and REINFORCE over `{SPACE}` (top {TOP_K}, "
+             "the measured configs excluded); `n_jobs`: the exhaustive searcher's threads. Plan: "
+             f"`{PLAN['model']}` on {PLAN['gpus']:,} {PLAN['accelerator']} ({', '.join(PLAN['precisions'])}, "
+             "tensor parallelism across nodes allowed), every valid layout checked against the memory model and "
+             "scored (`shipped`: the leaderboard's `published-llm` predictor; `hybrid_roofline` fitted on "
+             "`published-llm`). The floor reads every config's code array once, one weighted sum each (plain "
+             "numpy); `x floor`: seconds over the floor's on the same space.", "",
+             "| searcher | predictor | n_jobs | configs scored | seconds | configs/s | x floor | peak memory | path |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        base = floors.get("plan" if r["kind"] == "plan" else "fsdp")
+        ratio = f"{r['seconds'] / base:.1f}" if base and r["kind"] != "reinforce" else ""
+        path = r.get("path", "") + (f": {r['reason']}" if r.get("reason") else "") + (
+            f" ({r['note']})" if r.get("note") else "")
+        lines.append(f"| {r['kind']} | {r['predictor']} | {r['n_jobs']} | {r['scored']:,} | "
+                     f"{r['seconds']:.2f} | {r['scored'] / r['seconds']:,.0f} | {ratio} | "
+                     f"{r['peak_gib']:.2f} GiB | {path} |")
+    lines += ["", "REINFORCE scores a few thousand distinct configs, so its `x floor` is left out: its time is the "
+              "searcher's own (sampling, the policy's Adam steps) plus 67 small predictions per round.", "",
               f"Produced by {context(command)}."]
     return "\n".join(lines) + "\n"
 
@@ -102,13 +223,20 @@ def speed(args, command: str) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--speed", action="store_true", help="measure the speed figures")
-    p.add_argument("--speed-repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=3, help="timed repeats per row (the median is reported)")
+    p.add_argument("--predictors", default=",".join(PREDICTORS), help="comma-separated (default: %(default)s)")
+    p.add_argument("--searchers", default=",".join(SEARCHERS), help="comma-separated (default: %(default)s)")
+    p.add_argument("--no-plan", dest="plan", action="store_false", help="leave out the plan rows")
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--row", help=argparse.SUPPRESS)  # one row, in a child process
     args = p.parse_args(argv)
+    if args.row:
+        print(json.dumps(run_row(json.loads(args.row))))
+        return 0
     command = "python scripts/search_benchmark.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     if args.speed:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
         text = speed(args, command)
         (out / "speed.md").write_text(text)
         print(text)

@@ -157,3 +157,50 @@ def test_log_ratio_picks_the_unit_of_the_target():
 def test_n_devices_falls_back_to_one():
     assert n_devices(pd.DataFrame({"hardware.accelerator_count": [4, None]})).tolist() == [4.0, 1.0]
 
+
+
+# --- the fast path: a space's configs as columns of arrays, encoded as today's frames are --------
+
+def _space_inputs(dataset: str, space: str, n: int = 400):
+    from perfzoo.datasets import load_dataset
+    from perfzoo.search.command import fixed_columns
+    from perfzoo.spaces import get
+    from perfzoo.spaces.codec import SpaceCodec
+
+    ds = load_dataset(dataset)
+    codec = SpaceCodec(get(space))
+    fixed = fixed_columns(ds, codec.knob_columns(), [])
+    idx = codec.sample(n, seed=5)
+    light = codec.columns(idx, list(ds.feature_columns), fixed)
+    # today's path: the complete configs (each built by the space's own Python) as a DataFrame
+    configs = pd.DataFrame([{f"config.{k}": v for k, v in c.items()} | fixed for c in codec.configs(idx)])
+    return ds, light, configs[light.columns]
+
+
+@pytest.mark.parametrize("dataset,space", [("fsdp-cpu", "fsdp-ads-v3"), ("llm-cpu", "llm-small")])
+def test_space_columns_encode_as_frames_of_the_configs(dataset, space):
+    ds, light, frame = _space_inputs(dataset, space)
+    assert any(light.is_constant(c) for c in light.columns)  # the fixed hardware, held once
+    X = ds.ok().X
+    for encoding in ENCODINGS:
+        enc = FeatureEncoder(encoding).fit(X)
+        fast, slow = enc.transform(light), enc.transform(frame)
+        if encoding == "native":
+            pd.testing.assert_frame_equal(fast, slow)
+            np.testing.assert_array_equal(enc.matrix(light), enc.matrix(frame))
+            # the matrix is what LightGBM reads from the frame: categories as codes, NaN unseen
+            cats = enc.categorical_features_
+            expected = slow.assign(**{c: slow[c].cat.codes.replace(-1, np.nan).astype(float) for c in cats})
+            np.testing.assert_array_equal(enc.matrix(light), expected.to_numpy(dtype=float))
+        else:
+            np.testing.assert_array_equal(fast, slow)
+        if encoding in ("numeric", "scaled"):
+            w = np.random.default_rng(0).normal(size=len(enc.feature_names_))
+            size = np.abs(slow.astype(float)) @ np.abs(w)  # rounding: of each term (float32 for numeric)
+            tol = (1e-6 if encoding == "numeric" else 1e-12) * (size + 1.5)
+            assert (np.abs(enc.linear(light, w, 1.5) - (slow.astype(float) @ w + 1.5)) <= tol).all()
+    y = ds.ok().y
+    for kind in ("log_ratio", "log_roofline_ratio"):
+        t = TargetTransform(kind).fit(y, X)
+        z = np.linspace(-1, 1, len(light))
+        np.testing.assert_array_equal(t.inverse(z, light), t.inverse(z, frame))

@@ -181,6 +181,49 @@ def test_exhaustive_tree_path_is_exact_and_failure_weighted():
     np.testing.assert_allclose(fast.reward, slow.reward, rtol=1e-9)
 
 
+class _OnFrames:
+    """Today's path, kept as the reference: a fitted zoo model predicting from the DataFrame the
+    codec builds (the objective hands a model that is no zoo predictor a frame)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.output, self.has_std, self.input_columns_ = model.output, model.has_std, model.input_columns_
+
+    def predict(self, X):
+        assert isinstance(X, pd.DataFrame)
+        return self.model.predict(X)
+
+    def predict_failure(self, X):
+        assert isinstance(X, pd.DataFrame)
+        return self.model.predict_failure(X)
+
+
+def test_searches_on_columns_propose_what_they_proposed_on_frames():
+    from perfzoo.datasets import load_dataset
+    from perfzoo.search.command import fixed_columns, measured_configs
+
+    # fsdp-ads-v3 with 6 sharding knobs (the rest FULL_SHARD): 32,805 configs, the fsdp-cpu models as fitted
+    full = get("fsdp-ads-v3")
+    keep = {f"shard_{i:02d}" for i in range(6)} | {"local_batch", "tensor_budget_mib"}
+    space = Space(name="fsdp-v3-small", workload="fsdp", dimensions=[d for d in full.dimensions if d.name in keep],
+                  constants=full.constants | {f"shard_{i:02d}": "FULL_SHARD" for i in range(6, 11)})
+    ds = load_dataset("fsdp-cpu")
+    ok = ds.ok()
+    fixed = fixed_columns(ds, SpaceCodec(space).knob_columns(), [])
+    measured = measured_configs(ds)
+    failure = zoo.make("failure").fit(ds.frame[list(ds.feature_columns)], ds.failed)
+    assert failure.kind_ == "lightgbm"
+    for name in ("ridge", "lightgbm", "roofline"):
+        model = zoo.make(name).fit(ok.X, ok.y)
+        for searcher in (Exhaustive(), Exhaustive(n_jobs=2, chunk_size=5000), Reinforce(seed=2, n_samples=300)):
+            fast = propose(searcher, space, model, 40, failure=failure, exclude=measured, fixed=fixed)
+            slow = propose(searcher, space, _OnFrames(model), 40, failure=_OnFrames(failure), exclude=measured,
+                           fixed=fixed)
+            assert fast.keys.tolist() == slow.keys.tolist(), (name, searcher)
+            np.testing.assert_allclose(fast.reward, slow.reward, rtol=1e-12)
+            np.testing.assert_allclose(fast.predicted, slow.predicted, rtol=1e-12)
+
+
 def test_proposals_file_runs_through_collect(tmp_path):
     from perfzoo import collect
     from perfzoo.search.cli import main

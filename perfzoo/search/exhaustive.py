@@ -16,7 +16,10 @@ how close REINFORCE gets to the predictor's own optimum (``stats['max_reward']``
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -31,6 +34,8 @@ class Exhaustive(Searcher):
     Settings
     --------
     chunk_size : configs per predictor call.
+    n_jobs : chunks scored at once, each in its own thread (numpy, pandas and LightGBM release
+        the interpreter while they compute); the proposals do not depend on it.
     limit : refuse grids larger than this.
     fast : LightGBM-based predictors: score the grid tree by tree, exactly (see
         :mod:`perfzoo.search.treegrid`); falls back to chunked prediction by itself.
@@ -42,10 +47,16 @@ class Exhaustive(Searcher):
     """
 
     name = "exhaustive"
-    chunk_size: int = 2 ** 18
+    chunk_size: int = 2 ** 16
+    n_jobs: int = 1
     limit: int = 20_000_000
     fast: bool = True
     progress: bool = False
+
+    def __post_init__(self):
+        for name in ("chunk_size", "n_jobs"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"exhaustive: {name} must be at least 1, got {getattr(self, name)}")
 
     def propose(self, objective: Objective, top_k: int, exclude: np.ndarray = NO_KEYS) -> SearchResult:
         t0 = time.perf_counter()
@@ -63,55 +74,89 @@ class Exhaustive(Searcher):
 def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
     codec, chunk_size = objective.codec, settings.chunk_size
     keep = int(top_k)  # excluded configs are dropped before the cut
-    best_keys = np.zeros(0, dtype=np.int64)
-    best_pred = np.zeros(0)
-    best_ps = np.zeros(0)
-    best_reward = np.zeros(0)
-    n_valid = 0
-    max_reward = -np.inf
-    max_pred = -np.inf
+    best = _Best(keep)
     bar = None
     if settings.progress:
         from tqdm import tqdm
 
         bar = tqdm(total=codec.size, unit="cfg", unit_scale=True, desc="exhaustive", dynamic_ncols=True)
-    for start in range(0, codec.size, chunk_size):
-        stop = min(start + chunk_size, codec.size)
-        keys = np.arange(start, stop, dtype=np.int64)
-        idx = codec.decode(keys)
-        valid = codec.valid(idx)
-        if not valid.all():
-            keys, idx = keys[valid], idx[valid]
-        if len(keys):
-            pred, ps, reward = objective.score(idx, valid=np.ones(len(idx), dtype=bool))
-            n_valid += len(keys)
-            max_reward = max(max_reward, float(np.nanmax(reward)))
-            if np.isfinite(pred).any():
-                max_pred = max(max_pred, float(np.nanmax(pred)))
-            if len(excl):
-                ok = ~np.isin(keys, excl)
-                keys, pred, ps, reward = keys[ok], pred[ok], ps[ok], reward[ok]
-            if len(keys) > keep:
-                part = np.argpartition(-reward, keep - 1)[:keep]
-                keys, pred, ps, reward = keys[part], pred[part], ps[part], reward[part]
-            best_keys = np.concatenate([best_keys, keys])
-            best_pred = np.concatenate([best_pred, pred])
-            best_ps = np.concatenate([best_ps, ps])
-            best_reward = np.concatenate([best_reward, reward])
-            if len(best_keys) > keep:
-                part = np.argpartition(-best_reward, keep - 1)[:keep]
-                best_keys, best_pred, best_ps, best_reward = (best_keys[part], best_pred[part], best_ps[part],
-                                                              best_reward[part])
-        if bar is not None:
-            bar.update(stop - start)
+    starts = range(0, codec.size, chunk_size)
+    score = partial(_score_chunk, objective, chunk_size, keep, excl)
+    with ThreadPoolExecutor(settings.n_jobs) if settings.n_jobs > 1 else nullcontext() as pool:
+        # in grid order either way (map keeps it), so the result does not depend on n_jobs
+        for part in (pool.map(score, starts) if pool is not None else map(score, starts)):
+            best.add(part)
+            if bar is not None:
+                bar.update(part.size)
     if bar is not None:
         bar.close()
-    stats = {"grid": codec.size, "valid": n_valid, "max_reward": max_reward, "max_predicted": max_pred,
-             "chunk_size": chunk_size, "excluded_known": int(len(excl)), "path": "chunked",
+    stats = {"grid": codec.size, "valid": best.n_valid, "max_reward": best.max_reward, "max_predicted": best.max_pred,
+             "chunk_size": chunk_size, "n_jobs": settings.n_jobs, "excluded_known": int(len(excl)), "path": "chunked",
              "path_reason": objective.grid_reason if settings.fast else "fast=False"}
-    result = select_top(objective, best_keys, best_pred, best_ps, best_reward, top_k, excl, "exhaustive", stats)
+    result = select_top(objective, best.keys, best.pred, best.ps, best.reward, top_k, excl, "exhaustive", stats)
     result.stats["seconds"] = round(time.perf_counter() - t0, 3)
     return result
+
+
+@dataclass
+class _Part:
+    """One chunk's best ``keep`` configs (not excluded), how many were valid, and its maxima."""
+
+    size: int
+    n_valid: int
+    max_reward: float
+    max_pred: float
+    keys: np.ndarray
+    pred: np.ndarray
+    ps: np.ndarray
+    reward: np.ndarray
+
+
+def _score_chunk(objective: Objective, chunk_size: int, keep: int, excl: np.ndarray, start: int) -> _Part:
+    codec = objective.codec
+    stop = min(start + chunk_size, codec.size)
+    idx = codec.all_indices(start, stop)
+    valid = codec.valid(idx)
+    keys = np.arange(start, stop, dtype=np.int64)
+    if not valid.all():
+        keys, idx = keys[valid], idx[valid]
+    empty = np.zeros(0)
+    if not len(keys):
+        return _Part(stop - start, 0, -np.inf, -np.inf, keys, empty, empty, empty)
+    pred, ps, reward = objective.score(idx, valid=np.ones(len(idx), dtype=bool))
+    max_reward = float(np.nanmax(reward))
+    max_pred = float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf
+    if len(excl):
+        ok = ~np.isin(keys, excl)
+        keys, pred, ps, reward = keys[ok], pred[ok], ps[ok], reward[ok]
+    if len(keys) > keep:
+        part = np.argpartition(-reward, keep - 1)[:keep]
+        keys, pred, ps, reward = keys[part], pred[part], ps[part], reward[part]
+    return _Part(stop - start, len(valid) if valid.all() else int(valid.sum()), max_reward, max_pred, keys, pred, ps,
+                 reward)
+
+
+class _Best:
+    """The running best ``keep`` configs over the chunks scored so far, with the totals."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.n_valid = 0
+        self.max_reward = self.max_pred = -np.inf
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.pred = self.ps = self.reward = np.zeros(0)
+
+    def add(self, part: _Part) -> None:
+        self.n_valid += part.n_valid
+        self.max_reward = max(self.max_reward, part.max_reward)
+        self.max_pred = max(self.max_pred, part.max_pred)
+        self.keys = np.concatenate([self.keys, part.keys])
+        self.pred = np.concatenate([self.pred, part.pred])
+        self.ps = np.concatenate([self.ps, part.ps])
+        self.reward = np.concatenate([self.reward, part.reward])
+        if len(self.keys) > self.keep:
+            cut = np.argpartition(-self.reward, self.keep - 1)[:self.keep]
+            self.keys, self.pred, self.ps, self.reward = self.keys[cut], self.pred[cut], self.ps[cut], self.reward[cut]
 
 
 def _from_grid(objective: Objective, full: tuple, top_k: int, excl: np.ndarray, chunk_size: int,

@@ -17,6 +17,7 @@ predictor has ``predict_std``) and P(success); ``write_jsonl`` writes the propos
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,7 @@ class Objective:
         self.has_std = predictor.has_std
         self.n_predicted = 0
         self.predict_seconds = 0.0
+        self._lock = threading.Lock()
         self.grid_reason: Optional[str] = None  # why grid() found no fast path, once it was tried
         self._cache: dict[int, tuple[float, float, float]] = {}
         ref = self.codec.sample(n_reference, seed=np.random.default_rng([seed, 7919]))
@@ -140,19 +142,20 @@ class Objective:
         the analytic estimates are computed once), or a DataFrame for a model that is no zoo
         predictor (a :class:`Formula`)."""
         cols = self.codec.columns(idx, self.columns, fixed=self.fixed)
-        fcols = None
-        if self.failure is not None:
-            same = self.failure_columns == self.columns
-            fcols = cols if same else self.codec.columns(idx, self.failure_columns, fixed=self.fixed)
-        return _as_input(self.predictor, cols), fcols
+        if self.failure is None:
+            return _as_input(self.predictor, cols), None
+        same = self.failure_columns == self.columns
+        fcols = cols if same else self.codec.columns(idx, self.failure_columns, fixed=self.fixed)
+        return _as_input(self.predictor, cols), _as_input(self.failure, fcols)
 
     def _raw_predict(self, X: Any) -> np.ndarray:
         if len(X) == 0:
             return np.zeros(0)
         t0 = time.perf_counter()
         out = np.asarray(self.predictor.predict(X), dtype=float).reshape(-1)
-        self.predict_seconds += time.perf_counter() - t0
-        self.n_predicted += len(X)
+        with self._lock:  # searchers may score chunks in several threads (Exhaustive's n_jobs)
+            self.predict_seconds += time.perf_counter() - t0
+            self.n_predicted += len(X)
         return out
 
     def p_success(self, X: Any) -> np.ndarray:

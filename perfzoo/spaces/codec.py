@@ -302,9 +302,31 @@ class SpaceCodec:
         return np.concatenate(got)[:n]
 
     def all_indices(self, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
-        """Index rows of grid points ``start .. stop - 1`` (grid order), valid or not."""
+        """Index rows of grid points ``start .. stop - 1`` (grid order), valid or not: as
+        :meth:`decode` of those keys, each dimension's column written as runs of one value (no
+        division per row).
+
+        >>> from perfzoo.spaces import get
+        >>> codec = SpaceCodec(get("llm-small"))
+        >>> bool((codec.all_indices(1000, 5000) == codec.decode(np.arange(1000, 5000))).all())
+        True
+        """
         stop = self.size if stop is None else min(stop, self.size)
-        return self.decode(np.arange(start, stop, dtype=np.int64))
+        n = max(stop - start, 0)
+        out = np.empty((n, len(self.dims)), dtype=np.int64, order="F")
+        if n == 0:
+            return out
+        for i, (radix, card) in enumerate(zip(self.radix.tolist(), self.cards.tolist())):
+            first, last = start // radix, (stop - 1) // radix
+            blocks = np.arange(first, last + 1, dtype=np.int64) % card
+            if radix == 1:
+                out[:, i] = blocks
+                continue
+            runs = np.full(len(blocks), radix, dtype=np.int64)
+            runs[0] -= start - first * radix
+            runs[-1] -= (last + 1) * radix - stop
+            out[:, i] = np.repeat(blocks, runs)
+        return out
 
     # -- configs <-> rows ------------------------------------------------------------------
     def _raw(self, idx: np.ndarray) -> list[dict]:

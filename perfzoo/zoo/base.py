@@ -42,8 +42,10 @@ back, warning when the perfzoo version differs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
+import threading
 import time
 import warnings
 from datetime import datetime, timezone
@@ -87,6 +89,8 @@ def _versions() -> dict[str, Optional[str]]:
 
 
 _POOLS: list = [None, -1]  # the ThreadpoolController, and len(sys.modules) when it was made
+_LIMITS = {"depth": 0, "limiter": None}  # the limit in force, and how many predictions hold it
+_LIMITS_LOCK = threading.Lock()
 
 
 def _thread_pools():
@@ -100,6 +104,25 @@ def _thread_pools():
     if _POOLS[0] is None or _POOLS[1] != len(sys.modules):
         _POOLS[:] = [ThreadpoolController(), len(sys.modules)]
     return _POOLS[0]
+
+
+@contextlib.contextmanager
+def _limited(n: int):
+    """The thread-pool limit ``n`` while the block runs. Held once however many threads predict
+    at the same time (a search scoring chunks in parallel): the first to enter sets it, the last
+    to leave restores the pools as they were."""
+    with _LIMITS_LOCK:
+        if _LIMITS["depth"] == 0:
+            _LIMITS["limiter"] = _thread_pools().limit(limits=n)
+        _LIMITS["depth"] += 1
+    try:
+        yield
+    finally:
+        with _LIMITS_LOCK:
+            _LIMITS["depth"] -= 1
+            if _LIMITS["depth"] == 0:
+                _LIMITS["limiter"].restore_original_limits()
+                _LIMITS["limiter"] = None
 
 
 class Predictor(BaseEstimator):
@@ -185,7 +208,7 @@ class Predictor(BaseEstimator):
         Thread pools that spin while waiting collapse when the cores are shared: small
         fits run 10x slower with 2 threads on a busy 2-core machine than with 1.
         """
-        return _thread_pools().limit(limits=int(getattr(self, "n_jobs", 1) or 1))
+        return _limited(int(getattr(self, "n_jobs", 1) or 1))
 
     # -- for subclasses -------------------------------------------------------------------
     def _validate_params(self) -> None:
