@@ -198,15 +198,19 @@ class _OnFrames:
         return self.model.predict_failure(X)
 
 
+def _v3_small() -> Space:
+    """fsdp-ads-v3 with 6 sharding knobs (the rest FULL_SHARD): 32,805 configs."""
+    full = get("fsdp-ads-v3")
+    keep = {f"shard_{i:02d}" for i in range(6)} | {"local_batch", "tensor_budget_mib"}
+    return Space(name="fsdp-v3-small", workload="fsdp", dimensions=[d for d in full.dimensions if d.name in keep],
+                 constants=full.constants | {f"shard_{i:02d}": "FULL_SHARD" for i in range(6, 11)})
+
+
 def test_searches_on_columns_propose_what_they_proposed_on_frames():
     from perfzoo.datasets import load_dataset
     from perfzoo.search.command import fixed_columns, measured_configs
 
-    # fsdp-ads-v3 with 6 sharding knobs (the rest FULL_SHARD): 32,805 configs, the fsdp-cpu models as fitted
-    full = get("fsdp-ads-v3")
-    keep = {f"shard_{i:02d}" for i in range(6)} | {"local_batch", "tensor_budget_mib"}
-    space = Space(name="fsdp-v3-small", workload="fsdp", dimensions=[d for d in full.dimensions if d.name in keep],
-                  constants=full.constants | {f"shard_{i:02d}": "FULL_SHARD" for i in range(6, 11)})
+    space = _v3_small()  # the fsdp-cpu models as the search command fits them
     ds = load_dataset("fsdp-cpu")
     ok = ds.ok()
     fixed = fixed_columns(ds, SpaceCodec(space).knob_columns(), [])
@@ -222,6 +226,32 @@ def test_searches_on_columns_propose_what_they_proposed_on_frames():
             assert fast.keys.tolist() == slow.keys.tolist(), (name, searcher)
             np.testing.assert_allclose(fast.reward, slow.reward, rtol=1e-12)
             np.testing.assert_allclose(fast.predicted, slow.predicted, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["expected", "filter"])
+def test_exhaustive_with_a_failure_classifier_scores_it_only_where_it_can_matter(mode):
+    from perfzoo.datasets import load_dataset
+    from perfzoo.search import Objective
+    from perfzoo.search.command import fixed_columns, measured_configs
+
+    space = _v3_small()
+    codec = SpaceCodec(space)
+    ds = load_dataset("fsdp-cpu")
+    model = zoo.make("ridge").fit(ds.ok().X, ds.ok().y)
+    failure = zoo.make("failure").fit(ds.frame[list(ds.feature_columns)], ds.failed)
+    objective = Objective(codec, model, failure, fixed=fixed_columns(ds, codec.knob_columns(), []), failure_mode=mode)
+    exclude = codec.keys_of(measured_configs(ds))
+    found = Exhaustive(chunk_size=4096).propose(objective, 30, exclude)
+    assert 0 < found.stats["failure_scored"] < codec.size / 4  # P(success) of a few configs only
+    # every config scored by both models, the best 30 not measured: the same configs, the same rewards
+    idx = codec.all_indices()
+    pred, ps, reward = objective.score(idx)
+    keys = codec.keys(idx)
+    order = [k for k in np.lexsort((-pred, -reward)) if keys[k] not in set(exclude.tolist())][:30]
+    assert found.keys.tolist() == keys[order].tolist()
+    np.testing.assert_array_equal(found.reward, reward[order])
+    assert found.stats["max_reward"] == reward.max() and found.stats["max_predicted"] == np.nanmax(pred)
+    assert found.stats["valid"] == int(codec.valid(idx).sum())
 
 
 def test_proposals_file_runs_through_collect(tmp_path):

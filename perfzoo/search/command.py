@@ -35,7 +35,7 @@ from perfzoo.spaces import SpaceError, get
 from perfzoo.spaces.codec import SpaceCodec
 
 # the flags that set a searcher's settings (each applies to the searchers that have the setting)
-SETTING_FLAGS = ("n_samples", "restarts", "batch_size", "lr")
+SETTING_FLAGS = ("n_samples", "restarts", "batch_size", "lr", "n_jobs")
 
 
 def make_searcher(name: str, seed: int, flags: dict[str, Optional[float]], progress: bool = False) -> Searcher:
@@ -84,6 +84,7 @@ class SearchConfig:
     restarts: Optional[int] = None  # REINFORCE restarts pooled (default: its own)
     batch_size: Optional[int] = None  # REINFORCE batch (default: its own)
     lr: Optional[float] = None  # REINFORCE Adam learning rate (default: its own)
+    n_jobs: Optional[int] = None  # exhaustive: chunks scored at once, one thread each (default: its own)
     seed: int = 0  # the searcher's seed
     include_measured: bool = False  # keep the configs dataset has measured
     fixed: list[str] = field(default_factory=list)  # COLUMN=VALUE predictor inputs outside the space

@@ -72,6 +72,8 @@ class Exhaustive(Searcher):
 
 
 def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
+    if objective.failure is not None:
+        return _bounded(settings, objective, top_k, excl, t0)
     codec, chunk_size = objective.codec, settings.chunk_size
     keep = int(top_k)  # excluded configs are dropped before the cut
     best = _Best(keep)
@@ -96,6 +98,69 @@ def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
     result = select_top(objective, best.keys, best.pred, best.ps, best.reward, top_k, excl, "exhaustive", stats)
     result.stats["seconds"] = round(time.perf_counter() - t0, 3)
     return result
+
+
+def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
+    """With a failure classifier: every valid config's prediction first (chunk by chunk), then
+    P(success) in order of the most reward each config could get (:meth:`Objective.reward_bound`),
+    until no config left could enter the top k. Exact: a config left out has a bound, so a
+    reward, below the k-th best reward scored; the maxima in ``stats`` are those of every config."""
+    codec, chunk_size, keep = objective.codec, settings.chunk_size, int(top_k)
+    starts = range(0, codec.size, chunk_size)
+    with ThreadPoolExecutor(settings.n_jobs) if settings.n_jobs > 1 else nullcontext() as pool:
+        run = pool.map if pool is not None else map
+        parts = list(run(partial(_predict_chunk, objective, chunk_size), starts))
+        keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
+        pred = np.concatenate([p for _, p in parts]) if parts else np.zeros(0)
+        del parts
+        bound = objective.reward_bound(pred)
+        best = _Best(keep)
+        max_reward = -np.inf
+        todo = np.arange(len(keys))
+        step = chunk_size
+        while len(todo):
+            if step < len(todo):  # the highest bounds left
+                pick = np.argpartition(-bound[todo], step - 1)[:step]
+                batch, rest = todo[pick], np.ones(len(todo), dtype=bool)
+                rest[pick] = False
+                todo = todo[rest]
+            else:
+                batch, todo = todo, todo[:0]
+            batch = batch[bound[batch] >= best.kth()]
+            if not len(batch):
+                break
+            ps = np.concatenate(list(run(lambda b: objective.success(codec.decode(keys[b])),
+                                         np.array_split(batch, -(-len(batch) // chunk_size)))))
+            reward = objective.reward(pred[batch], ps)
+            max_reward = max(max_reward, float(np.max(reward)))
+            bk, bp, bs, br = keys[batch], pred[batch], ps, reward
+            if len(excl):
+                ok = ~np.isin(bk, excl)
+                bk, bp, bs, br = bk[ok], bp[ok], bs[ok], br[ok]
+            best.add_rows(bk, bp, bs, br)
+            if len(todo) and float(bound[todo].max()) < best.kth():
+                break
+            step *= 2
+    stats = {"grid": codec.size, "valid": int(len(keys)), "max_reward": max_reward,
+             "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf,
+             "failure_scored": int(len(keys) - len(todo)) if len(keys) else 0,
+             "chunk_size": chunk_size, "n_jobs": settings.n_jobs, "excluded_known": int(len(excl)), "path": "chunked",
+             "path_reason": objective.grid_reason if settings.fast else "fast=False"}
+    result = select_top(objective, best.keys, best.pred, best.ps, best.reward, top_k, excl, "exhaustive", stats)
+    result.stats["seconds"] = round(time.perf_counter() - t0, 3)
+    return result
+
+
+def _predict_chunk(objective: Objective, chunk_size: int, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """The keys of a chunk's valid configs and the predictor's value on them."""
+    codec = objective.codec
+    stop = min(start + chunk_size, codec.size)
+    idx = codec.all_indices(start, stop)
+    valid = codec.valid(idx)
+    keys = np.arange(start, stop, dtype=np.int64)
+    if not valid.all():
+        keys, idx = keys[valid], idx[valid]
+    return keys, (objective.predicted(idx) if len(keys) else np.zeros(0))
 
 
 @dataclass
@@ -146,14 +211,21 @@ class _Best:
         self.keys = np.zeros(0, dtype=np.int64)
         self.pred = self.ps = self.reward = np.zeros(0)
 
+    def kth(self) -> float:
+        """The ``keep``-th best reward so far (-inf while fewer are kept)."""
+        return float(self.reward.min()) if len(self.reward) >= self.keep else -np.inf
+
     def add(self, part: _Part) -> None:
         self.n_valid += part.n_valid
         self.max_reward = max(self.max_reward, part.max_reward)
         self.max_pred = max(self.max_pred, part.max_pred)
-        self.keys = np.concatenate([self.keys, part.keys])
-        self.pred = np.concatenate([self.pred, part.pred])
-        self.ps = np.concatenate([self.ps, part.ps])
-        self.reward = np.concatenate([self.reward, part.reward])
+        self.add_rows(part.keys, part.pred, part.ps, part.reward)
+
+    def add_rows(self, keys: np.ndarray, pred: np.ndarray, ps: np.ndarray, reward: np.ndarray) -> None:
+        self.keys = np.concatenate([self.keys, keys])
+        self.pred = np.concatenate([self.pred, pred])
+        self.ps = np.concatenate([self.ps, ps])
+        self.reward = np.concatenate([self.reward, reward])
         if len(self.keys) > self.keep:
             cut = np.argpartition(-self.reward, self.keep - 1)[:self.keep]
             self.keys, self.pred, self.ps, self.reward = self.keys[cut], self.pred[cut], self.ps[cut], self.reward[cut]

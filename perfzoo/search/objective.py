@@ -195,6 +195,33 @@ class Objective:
             return np.where(p_success >= self.min_success, r, self.invalid_reward)
         return r * p_success
 
+    def predicted(self, idx: np.ndarray) -> np.ndarray:
+        """The predictor's value on valid index rows (no failure classifier)."""
+        return self._raw_predict(_as_input(self.predictor, self.codec.columns(idx, self.columns, fixed=self.fixed)))
+
+    def success(self, idx: np.ndarray) -> np.ndarray:
+        """P(success) of valid index rows (1 without a failure classifier)."""
+        if self.failure is None:
+            return np.ones(len(idx))
+        return self.p_success(_as_input(self.failure, self.codec.columns(idx, self.failure_columns, fixed=self.fixed)))
+
+    def reward_bound(self, pred: np.ndarray) -> np.ndarray:
+        """The most :meth:`reward` can be for these predictions, whatever P(success) turns out to
+        be: configs whose bound is below the k-th best reward found need no failure classifier.
+
+        >>> from perfzoo.spaces import get
+        >>> obj = Objective(SpaceCodec(get("llm-small")), Formula(lambda X: X["config.n_layers"] * 1.0), n_reference=50)
+        >>> bool((obj.reward_bound(np.array([2.0, 4.0])) >= obj.reward(np.array([2.0, 4.0]), np.ones(2))).all())
+        True
+        """
+        r = self.normalise(pred)
+        r = np.where(np.isfinite(r), r, self.invalid_reward)
+        if self.failure is None:
+            return r
+        if self.failure_mode == "filter":
+            return np.maximum(r, self.invalid_reward)
+        return np.maximum(r, 0.0)  # r x P(success), P(success) in [0, 1]
+
     def score_cached(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """As :meth:`score`, predicting each distinct config once; also returns the keys."""
         idx = np.asarray(idx, dtype=np.int64)
