@@ -222,17 +222,23 @@ def _to_float(values: Any) -> np.ndarray:
 
 
 def _codes(values: Any, categories: Sequence[str]) -> np.ndarray:
-    """Index of each value in the fitted ``categories`` (-1: missing, unseen or absent); a
-    Categorical is mapped through its categories (no pass over the rows but one lookup)."""
+    """Index of each value in the fitted ``categories`` (-1: missing, unseen or absent)."""
+    codes, table = _category_table(values, categories)
+    return table[codes]
+
+
+def _category_table(values: Any, categories: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, table)``: ``table[codes]`` is each value's index in the fitted ``categories``
+    (-1: missing, unseen or absent; ``codes`` -1 picks the table's last entry, -1). A
+    Categorical brings its codes: only its few categories are looked up, not its rows."""
     if values is None:
-        return np.full(1, -1, dtype=np.int64)
+        return np.full(1, -1, dtype=np.int64), np.array([-1], dtype=np.int64)
     lookup = {c: i for i, c in enumerate(categories)}
     if isinstance(values, pd.Categorical):
         codes, uniques = values.codes, values.categories
     else:
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    table = np.array([lookup.get(_cat_str(u), -1) for u in uniques] + [-1], dtype=np.int64)
-    return table[codes]
+    return codes, np.array([lookup.get(_cat_str(u), -1) for u in uniques] + [-1], dtype=np.int64)
 
 
 def _log2(v: np.ndarray) -> np.ndarray:
@@ -472,12 +478,12 @@ class FeatureEncoder:
             j += 1
         for c in self.categorical_features_:
             width = len(self.categories_[c])
-            codes = _codes(data.get(c), self.categories_[c])
-            table = np.append(w[j:j + width], 0.0)  # code -1 (missing, unseen): no category's weight
+            codes, table = _category_table(data.get(c), self.categories_[c])
+            weights = np.append(w[j:j + width], 0.0)[table]  # per value; -1 (missing, unseen): no weight
             if len(codes) == 1:
-                const += float(table[codes[0]])
+                const += float(weights[codes[0]])
             else:
-                acc += table[codes]
+                acc += weights[codes]
             j += width
         return acc + const
 

@@ -61,6 +61,7 @@ class Exhaustive(Searcher):
     def propose(self, objective: Objective, top_k: int, exclude: np.ndarray = NO_KEYS) -> SearchResult:
         t0 = time.perf_counter()
         codec = objective.codec
+        exclude = np.unique(np.asarray(exclude, dtype=np.int64))  # sorted: looked up by bisection
         if codec.size > self.limit:
             raise ValueError(f"space {codec.space.name!r} has {codec.size:,} grid points, more than "
                              f"limit={self.limit:,}; use reinforce or raise the limit")
@@ -135,7 +136,7 @@ def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
             max_reward = max(max_reward, float(np.max(reward)))
             bk, bp, bs, br = keys[batch], pred[batch], ps, reward
             if len(excl):
-                ok = ~np.isin(bk, excl)
+                ok = ~_among(bk, excl)
                 bk, bp, bs, br = bk[ok], bp[ok], bs[ok], br[ok]
             best.add_rows(bk, bp, bs, br)
             if len(todo) and float(bound[todo].max()) < best.kth():
@@ -192,13 +193,19 @@ def _score_chunk(objective: Objective, chunk_size: int, keep: int, excl: np.ndar
     max_reward = float(np.nanmax(reward))
     max_pred = float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf
     if len(excl):
-        ok = ~np.isin(keys, excl)
+        ok = ~_among(keys, excl)
         keys, pred, ps, reward = keys[ok], pred[ok], ps[ok], reward[ok]
     if len(keys) > keep:
         part = np.argpartition(-reward, keep - 1)[:keep]
         keys, pred, ps, reward = keys[part], pred[part], ps[part], reward[part]
     return _Part(stop - start, len(valid) if valid.all() else int(valid.sum()), max_reward, max_pred, keys, pred, ps,
                  reward)
+
+
+def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """Mask of the ``keys`` found in ``sorted_keys`` (sorted: what ``codec.keys_of`` returns)."""
+    at = np.searchsorted(sorted_keys, keys).clip(max=len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
 
 
 class _Best:

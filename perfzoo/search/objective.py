@@ -175,6 +175,11 @@ class Objective:
         idx = np.asarray(idx, dtype=np.int64)
         n = len(idx)
         valid = self.codec.valid(idx) if valid is None else valid
+        if n and valid.all():
+            X, F = self.inputs(idx)
+            pred = self._raw_predict(X)
+            ps = self.p_success(F) if F is not None else np.ones(n)
+            return pred, ps, self.reward(pred, ps)
         pred = np.full(n, np.nan)
         ps = np.zeros(n)
         reward = np.full(n, self.invalid_reward)

@@ -468,7 +468,7 @@ def _categorical(cats: list, codes: np.ndarray) -> pd.Categorical:
     dtype = _DTYPES.get(key)
     if dtype is None:
         dtype = _DTYPES[key] = pd.CategoricalDtype(pd.Index(cats, dtype=object))
-    return pd.Categorical.from_codes(codes, dtype=dtype)
+    return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)  # codes from the codec's own tables
 
 
 def _objects(values: pd.Categorical) -> np.ndarray:
