@@ -28,15 +28,16 @@ import pandas as pd
 
 class Columns:
     """Column name -> array (numpy, or :class:`pandas.Categorical`) of length ``n`` or 1 (see the
-    module docstring). ``cache`` holds what was computed from these rows (analytic estimates)."""
+    module docstring); ``series``: Series already made of some of them (read only, they may be
+    shared). ``cache`` holds what was computed from these rows (analytic estimates)."""
 
-    def __init__(self, data: dict[str, Any], n: int):
+    def __init__(self, data: dict[str, Any], n: int, series: Optional[dict[str, pd.Series]] = None):
         self.n = int(n)
         for name, values in data.items():
             if len(values) not in (1, self.n):
                 raise ValueError(f"column {name!r} has {len(values)} values for {self.n} rows")
         self._data = dict(data)
-        self._series: dict[str, pd.Series] = {}
+        self._series: dict[str, pd.Series] = dict(series or {})  # made already (shared constants), else on demand
         self._index: Optional[pd.Index] = None
         self.cache: dict[str, Any] = {}
 

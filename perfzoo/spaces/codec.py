@@ -154,6 +154,7 @@ class SpaceCodec:
             self.radix[i] = self.radix[i + 1] * self.cards[i + 1]
         self.max_table = max_table
         self._columns = {name: _column_array(vals) for name, vals in zip(self.names, self.values)}
+        self._constants: dict[tuple, tuple] = {}  # constant columns made so far (:meth:`_constant`)
         self._base = {d.name: d.values[0] for d in self.dims}
         self._base.update(self.space.constants)
         self._pos = {n: i for i, n in enumerate(self.names)}
@@ -402,10 +403,11 @@ class SpaceCodec:
         wanted = list(columns) if columns is not None else self.knob_columns() + [c for c in fixed
                                                                                if c not in self.knob_columns()]
         data: dict[str, Any] = {}
+        series: dict[str, pd.Series] = {}
         derived_cache: Optional[dict] = None
         for col in wanted:
             if col in fixed:
-                data[col] = _constant_column(fixed[col])
+                data[col], series[col] = self._constant(col, fixed[col])
                 continue
             key = col[len("config."):] if col.startswith("config.") else None
             if key is None:
@@ -415,12 +417,22 @@ class SpaceCodec:
                 j = idx[:, self._pos[key]]
                 data[col] = spec[j] if kind in ("int", "float") else _categorical(spec[0], spec[1][j])
             elif key in self.space.constants:
-                data[col] = _constant_column(self.space.constants[key])
+                data[col], series[col] = self._constant(col, self.space.constants[key])
             elif key in self.derived_keys:
                 if derived_cache is None:
                     derived_cache = self._derived_values(idx)
                 data[col] = derived_cache[key]
-        return Columns({c: data[c] for c in wanted if c in data}, len(idx))
+        return Columns({c: data[c] for c in wanted if c in data}, len(idx), series)
+
+    def _constant(self, col: str, value: Any) -> tuple[Any, pd.Series]:
+        """A constant column (length 1) and its Series, made once per column and value (a search
+        builds thousands of small Columns, each with the same constants)."""
+        key = (col, type(value).__name__, repr(value))
+        hit = self._constants.get(key)
+        if hit is None:
+            values = _constant_column(value)
+            hit = self._constants[key] = (values, pd.Series(values, copy=False))
+        return hit
 
     def frame(self, idx: np.ndarray, columns: Optional[Sequence[str]] = None, fixed: Optional[dict] = None,
               categorical: bool = True) -> pd.DataFrame:
