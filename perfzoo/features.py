@@ -20,6 +20,13 @@ Encodings (:data:`ENCODINGS`)
              with more than ``max_onehot`` distinct values are cut at training quantiles);
              no analytic columns: the CubicML paper's ads-predictor input.
 
+Every encoding reads its input as :class:`~perfzoo.columns.Columns` (a DataFrame is wrapped,
+not copied; a search hands the codec's arrays over directly, constants held once): one
+function from configs to features for fitting, benchmarking, searching and planning. Beside
+``transform``, :meth:`FeatureEncoder.matrix` gives every encoding as one float matrix (what
+LightGBM reads) and :meth:`FeatureEncoder.linear` a linear model's output without the matrix;
+:func:`estimates` computes a chunk's analytic estimates once for features, targets and models.
+
 Which columns: the ``config.*`` and ``hardware.*`` columns of the frame (all columns when it
 has none of those); columns with no value in training are dropped. A column is numeric when
 all its values are numbers (booleans are categorical, as in the paper).

@@ -2,8 +2,9 @@
 
 A searcher (:class:`Searcher`, as Optuna's ``BaseSampler``) is a small class holding its own
 settings, with one method ``propose(objective, top_k, exclude)``: the :class:`Objective` scores
-configs of a space with any predictor (``predict(X)`` on a DataFrame of ``config.*`` columns,
-higher = faster; or a plain callable) and an optional ``failure`` predictor (reward = predicted
+configs of a space with any predictor (``predict(X)``, higher = faster: a zoo predictor reads
+the configs as :class:`~perfzoo.columns.Columns` of arrays, anything else as a DataFrame of
+``config.*`` columns; or a plain callable) and an optional ``failure`` predictor (reward = predicted
 throughput x P(success)); ``exclude`` holds the keys of configs already measured. It returns a
 :class:`SearchResult`: the top-k distinct configs not yet measured, with predicted value, std
 where the predictor has one, and P(success). :data:`SEARCHERS` registers them by name:
@@ -12,7 +13,7 @@ where the predictor has one, and P(success). :data:`SEARCHERS` registers them by
 ``reinforce``        :class:`Reinforce`: one categorical per decision, Adam lr 0.01, batch 30,
                      2,000 samples per restart, 3 restarts pooled (the paper's settings)
 ``exhaustive``       :class:`Exhaustive`: every valid config, vectorised and chunked
-                     (``fsdp-ads``: 8.0M configs)
+                     (``fsdp-ads``: 8.0M configs; ``n_jobs`` threads)
 ``random``           :class:`RandomSearch`: the best of N random configs
 ``tpe``              :class:`TPE`: Optuna TPE on the same reward (``pip install perfzoo[search]``)
 ===================  =====================================================================

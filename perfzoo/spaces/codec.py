@@ -9,9 +9,11 @@ turns such rows, many at once and without a Python dict per config, into
   dimensions it reads, found by tracing which keys it reads;
 * integer keys (:meth:`SpaceCodec.keys`, a mixed-radix number: equal configs, equal keys)
   for de-duplication and for excluding configs already measured;
-* the DataFrame a predictor takes (:meth:`SpaceCodec.frame`): ``config.<knob>`` columns for
-  dimensions, constants and derived keys, plus fixed columns such as ``hardware.accelerator``;
-  this is the one place search builds predictor inputs;
+* what a predictor takes (:meth:`SpaceCodec.columns`, as :class:`~perfzoo.columns.Columns`:
+  each dimension's values looked up by index, constants held once; :meth:`SpaceCodec.frame`,
+  the same as a DataFrame): ``config.<knob>`` columns for dimensions, constants and derived
+  keys, plus fixed columns such as ``hardware.accelerator``; this is the one place search and
+  plan build predictor inputs;
 * complete config dicts (:meth:`SpaceCodec.configs`) for the few configs that get proposed.
 
 >>> from perfzoo.spaces import get

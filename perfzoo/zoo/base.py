@@ -4,7 +4,8 @@ Contract (scikit-learn's): the constructor stores its parameters and nothing els
 ``sklearn.base.clone`` works; ``fit(X, y)`` validates them, learns, and returns ``self``;
 ``predict(X)`` returns one float per row (higher = faster); ``get_params`` / ``set_params``
 come from :class:`sklearn.base.BaseEstimator`. ``X`` is a DataFrame of configs
-(``dataset.X``: ``config.*`` / ``hardware.*`` columns); ``y`` the measured throughput
+(``dataset.X``: ``config.*`` / ``hardware.*`` columns; ``predict`` also takes
+:class:`~perfzoo.columns.Columns`, the arrays a search scores); ``y`` the measured throughput
 (``dataset.y``). Rows whose ``y`` is NaN (failed jobs) are left out of a throughput fit.
 
 Class attributes every member declares
