@@ -155,7 +155,10 @@ def analytic_features(X, names: Optional[Sequence[str]] = None) -> dict[str, np.
             for part in parts[1:]:
                 v = v + _constant_once(est[part])
             if how == "log":
-                out[name] = np.log(v, out=np.full(v.shape, np.nan), where=v > 0)
+                out[name] = np.log(v)  # NaN below zero; at zero -inf, made NaN:
+                zero = v == 0
+                if zero.any():
+                    out[name][zero] = np.nan
             elif how == "log1p":
                 out[name] = np.log1p(v)
             else:
@@ -475,14 +478,22 @@ class FeatureEncoder:
             w = w / self.scale_
             const -= float(np.dot(w, self.mean_))
         acc = np.zeros(len(data))
+        varying = []
         j = 0
         for k, v in num.items():
-            v = np.where(np.isfinite(v), v, self.medians_.get(k, 0.0))
+            median = self.medians_.get(k, 0.0)
             if len(v) == 1:
-                const += w[j] * float(v[0])
+                const += w[j] * (float(v[0]) if np.isfinite(v[0]) else median)
             else:
-                acc += w[j] * v
+                acc += w[j] * v  # a missing value (NaN, inf) leaves the row's sum non-finite: redone below
+                varying.append((w[j], v, median))
             j += 1
+        redo = ~np.isfinite(acc)
+        if redo.any():  # those rows again, in the same order, each missing value as its training median
+            acc[redo] = 0.0
+            for wj, v, median in varying:
+                part = v[redo]
+                acc[redo] += wj * np.where(np.isfinite(part), part, median)
         for c in self.categorical_features_:
             width = len(self.categories_[c])
             codes, table = _category_table(data.get(c), self.categories_[c])

@@ -204,3 +204,18 @@ def test_space_columns_encode_as_frames_of_the_configs(dataset, space):
         t = TargetTransform(kind).fit(y, X)
         z = np.linspace(-1, 1, len(light))
         np.testing.assert_array_equal(t.inverse(z, light), t.inverse(z, frame))
+
+
+def test_linear_is_the_standardised_matrix_times_the_weights_missing_values_included():
+    enc = FeatureEncoder("scaled").fit(frame())
+    Y = frame(12, seed=1)
+    Y["config.seq_len"] = Y["config.seq_len"].astype(float)
+    Y.loc[[2, 5], "config.seq_len"] = np.nan  # missing numbers (and the estimates they feed): training medians
+    Y.loc[3, "config.precision"] = "fp8"  # an unseen category: no weight
+    Y = Y.drop(columns="hardware.accelerator")  # an optional column absent: unknown on every row
+    w = np.random.default_rng(1).normal(size=len(enc.feature_names_))
+    Z = enc.transform(Y)
+    assert Y["config.seq_len"].isna().sum() == 2
+    np.testing.assert_allclose(enc.linear(Y, w, 0.3), Z @ w + 0.3, rtol=1e-12, atol=1e-9)
+    with pytest.raises(ValueError, match="no linear form"):
+        FeatureEncoder("native").fit(frame()).linear(Y, w)
