@@ -126,8 +126,13 @@ def _column_array(values: Sequence[Any]) -> tuple[str, Any]:
         if not any(type(v) is type(c) and v == c for c in cats):
             cats.append(v)
     codes = np.array([-1 if v is None else next(i for i, c in enumerate(cats) if type(v) is type(c) and v == c)
-                      for v in vals], dtype=np.int64)
+                      for v in vals], dtype=_codes_dtype(len(cats)))
     return "cat", (cats, codes)
+
+
+def _codes_dtype(n: int) -> type:
+    """The integer type pandas keeps a Categorical's codes in (so looking them up makes no copy)."""
+    return np.int8 if n < 127 else np.int16 if n < 32767 else np.int32
 
 
 class SpaceCodec:
