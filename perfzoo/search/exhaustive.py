@@ -27,7 +27,7 @@ from functools import partial
 import numpy as np
 
 from perfzoo.search._base import NO_KEYS, Searcher
-from perfzoo.search.objective import Objective, SearchResult, select_top
+from perfzoo.search.objective import Objective, SearchResult, select_top, top_rows
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -199,7 +199,7 @@ def _score_chunk(objective: Objective, chunk_size: int, keep: int, excl: np.ndar
         ok = ~_among(keys, excl)
         keys, pred, ps, reward = keys[ok], pred[ok], ps[ok], reward[ok]
     if len(keys) > keep:
-        part = np.argpartition(-reward, keep - 1)[:keep]
+        part = top_rows(keys, pred, reward, keep)
         keys, pred, ps, reward = keys[part], pred[part], ps[part], reward[part]
     return _Part(stop - start, len(valid) if valid.all() else int(valid.sum()), max_reward, max_pred, keys, pred, ps,
                  reward)
@@ -237,7 +237,7 @@ class _Best:
         self.ps = np.concatenate([self.ps, ps])
         self.reward = np.concatenate([self.reward, reward])
         if len(self.keys) > self.keep:
-            cut = np.argpartition(-self.reward, self.keep - 1)[:self.keep]
+            cut = top_rows(self.keys, self.pred, self.reward, self.keep)
             self.keys, self.pred, self.ps, self.reward = self.keys[cut], self.pred[cut], self.ps[cut], self.reward[cut]
 
 
@@ -262,7 +262,7 @@ def _from_grid(objective: Objective, full: tuple, top_k: int, excl: np.ndarray, 
     if k <= 0:
         keys = np.zeros(0, dtype=np.int64)
     else:
-        keys = np.argpartition(-masked, k - 1)[:k].astype(np.int64)
+        keys = top_rows(np.arange(codec.size, dtype=np.int64), pred, masked, k).astype(np.int64)
         keys = keys[np.isfinite(masked[keys])]
     stats = {"grid": codec.size, "valid": n_valid, "max_reward": max_reward, "max_predicted": max_pred,
              "chunk_size": chunk_size, "excluded_known": int(len(excl)), "path": "treegrid"}
