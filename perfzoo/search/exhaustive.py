@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import partial
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -78,30 +79,12 @@ class Exhaustive(Searcher):
 def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
     if objective.failure is not None:
         return _bounded(settings, objective, top_k, excl, t0)
-    codec, chunk_size = objective.codec, settings.chunk_size
-    keep = int(top_k)  # excluded configs are dropped before the cut
-    best = _Best(keep)
-    bar = None
-    if settings.progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=codec.size, unit="cfg", unit_scale=True, desc="exhaustive", dynamic_ncols=True)
-    starts = range(0, codec.size, chunk_size)
-    score = partial(_score_chunk, objective, chunk_size, keep, excl)
-    with ThreadPoolExecutor(settings.n_jobs) if settings.n_jobs > 1 else nullcontext() as pool:
-        # in grid order either way (map keeps it), so the result does not depend on n_jobs
-        for part in (pool.map(score, starts) if pool is not None else map(score, starts)):
-            best.add(part)
-            if bar is not None:
-                bar.update(part.size)
-    if bar is not None:
-        bar.close()
-    stats = {"grid": codec.size, "valid": best.n_valid, "max_reward": best.max_reward, "max_predicted": best.max_pred,
-             "chunk_size": chunk_size, "n_jobs": settings.n_jobs, "excluded_known": int(len(excl)), "path": "chunked",
-             "path_reason": objective.grid_reason if settings.fast else "fast=False"}
-    result = select_top(objective, best.keys, best.pred, best.ps, best.reward, top_k, excl, "exhaustive", stats)
-    result.stats["seconds"] = round(time.perf_counter() - t0, 3)
-    return result
+    best = _Best(int(top_k))  # excluded configs are dropped before the cut
+    for part in _over_chunks(settings, objective, partial(_score_chunk, objective, settings.chunk_size, best.keep,
+                                                          excl)):
+        best.add(part)
+    stats = {"valid": best.n_valid, "max_reward": best.max_reward, "max_predicted": best.max_pred}
+    return _result(settings, objective, best, top_k, excl, stats, t0)
 
 
 def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
@@ -109,19 +92,17 @@ def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
     P(success) in order of the most reward each config could get (:meth:`Objective.reward_bound`),
     until no config left could enter the top k. Exact: a config left out has a bound, so a
     reward, below the k-th best reward scored; the maxima in ``stats`` are those of every config."""
-    codec, chunk_size, keep = objective.codec, settings.chunk_size, int(top_k)
-    starts = range(0, codec.size, chunk_size)
-    with ThreadPoolExecutor(settings.n_jobs) if settings.n_jobs > 1 else nullcontext() as pool:
-        run = pool.map if pool is not None else map
-        parts = list(run(partial(_predict_chunk, objective, chunk_size), starts))
-        keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
-        pred = np.concatenate([p for _, p in parts]) if parts else np.zeros(0)
-        del parts
-        bound = objective.reward_bound(pred)
-        best = _Best(keep)
-        max_reward = -np.inf
-        todo = np.arange(len(keys))
-        step = chunk_size
+    codec, chunk_size = objective.codec, settings.chunk_size
+    parts = list(_over_chunks(settings, objective, partial(_predict_chunk, objective, chunk_size)))
+    keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
+    pred = np.concatenate([p for _, p in parts]) if parts else np.zeros(0)
+    del parts
+    bound = objective.reward_bound(pred)
+    best = _Best(int(top_k))
+    max_reward, scored = -np.inf, 0
+    todo = np.arange(len(keys))
+    step = chunk_size
+    with _pool(settings) as pool:
         while len(todo):
             if step < len(todo):  # the highest bounds left
                 pick = np.argpartition(-bound[todo], step - 1)[:step]
@@ -133,9 +114,10 @@ def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
             batch = batch[bound[batch] >= best.kth()]
             if not len(batch):
                 break
-            ps = np.concatenate(list(run(lambda b: objective.success(codec.decode(keys[b])),
-                                         np.array_split(batch, -(-len(batch) // chunk_size)))))
+            pieces = np.array_split(batch, -(-len(batch) // chunk_size))
+            ps = np.concatenate(list(_map(pool, lambda b: objective.success(codec.decode(keys[b])), pieces)))
             reward = objective.reward(pred[batch], ps)
+            scored += len(batch)
             max_reward = max(max_reward, float(np.max(reward)))
             bk, bp, bs, br = keys[batch], pred[batch], ps, reward
             if len(excl):
@@ -145,10 +127,44 @@ def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
             if len(todo) and float(bound[todo].max()) < best.kth():
                 break
             step *= 2
-    stats = {"grid": codec.size, "valid": int(len(keys)), "max_reward": max_reward,
-             "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf,
-             "failure_scored": int(len(keys) - len(todo)) if len(keys) else 0,
-             "chunk_size": chunk_size, "n_jobs": settings.n_jobs, "excluded_known": int(len(excl)), "path": "chunked",
+    stats = {"valid": int(len(keys)), "max_reward": max_reward,
+             "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf, "failure_scored": scored}
+    return _result(settings, objective, best, top_k, excl, stats, t0)
+
+
+def _pool(settings: Exhaustive):
+    """``n_jobs`` threads (None for one: the work runs in the caller's)."""
+    return ThreadPoolExecutor(settings.n_jobs) if settings.n_jobs > 1 else nullcontext()
+
+
+def _map(pool: Optional[ThreadPoolExecutor], fn: Callable, items: Iterable) -> Iterator:
+    """``fn`` over ``items``, in their order, in the pool's threads if there is one."""
+    return pool.map(fn, items) if pool is not None else map(fn, items)
+
+
+def _over_chunks(settings: Exhaustive, objective: Objective, fn: Callable[[int], Any]) -> Iterator:
+    """``fn(start)`` for every chunk of the grid, in grid order (so nothing depends on ``n_jobs``),
+    ``n_jobs`` chunks at once; with the progress bar where asked for."""
+    codec, chunk_size = objective.codec, settings.chunk_size
+    bar = None
+    if settings.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=codec.size, unit="cfg", unit_scale=True, desc="exhaustive", dynamic_ncols=True)
+    starts = range(0, codec.size, chunk_size)
+    with _pool(settings) as pool:
+        for start, part in zip(starts, _map(pool, fn, starts)):
+            yield part
+            if bar is not None:
+                bar.update(min(chunk_size, codec.size - start))
+    if bar is not None:
+        bar.close()
+
+
+def _result(settings: Exhaustive, objective: Objective, best: "_Best", top_k: int, excl: np.ndarray, stats: dict,
+            t0: float) -> SearchResult:
+    stats = {"grid": objective.codec.size, **stats, "chunk_size": settings.chunk_size, "n_jobs": settings.n_jobs,
+             "excluded_known": int(len(excl)), "path": "chunked",
              "path_reason": objective.grid_reason if settings.fast else "fast=False"}
     result = select_top(objective, best.keys, best.pred, best.ps, best.reward, top_k, excl, "exhaustive", stats)
     result.stats["seconds"] = round(time.perf_counter() - t0, 3)
