@@ -5,9 +5,10 @@ Per searcher and per predictor, as ``python -m perfzoo.search`` fits them on ``f
 feature column, so the analytic features too): exhaustive scoring of every config of
 ``fsdp-ads-v3`` and one REINFORCE round (2,000 samples x 3 restarts) with ``ridge`` (the shipped
 ``fsdp-cpu`` predictor), ``lightgbm``, ``roofline``, ``hybrid_roofline`` and ``ridge`` with the
-``failure`` classifier; and ``python -m perfzoo.plan`` over the largest layout space of the
-catalog we found (``mixtral-8x22b`` on 3,072 H100s, tensor parallelism across nodes allowed, bf16
-and fp8), scored exhaustively by the shipped ``published-llm`` predictor and a ``hybrid_roofline``.
+``failure`` classifier; and ``python -m perfzoo.plan`` over two layout spaces (``llama3-70b`` on
+1,024 H100s, and the largest of the catalog we found: ``mixtral-8x22b`` on 3,072 H100s, tensor
+parallelism across nodes allowed, bf16 and fp8), every layout scored by the shipped
+``published-llm`` predictor and by a ``hybrid_roofline``.
 Each row: configs scored, seconds (median of ``--repeats``), configs per second, the ratio to the
 machine's floor, and the process's peak resident memory. The floor is plain numpy that reads
 every config's code array once (the codec's index rows, chunk by chunk, one weighted sum each,
@@ -51,9 +52,14 @@ DATASET, SPACE = "fsdp-cpu", "fsdp-ads-v3"
 PREDICTORS = ("ridge", "lightgbm", "roofline", "hybrid_roofline", "ridge+failure")
 SEARCHERS = ("exhaustive", "reinforce")
 TOP_K = 250  # what `python -m perfzoo.search --top-k 50` asks its searcher for (5 per proposal, for ties)
-# the largest layout space of the catalog we found: 241,920 grid points, 91,680 valid layouts
-PLAN = dict(model="mixtral-8x22b", gpus=3072, accelerator="H100-SXM-80GB", seq_len=8192, global_batch=6144,
-            precisions=("bf16", "fp8"), tp_beyond_node=True)
+# plan's layout spaces: llama3-70b on 1,024 H100s (12,180 valid layouts), and the largest of the catalog we
+# found (241,920 grid points, 91,680 valid layouts)
+PLANS = {
+    "llama3-70b x1024": dict(model="llama3-70b", gpus=1024, accelerator="H100-SXM-80GB", seq_len=8192,
+                             global_batch=2048, precisions=("bf16",), tp_beyond_node=False),
+    "mixtral-8x22b x3072": dict(model="mixtral-8x22b", gpus=3072, accelerator="H100-SXM-80GB", seq_len=8192,
+                                global_batch=6144, precisions=("bf16", "fp8"), tp_beyond_node=True),
+}
 PLAN_SCORERS = ("shipped", "hybrid_roofline")
 FLOOR_CHUNK = 2 ** 16
 
@@ -119,18 +125,19 @@ def run_row(row: dict) -> dict:
     kind, name, repeats = row["kind"], row.get("predictor"), int(row["repeats"])
     out: dict = {"times": []}
     if kind == "plan":
-        cluster = Cluster(gpus=PLAN["gpus"], accelerator=PLAN["accelerator"])
+        setup = PLANS[row["space"]]
+        cluster = Cluster(gpus=setup["gpus"], accelerator=setup["accelerator"])
         if name == "floor":
-            codec = SpaceCodec(layout_space(resolve_model(PLAN["model"]), cluster, PLAN["seq_len"],
-                                            PLAN["global_batch"], PLAN["precisions"], PLAN["tp_beyond_node"]))
+            codec = SpaceCodec(layout_space(resolve_model(setup["model"]), cluster, setup["seq_len"],
+                                            setup["global_batch"], setup["precisions"], setup["tp_beyond_node"]))
             job = lambda: {"scored": floor(codec)}  # noqa: E731
         else:
             scorer = plan_scorer(name)
             out["predictor"] = f"{scorer.name} (shipped)" if name == "shipped" else scorer.name
 
             def job():
-                p = plan(PLAN["model"], cluster, seq_len=PLAN["seq_len"], global_batch=PLAN["global_batch"],
-                         precisions=PLAN["precisions"], tp_beyond_node=PLAN["tp_beyond_node"], scorer=scorer,
+                p = plan(setup["model"], cluster, seq_len=setup["seq_len"], global_batch=setup["global_batch"],
+                         precisions=setup["precisions"], tp_beyond_node=setup["tp_beyond_node"], scorer=scorer,
                          exhaustive_limit=10 ** 7)
                 return {"scored": p.counts["memory_checked"], "path": p.method,
                         "note": f"{p.counts['feasible']:,} fit in memory, {p.counts['grid']:,} grid points"}
@@ -161,14 +168,15 @@ def run_row(row: dict) -> dict:
 
 def rows(args) -> list[dict]:
     predictors = args.predictors.split(",")
-    out = [{"kind": "exhaustive", "predictor": "floor"}]
+    out = [{"kind": "exhaustive", "space": SPACE, "predictor": "floor"}]
     for searcher in args.searchers.split(","):
         for name in predictors:
             for n_jobs in ([1, 2] if searcher == "exhaustive" else [1]):
-                out.append({"kind": searcher, "predictor": name, "n_jobs": n_jobs})
+                out.append({"kind": searcher, "space": SPACE, "predictor": name, "n_jobs": n_jobs})
     if args.plan:
-        out.append({"kind": "plan", "predictor": "floor"})
-        out += [{"kind": "plan", "predictor": name} for name in PLAN_SCORERS]
+        for space in PLANS:
+            out.append({"kind": "plan", "space": space, "predictor": "floor"})
+            out += [{"kind": "plan", "space": space, "predictor": name} for name in PLAN_SCORERS]
     for r in out:
         r.setdefault("n_jobs", 1)
         r["repeats"] = args.repeats
@@ -182,6 +190,12 @@ def measure(row: dict) -> dict:
     return {**row, **json.loads(proc.stdout.strip().splitlines()[-1])}
 
 
+def describe_plans() -> str:
+    return "; ".join(f"`{s['model']}` on {s['gpus']:,} {s['accelerator']} ({', '.join(s['precisions'])}"
+                     f"{', tensor parallelism across nodes allowed' if s['tp_beyond_node'] else ''})"
+                     for s in PLANS.values())
+
+
 def speed(args, command: str) -> str:
     results = []
     floors: dict[str, float] = {}
@@ -189,29 +203,28 @@ def speed(args, command: str) -> str:
         res = measure(row)
         res["seconds"] = float(np.median(res["times"]))
         if res["predictor"] == "floor":
-            floors[res["kind"] if res["kind"] == "plan" else "fsdp"] = res["seconds"]
+            floors[res["space"]] = res["seconds"]
         results.append(res)
-        log(f"{res['kind']:<10} {res['predictor']:<16} n_jobs={res['n_jobs']} {res['seconds']:8.2f} s "
-            f"{res['scored']:>10,} configs  peak {res['peak_gib']:.2f} GiB  {res.get('path', '')}")
+        log(f"{res['kind']:<10} {res['space']:<20} {res['predictor']:<18} n_jobs={res['n_jobs']} "
+            f"{res['seconds']:8.2f} s {res['scored']:>10,} configs  peak {res['peak_gib']:.2f} GiB  {res.get('path', '')}")
     lines = ["# Searcher speed", "",
              f"Every row runs in its own process: {args.repeats} repeats, the median time. Predictors fitted as "
              f"`python -m perfzoo.search --dataset {DATASET}` fits them (every feature column of the dataset, so the "
              f"analytic features too); `ridge` is the shipped `{DATASET}` predictor; `+failure` adds the failure "
              f"classifier (reward = prediction x P(success)). Exhaustive and REINFORCE over `{SPACE}` (top {TOP_K}, "
              "the measured configs excluded); `n_jobs`: the exhaustive searcher's threads. Plan: "
-             f"`{PLAN['model']}` on {PLAN['gpus']:,} {PLAN['accelerator']} ({', '.join(PLAN['precisions'])}, "
-             "tensor parallelism across nodes allowed), every valid layout checked against the memory model and "
-             "scored (`shipped`: the leaderboard's `published-llm` predictor; `hybrid_roofline` fitted on "
-             "`published-llm`). The floor reads every config's code array once, one weighted sum each (plain "
-             "numpy); `x floor`: seconds over the floor's on the same space.", "",
-             "| searcher | predictor | n_jobs | configs scored | seconds | configs/s | x floor | peak memory | path |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             f"{describe_plans()}, every valid layout checked against the memory model and scored (`shipped`: the "
+             "leaderboard's `published-llm` predictor; `hybrid_roofline` fitted on `published-llm`). The floor reads "
+             "every config's code array once, one weighted sum each (plain numpy); `x floor`: seconds over the "
+             "floor's on the same space.", "",
+             "| searcher | space | predictor | n_jobs | configs scored | seconds | configs/s | x floor | peak memory "
+             "| path |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        base = floors.get("plan" if r["kind"] == "plan" else "fsdp")
+        base = floors.get(r["space"])
         ratio = f"{r['seconds'] / base:.1f}" if base and r["kind"] != "reinforce" else ""
         path = r.get("path", "") + (f": {r['reason']}" if r.get("reason") else "") + (
             f" ({r['note']})" if r.get("note") else "")
-        lines.append(f"| {r['kind']} | {r['predictor']} | {r['n_jobs']} | {r['scored']:,} | "
+        lines.append(f"| {r['kind']} | {r['space']} | {r['predictor']} | {r['n_jobs']} | {r['scored']:,} | "
                      f"{r['seconds']:.2f} | {r['scored'] / r['seconds']:,.0f} | {ratio} | "
                      f"{r['peak_gib']:.2f} GiB | {path} |")
     lines += ["", "REINFORCE scores a few thousand distinct configs, so its `x floor` is left out: its time is the "
