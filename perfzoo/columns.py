@@ -103,10 +103,12 @@ class Columns:
         out._index = None if self._index is None else self._index[rows]
         return out
 
-    def select(self, names: Iterable[str]) -> "Columns":
-        """The named columns that are present, in that order (the rows are shared, not copied)."""
-        out = Columns({k: self._data[k] for k in names if k in self._data}, self.n)
-        out._series = {k: s for k, s in self._series.items() if k in out._data}
+    def reindex(self, names: Iterable[str]) -> "Columns":
+        """The named columns in that order, one this lacks as NaN (held once), as
+        ``DataFrame.reindex(columns=names)`` gives, but sharing the rows instead of copying them."""
+        names = list(names)
+        out = Columns({k: self._data.get(k, _NAN) for k in names}, self.n,
+                      {k: s for k, s in self._series.items() if k in names})
         out._index = self._index
         return out
 
@@ -123,6 +125,9 @@ class Columns:
     def __repr__(self) -> str:
         const = sum(self.is_constant(k) for k in self._data)
         return f"Columns({self.n:,} rows, {len(self._data)} columns, {const} constant)"
+
+
+_NAN = np.array([np.nan])
 
 
 def repeat_to(values: Any, n: int) -> Any:

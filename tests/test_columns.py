@@ -26,7 +26,9 @@ def test_constants_broadcast_and_rows_select():
     assert len(some) == 2 and some.values("config.tp").tolist() == [1, 4] and some.is_constant("config.n_gpus")
     frame = cols.to_frame()
     assert frame.shape == (4, 3) and frame["config.n_gpus"].tolist() == [8] * 4
-    assert list(cols.select(["config.n_gpus", "config.absent", "config.tp"]).columns) == ["config.n_gpus", "config.tp"]
+    again = cols.reindex(["config.n_gpus", "config.absent", "config.tp"])
+    assert again.columns == ["config.n_gpus", "config.absent", "config.tp"] and again.is_constant("config.absent")
+    assert np.isnan(again.full("config.absent")).all() and again.values("config.tp") is cols.values("config.tp")
     with pytest.raises(ValueError, match="3 values for 4 rows"):
         Columns({"config.tp": np.array([1, 2, 3])}, 4)
     assert repeat_to(np.array([2.5]), 3).tolist() == [2.5] * 3

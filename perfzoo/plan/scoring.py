@@ -34,9 +34,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic, llmconfig, zoo
+from perfzoo import llmconfig, zoo
 from perfzoo.dataset import Dataset
-from perfzoo.features import n_devices
+from perfzoo.features import as_columns, estimates, n_devices
 from perfzoo.search.objective import Model, input_columns
 
 MEMORY_MARGIN = 0.10
@@ -74,18 +74,21 @@ class Scorer:
     def memory(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Per layout: ``memory_gib`` (the memory model's peak per GPU), ``device_memory_gib``,
         ``headroom_gib`` (device memory less that) and ``fits`` (within ``1 - memory_margin``)."""
-        est = analytic.estimate(frame)
-        mem = est["memory_bytes"].to_numpy(dtype=float) / GIB
+        est = estimates(frame)
+        mem = est["memory_bytes"] / GIB
         with np.errstate(divide="ignore", invalid="ignore"):
-            device = mem / est["memory_fraction"].to_numpy(dtype=float)
+            device = mem / est["memory_fraction"]
         fits = np.isfinite(mem) & (mem <= (1.0 - self.memory_margin) * device)
         return pd.DataFrame({"memory_gib": mem, "device_memory_gib": device, "headroom_gib": device - mem,
-                             "fits": fits, "flops_per_token": est["flops_per_token"].to_numpy(dtype=float),
-                             "tokens_per_step": est["tokens_per_step"].to_numpy(dtype=float)}, index=frame.index)
+                             "fits": fits, "flops_per_token": est["flops_per_token"],
+                             "tokens_per_step": est["tokens_per_step"]}, index=frame.index)
 
     def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """Predicted tokens/s per GPU of each layout, and its standard deviation (None without one)."""
-        X = frame if self.columns is None else frame.reindex(columns=list(self.columns))
+        if isinstance(self.predictor, zoo.Predictor):  # the layouts' arrays, not copied
+            X = as_columns(frame) if self.columns is None else as_columns(frame).reindex(self.columns)
+        else:
+            X = frame if self.columns is None else frame.reindex(columns=list(self.columns))
         pred = np.asarray(self.predictor.predict(X), dtype=float).reshape(-1)
         std = None
         if getattr(self.predictor, "has_std", False):
