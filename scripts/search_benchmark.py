@@ -5,10 +5,11 @@ Per searcher and per predictor, as ``python -m perfzoo.search`` fits them on ``f
 feature column, so the analytic features too): exhaustive scoring of every config of
 ``fsdp-ads-v3`` and one REINFORCE round (2,000 samples x 3 restarts) with ``ridge`` (the shipped
 ``fsdp-cpu`` predictor), ``lightgbm``, ``roofline``, ``hybrid_roofline`` and ``ridge`` with the
-``failure`` classifier; and ``python -m perfzoo.plan`` over two layout spaces (``llama3-70b`` on
-1,024 H100s, and the largest of the catalog we found: ``mixtral-8x22b`` on 3,072 H100s, tensor
-parallelism across nodes allowed, bf16 and fp8), every layout scored by the shipped
-``published-llm`` predictor and by a ``hybrid_roofline``.
+``failure`` classifier; and ``python -m perfzoo.plan`` over three layout spaces (``llama3-70b`` on
+1,024 H100s; the largest of the catalog we found, ``mixtral-8x22b`` on 3,072 H100s, tensor
+parallelism across nodes allowed, bf16 and fp8; a made-up MoE model of its shape, 48 layers and 96
+experts, on 4,608 H100s: 1,000,416 layouts), every layout scored by the shipped ``published-llm``
+predictor and by a ``hybrid_roofline``.
 Each row: configs scored, seconds (median of ``--repeats``), configs per second, the ratio to the
 machine's floor, and the process's peak resident memory. The floor is plain numpy that reads
 every config's code array once (the codec's index rows, chunk by chunk, one weighted sum each,
@@ -36,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfzoo import zoo  # noqa: E402
+from perfzoo import models, zoo  # noqa: E402
 from perfzoo.datasets import load_dataset  # noqa: E402
 from perfzoo.plan.layouts import Cluster  # noqa: E402
 from perfzoo.plan.planner import default_scorer, plan, resolve_model  # noqa: E402
@@ -52,13 +53,18 @@ DATASET, SPACE = "fsdp-cpu", "fsdp-ads-v3"
 PREDICTORS = ("ridge", "lightgbm", "roofline", "hybrid_roofline", "ridge+failure")
 SEARCHERS = ("exhaustive", "reinforce")
 TOP_K = 250  # what `python -m perfzoo.search --top-k 50` asks its searcher for (5 per proposal, for ties)
-# plan's layout spaces: llama3-70b on 1,024 H100s (12,180 valid layouts), and the largest of the catalog we
-# found (241,920 grid points, 91,680 valid layouts)
+# plan's layout spaces: llama3-70b on 1,024 H100s (12,180 valid layouts), the largest of the catalog we found
+# (241,920 grid points, 91,680 valid layouts), and a made-up MoE model of mixtral-8x22b's shape with 48 layers
+# and 96 experts on 4,608 H100s: 3,628,800 grid points, 1,000,416 valid layouts
 PLANS = {
     "llama3-70b x1024": dict(model="llama3-70b", gpus=1024, accelerator="H100-SXM-80GB", seq_len=8192,
                              global_batch=2048, precisions=("bf16",), tp_beyond_node=False),
     "mixtral-8x22b x3072": dict(model="mixtral-8x22b", gpus=3072, accelerator="H100-SXM-80GB", seq_len=8192,
                                 global_batch=6144, precisions=("bf16", "fp8"), tp_beyond_node=True),
+    "1e6 layouts": dict(model={**{k: v for k, v in models.get("mixtral-8x22b").items() if k != "n_params"},
+                               "n_layers": 48, "n_experts": 96, "model_name": "mixtral-shape-48L-96E"},
+                        gpus=4608, accelerator="H100-SXM-80GB", seq_len=8192, global_batch=9216,
+                        precisions=("bf16", "fp8"), tp_beyond_node=True),
 }
 PLAN_SCORERS = ("shipped", "hybrid_roofline")
 FLOOR_CHUNK = 2 ** 16
@@ -191,7 +197,7 @@ def measure(row: dict) -> dict:
 
 
 def describe_plans() -> str:
-    return "; ".join(f"`{s['model']}` on {s['gpus']:,} {s['accelerator']} ({', '.join(s['precisions'])}"
+    return "; ".join(f"`{s['model'] if isinstance(s['model'], str) else s['model']['model_name']}` on {s['gpus']:,} {s['accelerator']} ({', '.join(s['precisions'])}"
                      f"{', tensor parallelism across nodes allowed' if s['tp_beyond_node'] else ''})"
                      for s in PLANS.values())
 
