@@ -1,10 +1,11 @@
 """What every searcher maximises, and what every searcher returns.
 
 :class:`Objective` scores index rows of a space (see :mod:`perfzoo.spaces.codec`) with a
-predictor (a zoo predictor reads them as :class:`~perfzoo.columns.Columns`, the predictor and
-the failure classifier sharing one when they read the same columns, so each chunk's analytic
-estimates are computed once; any other model gets a DataFrame): the predicted throughput, P(success) from an optional ``failure`` predictor, and
-the reward ``normalised prediction x P(success)``. The prediction is normalised by the
+predictor: the predicted throughput, P(success) from an optional ``failure`` predictor, and
+the reward ``normalised prediction x P(success)``. A zoo predictor reads the rows as
+:class:`~perfzoo.columns.Columns` (arrays; the predictor and the failure classifier share one
+when they read the same columns, so each chunk's analytic estimates are computed once); any
+other model gets a DataFrame. The prediction is normalised by the
 predictions on a fixed reference sample of random valid configs (throughput predictors: by
 their maximum; ranking-score predictors: min-max to [0, 1]) so rewards are comparable across
 predictors and Adam's learning rate means the same thing everywhere. Invalid configs get
