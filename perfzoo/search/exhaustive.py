@@ -2,11 +2,11 @@
 
 Vectorised and chunked: grid points are enumerated with numpy, checked against the compiled
 constraints, turned into :class:`~perfzoo.columns.Columns` (arrays, no DataFrame) and predicted
-in one call per chunk (``n_jobs`` chunks at once, one thread each); only the running top-k
-survives a chunk, so memory stays flat. With a failure classifier every config is predicted
-first, and P(success) is computed only where it can change the top k (in order of the most
-reward a config could get). ``fsdp-ads`` (7,971,615 configs) takes seconds with a linear model
-and minutes with LightGBM (``python scripts/search_benchmark.py --speed``). The result is also
+in one call per chunk (``n_jobs`` chunks at once, one thread each); each valid config keeps its
+key and prediction (16 bytes: 128 MB for 8M configs). Then the rewards, in order of the most
+a config could get, until none left can enter the top k: with a failure classifier, P(success)
+is computed only where it can change the top k. ``fsdp-ads`` (7,971,615 configs) takes seconds
+with a linear model and a minute with LightGBM (``python scripts/search_benchmark.py --speed``). The result is also
 the ground truth for how close REINFORCE gets to the predictor's own optimum (``stats['max_reward']``).
 
 >>> from perfzoo.search import Formula, propose
@@ -77,21 +77,11 @@ class Exhaustive(Searcher):
 
 
 def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
-    if objective.failure is not None:
-        return _bounded(settings, objective, top_k, excl, t0)
-    best = _Best(int(top_k))  # excluded configs are dropped before the cut
-    for part in _over_chunks(settings, objective, partial(_score_chunk, objective, settings.chunk_size, best.keep,
-                                                          excl)):
-        best.add(part)
-    stats = {"valid": best.n_valid, "max_reward": best.max_reward, "max_predicted": best.max_pred}
-    return _result(settings, objective, best, top_k, excl, stats, t0)
-
-
-def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
-    """With a failure classifier: every valid config's prediction first (chunk by chunk), then
-    P(success) in order of the most reward each config could get (:meth:`Objective.reward_bound`),
-    until no config left could enter the top k. Exact: a config left out has a bound, so a
-    reward, below the k-th best reward scored; the maxima in ``stats`` are those of every config."""
+    """Every valid config's prediction first (chunk by chunk), then the rewards in order of the
+    most each config could get (:meth:`Objective.reward_bound`; without a failure classifier, the
+    reward itself), until no config left could enter the top k: P(success) is only computed where
+    it can matter. Exact: a config left out has a bound, so a reward, below the k-th best reward
+    scored; the maxima in ``stats`` are those of every config."""
     codec, chunk_size = objective.codec, settings.chunk_size
     parts = list(_over_chunks(settings, objective, partial(_predict_chunk, objective, chunk_size)))
     keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
@@ -117,19 +107,24 @@ def _bounded(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
             pieces = np.array_split(batch, -(-len(batch) // chunk_size))
             ps = np.concatenate(list(_map(pool, lambda b: objective.success(codec.decode(keys[b])), pieces)))
             reward = objective.reward(pred[batch], ps)
-            scored += len(batch)
+            scored += len(batch) if objective.failure is not None else 0
             max_reward = max(max_reward, float(np.max(reward)))
             bk, bp, bs, br = keys[batch], pred[batch], ps, reward
             if len(excl):
                 ok = ~_among(bk, excl)
                 bk, bp, bs, br = bk[ok], bp[ok], bs[ok], br[ok]
-            best.add_rows(bk, bp, bs, br)
+            best.add(bk, bp, bs, br)
             if len(todo) and float(bound[todo].max()) < best.kth():
                 break
             step *= 2
-    stats = {"valid": int(len(keys)), "max_reward": max_reward,
-             "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf, "failure_scored": scored}
-    return _result(settings, objective, best, top_k, excl, stats, t0)
+    stats = {"grid": codec.size, "valid": int(len(keys)), "max_reward": max_reward,
+             "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf,
+             "failure_scored": scored, "chunk_size": chunk_size, "n_jobs": settings.n_jobs,
+             "excluded_known": int(len(excl)), "path": "chunked",
+             "path_reason": objective.grid_reason if settings.fast else "fast=False"}
+    result = select_top(objective, best.keys, best.pred, best.ps, best.reward, top_k, excl, "exhaustive", stats)
+    result.stats["seconds"] = round(time.perf_counter() - t0, 3)
+    return result
 
 
 def _pool(settings: Exhaustive):
@@ -161,16 +156,6 @@ def _over_chunks(settings: Exhaustive, objective: Objective, fn: Callable[[int],
         bar.close()
 
 
-def _result(settings: Exhaustive, objective: Objective, best: "_Best", top_k: int, excl: np.ndarray, stats: dict,
-            t0: float) -> SearchResult:
-    stats = {"grid": objective.codec.size, **stats, "chunk_size": settings.chunk_size, "n_jobs": settings.n_jobs,
-             "excluded_known": int(len(excl)), "path": "chunked",
-             "path_reason": objective.grid_reason if settings.fast else "fast=False"}
-    result = select_top(objective, best.keys, best.pred, best.ps, best.reward, top_k, excl, "exhaustive", stats)
-    result.stats["seconds"] = round(time.perf_counter() - t0, 3)
-    return result
-
-
 def _predict_chunk(objective: Objective, chunk_size: int, start: int) -> tuple[np.ndarray, np.ndarray]:
     """The keys of a chunk's valid configs and the predictor's value on them."""
     codec = objective.codec
@@ -183,44 +168,6 @@ def _predict_chunk(objective: Objective, chunk_size: int, start: int) -> tuple[n
     return keys, (objective.predicted(idx) if len(keys) else np.zeros(0))
 
 
-@dataclass
-class _Part:
-    """One chunk's best ``keep`` configs (not excluded), how many were valid, and its maxima."""
-
-    size: int
-    n_valid: int
-    max_reward: float
-    max_pred: float
-    keys: np.ndarray
-    pred: np.ndarray
-    ps: np.ndarray
-    reward: np.ndarray
-
-
-def _score_chunk(objective: Objective, chunk_size: int, keep: int, excl: np.ndarray, start: int) -> _Part:
-    codec = objective.codec
-    stop = min(start + chunk_size, codec.size)
-    idx = codec.all_indices(start, stop)
-    valid = codec.valid(idx)
-    keys = np.arange(start, stop, dtype=np.int64)
-    if not valid.all():
-        keys, idx = keys[valid], idx[valid]
-    empty = np.zeros(0)
-    if not len(keys):
-        return _Part(stop - start, 0, -np.inf, -np.inf, keys, empty, empty, empty)
-    pred, ps, reward = objective.score(idx, valid=np.ones(len(idx), dtype=bool))
-    max_reward = float(np.nanmax(reward))
-    max_pred = float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf
-    if len(excl):
-        ok = ~_among(keys, excl)
-        keys, pred, ps, reward = keys[ok], pred[ok], ps[ok], reward[ok]
-    if len(keys) > keep:
-        part = top_rows(keys, pred, reward, keep)
-        keys, pred, ps, reward = keys[part], pred[part], ps[part], reward[part]
-    return _Part(stop - start, len(valid) if valid.all() else int(valid.sum()), max_reward, max_pred, keys, pred, ps,
-                 reward)
-
-
 def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     """Mask of the ``keys`` found in ``sorted_keys`` (sorted: what ``codec.keys_of`` returns)."""
     at = np.searchsorted(sorted_keys, keys).clip(max=len(sorted_keys) - 1)
@@ -228,12 +175,10 @@ def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
 
 
 class _Best:
-    """The running best ``keep`` configs over the chunks scored so far, with the totals."""
+    """The best ``keep`` configs found so far (keys, predictions, P(success), rewards)."""
 
     def __init__(self, keep: int):
         self.keep = keep
-        self.n_valid = 0
-        self.max_reward = self.max_pred = -np.inf
         self.keys = np.zeros(0, dtype=np.int64)
         self.pred = self.ps = self.reward = np.zeros(0)
 
@@ -241,13 +186,7 @@ class _Best:
         """The ``keep``-th best reward so far (-inf while fewer are kept)."""
         return float(self.reward.min()) if len(self.reward) >= self.keep else -np.inf
 
-    def add(self, part: _Part) -> None:
-        self.n_valid += part.n_valid
-        self.max_reward = max(self.max_reward, part.max_reward)
-        self.max_pred = max(self.max_pred, part.max_pred)
-        self.add_rows(part.keys, part.pred, part.ps, part.reward)
-
-    def add_rows(self, keys: np.ndarray, pred: np.ndarray, ps: np.ndarray, reward: np.ndarray) -> None:
+    def add(self, keys: np.ndarray, pred: np.ndarray, ps: np.ndarray, reward: np.ndarray) -> None:
         self.keys = np.concatenate([self.keys, keys])
         self.pred = np.concatenate([self.pred, pred])
         self.ps = np.concatenate([self.ps, ps])
