@@ -6,7 +6,11 @@
     the report (:mod:`perfzoo.evaluation.report`): per dataset and split, every member's
     metrics as mean ± 2 std, the ★ of the split, the paper's figures and the issue's targets;
 ``results.csv``
-    every task: one row per (dataset, predictor, split, fold, seed) with every number;
+    every fit: one row per (dataset, predictor, split, fold, seed) with every number, its ``task``
+    column naming the benchmark task (:mod:`perfzoo.evaluation.suite`);
+``tasks.json``
+    the definition of every benchmark task the run covered (data hash, split rule, seeds, rows,
+    metrics), by id;
 ``figures/``
     ``<dataset>-scatter.png`` and ``<dataset>-curve.png`` (:mod:`perfzoo.evaluation.figures`);
 ``best.json`` and ``artifacts/``
@@ -22,6 +26,7 @@ Example
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -33,10 +38,11 @@ from perfzoo.evaluation.report import readme
 from perfzoo.evaluation.runner import Results
 from perfzoo.evaluation.tasks import PredictorSpec
 
-RESULT_ID_COLUMNS = ("dataset", "predictor", "split", "kind", "fold", "seed", "n_train", "n_test")
+RESULT_ID_COLUMNS = ("task", "dataset", "predictor", "split", "kind", "fold", "seed", "n_train", "n_test")
+TASKS_FILE = "tasks.json"
 # every file a bench run puts in its folder, as glob patterns relative to it: what :func:`write`
 # writes, and the transfer split's tables (:func:`perfzoo.evaluation.transfer.write`)
-OUTPUTS = ("README.md", "results.csv", "best.json", "figures/*-scatter.png", "figures/*-curve.png",
+OUTPUTS = ("README.md", "results.csv", "tasks.json", "best.json", "figures/*-scatter.png", "figures/*-curve.png",
            "artifacts/*/model.joblib", "artifacts/*/metadata.json", "transfer.md", "transfer.csv")
 
 
@@ -50,7 +56,7 @@ def write(
     figures: bool = True,
     artifacts: bool = True,
 ) -> dict[str, Any]:
-    """Write README.md, results.csv, figures/, best.json and artifacts/ into ``out_dir``.
+    """Write README.md, results.csv, tasks.json, figures/, best.json and artifacts/ into ``out_dir``.
 
     ``context`` is :func:`~perfzoo.evaluation.report.run_context` (plus ``notes``, lines for
     the README header). Returns the best.json content.
@@ -64,6 +70,8 @@ def write(
     cols = [*RESULT_ID_COLUMNS, *metric_columns(frame), "error"]
     frame.reindex(columns=[c for c in cols if c in frame.columns or c == "error"]).sort_values(
         ["dataset", "split", "predictor", "fold", "seed"]).to_csv(out / "results.csv", index=False, float_format="%.6g")
+
+    (out / TASKS_FILE).write_text(json.dumps([t.definition() for t in results.tasks], indent=1) + "\n")
 
     fig_dir = out / "figures"
     if figures:

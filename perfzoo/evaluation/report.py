@@ -28,8 +28,9 @@ from harness.environment import cpu_cores, cpu_model, git_commit, library_versio
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.figures import curve_figure, scatter_figure
-from perfzoo.evaluation.ranking import BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order
+from perfzoo.evaluation.ranking import BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, task_id
 from perfzoo.evaluation.runner import Results
+from perfzoo.evaluation.suite import RULES
 
 # the columns of a split table: (result column, header, digits)
 TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -182,7 +183,9 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
     wall = context.get("wall_time_s")
     L += ["# perfzoo leaderboard", "",
           "Written by `python -m perfzoo.bench`; do not edit by hand. Every number is a mean ± 2 standard "
-          "deviations over seeds (group splits: over held-out groups); `results.csv` holds every run.", "",
+          "deviations over seeds (group splits: over held-out groups); `results.csv` holds every run. Each table "
+          "names its benchmark task: `<dataset>/<split>/<hash>` of the data, the split's rows, the seeds and the "
+          "metrics (`tasks.json` defines each; `python -m perfzoo.bench --task ID` runs one again).", "",
           f"- command: `{context['command']}`",
           f"- commit: `{context['commit']}`",
           f"- machine: {context['machine']}; Python {context['python']}, "
@@ -226,20 +229,22 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
 
     # headline
     L += ["## Headline: the best predictor (★) per dataset and split", "",
-          "| dataset | split | best predictor | Kendall | Spearman | Pearson | top-1 regret | MAPE % | MdAPE % | "
+          "| dataset | split | task | best predictor | Kendall | Spearman | Pearson | top-1 regret | MAPE % | MdAPE % | "
           "target (issue 5) |",
-          "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+          "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for ds in datasets:
         for split, b in best_per_split(summary, ds.name):
             absolute = " | ".join("n/a" if b["output"] == "score" else _fmt(b[f"{c}_mean"], b[f"{c}_std"], 1)
                                   for c in ("mape", "mdape"))
-            L.append(f"| {ds.name} | {split} | {b['predictor']} | {_fmt(b['kendall_mean'], b['kendall_std'], 3)} | "
+            L.append(f"| {ds.name} | {split} | `{task_id(summary, ds.name, split)}` | {b['predictor']} | "
+                     f"{_fmt(b['kendall_mean'], b['kendall_std'], 3)} | "
                      f"{_fmt(b['spearman_mean'], b['spearman_std'], 3)} | {_fmt(b['pearson_mean'], b['pearson_std'], 3)} | "
                      f"{_fmt(b['top1_regret_mean'], b['top1_regret_std'], 3)} | {absolute} | "
                      f"{_lookup(TARGETS, ds.name, split) or ''} |")
         c = _curve_headline(summary, ds.name)
         if c:
-            L.append(f"| {ds.name} | curve | {c} | | | | | | | {TARGETS.get((ds.name, 'curve')) or ''} |")
+            L.append(f"| {ds.name} | curve | `{task_id(summary, ds.name, 'curve')}` | {c} | | | | | | | "
+                     f"{TARGETS.get((ds.name, 'curve')) or ''} |")
     L.append("")
 
     for ds in datasets:
@@ -264,7 +269,8 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
             s_split = s_ds[s_ds["split"] == split]
             runs = int(s_split["runs"].max())
             n_tr, n_te = s_split["n_train"].mean(), s_split["n_test"].mean()
-            L += [f"### {split}", "", f"{_split_note(split, results, ds.name)} Train ≈ {n_tr:.0f} ok jobs, "
+            L += [f"### {split}", "", f"Task `{task_id(summary, ds.name, split)}`. "
+                  f"{_split_note(split, results, ds.name)} Train ≈ {n_tr:.0f} ok jobs, "
                   f"test ≈ {n_te:.0f}; up to {runs} runs per predictor.", ""]
             ref = _lookup(PAPER, ds.name, split)
             tgt = _lookup(TARGETS, ds.name, split)
@@ -283,8 +289,7 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
                     L += [f"Failure classifier (`{r['predictor']}`): ROC AUC n/a (the test side holds only "
                           "successful or only failed jobs).", ""]
         if (s_ds["kind"] == "curve").any():
-            L += ["### learning curve", "", "Random group-aware 75/25 split per seed; the training side is "
-                  "subsampled to n successful jobs (nested), the test side is fixed.", ""]
+            L += ["### learning curve", "", f"Task `{task_id(summary, ds.name, 'curve')}`. {RULES['curve']}", ""]
             ref = _lookup(PAPER, ds.name, "curve")
             tgt = TARGETS.get((ds.name, "curve"))
             if ref:
@@ -351,16 +356,9 @@ def _dataset_line(ds: Dataset) -> str:
 
 
 def _split_note(split: str, results: Results, dataset: str) -> str:
-    if split == "random":
-        return "Group-aware random 75/25 (duplicate configurations on one side)."
-    if split == "temporal":
-        return "Oldest ~75% by time predicts the newest ~25%, cut between two timestamps."
-    if split == "scale":
-        return "Train at or below the scale threshold, test above it."
-    if split == "node":
-        return "Train on single-node jobs, test on multi-node jobs (the node boundary)."
     if split.startswith("group:"):
         f = results.frame
         folds = sorted(f.loc[(f["dataset"] == dataset) & (f["split"] == split), "fold"].astype(str).unique())
         return f"Leave one `{split[6:]}` out, in turn: {', '.join(folds)}; averaged over held-out groups."
-    return ""
+    return RULES.get(split, "")
+
