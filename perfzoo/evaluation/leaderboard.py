@@ -29,16 +29,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
+
+import pandas as pd
 
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation.artifacts import write_best
 from perfzoo.evaluation.ranking import metric_columns, summarize
-from perfzoo.evaluation.report import readme
+from perfzoo.evaluation.report import beside_lines, readme
 from perfzoo.evaluation.runner import Results
 from perfzoo.evaluation.tasks import PredictorSpec
 
-RESULT_ID_COLUMNS = ("task", "dataset", "predictor", "split", "kind", "fold", "seed", "n_train", "n_test")
+RESULT_ID_COLUMNS = ("task", "dataset", "predictor", "output", "split", "kind", "fold", "seed", "n_train", "n_test")
 TASKS_FILE = "tasks.json"
 # every file a bench run puts in its folder, as glob patterns relative to it: what :func:`write`
 # writes, and the transfer split's tables (:func:`perfzoo.evaluation.transfer.write`)
@@ -55,11 +57,15 @@ def write(
     *,
     figures: bool = True,
     artifacts: bool = True,
+    beside: Optional[tuple[str, pd.DataFrame]] = None,
+    yours: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Write README.md, results.csv, tasks.json, figures/, best.json and artifacts/ into ``out_dir``.
 
     ``context`` is :func:`~perfzoo.evaluation.report.run_context` (plus ``notes``, lines for
-    the README header). Returns the best.json content.
+    the README header). ``beside`` (a leaderboard's folder and its ``results.csv``) adds a README
+    section setting the members named in ``yours`` beside that leaderboard's on each task id both
+    hold. Returns the best.json content.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -78,5 +84,7 @@ def write(
         fig_dir.mkdir(exist_ok=True)
     best_doc = write_best(summary, datasets, predictors, out, context, artifacts=artifacts)
     lines = readme(results, summary, datasets, context, best_doc, fig_dir if figures else None)
+    if beside is not None:
+        lines += beside_lines(summary, beside[0], beside[1], yours)
     (out / "README.md").write_text("\n".join(lines) + "\n")
     return best_doc

@@ -28,7 +28,9 @@ from harness.environment import cpu_cores, cpu_model, git_commit, library_versio
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.figures import curve_figure, scatter_figure
-from perfzoo.evaluation.ranking import BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, task_id
+from perfzoo.evaluation.ranking import (
+    BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, summarize, task_id,
+)
 from perfzoo.evaluation.runner import Results
 from perfzoo.evaluation.suite import RULES
 
@@ -314,6 +316,43 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
             seen.add(k)
             L.append(f"| {e['dataset']} | {e['predictor']} | {e['split']} | {e['seed']} | {str(e['error'])[:160]} |")
         L.append("")
+    return L
+
+
+def beside_lines(summary: pd.DataFrame, where: str, reference: pd.DataFrame, yours: Sequence[str]) -> list[str]:
+    """A README section: on each task of this run (learning curves aside), the members named in
+    ``yours`` beside every member the leaderboard in ``where`` (its ``results.csv`` frame,
+    ``reference``) scored on the same task id, best Kendall first."""
+    L = ["## Your predictors beside the leaderboard", "",
+         f"{', '.join(f'`{y}`' for y in yours) or 'This run'} on each task of this run, beside every member the "
+         f"leaderboard in `{where}` scored on the same task id: the same data, rows, seeds and metrics, so the "
+         "numbers compare (numbers of two ids do not). Mean ± 2 std over runs.", ""]
+    if "task" not in reference.columns:
+        return L + [f"`{where}/results.csv` names no task ids (it was written before tasks were versioned): run "
+                    "`python -m perfzoo.bench` there again to compare.", ""]
+    mine = summary[summary["predictor"].isin(list(yours)) & (summary["kind"] != "curve")
+                   & (summary["output"] != "probability")]
+    theirs = summarize(reference[~reference["predictor"].isin(list(yours))])
+    missing = []
+    for task in dict.fromkeys(mine["task"]):
+        other = theirs[(theirs["task"] == task) & (theirs["output"] != "probability")] if not theirs.empty else theirs
+        if other.empty:
+            missing.append(task)
+            continue
+        rows = pd.concat([mine[mine["task"] == task].assign(where="this run"), other.assign(where=where)])
+        rows = rows.sort_values("kendall_mean", ascending=False, na_position="last")
+        L += [f"### `{task}`", "", "| predictor | from | Kendall | Spearman | MAPE % | MdAPE % | runs |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for _, r in rows.iterrows():
+            name = f"**{r['predictor']}**" if r["where"] == "this run" else r["predictor"]
+            absolute = " | ".join("n/a" if r["output"] == "score" else _fmt(r[f"{c}_mean"], r[f"{c}_std"], 1)
+                                  for c in ("mape", "mdape"))
+            L.append(f"| {name} | {r['where']} | {_fmt(r['kendall_mean'], r['kendall_std'], 3)} | "
+                     f"{_fmt(r['spearman_mean'], r['spearman_std'], 3)} | {absolute} | {int(r['runs'])} |")
+        L.append("")
+    if missing:
+        L += [f"Not in `{where}`: {', '.join(f'`{t}`' for t in missing)} (its data, rows, seeds or metrics differ "
+              "from this run's; `python -m perfzoo.bench --list-tasks` prints the tasks a run covers).", ""]
     return L
 
 

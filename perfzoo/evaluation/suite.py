@@ -205,3 +205,40 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value.item() if hasattr(value, "item") else value
+
+
+def parse_id(task_id: str) -> tuple[str, str]:
+    """``(dataset, split)`` of a task id; a ``ValueError`` for text that is not one.
+
+    >>> parse_id("vtrain-a100/group:config.model_name/075a128e")
+    ('vtrain-a100', 'group:config.model_name')
+    """
+    parts = task_id.split("/")
+    if len(parts) != 3 or not parts[0] or not parts[1] or len(parts[2]) != ID_DIGITS or \
+            any(c not in "0123456789abcdef" for c in parts[2]):
+        raise ValueError(f"{task_id!r} is not a task id (<dataset>/<split>/<{ID_DIGITS} hex digits>, as "
+                         "python -m perfzoo.bench --list-tasks prints)")
+    return parts[0], parts[1]
+
+
+def find_task(dataset: Dataset, task_id: str, settings: Sequence[dict[str, Any]]) -> BenchmarkTask:
+    """The task of ``dataset`` whose id is ``task_id``, defined with the first of ``settings``
+    (keyword arguments of :func:`define_tasks`: ``seeds``, ``curve_sizes``, ``curve_seeds``) that
+    gives it. An id no setting gives is a ``ValueError`` naming the split's ids now: the data, its
+    rows, the seeds or the metrics changed since the id was made, and an id never names other numbers."""
+    name, split = parse_id(task_id)
+    if name != dataset.name:
+        raise ValueError(f"task {task_id} is of dataset {name!r}, not {dataset.name!r}")
+    kind = split.split(":")[0]
+    columns = [split.split(":", 1)[1]] if kind == "group" and ":" in split else None
+    now: list[str] = []
+    for kw in settings:
+        for task in define_tasks(dataset, [kind], group_columns=columns, **kw):
+            if task.id == task_id:
+                return task
+            if task.split == split:
+                now.append(task.id + (f" ({len(task.seeds)} seeds)" if task.seeds else ""))
+    if not now:
+        raise ValueError(f"no task {task_id}: {dataset.name} has no {split} split now")
+    raise ValueError(f"no task {task_id}: {dataset.name}'s {split} split is {' or '.join(dict.fromkeys(now))} now; "
+                     "its data, rows, seeds or metrics changed since that id was made")

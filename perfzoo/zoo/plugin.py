@@ -50,6 +50,14 @@ GROUP = "perfzoo.predictors"  # the entry-point group of installed members
 OUTPUTS = ("throughput", "score", "probability")  # a member's ``output`` tag (perfzoo.zoo.base)
 
 
+class ContractError(ValueError):
+    """Members that break the contract; ``problems`` says how, one line each (:func:`problems`)."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
 def installed() -> dict[str, EntryPoint]:
     """The members installed packages register (entry-point group :data:`GROUP`), by name."""
     return {ep.name: ep for ep in entry_points(group=GROUP)}
