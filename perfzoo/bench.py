@@ -471,6 +471,8 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
     splits = list(dict.fromkeys(bt.kind for _, bt in defined)) if config.task else config.splits or preset.splits
     settings = _settings(config, preset)
     out = config.out_dir
+    yours = [spec.display for spec in specs if spec.name not in zoo.REGISTRY]
+    beside = _reference(config, out) if yours or config.reference else None
     jobs = config.jobs or cpu_cores()
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "
           f"{len(specs)} predictors, {len(defined)} tasks ({config.task or 'splits ' + ', '.join(splits)}), "
@@ -489,10 +491,8 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
     context["notes"] = _notes(specs, splits, settings["seeds"], settings["curve_sizes"], settings["curve_seeds"],
                               preset)
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
-    yours = [spec.display for spec in specs if spec.name not in zoo.REGISTRY]
     leaderboard.write(results, datasets, specs, out, context, figures=not config.no_figures,
-                      artifacts=not config.no_artifacts,
-                      beside=_reference(config, out) if yours or config.reference else None, yours=yours)
+                      artifacts=not config.no_artifacts, beside=beside, yours=yours)
     return results
 
 

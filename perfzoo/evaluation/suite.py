@@ -230,6 +230,8 @@ def find_task(dataset: Dataset, task_id: str, settings: Sequence[dict[str, Any]]
     if name != dataset.name:
         raise ValueError(f"task {task_id} is of dataset {name!r}, not {dataset.name!r}")
     kind = split.split(":")[0]
+    if kind not in RULES:
+        raise ValueError(f"no task {task_id}: {kind!r} is no split kind (one of {', '.join(RULES)})")
     columns = [split.split(":", 1)[1]] if kind == "group" and ":" in split else None
     now: list[str] = []
     for kw in settings:
