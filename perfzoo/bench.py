@@ -476,7 +476,7 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
     jobs = config.jobs or cpu_cores()
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "
           f"{len(specs)} predictors, {len(defined)} tasks ({config.task or 'splits ' + ', '.join(splits)}), "
-          f"{len(settings['seeds'])} seeds, {jobs} jobs", file=sys.stderr)
+          f"{len(defined[0][1].seeds) if config.task else len(settings['seeds'])} seeds, {jobs} jobs", file=sys.stderr)
     results = runner.run_defined(defined, specs, jobs=jobs, cache_dir=None if config.no_cache else config.cache_dir,
                                  progress=not config.quiet, skipped=skipped)
     transfers = {bt.dataset: bt.id for _, bt in defined if bt.kind == "transfer"}
@@ -538,6 +538,9 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) 
 
 
 def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
+    if results.frame.empty:  # only the transfer matrix ran
+        print(f"wall time {wall:.0f} s; wrote {out}/transfer.md, transfer.csv")
+        return
     summary = summarize(results.frame)
     print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8} "
           f"{'MAPE %':>8} {'MdAPE %':>8}")
