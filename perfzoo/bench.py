@@ -9,8 +9,19 @@ Usage
     python -m perfzoo.bench                 # the full run -> leaderboard/
     python -m perfzoo.bench --quick         # CI-sized (< 3 min on 2 cores) -> .perfzoo-cache/leaderboard-quick/
     python -m perfzoo.bench --datasets vtrain-a100 --predictors lightgbm,catboost --splits random,scale --seeds 5
+    python -m perfzoo.bench --predictors mypkg.models:MyPredictor --datasets vtrain-a100 --out my-results
+    python -m perfzoo.bench --list-tasks                # the benchmark tasks, by id
+    python -m perfzoo.bench --task vtrain-a100/scale/<hash> --predictors mypkg.models:MyPredictor
     python -m perfzoo.bench --train vtrain-a100 --test ground_truth_multi.csv --predictor best,hybrid --json
     python -m perfzoo.bench --train published-llm --test published-torchtitan --shots 0,1,3,10
+
+Members are zoo names, import paths ``module:Class`` (a ``Predictor`` subclass, a scikit-learn
+regressor, a factory) or names installed packages register (:mod:`perfzoo.zoo.plugin`); one from
+outside the zoo that breaks the contract is refused before any fit, one line per problem, and the
+README sets it beside every member the committed leaderboard (``--reference DIR``) scored on the
+same tasks. Every number names its benchmark task (:mod:`perfzoo.evaluation.suite`):
+``--list-tasks`` prints the tasks a run covers (``--json``: their definitions), ``--task ID`` runs
+exactly one.
 
 Cross-dataset (``--train A --test B``, names or file paths): fit on every successful job of A
 that is not also a job of B (so ``--train published-llm --test published-torchtitan`` leaves the
