@@ -58,7 +58,8 @@ DEFAULT_CACHE_DIR = ".perfzoo-cache"
 
 @dataclass(frozen=True)
 class PredictorSpec:
-    """A predictor to benchmark: a zoo name, its parameters, and how much to run it.
+    """A predictor to benchmark: a name :func:`perfzoo.zoo.make` takes (a zoo member, an import
+    path ``module:Class``, an installed member), its parameters, and how much to run it.
 
     ``label`` is the name on the leaderboard (default: ``name``, or ``name(k=v,...)`` when
     parameters are given). ``max_seeds`` caps the seeds of heavy members; ``curve`` says
