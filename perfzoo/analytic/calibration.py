@@ -3,10 +3,12 @@ measurements, one per term, so that what the formula cannot know (the fraction o
 kernel reaches at each precision, how well collectives use their links) comes from data.
 
 The step time is split into terms that add up to :func:`perfzoo.analytic.estimate`'s
-``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``, scaled
-by the pipeline bubble), the critical-path communication (TP and EP, also scaled by the
+``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``: the
+FLOPs and the softmax's exponentials, scaled by the pipeline bubble), the memory-bound kernels
+(``memory``: what the GEMMs, elementwise kernels and loss move through HBM, scaled by the bubble,
+and the optimizer step), the critical-path communication (TP and EP, also scaled by the
 bubble), the pipeline's point-to-point traffic, and the data- and context-parallel traffic
-that compute does not hide; and two counts whose factors are seconds per call (fixed costs the roofline
+that the kernels do not hide; and two counts whose factors are seconds per call (fixed costs the roofline
 has no figure for: launching one layer's kernels, one blocking collective's latency). The
 calibrated step is ``sum_k c_k * term_k``; the non-negative factors ``c_k``
 minimise the squared *relative* error of the step time (``scipy.optimize.nnls``), so every
@@ -37,7 +39,8 @@ from perfzoo.analytic.estimates import estimate_arrays
 from perfzoo.vocabulary import PRECISIONS, normalize_precision
 
 COMPUTE_TERMS = tuple(f"compute_{p}" for p in PRECISIONS)
-TERMS = (*COMPUTE_TERMS, "critical_comm", "pipeline_comm", "exposed_dp_comm", "per_layer_pass", "per_collective")
+TERMS = (*COMPUTE_TERMS, "memory", "critical_comm", "pipeline_comm", "exposed_dp_comm", "per_layer_pass",
+         "per_collective")
 
 
 def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
@@ -46,16 +49,18 @@ def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = No
     est = est if est is not None else estimate_arrays(df)
     n = len(df)
     stretch = 1.0 / (1.0 - est["bubble"])
-    compute = est["compute_time_s"] * stretch
+    known = {k: np.nan_to_num(est[k]) for k in ("exp_time_s", "memory_time_s", "optimizer_time_s")}  # 0: no such term
+    compute = (est["compute_time_s"] + known["exp_time_s"]) * stretch
+    memory = known["memory_time_s"] * stretch + known["optimizer_time_s"]
     critical = (est["tp_time_s"] + est["ep_time_s"]) * stretch
     pipeline = est["pp_time_s"]
-    exposed = np.maximum(est["step_time_s"] - compute - critical - pipeline, 0.0)
+    exposed = np.maximum(est["step_time_s"] - compute - memory - critical - pipeline, 0.0)
     precision = np.broadcast_to(coded(df, "precision", normalize_precision, PRECISIONS), (n,))
     terms = np.zeros((n, len(TERMS)))
     for j in range(len(PRECISIONS)):
         terms[:, j] = np.where(precision == j, compute, 0.0)
     calls = np.column_stack([est["layer_passes"], est["collective_calls"]]) * stretch[:, None]
-    terms[:, len(PRECISIONS):] = np.column_stack([critical, pipeline, exposed, calls])
+    terms[:, len(PRECISIONS):] = np.column_stack([memory, critical, pipeline, exposed, calls])
     return terms
 
 

@@ -19,7 +19,7 @@ traffic over their ``c`` NICs, so the group's bandwidth per device is ``min(intr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -50,6 +50,8 @@ class DeviceFigures:
     node_size: np.ndarray  # devices per host
     domain: np.ndarray  # devices per scale-up domain (NVLink), within this job's layout
     known: np.ndarray  # whether the accelerator is in the table
+    hbm_bw: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # bytes/s of device memory
+    exp_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # exponentials/s (NaN: not priced)
 
 
 def _specs(df: pd.DataFrame) -> tuple[np.ndarray, list[Optional[AcceleratorSpec]]]:
@@ -74,14 +76,15 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
         for j, cls in enumerate(PRECISIONS):
             peak_t[i, j] = spec.flops(cls) or np.nan
         supported[i] = [spec.supports(f) for f in FORMATS]
-    attrs = np.array([[np.nan] * 7 if s is None else
+    attrs = np.array([[np.nan] * 9 if s is None else
                       [s.memory_gib * VISIBLE_MEMORY, s.intra_bw, s.inter_bw, float(s.node_size),
-                       float(s.nvlink_domain), float(s.name == "cpu"), 1.0]
+                       float(s.nvlink_domain), float(s.name == "cpu"), 1.0, s.hbm_bw,
+                       np.nan if s.exp_rate is None else s.exp_rate]
                       for s in specs], dtype=float)
     if len(specs) == 1:  # no known accelerator in the frame: constants, no per-row work
-        mem, intra, inter, node, domain, cpu, known = (np.array(v) for v in attrs[0])
+        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate = (np.array(v) for v in attrs[0])
     else:
-        mem, intra, inter, node, domain, cpu, known = attrs[codes].T
+        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate = attrs[codes].T
     cpu = cpu == 1.0
     known = known == 1.0
     peak = peak_t[codes, precision]
@@ -103,7 +106,7 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     # a domain within one host shrinks with it; a rack-scale domain (NVL72) spans hosts
     spans_hosts = domain > attrs[codes, 3] if len(specs) > 1 else domain > np.array(attrs[0, 3])
     domain = np.where(cpu, node, np.where(spans_hosts, domain, np.minimum(domain, node)))
-    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known)
+    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate)
 
 
 def link_bandwidth(figures: DeviceFigures, span: np.ndarray) -> np.ndarray:

@@ -20,7 +20,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ``causal=True`` counts ``ctx = s/2`` (Megatron-Bridge's convention, and what a causal flash kernel
   computes). Adapter tuning (``task`` LoRA / PEFT) computes no weight gradients: ``4*N``.
 * Recompute (hardware FLOPs): full activation checkpointing adds one forward of everything, selective
-  the attention cores' forward.
+  the attention cores' forward; a FlashAttention backward (``flash_attention`` true or unknown)
+  recomputes the scores, ``2*ctx*a*h_qk`` per attention layer (:mod:`.shape`).
 * FLOPs per device per step = ``B*s*flops_per_token(+recompute) / n_gpus`` (TP, PP, CP, EP and DP
   split the work evenly; the pipeline bubble costs time, not FLOPs).
 * Communication bytes sent per device per step (ring collectives: an all-reduce of ``X`` bytes sends
@@ -46,10 +47,13 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   domains.
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
-  precision's peak, the LM head, routers and the causal attention cores in BF16), each traffic over
-  its link; ``step = (t_compute + t_tp + t_ep)/(1 - bubble) + t_pp + max(0, t_dp + t_cp - t_compute)``
-  (TP and EP traffic on the critical path; DP/FSDP traffic and ring attention overlap with compute,
-  only their excess shows). Throughput = ``B*s/step`` tokens/s.
+  precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax's
+  exponentials at the special-function rate, the bytes the GEMMs, the elementwise kernels and the
+  loss move through HBM (:mod:`.traffic`), each traffic over its link;
+  ``busy = t_compute + t_exp + t_memory``, ``step = (busy + t_tp + t_ep)/(1 - bubble) + t_pp +
+  t_optimizer + max(0, t_dp + t_cp - busy)`` (TP and EP traffic on the critical path; DP/FSDP
+  traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
+  runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s.
 * A row that cannot be priced (no shape, an unknown accelerator, a precision the device lacks) gets
   NaN, never a default that looks like a number.
 """
@@ -66,6 +70,7 @@ from perfzoo.analytic.hardware import alltoall_seconds, device_figures, group_ba
 from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, precision_codes
 from perfzoo.analytic.shape import ModelShape
+from perfzoo.analytic.traffic import Traffic
 from perfzoo.vocabulary import (CHECKPOINTING, PRECISIONS, SHARDINGS, is_adapter_tuning, normalize_checkpointing,
                                 normalize_sharding, to_bool)
 
@@ -127,6 +132,7 @@ class LLMCost:
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
         self.memory = Memory(self)
+        self.traffic = Traffic(self)
         self._parts: dict[tuple[bool, bool, bool], dict[str, np.ndarray]] = {}
 
     # parameters and FLOPs ----------------------------------------------------------------
@@ -151,6 +157,7 @@ class LLMCost:
             selective = is_code(self.ac, CHECKPOINTING, "selective")
             fwd = self.shape.flops_per_token(2.0, causal, padded, forward=True)  # one forward of everything
             parts = {k: v + np.where(full | (selective & (k == "attention")), fwd[k], 0.0) for k, v in parts.items()}
+            parts["attention"] = parts["attention"] + self.flash * self.shape.flash_recompute_flops_per_token(causal)
         return parts
 
     def flops_per_token(self, causal: bool = False) -> np.ndarray:
@@ -226,18 +233,22 @@ class LLMCost:
         return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16)
 
     def step_time(self, comm: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
-        """The step's time terms: ``compute_time_s``, ``tp_time_s``, ``cp_time_s``,
-        ``ep_time_s``, ``pp_time_s``, ``dp_time_s``, ``comm_time_s`` and ``step_time_s``."""
+        """The step's time terms: ``compute_time_s``, ``exp_time_s``, ``memory_time_s``,
+        ``optimizer_time_s``, ``tp_time_s``, ``cp_time_s``, ``ep_time_s``, ``pp_time_s``,
+        ``dp_time_s``, ``comm_time_s`` and ``step_time_s``."""
         comm = comm if comm is not None else self.comm_bytes()
         hw = self.hw
         t_compute = self.compute_time()
+        kernels = self.traffic.seconds()
+        busy = t_compute + kernels["exp_time_s"] + kernels["memory_time_s"]
         t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
         t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp)
         t_dp = comm["comm_dp_bytes"] / group_bandwidth(hw, self.dp, self.tp * self.cp)
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
-        step = (t_compute + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + np.maximum(0.0, t_dp + t_cp - t_compute)
-        return {"compute_time_s": t_compute, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
+        step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
+                + np.maximum(0.0, t_dp + t_cp - busy))
+        return {"compute_time_s": t_compute, **kernels, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
                 "pp_time_s": t_pp, "dp_time_s": t_dp, "comm_time_s": t_tp + t_cp + t_ep + t_pp + t_dp,
                 "step_time_s": step}
 
