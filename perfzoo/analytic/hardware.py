@@ -14,7 +14,8 @@ every rail (NCCL's multi-ring / tree algorithms): each domain's ``c`` members sh
 traffic over their ``c`` NICs, so the group's bandwidth per device is ``min(intra, c * inter)``
 (:func:`group_bandwidth`; with one member per domain, the device's own NICs). An all-to-all sends
 ``(c-1)/(size-1)`` of its bytes inside the domain and the rest over the device's NICs, in parallel
-(:func:`alltoall_seconds`; NCCL's PXN keeps cross-rail traffic on NVLink).
+(:func:`alltoall_seconds`; NCCL's PXN keeps cross-rail traffic on NVLink; an MoE dispatch sends a
+token over the network once per destination domain).
 """
 
 from __future__ import annotations
@@ -133,9 +134,27 @@ def group_bandwidth(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray
     return np.where(inside, figures.intra_bw, crossing)
 
 
-def alltoall_seconds(figures: DeviceFigures, sent: np.ndarray, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+def alltoall_seconds(figures: DeviceFigures, sent: np.ndarray, size: np.ndarray, stride: np.ndarray,
+                     fanout: np.ndarray = np.array(1.0)) -> np.ndarray:
     """Seconds for an all-to-all in which each device sends ``sent`` bytes to the other ``size - 1``
-    ranks of its group (``stride`` apart): the in-domain and the network parts run in parallel."""
+    ranks of its group (``stride`` apart): the in-domain and the network parts run in parallel.
+
+    ``fanout``: copies of each item among the bytes (an MoE token routed to ``K`` experts). A
+    hierarchical dispatch (DeepEP, HybridEP; NCCL's PXN) sends an item over the network once per
+    destination domain and fans it out over the scale-up link there: of ``D = size/c`` domains, a
+    token whose ``K`` copies land uniformly at random reaches ``D(1 - (1 - 1/D)^K)`` of them on
+    average, so the network carries ``D(1 - (1 - 1/D)^K)/K`` of the copies it would carry one by one
+    (0.66 for ``K = 8`` over 8 domains).
+
+    >>> hw = DeviceFigures(*(np.array(v) for v in (1.0, 1.0, 80.0, 400e9, 50e9, 8.0, 8.0, True)))
+    >>> float(alltoall_seconds(hw, np.array(63e9), np.array(64.0), np.array(1.0)))  # 56 of 63 peers remote
+    1.12
+    >>> round(float(alltoall_seconds(hw, np.array(63e9), np.array(64.0), np.array(1.0), np.array(8.0))), 3)
+    0.735
+    """
     c = _members_per_domain(figures, size, stride)
     local = np.where(size > 1, (c - 1.0) / np.maximum(size - 1.0, 1.0), 1.0)
-    return np.maximum(sent * local / figures.intra_bw, sent * (1.0 - local) / figures.inter_bw)
+    domains = np.maximum(size / c, 1.0)
+    fanout = np.maximum(fanout, 1.0)
+    dedup = domains * (1.0 - (1.0 - 1.0 / domains) ** fanout) / fanout
+    return np.maximum(sent * local / figures.intra_bw, sent * (1.0 - local) * dedup / figures.inter_bw)

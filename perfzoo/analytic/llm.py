@@ -42,7 +42,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ETP-EP): a group of ``size`` ranks ``stride`` apart uses the scale-up link (NVLink) while it fits
   the device's domain (:mod:`.hardware`: 8 on HGX, 72 on NVL72), else the network, its members in
   one domain sharing their rails (:func:`~perfzoo.analytic.hardware.group_bandwidth`,
-  :func:`~perfzoo.analytic.hardware.alltoall_seconds`): TP ``(tp, 1)``, CP ``(cp, tp)``, EP
+  :func:`~perfzoo.analytic.hardware.alltoall_seconds`: an MoE token crosses the network once per
+  destination domain): TP ``(tp, 1)``, CP ``(cp, tp)``, EP
   ``(ep, etp)``, DP ``(dp, tp*cp)``; PP's point-to-point sends cross the network when the job spans
   domains.
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
@@ -243,7 +244,7 @@ class LLMCost:
         busy = t_compute + kernels["exp_time_s"] + kernels["memory_time_s"]
         t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
-        t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp)
+        t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp, self.shape.moe.K)
         t_dp = comm["comm_dp_bytes"] / group_bandwidth(hw, self.dp, self.tp * self.cp)
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]

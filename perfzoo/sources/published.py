@@ -288,10 +288,11 @@ def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], st
                   f"{medians[False, False]:.2f}x 6N+12Lds ({medians[best]:.2f}x the chosen count)")
 
 
-def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str]:
-    """(tokens/s per GPU, kind, how) from TFLOP/s per GPU, else MFU; (None, None, why not)."""
+def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str, bool]:
+    """(tokens/s per GPU, kind, how, whether the figures count recomputed FLOPs) from TFLOP/s per
+    GPU, else MFU; (None, None, why not, False)."""
     if p.tflops is None and p.mfu is None:
-        return None, None, "no tokens/s, TFLOP/s or MFU"
+        return None, None, "no tokens/s, TFLOP/s or MFU", False
     # a row that says its figures count recompute does; one that publishes MFU counts model
     # FLOPs (MFU's definition); any other row follows its file's convention
     basis = " ".join(p.row.text(c) or "" for c in ("derived_fields", "notes", "other_opts"))
@@ -299,28 +300,33 @@ def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[O
     hardware_flops = bool(_HARDWARE_FLOPS.search(basis)) or (hardware_flops and p.mfu is None)
     flops, convention = p.flops(hardware_flops, causal)
     if flops is None:
-        return None, None, "architecture unknown (no shape, no n_params): FLOPs per token unknown"
+        return None, None, "architecture unknown (no shape, no n_params): FLOPs per token unknown", False
     if p.tflops is not None:
         return p.tflops * 1e12 / flops, "tokens/s from TFLOP/s", (
-            f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})")
+            f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})"), hardware_flops
     spec = accelerator_spec(p.hardware["accelerator"])
     peak = None if spec is None else spec.peak_flops.get("bf16")
     if peak is None:
-        return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown"
+        return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown", False
     return p.mfu * peak / flops, "tokens/s from MFU", (
         f"tokens_per_sec_per_gpu=mfu*peak/flops_per_token (dense bf16 peak of {spec.name}, "
-        f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})")
+        f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})"), hardware_flops
 
 
 def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple[bool, bool], convention: str,
                       report: LoadReport) -> JobRecord:
     row, per_gpu, derived, label = p.row, p.per_gpu, list(p.derived), "published"
     if not p.oom:
-        value, kind, how = _derive_target(p, file_convention)
+        value, kind, how, recomputed = _derive_target(p, file_convention)
         if per_gpu is None and value is not None:
             per_gpu, label = value, kind
             report.derived[kind] += 1
             derived.append(f"{how}; file convention: {convention}")
+            if recomputed and p.config["activation_checkpointing"] is None:
+                # figures that count recomputed FLOPs come from runs that recompute: the job did
+                p.config["activation_checkpointing"] = "full"
+                derived.append("activation_checkpointing=full (the figures count recomputed FLOPs)")
+                report.derived["activation checkpointing full (figures count recompute)"] += 1
         elif per_gpu is None:
             label = f"unlabelled: {how}"
         elif value is not None and per_gpu > 0:
