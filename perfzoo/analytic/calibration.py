@@ -14,7 +14,8 @@ calibrated step is ``sum_k c_k * term_k``; the non-negative factors ``c_k``
 minimise the squared *relative* error of the step time (``scipy.optimize.nnls``), so every
 job weighs the same whatever its size. A term no training job exercises keeps a neutral
 factor: the median compute factor for an unseen precision (its speed-up over the others is
-then the peak table's), 1 for unseen communication, 0 for unseen per-call costs.
+then the peak table's) and for unseen memory-bound kernels, 1 for unseen communication, 0 for
+unseen per-call costs; a calibration saved before a term existed prices it the same way.
 
 >>> import pandas as pd
 >>> jobs = pd.DataFrame({"n_layers": [24, 24, 48], "hidden_dim": [1024, 2048, 2048], "n_heads": 16,
@@ -73,7 +74,8 @@ class Calibration:
 
     def step_time(self, df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Calibrated seconds per step (NaN where the analytic estimate is unknown)."""
-        c = np.array([self.factors[t] for t in TERMS])
+        compute = float(np.median([self.factors[t] for t in COMPUTE_TERMS]))
+        c = np.array([self.factors.get(t, _neutral(t, compute)) for t in TERMS])
         return estimate_step_terms(df, est) @ c
 
     def throughput(self, df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
@@ -81,6 +83,14 @@ class Calibration:
         est = est if est is not None else estimate_arrays(df)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return _work_per_step(est) / self.step_time(df, est)
+
+
+def _neutral(term: str, compute: float) -> float:
+    """The factor of a term no job exercised: ``compute`` (the median compute factor) for
+    compute and memory-bound kernels, 0 for per-call costs, 1 for communication."""
+    if term in COMPUTE_TERMS or term == "memory":
+        return compute
+    return 0.0 if term.startswith("per_") else 1.0
 
 
 def _work_per_step(est: dict[str, np.ndarray]) -> np.ndarray:
@@ -100,8 +110,8 @@ def calibrate(df: pd.DataFrame, measured_step_s: np.ndarray, est: dict[str, np.n
     compute = [j for j, name in enumerate(TERMS) if name in COMPUTE_TERMS and used[j] and factors[j] > 0]
     neutral = float(np.median(factors[compute])) if compute else 1.0
     for j, name in enumerate(TERMS):
-        if name in COMPUTE_TERMS and (not used[j] or factors[j] == 0):
-            factors[j] = neutral
+        if (name in COMPUTE_TERMS and (not used[j] or factors[j] == 0)) or (name == "memory" and not used[j]):
+            factors[j] = _neutral(name, neutral)
     return Calibration(dict(zip(TERMS, map(float, factors))), int(ok.sum()))
 
 

@@ -20,8 +20,9 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ``causal=True`` counts ``ctx = s/2`` (Megatron-Bridge's convention, and what a causal flash kernel
   computes). Adapter tuning (``task`` LoRA / PEFT) computes no weight gradients: ``4*N``.
 * Recompute (hardware FLOPs): full activation checkpointing adds one forward of everything, selective
-  the attention cores' forward; a FlashAttention backward (``flash_attention`` true or unknown)
-  recomputes the scores, ``2*ctx*a*h_qk`` per attention layer (:mod:`.shape`).
+  the attention cores' forward. What the kernels execute (the compute time) adds the MoE padding
+  and a FlashAttention backward's recomputed scores (``flash_attention`` true or unknown),
+  ``2*ctx*a*h_qk`` per attention layer (:mod:`.shape`); no publisher's FLOP count includes them.
 * FLOPs per device per step = ``B*s*flops_per_token(+recompute) / n_gpus`` (TP, PP, CP, EP and DP
   split the work evenly; the pipeline bubble costs time, not FLOPs).
 * Communication bytes sent per device per step (ring collectives: an all-reduce of ``X`` bytes sends
@@ -72,8 +73,8 @@ from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, precision_codes
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
-from perfzoo.vocabulary import (CHECKPOINTING, PRECISIONS, SHARDINGS, is_adapter_tuning, normalize_checkpointing,
-                                normalize_sharding, to_bool)
+from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS, is_adapter_tuning,
+                                normalize_checkpointing, normalize_framework, normalize_sharding, to_bool)
 
 
 class LLMCost:
@@ -129,6 +130,7 @@ class LLMCost:
         fa = mapped(df, "flash_attention", to_bool, dtype=float)
         self.flash = np.where(np.isnan(fa), 1.0, fa)
         self.compile_flag = mapped(df, "compile", to_bool, dtype=float)
+        self.framework = coded(df, "framework", normalize_framework, FRAMEWORKS)
         is32 = is_code(self.precision, PRECISIONS, "fp32")
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
@@ -143,21 +145,23 @@ class LLMCost:
     def weight_passes(self) -> np.ndarray:
         return 6.0 - 2.0 * self.adapters  # forward, activation grads, weight grads
 
-    def flops_parts(self, causal: bool = False, recompute: bool = False, padded: bool = False) -> dict[str, np.ndarray]:
+    def flops_parts(self, causal: bool = False, recompute: bool = False, executed: bool = False) -> dict[str, np.ndarray]:
         """FLOPs per token by part (``linear``, ``head``, ``attention``), optionally with the causal
-        attention count, the recomputed forward and the MoE padding (each kind computed once)."""
-        key = (causal, recompute, padded)
+        attention count, the recomputed forward, and what the kernels execute beyond the count
+        (the MoE padding, FlashAttention's recomputed scores); each kind computed once."""
+        key = (causal, recompute, executed)
         if key not in self._parts:
-            self._parts[key] = self._flops_parts(causal, recompute, padded)
+            self._parts[key] = self._flops_parts(causal, recompute, executed)
         return self._parts[key]
 
-    def _flops_parts(self, causal: bool, recompute: bool, padded: bool) -> dict[str, np.ndarray]:
-        parts = self.shape.flops_per_token(self.weight_passes(), causal, padded)
+    def _flops_parts(self, causal: bool, recompute: bool, executed: bool) -> dict[str, np.ndarray]:
+        parts = self.shape.flops_per_token(self.weight_passes(), causal, executed)
         if recompute:
             full = is_code(self.ac, CHECKPOINTING, "full")
             selective = is_code(self.ac, CHECKPOINTING, "selective")
-            fwd = self.shape.flops_per_token(2.0, causal, padded, forward=True)  # one forward of everything
+            fwd = self.shape.flops_per_token(2.0, causal, executed, forward=True)  # one forward of everything
             parts = {k: v + np.where(full | (selective & (k == "attention")), fwd[k], 0.0) for k, v in parts.items()}
+        if executed:
             parts["attention"] = parts["attention"] + self.flash * self.shape.flash_recompute_flops_per_token(causal)
         return parts
 
@@ -229,7 +233,7 @@ class LLMCost:
     def compute_time(self) -> np.ndarray:
         """Seconds of compute per device per step: what the kernels execute (causal attention,
         recompute, the MoE padding), each part at its peak (:mod:`.precision`)."""
-        parts = self.flops_parts(causal=True, recompute=True, padded=True)
+        parts = self.flops_parts(causal=True, recompute=True, executed=True)
         per_device = {k: v * self.tokens_per_step() / self.n_gpus for k, v in parts.items()}
         return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16)
 
@@ -260,7 +264,7 @@ class LLMCost:
             times = self.step_time(comm)
             tokens = self.tokens_per_step()
             tput = tokens / times["step_time_s"]
-            executed = sum(self.flops_parts(causal=True, recompute=True, padded=True).values()) * tokens / self.n_gpus
+            executed = sum(self.flops_parts(causal=True, recompute=True, executed=True).values()) * tokens / self.n_gpus
             return {
                 "n_params": self.total_params(),
                 "active_params": self.shape.matmul_params,

@@ -36,8 +36,8 @@ by where they run (:mod:`.precision` prices each part at its peak):
   these are what FP8 / MXFP8 / NVFP4 recipes quantize.
 * ``head``: the LM head ``6*V*d`` per prediction (``1 + mtp_layers``) and the MoE routers
   ``6*d*E`` per MoE layer; they stay in BF16.
-* ``attention``: the attention core, ``6*ctx*a*(h_qk + h_v)`` per attention layer (hardware
-  FLOPs add a FlashAttention backward's recomputed scores, ``2*ctx*a*h_qk``), where the
+* ``attention``: the attention core, ``6*ctx*a*(h_qk + h_v)`` per attention layer (what the
+  kernels execute adds a FlashAttention backward's recomputed scores, ``2*ctx*a*h_qk``), where the
   context ``ctx`` is ``s`` in the model-FLOPs convention (PaLM, MosaicML, Megatron's MFU: no causal
   discount), ``s/2`` causal (what a FlashAttention kernel computes, and Megatron-Bridge's
   convention), and ``w - w(w-1)/(2s)`` in a sliding window ``w < s``; plus the Mamba scans.

@@ -82,21 +82,14 @@ import numpy as np
 
 from perfzoo.analytic._frame import is_code
 from perfzoo.analytic.memory import EAGER, FUSED
-from perfzoo.vocabulary import CHECKPOINTING, FORMATS, PRECISIONS
+from perfzoo.analytic.precision import format_width
+from perfzoo.vocabulary import CHECKPOINTING
 
 EAGER_NORM, EAGER_ROPE, EAGER_SWIGLU = 36.0, 48.0, 10.0  # forward bytes per element, eager PyTorch
 FUSED_NORM, FUSED_ROPE, FUSED_SWIGLU, GELU, RESIDUAL = 4.0, 4.0, 6.0, 4.0, 6.0
 ROUTER_BYTES, PERMUTE_BYTES = 12.0, 8.0  # per expert logit per token; per routed copy and element of d
 LOSS_FUSED, LOSS_TORCH = 4.0, 40.0  # per vocabulary entry and token, forward + backward
 BACKWARD = 2.0  # a backward pass moves twice the forward's elementwise bytes
-
-
-def format_width(precision: np.ndarray, formats: np.ndarray) -> np.ndarray:
-    """Bytes per element of a linear layer's quantized GEMM inputs: 4 fp32, 2 16-bit, 1 FP8 and
-    MXFP8, 1/2 NVFP4 and MXFP4."""
-    fp4 = is_code(formats, FORMATS, "nvfp4", "mxfp4")
-    fp8 = is_code(formats, FORMATS, "fp8", "mxfp8")
-    return np.select([is_code(precision, PRECISIONS, "fp32"), fp4, fp8], [4.0, 0.5, 1.0], 2.0)
 
 
 class Traffic:

@@ -30,7 +30,7 @@ import pandas as pd
 
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import CATEGORICAL_RULES, model_variant
+from perfzoo.vocabulary import CATEGORICAL_RULES, FRAMEWORK_RULES, model_variant, phrase_rules
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -233,9 +233,13 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     if from_degrees:
         report.derived["n_gpus from tp*pp*cp*dp"] += 1
     oom = "OOM" in ((row.text("tokens_per_sec_per_gpu") or "").upper(), (row.text("variant") or "").upper())
+    framework = phrase_rules(row.text("source") or "", FRAMEWORK_RULES)  # the publisher's framework
     config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
                         **{key: row.number(key, whole=True, lenient=True) for key in _WHOLE_COLUMNS},
-                        **{key: row.category(key) for key in CATEGORICAL_RULES})
+                        **{key: row.category(key) for key in CATEGORICAL_RULES}, framework=framework)
+    if framework is not None:
+        derived.append(f"framework={framework} (from the source column)")
+        report.derived["framework from the source column"] += 1
     if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
         config["micro_batch_size"] = None
         derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
@@ -378,6 +382,9 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       knows -> None) and the original kept as ``annotations['<column>_raw']``.
     * A row without a GPU count (``n_gpus`` blank and not ``tp*pp*cp*dp``) or an accelerator
       cannot be a job: it is skipped and listed, with its line, in the report.
+    * ``config.framework`` is read off the ``source`` column (``NVIDIA Megatron-Bridge performance
+      summary`` -> ``megatron-bridge``; :data:`perfzoo.vocabulary.FRAMEWORK_RULES`): what the
+      memory model needs to know about the framework's recipes (:mod:`perfzoo.analytic.memory`).
     * Blank architecture fields are filled from ``architectures`` (default: the
       ``model_architectures.csv`` beside the first file, if there is one) and listed in
       ``annotations['arch_filled']``; then the keys still blank that perfzoo's model catalog
