@@ -73,6 +73,14 @@ gradients where alive, FSDP's gathered copies, activations and loss buffers) and
 (parameters, gradients, optimizer state and, with PyTorch's foreach AdamW, a 4 B per parameter
 temporary for ``sqrt(v)``).
 
+torchtitan (``framework``): its RMSNorm is a fused kernel (``fused_rmsnorm`` in its presets, or
+compiled) even in eager mode; its selective ``op`` policy saves the output of every other matmul
+(q, v, w1, w2 of q, k, v, o, w1, w3, w2) and the attention core's, recomputing the rest; under a
+pipeline its FSDP keeps each stage's parameters gathered (``reshard_after_forward=False``) and
+``torch.distributed.pipelining`` defers the gradient reduce-scatter to the last micro-batch (the
+stage's unsharded fp32 gradients stay); its launcher sets ``expandable_segments:True``, so the
+allocator's fragmentation term below is 0.
+
 Overheads (not in torch's allocated count; ``overhead_bytes``): the CUDA context and library
 workspaces, 1.3 GiB (the "non-PyTorch memory" of every OOM message in the ``llm-h100`` dataset,
 H100, torch 2.11, CUDA 13.0); allocator fragmentation, :data:`FRAGMENTATION` times the largest
@@ -135,6 +143,9 @@ class Memory:
         width = format_width(cost.precision, cost.format)
         self.kept = np.where((self.profile == FUSED) & (width < 2.0), width, 2.0)
         self.bf16_grads = is_code(cost.framework, FRAMEWORKS, "megatron-bridge")
+        self.torchtitan = is_code(cost.framework, FRAMEWORKS, "torchtitan")
+        # torchtitan's RMSNorm is a fused kernel (fused_rmsnorm / compiled) even in eager mode
+        self.norm_profile = np.where(self.torchtitan & (self.profile == EAGER), COMPILED, self.profile)
 
     # model state -----------------------------------------------------------------------
     @cached_property
@@ -180,15 +191,18 @@ class Memory:
                 "optimizer_bytes": sharded(o_b, full | grad_op | zero1)}
 
     def gathered_bytes(self) -> np.ndarray:
-        """FSDP's bf16 working copies alive at the start of backward."""
+        """FSDP's bf16 working copies alive at the start of backward; under torchtitan's pipeline
+        also the stage's unsharded fp32 gradients, accumulated until the last micro-batch."""
         c, sh = self.c, self.shape
         dense, expert = self.local_params
         local = dense + expert
         per_block = local / np.maximum(sh.L / c.pp, 1.0)
         root = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params) / c.tp
-        keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op")
+        pipelined = self.torchtitan & (c.pp > 1)
+        keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op") | pipelined
         working = np.where(keep_all, local, root + PREFETCHED_BLOCKS * per_block)
-        return np.where(self.torch_fsdp, 2.0 * working, 0.0)
+        unsynced = np.where(pipelined & (c.m > 1), FSDP_MIXED[1] * local * (1.0 - c.adapters), 0.0)
+        return np.where(self.torch_fsdp, 2.0 * working + unsynced, 0.0)
 
     # activations -----------------------------------------------------------------------
     def layer_bytes(self) -> dict[str, np.ndarray]:
@@ -201,7 +215,7 @@ class Memory:
         latents = np.where(sh.mla, 4.0 * (sh.ql + np.where(sh.mla, sh.kvl, 0.0)) + 2.0 * sh.rope, 0.0)
         scores = np.where(self.c.flash > 0, 0.0, 5.0 * a * sh.s / self.c.cp)
         q = self.kept
-        norm = _norm(pr, d, q)
+        norm = _norm(self.norm_profile, d, q)
         moe = sh.moe
         routed = moe.K * moe.capacity * ((2.0 + q) * d + _mlp(pr, moe.fe, sh.gated, q))
         mamba_in = 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads)
@@ -220,8 +234,14 @@ class Memory:
         d, a = sh.d, sh.a
         qkv_o = 2.0 * (a * sh.h_qk + sh.kv_heads * sh.h_qk + sh.kv_heads * sh.h_v + a * sh.h_v) + 2.0 * d
         up = np.where(sh.gated > 0, 4.0, 2.0)
+        # torchtitan's "op" policy saves every other matmul's output (q, v, w1, w2 of q,k,v,o,w1,w3,w2)
+        # and the attention core's output: 2(a*h_qk + kv*h_v + a*h_v); gated MLP 2f + 2d, plain 2f
+        titan_attn = 2.0 * (a * sh.h_qk + sh.kv_heads * sh.h_v + a * sh.h_v)
+        titan_mlp = 2.0 * sh.f + np.where(sh.gated > 0, 2.0 * d, 0.0)
+        qkv_o = np.where(self.torchtitan, titan_attn, qkv_o)
+        mlp = np.where(self.torchtitan, titan_mlp, up * sh.f + 2.0 * d)
         moe = sh.moe
-        return {"attention": qkv_o, "mlp": up * sh.f + 2.0 * d,
+        return {"attention": qkv_o, "mlp": mlp,
                 "moe": moe.K * moe.capacity * (up * moe.fe + 2.0 * d) + up * moe.fs,
                 "mamba": 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 2.0 * d}
 
@@ -263,7 +283,7 @@ class Memory:
     def loss_bytes_per_token(self) -> np.ndarray:
         sh = self.shape
         per_v = np.where(self.profile == FUSED, 2.0, 14.0)
-        final_norm = _norm(self.profile, sh.d, np.array(2.0)) + 2.0 * sh.d
+        final_norm = _norm(self.norm_profile, sh.d, np.array(2.0)) + 2.0 * sh.d
         return (per_v * sh.V + final_norm) / self.c.tp
 
     def activation_bytes(self) -> np.ndarray:
@@ -291,7 +311,8 @@ class Memory:
     def overhead_bytes(self) -> np.ndarray:
         c = self.c
         groups = sum((x > 1).astype(float) for x in (c.tp, c.cp, c.dp, c.pp, c.ep))
-        return CONTEXT_BYTES + FRAGMENTATION * self.largest_allocation() + NCCL_BUFFERS * groups
+        fragmentation = np.where(self.torchtitan, 0.0, FRAGMENTATION)  # expandable segments
+        return CONTEXT_BYTES + fragmentation * self.largest_allocation() + NCCL_BUFFERS * groups
 
     def columns(self) -> dict[str, np.ndarray]:
         """The memory estimate columns: the state, ``activation_bytes``, ``peak_allocated_bytes``,

@@ -162,7 +162,7 @@ class Traffic:
         n = self.layer_counts()
         eager = self.profile == EAGER
         t, d, a = c.tp, sh.d, sh.a
-        norm = np.where(eager, EAGER_NORM, FUSED_NORM) * d
+        norm = np.where(c.memory.norm_profile == EAGER, EAGER_NORM, FUSED_NORM) * d
         swiglu = np.where(eager, EAGER_SWIGLU, FUSED_SWIGLU)
         act = np.where(sh.gated > 0, swiglu, GELU)
         rope_elems = np.where(sh.mla, (a + 1.0) * sh.rope, (a + sh.k) * sh.hd)
