@@ -256,3 +256,16 @@ def test_the_framework_is_read_off_the_source_and_recompute_off_hardware_flops(t
     hardware = analytic.flops_per_token(hfu.config, recompute=True)  # 6N + 12Lds + the recomputed forward
     assert hardware == pytest.approx(4 / 3 * analytic.flops_per_token(hfu.config), rel=0.01)
     assert hfu.metrics.throughput_per_device == pytest.approx(150e12 / hardware, rel=1e-9)
+
+
+def test_a_model_known_only_by_its_name_gets_the_size_the_name_states(tmp_path, write_published):
+    # no shape, no n_params, in neither table nor catalog: predictors see no model name, so the
+    # size the name states becomes n_params (after the target: a TFLOP/s row stays unlabelled)
+    (named, tflops), (report,) = load_rows(tmp_path, write_published, [
+        published_row(model_name="GPT3-20B"),
+        published_row(model_name="Mystery 9B", tokens_per_sec_per_gpu="", tflops_per_gpu="300")])
+    assert named.config["n_params"] == 20e9 and named.config["n_layers"] is None
+    assert "n_params=2e+10 (from the model name)" in named.annotations["perfzoo_derived"]
+    assert tflops.config["n_params"] == 9e9 and tflops.metrics.throughput_per_device is None
+    assert report.derived["n_params from the model name"] == 2
+    assert analytic.estimate({k: v for k, v in named.config.items() if k != "model_name"})["n_params"] == 20e9

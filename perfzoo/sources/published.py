@@ -30,7 +30,7 @@ import pandas as pd
 
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import CATEGORICAL_RULES, FRAMEWORK_RULES, model_variant, phrase_rules
+from perfzoo.vocabulary import CATEGORICAL_RULES, FRAMEWORK_RULES, model_variant, params_from_name, phrase_rules
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -335,6 +335,13 @@ def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple
             label = f"unlabelled: {how}"
         elif value is not None and per_gpu > 0:
             report.derivation_ratios.append(value / per_gpu)
+    config = p.config
+    stated = params_from_name(model_variant(config["model_name"])[0])
+    if config["n_params"] is None and (config["n_layers"] is None or config["hidden_dim"] is None) \
+            and not math.isnan(stated):
+        config["n_params"] = stated  # the size the name states (GPT3-5B), for predictors that see no name
+        derived.append(f"n_params={stated:.4g} (from the model name)")
+        report.derived["n_params from the model name"] += 1
     report.oom += p.oom
     report.labelled += per_gpu is not None
     report.unlabelled += not p.oom and per_gpu is None
@@ -385,6 +392,9 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
     * ``config.framework`` is read off the ``source`` column (``NVIDIA Megatron-Bridge performance
       summary`` -> ``megatron-bridge``; :data:`perfzoo.vocabulary.FRAMEWORK_RULES`): what the
       memory model needs to know about the framework's recipes (:mod:`perfzoo.analytic.memory`).
+    * A model known by neither table nor catalog, whose name states its size (``GPT3-5B``), gets
+      ``n_params`` from the name once its target is settled (listed in ``perfzoo_derived``):
+      predictors see no model name.
     * Blank architecture fields are filled from ``architectures`` (default: the
       ``model_architectures.csv`` beside the first file, if there is one) and listed in
       ``annotations['arch_filled']``; then the keys still blank that perfzoo's model catalog
