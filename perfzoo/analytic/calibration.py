@@ -4,7 +4,7 @@ kernel reaches at each precision, how well collectives use their links) comes fr
 
 The step time is split into terms that add up to :func:`perfzoo.analytic.estimate`'s
 ``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``: the
-FLOPs and the softmax's exponentials, scaled by the pipeline bubble), the memory-bound kernels
+FLOPs and the softmax, scaled by the pipeline bubble), the memory-bound kernels
 (``memory``: what the GEMMs, elementwise kernels and loss move through HBM, scaled by the bubble,
 and the optimizer step), the critical-path communication (TP and EP, also scaled by the
 bubble), the pipeline's point-to-point traffic, and the data- and context-parallel traffic
@@ -50,8 +50,8 @@ def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = No
     est = est if est is not None else estimate_arrays(df)
     n = len(df)
     stretch = 1.0 / (1.0 - est["bubble"])
-    known = {k: np.nan_to_num(est[k]) for k in ("exp_time_s", "memory_time_s", "optimizer_time_s")}  # 0: no such term
-    compute = (est["compute_time_s"] + known["exp_time_s"]) * stretch
+    known = {k: np.nan_to_num(est[k]) for k in ("softmax_time_s", "memory_time_s", "optimizer_time_s")}  # 0: no such term
+    compute = (est["compute_time_s"] + known["softmax_time_s"]) * stretch
     memory = known["memory_time_s"] * stretch + known["optimizer_time_s"]
     critical = (est["tp_time_s"] + est["ep_time_s"]) * stretch
     pipeline = est["pp_time_s"]

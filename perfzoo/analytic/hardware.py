@@ -53,6 +53,7 @@ class DeviceFigures:
     known: np.ndarray  # whether the accelerator is in the table
     hbm_bw: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # bytes/s of device memory
     exp_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # exponentials/s (NaN: not priced)
+    vector_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # fp32 vector operations/s
 
 
 def _specs(df: pd.DataFrame) -> tuple[np.ndarray, list[Optional[AcceleratorSpec]]]:
@@ -107,7 +108,8 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     # a domain within one host shrinks with it; a rack-scale domain (NVL72) spans hosts
     spans_hosts = domain > attrs[codes, 3] if len(specs) > 1 else domain > np.array(attrs[0, 3])
     domain = np.where(cpu, node, np.where(spans_hosts, domain, np.minimum(domain, node)))
-    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate)
+    vector = peak_t[codes, PRECISIONS.index("fp32")] / 2.0  # an FMA is 2 of the fp32 FLOPs, one operation
+    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate, vector)
 
 
 def link_bandwidth(figures: DeviceFigures, span: np.ndarray) -> np.ndarray:

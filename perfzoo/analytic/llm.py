@@ -49,10 +49,10 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   domains.
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
-  precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax's
-  exponentials at the special-function rate, the bytes the GEMMs, the elementwise kernels and the
-  loss move through HBM (:mod:`.traffic`), each traffic over its link;
-  ``busy = t_compute + t_exp + t_memory``, ``step = (busy + t_tp + t_ep)/(1 - bubble) + t_pp +
+  precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax
+  (exponentials at the special-function rate, its fp32 vector operations), the bytes the GEMMs, the
+  elementwise kernels and the loss move through HBM (:mod:`.traffic`), each traffic over its link;
+  ``busy = t_compute + t_softmax + t_memory``, ``step = (busy + t_tp + t_ep)/(1 - bubble) + t_pp +
   t_optimizer + max(0, t_dp + t_cp - busy)`` (TP and EP traffic on the critical path; DP/FSDP
   traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
   runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s.
@@ -238,14 +238,14 @@ class LLMCost:
         return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16)
 
     def step_time(self, comm: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
-        """The step's time terms: ``compute_time_s``, ``exp_time_s``, ``memory_time_s``,
+        """The step's time terms: ``compute_time_s``, ``softmax_time_s``, ``memory_time_s``,
         ``optimizer_time_s``, ``tp_time_s``, ``cp_time_s``, ``ep_time_s``, ``pp_time_s``,
         ``dp_time_s``, ``comm_time_s`` and ``step_time_s``."""
         comm = comm if comm is not None else self.comm_bytes()
         hw = self.hw
         t_compute = self.compute_time()
         kernels = self.traffic.seconds()
-        busy = t_compute + kernels["exp_time_s"] + kernels["memory_time_s"]
+        busy = t_compute + kernels["softmax_time_s"] + kernels["memory_time_s"]
         t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
         t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp, self.shape.moe.K)

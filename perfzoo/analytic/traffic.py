@@ -1,6 +1,6 @@
 """What a training step moves through device memory (HBM), and the seconds that costs: the
 memory-bound part of a step, which peak FLOP/s cannot see (small models, low precision, the
-optimizer), and the softmax's exponentials, which run on the special-function units.
+optimizer), and the softmax, whose exponentials run on the special-function units.
 
 Per device and micro-batch, with ``T = b*s/cp`` tokens (the rows of every block GEMM: sequence
 parallelism gathers them), ``Ts = T/tp`` with sequence parallelism (the tokens a rank's norms,
@@ -52,14 +52,18 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   device's shard (:mod:`.memory`; 36 B per parameter in Megatron's mixed precision, 32 in torch
   FSDP's: a few bytes over, for the gradient that is only read, and under, for the norm of
   gradient clipping).
-* **Exponentials**: a softmax takes one exponential per attention score in the forward and one
-  more in a FlashAttention backward (it recomputes the probabilities from the saved log-sum-exp),
-  one more per recomputed forward; ``T * (a/tp) * ctx`` scores per attention layer (``ctx`` the
-  causal context of :mod:`.shape`), at the accelerator's special-function rate
-  (``exp_tera_s``; NVIDIA GPUs: 16 per SM and clock, 32 on Blackwell Ultra). On an H100 at head
-  width 128 they cost 28% of the attention core's matmul time; FlashAttention-3 (Shah et al. 2024)
-  overlaps part of it, FlashAttention-2 little (taken as not overlapped). A device without the
-  figure does not price them.
+* **The softmax** beside the attention core's matmuls: one exponential per attention score in
+  the forward and one more in a FlashAttention backward (it recomputes the probabilities from the
+  saved log-sum-exp), one more per recomputed forward, at the accelerator's special-function
+  rate (``exp_tera_s``; NVIDIA GPUs: 16 per SM and clock, 32 on Blackwell Ultra); and the fp32
+  vector operations around them (:data:`SOFTMAX_OPS`), at the fp32 rate (``fp32_tflops`` / 2: an
+  FMA is one operation, two FLOPs). FlashAttention-2's forward takes per score a scaled
+  subtract (FMA), a running max, a running sum and half a packed bf16 conversion, 3.5; its
+  backward the recompute's FMA, ``dS = P(dP - D)`` (2) and two half conversions, 4 (Dao 2023,
+  algorithms 1-2). ``T * (a/tp) * ctx`` scores per attention layer (``ctx`` the causal context of
+  :mod:`.shape`). On an H100 at head width 128 they cost 40% of the attention core's matmul time;
+  FlashAttention-3 (Shah et al. 2024) overlaps part of it, FlashAttention-2 little (taken as not
+  overlapped). A device without the exponential figure does not price the softmax.
 
 ``memory_time`` = micro-batches x (GEMM operand + elementwise + loss bytes) / HBM bandwidth; these
 kernels run between the GEMMs on the same stream, so the step adds them to the compute time
@@ -90,6 +94,7 @@ FUSED_NORM, FUSED_ROPE, FUSED_SWIGLU, GELU, RESIDUAL = 4.0, 4.0, 6.0, 4.0, 6.0
 ROUTER_BYTES, PERMUTE_BYTES = 12.0, 8.0  # per expert logit per token; per routed copy and element of d
 LOSS_FUSED, LOSS_TORCH = 4.0, 40.0  # per vocabulary entry and token, forward + backward
 BACKWARD = 2.0  # a backward pass moves twice the forward's elementwise bytes
+SOFTMAX_OPS = (3.5, 4.0)  # fp32 vector operations per attention score: FlashAttention-2 forward, backward
 
 
 class Traffic:
@@ -207,18 +212,24 @@ class Traffic:
         trains = 1.0 - self.c.adapters
         return 2.0 * (state["param_bytes"] * trains + state["grad_bytes"] + state["optimizer_bytes"])
 
-    # exponentials ----------------------------------------------------------------------
-    def exponentials(self) -> np.ndarray:
-        """Softmax exponentials one device computes per micro-batch (module docstring)."""
+    # the softmax -------------------------------------------------------------------------
+    def scores(self) -> np.ndarray:
+        """Attention scores one device computes per micro-batch and forward pass."""
         c, sh = self.c, self.sh
         T, _ = self.tokens()
-        recompute = is_code(c.ac, CHECKPOINTING, "full", "selective").astype(float)
-        passes = 1.0 + c.flash + recompute
-        return T * sh.a / c.tp * sh.attention_context(True) / c.pp * passes
+        return T * sh.a / c.tp * sh.attention_context(True) / c.pp
+
+    def softmax_work(self) -> tuple[np.ndarray, np.ndarray]:
+        """(exponentials, fp32 vector operations) of one micro-batch's softmaxes (module docstring)."""
+        c = self.c
+        forwards = 1.0 + is_code(c.ac, CHECKPOINTING, "full", "selective")
+        scores = self.scores()
+        return scores * (forwards + c.flash), scores * (forwards * SOFTMAX_OPS[0] + SOFTMAX_OPS[1])
 
     def seconds(self) -> dict[str, np.ndarray]:
-        """``memory_time_s`` (per step, before the bubble), ``optimizer_time_s`` and ``exp_time_s``."""
+        """``memory_time_s`` (per step, before the bubble), ``optimizer_time_s`` and ``softmax_time_s``."""
         c, hw = self.c, self.c.hw
-        exp = np.where(np.isnan(hw.exp_rate), 0.0, c.m * self.exponentials() / hw.exp_rate)
+        exps, ops = self.softmax_work()
+        softmax = np.where(np.isnan(hw.exp_rate), 0.0, c.m * (exps / hw.exp_rate + ops / hw.vector_rate))
         return {"memory_time_s": c.m * self.micro_batch_bytes() / hw.hbm_bw,
-                "optimizer_time_s": self.optimizer_bytes() / hw.hbm_bw, "exp_time_s": exp}
+                "optimizer_time_s": self.optimizer_bytes() / hw.hbm_bw, "softmax_time_s": softmax}
