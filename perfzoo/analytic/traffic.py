@@ -82,6 +82,8 @@ calibration, like the FLOP/s efficiency.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from perfzoo.analytic._frame import is_code
@@ -125,12 +127,14 @@ class Traffic:
             "mamba": 2.0 * d + (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads + sh.di) / t,
         }
 
+    @cached_property
     def tokens(self) -> tuple[np.ndarray, np.ndarray]:
         """(``T``, ``Ts``): a micro-batch's GEMM rows and the tokens a rank's per-token ops touch."""
         c = self.c
         T = c.b * self.sh.s / c.cp
         return T, T / np.where(c.sp > 0, c.tp, 1.0)
 
+    @cached_property
     def layer_counts(self) -> dict[str, np.ndarray]:
         """Layers of each kind on one pipeline stage (MTP blocks counted with the last layer's kind)."""
         sh, pp = self.sh, self.c.pp
@@ -141,8 +145,8 @@ class Traffic:
     def gemm_bytes(self) -> np.ndarray:
         """Bytes the GEMMs of one micro-batch read and write on a device (operands, casts, weights)."""
         c, sh = self.c, self.sh
-        T, Ts = self.tokens()
-        n = self.layer_counts()
+        T, Ts = self.tokens
+        n = self.layer_counts
         k = self.gemm_act_elements()
         passes = c.weight_passes() / 2.0  # 3 GEMMs per linear layer (2 for adapter tuning)
         e = self.width
@@ -163,8 +167,8 @@ class Traffic:
     def elementwise_forward_bytes(self) -> np.ndarray:
         """Forward bytes of one micro-batch's elementwise kernels on a device (the loss excluded)."""
         c, sh = self.c, self.sh
-        T, Ts = self.tokens()
-        n = self.layer_counts()
+        T, Ts = self.tokens
+        n = self.layer_counts
         eager = self.profile == EAGER
         t, d, a = c.tp, sh.d, sh.a
         norm = np.where(c.memory.norm_profile == EAGER, EAGER_NORM, FUSED_NORM) * d
@@ -197,7 +201,7 @@ class Traffic:
     def loss_bytes(self) -> np.ndarray:
         """Forward + backward bytes of the cross entropy of one micro-batch, averaged over the stages."""
         c, sh = self.c, self.sh
-        T, _ = self.tokens()
+        T, _ = self.tokens
         per_v = np.where(self.profile == FUSED, LOSS_FUSED, LOSS_TORCH)
         return T * per_v * sh.V / c.tp * (1.0 + sh.mtp) / c.pp * c.act_bytes / 2.0
 
@@ -216,7 +220,7 @@ class Traffic:
     def scores(self) -> np.ndarray:
         """Attention scores one device computes per micro-batch and forward pass."""
         c, sh = self.c, self.sh
-        T, _ = self.tokens()
+        T, _ = self.tokens
         return T * sh.a / c.tp * sh.attention_context(True) / c.pp
 
     def softmax_work(self) -> tuple[np.ndarray, np.ndarray]:
