@@ -46,6 +46,8 @@ class AcceleratorSpec:
     within the scale-up domain (NVLink, Infinity Fabric, ICI), ``inter_bw`` over the network
     (all of a device's NICs). ``node_size`` is the devices of one host, ``nvlink_domain`` the
     devices one scale-up link joins (8 on an HGX board; 72 on an NVL72 rack, across 18 hosts).
+    ``hbm_bw`` is the memory bandwidth (bytes/s), ``exp_rate`` the exponentials the special-function
+    units compute per second (what a softmax costs beside its matmuls; None: not known).
     """
 
     name: str
@@ -57,6 +59,7 @@ class AcceleratorSpec:
     node_size: int = 8
     nvlink_domain: int = 8
     formats: frozenset = frozenset()
+    exp_rate: Optional[float] = None
     source: str = ""
 
     def flops(self, precision: str) -> Optional[float]:
@@ -94,7 +97,8 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
             memory_gib=_number(row["memory_gib"]) or float("nan"), hbm_bw=_number(row["hbm_tb_s"], 1e12),
             intra_bw=_number(row["intra_gb_s"], 1e9), inter_bw=_number(row["inter_gb_s"], 1e9),
             node_size=int(row["devices_per_node"]), nvlink_domain=int(row["nvlink_domain"]),
-            formats=frozenset(f for f in row["formats"].split("|") if f), source=row["source"])))
+            formats=frozenset(f for f in row["formats"].split("|") if f), exp_rate=_number(row["exp_tera_s"], 1e12),
+            source=row["source"])))
     return tuple(rows)
 
 

@@ -9,8 +9,19 @@ Usage
     python -m perfzoo.bench                 # the full run -> leaderboard/
     python -m perfzoo.bench --quick         # CI-sized (< 3 min on 2 cores) -> .perfzoo-cache/leaderboard-quick/
     python -m perfzoo.bench --datasets vtrain-a100 --predictors lightgbm,catboost --splits random,scale --seeds 5
+    python -m perfzoo.bench --predictors mypkg.models:MyPredictor --datasets vtrain-a100 --out my-results
+    python -m perfzoo.bench --list-tasks                # the benchmark tasks, by id
+    python -m perfzoo.bench --task vtrain-a100/scale/<hash> --predictors mypkg.models:MyPredictor
     python -m perfzoo.bench --train vtrain-a100 --test ground_truth_multi.csv --predictor best,hybrid --json
     python -m perfzoo.bench --train published-llm --test published-torchtitan --shots 0,1,3,10
+
+Members are zoo names, import paths ``module:Class`` (a ``Predictor`` subclass, a scikit-learn
+regressor, a factory) or names installed packages register (:mod:`perfzoo.zoo.plugin`); one from
+outside the zoo that breaks the contract is refused before any fit, one line per problem, and the
+README sets it beside every member the committed leaderboard (``--reference DIR``) scored on the
+same tasks. Every number names its benchmark task (:mod:`perfzoo.evaluation.suite`):
+``--list-tasks`` prints the tasks a run covers (``--json``: their definitions), ``--task ID`` runs
+exactly one.
 
 Cross-dataset (``--train A --test B``, names or file paths): fit on every successful job of A
 that is not also a job of B (so ``--train published-llm --test published-torchtitan`` leaves the
@@ -57,15 +68,20 @@ from typing import Any, Optional, Sequence
 import pandas as pd
 
 from harness.environment import cpu_cores
-from perfzoo import calibrate, zoo
-from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
+from perfzoo import zoo
+from perfzoo._cli import EXIT_DONE, EXIT_USAGE, UsageError, config_from_args, field_defaults, guarded, spelled_call
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation import leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context
 from perfzoo.evaluation.cross import CROSS_METRICS, cross_scores
+from perfzoo.evaluation.suite import BenchmarkTask, define_tasks, parse_id
+from perfzoo.evaluation.suite import find_task as find_task_in
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, PredictorSpec
+from perfzoo.zoo import plugin
+from perfzoo.zoo.best import leaderboard_dir
+from perfzoo.zoo.plugin import ContractError
 
 SPLITS = ("random", "temporal", "scale", "node", "group", "curve", "transfer")
 
@@ -161,11 +177,20 @@ class BenchConfig:
     no_artifacts: bool = False  # do not fit and save the best predictors
     external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
     quiet: bool = False  # no progress bar
+    task: Optional[str] = None  # run exactly this benchmark task (an id --list-tasks prints)
+    reference: Optional[str] = None  # the leaderboard whose rows of the same tasks stand beside your members'
 
     def __post_init__(self):
         bad = [s for s in self.splits or () if s not in SPLITS]
         if bad:
             raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
+        if self.task is not None:
+            try:
+                parse_id(self.task)
+            except ValueError as exc:
+                raise UsageError(f"--task {exc}") from None
+            if self.splits:
+                raise UsageError("--task names its split; leave out --splits")
         for flag, value in (("--seeds", self.seeds), ("--curve-seeds", self.curve_seeds)):
             if value is not None and value < 1:
                 raise UsageError(f"{flag} must be at least 1, got {value}")
@@ -242,7 +267,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--datasets", type=_csv, metavar="A,B",
                    help="datasets (names or paths), comma-separated (default: all)")
     p.add_argument("--predictors", "--predictor", type=_csv, metavar="X,Y", action="extend",
-                   help="zoo members, comma-separated or repeated (default: all; see perfzoo.zoo.names())")
+                   help="zoo members (perfzoo.zoo.names()), import paths module:Class (your Predictor subclass, "
+                        "a scikit-learn regressor such as sklearn.ensemble:ExtraTreesRegressor, or a factory) or "
+                        "the names installed packages register (entry points 'perfzoo.predictors'), comma-separated "
+                        "or repeated (default: every zoo member)")
     p.add_argument("--splits", type=_csv, metavar="S,T", help=f"split kinds from {', '.join(SPLITS)} (default: all)")
     p.add_argument("--seeds", type=_seed_count, metavar="N",
                    help=f"seeds per split (default: {FULL.seeds}; quick: {QUICK.seeds})")
@@ -257,6 +285,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-artifacts", action="store_true", help="do not fit and save the best predictors")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    p.add_argument("--list-tasks", action="store_true",
+                   help="print the benchmark tasks the run would cover (id, partitions, seeds, rows) and stop; "
+                        "with --json one definition per line")
+    p.add_argument("--task", metavar="ID", help="run exactly this benchmark task (an id --list-tasks prints)")
+    p.add_argument("--reference", metavar="DIR",
+                   help="the leaderboard whose rows of the same tasks the README sets beside members from outside "
+                        "the zoo (default: leaderboard/)")
     p.add_argument("--train", metavar="A", help="cross-dataset: fit on this dataset (name or path)")
     p.add_argument("--test", metavar="B", help="cross-dataset: score on this dataset (name or path)")
     p.add_argument("--shots", type=_shots, metavar="0,1,3,10",
@@ -266,7 +301,7 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"cross-dataset: draws of the shots per count (default: {CrossConfig.shot_seeds})")
     p.add_argument("--leaderboard", metavar="DIR",
                    help="cross-dataset: the leaderboard whose best.json names --predictor best (default: leaderboard/)")
-    p.add_argument("--json", action="store_true", help="cross-dataset: one JSON object per line")
+    p.add_argument("--json", action="store_true", help="cross-dataset and --list-tasks: one JSON object per line")
     # every default lives once, in the config dataclasses
     p.set_defaults(**{**field_defaults(CrossConfig), **field_defaults(BenchConfig)})
     return p
@@ -312,16 +347,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
 
         return guarded("perfzoo bench", cross_body)
-    given = [flag for flag in ("--shots", "--shot-seeds", "--leaderboard", "--json") if flag in argv]
+    given = [flag for flag in ("--shots", "--shot-seeds", "--leaderboard", "--json") if flag in argv
+             and not (flag == "--json" and args.list_tasks)]
     if given:
         parser.error(f"{given[0]} goes with --train and --test")
 
     def body() -> int:
         config = config_from_args(BenchConfig, args)
-        t0 = time.perf_counter()
-        results = run(config, " ".join(["python -m perfzoo.bench", *map(shlex.quote, argv)]))
+        try:
+            if args.list_tasks:
+                print_tasks(tasks(config), args.json)
+                return EXIT_DONE
+            t0 = time.perf_counter()
+            results = run(config, " ".join(["python -m perfzoo.bench", *map(shlex.quote, argv)]))
+        except ContractError as exc:  # one line per problem
+            for line in exc.problems:
+                print(f"perfzoo bench: error: {line}", file=sys.stderr)
+            return EXIT_USAGE
         _print_headline(results, config.out_dir, time.perf_counter() - t0)
-        return 0
+        return EXIT_DONE
 
     return guarded("perfzoo bench", body)
 
@@ -330,12 +374,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _specs(names: Sequence[str], preset: BenchPreset, explicit: bool = False) -> list[PredictorSpec]:
-    """Specs for ``names``; the preset's caps on heavy members apply unless the user named
-    the members explicitly (then they run everywhere they were asked to)."""
-    known = list(zoo.names())
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"unknown predictor {', '.join(map(repr, unknown))}; the zoo has: {', '.join(known)}")
+    """Specs for ``names`` (zoo members, import paths, installed members); the preset's caps on
+    heavy members apply unless the user named the members explicitly (then they run everywhere
+    they were asked to). A member from outside the zoo that breaks the contract raises
+    :class:`~perfzoo.zoo.plugin.ContractError`, one line per problem."""
+    found = [p for n in names if n not in zoo.REGISTRY for p in plugin.problems(zoo.get(n), n)]
+    if found:
+        raise ContractError(found)
     curve = set(preset.curve_predictors) if preset.curve_predictors is not None and not explicit else None
     specs = []
     for n in names:
@@ -351,12 +396,34 @@ def _load(names: Sequence[str], external_dir: Optional[str]) -> list[Dataset]:
     return [load_dataset(name, external_dir=external_dir or None) for name in names]
 
 
-def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
-    """Fit and score the predictors ``config`` names on its datasets and splits, write the
-    leaderboard into ``config.out_dir`` and return the scores. ``command`` is the leaderboard's
-    record of what ran (default: this call, spelled out)."""
+def _settings(config: BenchConfig, preset: BenchPreset) -> dict[str, Any]:
+    """What defines a run's tasks besides the data and the split (:func:`perfzoo.evaluation.suite.define_tasks`)."""
+    return {"seeds": list(range(config.seeds if config.seeds is not None else preset.seeds)),
+            "curve_seeds": list(range(config.curve_seeds if config.curve_seeds is not None else preset.curve_seeds)),
+            "curve_sizes": tuple(config.curve_sizes or preset.curve_sizes)}
+
+
+def find_task(dataset: Dataset, task_id: str, config: Optional[BenchConfig] = None) -> BenchmarkTask:
+    """The task ``task_id`` of ``dataset`` as ``config`` (default: none), the full run or ``--quick``
+    defines it; a ``UsageError`` names the split's ids now when none does."""
+    config = config or BenchConfig()
+    settings = [_settings(config, config.preset), *(_settings(BenchConfig(), p) for p in (FULL, QUICK))]
+    try:
+        return find_task_in(dataset, task_id, settings)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _define(config: BenchConfig) -> tuple[list[Dataset], list[tuple[Dataset, BenchmarkTask]], list[dict[str, Any]]]:
+    """The datasets of a run, its benchmark tasks (each with its dataset) and the splits left out."""
     preset = config.preset
-    t0 = time.perf_counter()
+    if config.task:
+        name, _ = parse_id(config.task)
+        datasets = [d for d in _load(config.datasets, config.external_dir) if d.name == name] if config.datasets \
+            else _load([name], config.external_dir)
+        if not datasets:
+            raise UsageError(f"--task {config.task}: --datasets holds no dataset named {name!r}")
+        return datasets, [(datasets[0], find_task(datasets[0], config.task, config))], []
     if config.datasets:
         names = config.datasets
     elif preset.datasets is not None:
@@ -369,36 +436,89 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
         datasets = [d for d in datasets if len(d) <= preset.max_rows_for_all]
     if not datasets:
         raise ValueError("no dataset to benchmark")
+    splits = config.splits or preset.splits
+    skipped: list[dict[str, Any]] = []
+    defined = []
+    for ds in datasets:
+        kinds = [k for k in splits if k != "curve" or preset.curve_datasets is None or ds.name in preset.curve_datasets]
+        defined += [(ds, bt) for bt in define_tasks(ds, kinds, skipped=skipped, **_settings(config, preset))]
+    return datasets, defined, skipped
+
+
+def tasks(config: BenchConfig) -> list[tuple[Dataset, BenchmarkTask]]:
+    """The benchmark tasks a run of ``config`` covers, each with its dataset (``--list-tasks``)."""
+    return _define(config)[1]
+
+
+def print_tasks(defined: Sequence[tuple[Dataset, BenchmarkTask]], as_json: bool = False) -> None:
+    """One line per task: its id, partitions, seeds and the labelled rows of its first partition
+    (``as_json``: its definition as a JSON object per line)."""
+    if as_json:
+        for _, bt in defined:
+            print(json.dumps(bt.definition()))
+        return
+    width = max([len(bt.id) for _, bt in defined] + [4])
+    print(f"{'task':{width}}  {'partitions':>10}  {'seeds':7}  {'train/test':>11}  data")
+    for ds, bt in defined:
+        first = bt.partitions()[0]
+        ok = ds.is_labelled
+        seeds = (f"{bt.seeds[0]}-{bt.seeds[-1]}" if bt.seeds == tuple(range(bt.seeds[0], bt.seeds[-1] + 1))
+                 else ",".join(map(str, bt.seeds))) if bt.seeds else "-"
+        print(f"{bt.id:{width}}  {len(bt.partitions()):>10}  {seeds:7}  "
+              f"{f'{int(ok[first.train].sum())}/{int(ok[first.test].sum())}':>11}  {bt.content_hash}")
+
+
+def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
+    """Fit and score the predictors ``config`` names on its datasets and splits (``config.task``:
+    on that task only), write the leaderboard into ``config.out_dir`` and return the scores.
+    ``command`` is the leaderboard's record of what ran (default: this call, spelled out)."""
+    preset = config.preset
+    t0 = time.perf_counter()
+    datasets, defined, skipped = _define(config)
     predictors = config.predictors or None
     member_names = predictors or preset.predictors or list(zoo.names())
     member_names = [n for n in member_names if n in zoo.names() or predictors]  # quick: skip absent members
     specs = _specs(member_names, preset, explicit=bool(predictors))
-    splits = config.splits or preset.splits
-    seeds = list(range(config.seeds if config.seeds is not None else preset.seeds))
-    curve_seeds = list(range(config.curve_seeds if config.curve_seeds is not None else preset.curve_seeds))
-    curve_sizes = config.curve_sizes or preset.curve_sizes
+    splits = list(dict.fromkeys(bt.kind for _, bt in defined)) if config.task else config.splits or preset.splits
+    settings = _settings(config, preset)
     out = config.out_dir
+    yours = [spec.display for spec in specs if spec.name not in zoo.REGISTRY]
+    beside = _reference(config, out) if yours or config.reference else None
     jobs = config.jobs or cpu_cores()
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "
-          f"{len(specs)} predictors, splits {', '.join(splits)}, {len(seeds)} seeds, {jobs} jobs",
-          file=sys.stderr)
-    results = runner.run(
-        datasets, specs, [s for s in splits if s != "transfer"], seeds, jobs=jobs,
-        cache_dir=None if config.no_cache else config.cache_dir,
-        curve_sizes=curve_sizes, curve_seeds=curve_seeds, curve_datasets=preset.curve_datasets,
-        progress=not config.quiet,
-    )
+          f"{len(specs)} predictors, {len(defined)} tasks ({config.task or 'splits ' + ', '.join(splits)}), "
+          f"{len(defined[0][1].seeds) if config.task else len(settings['seeds'])} seeds, {jobs} jobs", file=sys.stderr)
+    results = runner.run_defined(defined, specs, jobs=jobs, cache_dir=None if config.no_cache else config.cache_dir,
+                                 progress=not config.quiet, skipped=skipped)
+    transfers = {bt.dataset: bt.id for _, bt in defined if bt.kind == "transfer"}
+    if transfers:
+        transfer.write([ds for ds in datasets if ds.name in transfers], [spec.name for spec in specs], out, transfers)
     if results.frame.empty:
+        if transfers:
+            return results
         why = "; ".join(f"{s['dataset']} {s['split']}: {s['reason']}" for s in results.skipped[:3])
         raise ValueError(f"nothing to score: {why or 'no task ran'} (measure more jobs, or choose other splits)")
     context = run_context(command or spelled_call("perfzoo.bench.run", config), wall_time_s=None)
-    context["notes"] = _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset)
+    context["notes"] = _notes(specs, splits, settings["seeds"], settings["curve_sizes"], settings["curve_seeds"],
+                              preset)
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
     leaderboard.write(results, datasets, specs, out, context, figures=not config.no_figures,
-                      artifacts=not config.no_artifacts)
-    if "transfer" in splits:
-        transfer.write(datasets, [spec.name for spec in specs if spec.factory is None and not spec.params], out)
+                      artifacts=not config.no_artifacts, beside=beside, yours=yours)
     return results
+
+
+def _reference(config: BenchConfig, out: Path) -> Optional[tuple[str, pd.DataFrame]]:
+    """``(where, results)`` of the leaderboard a run's own members are set beside (``--reference``,
+    default the checkout's); None where there is none or it is the folder being written."""
+    folder = Path(config.reference) if config.reference else leaderboard_dir()
+    table = folder / "results.csv"
+    if not table.is_file():
+        if config.reference:
+            raise UsageError(f"--reference {folder}: no results.csv there (give a folder python -m perfzoo.bench wrote)")
+        return None
+    if folder.resolve() == out.resolve():
+        return None
+    return str(folder), pd.read_csv(table)
 
 
 def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) -> list[str]:
@@ -429,6 +549,9 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) 
 
 
 def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
+    if results.frame.empty:  # only the transfer matrix ran
+        print(f"wall time {wall:.0f} s; wrote {out}/transfer.md, transfer.csv")
+        return
     summary = summarize(results.frame)
     print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8} "
           f"{'MAPE %':>8} {'MdAPE %':>8}")

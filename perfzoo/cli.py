@@ -3,7 +3,10 @@
 ``perfzoo datasets`` lists every dataset (rows, ok/oom/timeout/failed counts, time range,
 scale range, source); ``perfzoo datasets show NAME_OR_PATH`` describes one; ``--json`` prints
 either as JSON. ``perfzoo datasets export NAME_OR_PATH --format parquet|csv|hf OUT`` writes one's
-flat frame (:func:`perfzoo.store.export_frame`; ``hf``: a folder ``datasets.load_from_disk`` reads).
+flat frame (:func:`perfzoo.store.export_frame`; ``hf``: a folder ``datasets.load_from_disk`` reads);
+with ``--split TASK_ID`` (an id ``python -m perfzoo.bench --list-tasks`` prints) the folder ``OUT``
+holds that benchmark task's training and test rows, its card and definition
+(:mod:`perfzoo.evaluation.export`).
 ``perfzoo collect|bench|search|tune|predict ...`` run ``python -m perfzoo.<command>``.
 A mistake the user can fix (unknown dataset, missing or malformed file) prints one line,
 ``perfzoo: error: ...``, and exits 2, as every command does (:mod:`perfzoo._cli`); set
@@ -24,7 +27,9 @@ import sys
 from typing import Any, Optional, Sequence
 
 from perfzoo._cli import EXIT_DONE, EXIT_USAGE, USER_ERRORS, guarded, one_line
+from perfzoo.bench import find_task
 from perfzoo.datasets import list_datasets, load_dataset
+from perfzoo.evaluation.export import CARD_FILE, TASK_FILE, write_task
 from perfzoo.records import STATUSES
 from perfzoo.store import EXPORT_FORMATS, export_frame
 
@@ -49,13 +54,20 @@ def _parser() -> argparse.ArgumentParser:
     show = actions.add_parser("show", help="describe one dataset")
     show.add_argument("dataset", metavar="NAME_OR_PATH", help="a dataset name or the path of a CSV / record store")
     _dataset_options(show, suppress=True)
-    export = actions.add_parser("export", help="write one dataset's flat frame to a file or folder",
+    export = actions.add_parser("export", help="write one dataset's flat frame, or a benchmark task's rows",
                                 description="Write a dataset's flat frame (one row per record: config.*, hardware.*, "
                                             "metrics.*, ... columns) as Parquet, CSV or a Hugging Face dataset folder "
-                                            "(datasets.load_from_disk reads it). Nothing is overwritten.")
+                                            "(datasets.load_from_disk reads it); with --split TASK_ID, a folder of "
+                                            "that benchmark task's train and test rows (train.parquet and "
+                                            "test.parquet, train.csv and test.csv, or a Hugging Face DatasetDict), "
+                                            "README.md (its card: definition, licence, provenance) and task.json. "
+                                            "Nothing is overwritten.")
     export.add_argument("dataset", metavar="NAME_OR_PATH", help="a dataset name or the path of a CSV / record store")
     export.add_argument("out", metavar="OUT", help="the file (parquet, csv) or folder (hf) to write; must not exist")
     export.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="parquet, csv or hf")
+    export.add_argument("--split", metavar="TASK_ID",
+                        help="write this benchmark task's train and test rows (an id python -m perfzoo.bench "
+                             "--list-tasks prints) into the folder OUT")
     _dataset_options(export, suppress=True, with_json=False)
     for command, text in FORWARDED.items():
         commands.add_parser(command, help=f"{text} (python -m perfzoo.{command})", add_help=False)
@@ -177,6 +189,12 @@ def _show(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     ds = load_dataset(args.dataset, args.external_dir)
+    if args.split:
+        task = find_task(ds, args.split)
+        path, n_train, n_test = write_task(ds, task, args.out, args.format, args.external_dir)
+        print(f"{task.id}: {n_train} training and {n_test} test rows ({len(task.partitions())} partitions) written "
+              f"to {path} ({args.format}), with {CARD_FILE} and {TASK_FILE}")
+        return EXIT_DONE
     path = export_frame(ds.frame, args.out, args.format)
     print(f"{ds.name}: {len(ds.frame)} rows x {ds.frame.shape[1]} columns written to {path} ({args.format})")
     return EXIT_DONE

@@ -40,7 +40,7 @@ from typing import Any, Mapping, Optional
 
 from perfzoo import accelerators, models
 from perfzoo._cli import UsageError
-from perfzoo.vocabulary import is_missing, normalize_precision
+from perfzoo.vocabulary import FRAMEWORKS, is_missing, normalize_precision
 
 
 class ConfigError(UsageError, ValueError):
@@ -126,6 +126,8 @@ KEYS: dict[str, Key] = dict([
     _k("sequence_parallel", "bool", "yes/no", "Megatron sequence parallelism with tp"),
     _k("flash_attention", "bool", "yes/no", "fused attention (no s x s scores kept)"),
     _k("compile", "bool", "yes/no", "torch.compile"),
+    _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory)",
+       choices=FRAMEWORKS),
     _k("accelerator", "str", "name", "device model, a row of the accelerator table (e.g. H100-SXM-80GB)",
        hardware=True),
     _k("accelerator_count", "int", "devices", "devices in the job (same as n_gpus)", low=1, hardware=True),

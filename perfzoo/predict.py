@@ -146,14 +146,19 @@ def checked_configs(configs: Sequence[dict], training: Dataset) -> list[dict]:
 
 
 def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
-    """Whether the cost model sees the same device in both: equal peak FLOP/s, link bandwidths and
-    node size (it reads no memory bandwidth; memory capacity only decides whether a config fits).
+    """Whether the cost model sees the same device in both: equal peak FLOP/s, memory bandwidth,
+    softmax exponential rate, link bandwidths and node size (memory capacity only decides whether
+    a config fits).
 
-    >>> priced_alike(accelerators.spec("H200"), accelerators.spec("H100-SXM-80GB"))
+    >>> priced_alike(accelerators.spec("H200"), accelerators.spec("H100-SXM-80GB"))  # 4.8 vs 3.35 TB/s
+    False
+    >>> priced_alike(accelerators.spec("H100-SXM-80GB"), accelerators.spec("DGX-H100"))
     True
     """
-    return (dict(spec.peak_flops), spec.intra_bw, spec.inter_bw, spec.node_size) == (
-        dict(other.peak_flops), other.intra_bw, other.inter_bw, other.node_size)
+    def figures(s: accelerators.AcceleratorSpec) -> tuple:
+        return dict(s.peak_flops), s.hbm_bw, s.exp_rate, s.intra_bw, s.inter_bw, s.node_size
+
+    return figures(spec) == figures(other)
 
 
 def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
@@ -184,8 +189,7 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
                        and priced_alike(spec, llmconfig.known_accelerator(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
         if twins:
             notes.append(f"{spec.name} is priced exactly as {twins[0]}: the accelerator table gives both the same "
-                         "peak FLOP/s and link bandwidths and the cost model has no memory-bandwidth term, so only "
-                         "the memory check tells them apart")
+                         "peak FLOP/s, memory and link bandwidths, so only the memory check tells them apart")
         for what, value, known in (("devices", devices[i], tr_devices), ("parameters", params[i], tr_params)):
             top = np.nanmax(known) if np.isfinite(known).any() else np.nan
             if np.isfinite(value) and np.isfinite(top) and value > SCALE_WARNING * top:

@@ -32,6 +32,11 @@ PRECISIONS = ("fp32", "bf16", "fp8", "fp4")
 FORMATS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 CHECKPOINTING = ("none", "selective", "full")
 SHARDINGS = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard")
+# the training framework, where it changes what a step keeps or moves (perfzoo.analytic.memory):
+# Megatron-Core with Transformer Engine (Megatron-LM, NeMo, Megatron-Bridge), torchtitan,
+# llm-foundry, plain PyTorch; "unknown" costs a config by its other keys alone
+FRAMEWORKS = ("unknown", "pytorch", "torchtitan", "llm-foundry", "megatron-lm", "nemo", "megatron-bridge")
+MEGATRON_FRAMEWORKS = ("megatron-lm", "nemo", "megatron-bridge")
 
 
 def is_missing(v: Any) -> bool:
@@ -121,6 +126,18 @@ def normalize_checkpointing(v: Any) -> str:
     if "full" in s or s in ("true", "1", "yes", "on"):
         return "full"
     return "none"
+
+
+def normalize_framework(v: Any) -> str:
+    """The training framework, one of :data:`FRAMEWORKS` (a known name in any spelling, else ``unknown``).
+
+    >>> [normalize_framework(x) for x in ["Megatron-Bridge", "torchtitan", "NeMo 2.0", None]]
+    ['megatron-bridge', 'torchtitan', 'nemo', 'unknown']
+    """
+    if is_missing(v):
+        return "unknown"
+    found = phrase_rules(str(v), FRAMEWORK_RULES)
+    return "unknown" if found is None else str(found)
 
 
 def to_bool(v: Any) -> float:
@@ -238,5 +255,11 @@ CHECKPOINTING_RULES = (
     ("selective", ("selective",)), ("full", ("full", "true")), ("none", ("none", "false", "off")),
 )
 COMPILE_RULES = ((True, ("true", "yes", "on")), (False, ("false", "no", "off")))
+FRAMEWORK_RULES = (  # most specific first: "pytorch/torchtitan" is torchtitan, "Megatron-Bridge" is not Megatron-LM
+    ("megatron-bridge", ("megatron bridge",)), ("nemo", ("nemo",)), ("torchtitan", ("torchtitan",)),
+    ("llm-foundry", ("llm foundry", "llmfoundry", "mosaicml")),
+    ("megatron-lm", ("megatron lm", "megatron core", "megatron", "korthikanti")),
+    ("pytorch", ("pytorch", "torch", "fsdp2")),
+)
 CATEGORICAL_RULES = {"precision": PRECISION_RULES, "fsdp": FSDP_RULES,
                      "activation_checkpointing": CHECKPOINTING_RULES, "compile": COMPILE_RULES}

@@ -149,13 +149,20 @@ def published_section() -> None:
         fraction = _least_memory(ok)
         known = fraction.notna() & stated
         bad = ok[known & (fraction > 1.0)]
+        est = analytic.estimate(bad)
+        state = (est["param_bytes"] + est["grad_bytes"] + est["optimizer_bytes"]) / GIB
+        least = analytic.estimate(bad.assign(**{"config.activation_checkpointing": "full"}))["peak_allocated_bytes"] / GIB
         print(f"{name}: {int(known.sum())} layouts priced ({int((~stated).sum())} rows state no tp/pp: not "
               f"checked), {len(bad)} called infeasible")
         for i, row in bad.iterrows():
+            device = est.loc[i, "memory_bytes"] / est.loc[i, "memory_fraction"] / GIB
+            why = (f"; the model state alone ({state[i]:.0f} GiB) with full recompute's activations needs "
+                   f"{least[i]:.0f} GiB of {device:.0f}: the layout as published cannot be all that ran"
+                   if least[i] > device else "")
             print(f"  {row['config.model_name']} on {row['config.n_gpus']:.0f} {row['hardware.accelerator']} "
                   f"tp{row['config.tp']} pp{row['config.pp']} cp{row['config.cp']} ep{row['config.ep']} "
                   f"mb{row['config.micro_batch_size']} {row['config.precision']} ac={row['config.activation_checkpointing']}"
-                  f" fsdp={row['config.fsdp']}: {fraction[i]:.2f} x memory")
+                  f" fsdp={row['config.fsdp']}: {fraction[i]:.2f} x memory{why}")
         oom = frame[frame["status"] == "oom"]
         if len(oom):
             f_oom = analytic.estimate(oom)["memory_fraction"]
@@ -164,10 +171,13 @@ def published_section() -> None:
         rows = frame[given.notna()]
         if len(rows):
             pred = analytic.estimate(rows)["peak_allocated_bytes"] / GIB
-            r = (pred / given[given.notna()]).dropna()
-            if len(r):
-                print(f"  published peak memory (GiB, torch's peak reserved where stated) vs predicted peak "
-                      f"allocated: {_spread(r)}")
+            r = pred / given[given.notna()]
+            stated_ac = rows["config.activation_checkpointing"].notna()
+            for label, part in (("checkpointing stated", r[stated_ac].dropna()),
+                                ("checkpointing not stated (none assumed)", r[~stated_ac].dropna())):
+                if len(part):
+                    print(f"  published peak memory (GiB, torch's peak reserved) vs predicted peak allocated, "
+                          f"{label}: {_spread(part)}")
 
 
 def accuracy_section() -> None:

@@ -150,6 +150,9 @@ def test_leaderboard_files_and_load_best(vtrain, tmp_path):
         assert text in readme
     table = pd.read_csv(tmp_path / "results.csv")
     assert set(table["split"]) == {"random", "scale", "curve"}
+    defined = json.loads((tmp_path / "tasks.json").read_text())
+    assert set(table["task"]) == {t["id"] for t in defined} == {t.id for t in res.tasks}
+    assert all(f"Task `{t['id']}`." in readme for t in defined)  # every table names its task
     assert len(table) == 2 * (2 + 2) + 2 * 2  # both members on random+scale, ridge on the curve
     assert (tmp_path / "figures" / "vtrain-a100-scatter.png").stat().st_size > 1000
     assert (tmp_path / "figures" / "vtrain-a100-curve.png").stat().st_size > 1000

@@ -137,3 +137,63 @@ def test_datasets_export_needs_a_format(tmp_path, capsys):
         main(["datasets", "export", "llm-h100", str(tmp_path / "x")])
     assert info.value.code == 2 and "--format" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "hf"])
+def test_datasets_export_split_writes_a_tasks_rows(fmt, tmp_path, capsys):
+    import datasets as hf
+    import pandas as pd
+
+    from perfzoo.datasets import load_dataset
+    from perfzoo.evaluation.export import task_frames
+    from perfzoo.evaluation.suite import define_tasks
+
+    ds = load_dataset("llm-h100")
+    task = define_tasks(ds, ["random"], range(5))[0]  # the full run's random split: 5 seeds
+    out = tmp_path / "task"
+    assert main(["datasets", "export", "llm-h100", str(out), "--format", fmt, "--split", task.id]) == 0
+    train, test = task_frames(ds, task)
+    assert capsys.readouterr().out.strip() == (f"{task.id}: {len(train)} training and {len(test)} test rows (5 "
+                                               f"partitions) written to {out} ({fmt}), with README.md and task.json")
+    if fmt == "hf":
+        back = hf.load_from_disk(str(out))
+        assert set(back) == {"train", "test"}
+        sides = (back["train"].to_pandas(), back["test"].to_pandas())
+    else:
+        read = pd.read_parquet if fmt == "parquet" else pd.read_csv
+        sides = (read(out / f"train.{fmt}"), read(out / f"test.{fmt}"))
+    if fmt == "parquet":  # the task's rows, every value (Parquet keeps timestamps in ms, not s)
+        pd.testing.assert_frame_equal(sides[0], train, check_dtype=False)
+        pd.testing.assert_frame_equal(sides[1], test, check_dtype=False)
+    for back, rows in zip(sides, (train, test)):
+        assert list(back.columns) == list(rows.columns) and len(back) == len(rows)
+        assert back["record_id"].tolist() == rows["record_id"].tolist()
+        assert back["task.partition"].tolist() == rows["task.partition"].tolist()
+    # a partition is exactly the split's rows
+    split = task.partitions()[2]
+    seed2 = sides[0][sides[0]["task.partition"] == "seed 2"]
+    assert seed2["record_id"].tolist() == ds.frame["record_id"].iloc[split.train].tolist()
+    assert json.loads((out / "task.json").read_text()) == task.definition()
+    card = (out / "README.md").read_text()
+    assert card.startswith(f"# llm-h100: perfzoo benchmark task `{task.id}`")
+    assert "under the MIT licence" in card and ds.card.strip()[:60] in card
+    # nothing is overwritten; a task of another dataset is refused
+    assert main(["datasets", "export", "llm-h100", str(out), "--format", fmt, "--split", task.id]) == 2
+    assert "exists already" in capsys.readouterr().err
+    assert main(["datasets", "export", "llm-cpu", str(tmp_path / "other"), "--format", fmt, "--split", task.id]) == 2
+    assert capsys.readouterr().err.strip() == (f"perfzoo: error: task {task.id} is of dataset 'llm-h100', not "
+                                               "'llm-cpu'")
+
+
+@pytest.mark.external
+def test_an_exported_external_task_keeps_its_licence_and_provenance(tmp_path, capsys):
+    from perfzoo.datasets import load_dataset
+    from perfzoo.evaluation.suite import define_tasks
+
+    ds = load_dataset("vtrain-a100")
+    task = define_tasks(ds, ["scale"], range(5))[0]
+    assert main(["datasets", "export", "vtrain-a100", str(tmp_path / "t"), "--format", "parquet", "--split",
+                 task.id]) == 0
+    card = (tmp_path / "t" / "README.md").read_text()
+    assert "(MIT licence)" in card and "Copyright (c) 2024, VIA Research Group at KAIST" in card
+    assert "`vtrain_ground_truth_single.csv` (1440)" in card

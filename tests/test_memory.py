@@ -58,6 +58,48 @@ def test_activations_of_eager_pytorch_and_its_selective_policy_by_hand():
     assert A.activation_bytes_per_device(gqa) == A.activation_bytes_per_device(eager)
 
 
+def test_transformer_engine_keeps_low_precision_copies_and_bridge_recipes_bf16_gradients():
+    # fused kernels in FP8 (Transformer Engine): the norm keeps its input 2d and its FP8 output d
+    # (3d), the output projection its FP8 input a*h = d on top of q, k, v, o 8d: 12d; fc1's output
+    # 2f (f = 4d, GELU) stays 16-bit, fc2 keeps an FP8 input f: 3d + 8d + 4d = 15d -> 27d per layer
+    fp8 = {**GPT, "precision": "fp8", "accelerator": "H100-80GB"}
+    assert A.activation_bytes_per_device(fp8) == (24 * 27 * D + FINAL) * TOKENS
+    # NVFP4 keeps half a byte per element: 2.5d + 8d + 0.5d = 11d; 2.5d + 8d + 2d = 12.5d -> 23.5d
+    assert A.activation_bytes_per_device({**fp8, "precision": "nvfp4", "accelerator": "B200"}) == (
+        (24 * 23.5 * D + FINAL) * TOKENS)
+    # PyTorch's float8 (compile stated) keeps the 16-bit tensors: no change
+    assert A.activation_bytes_per_device({**fp8, "compile": True}) == A.activation_bytes_per_device(
+        {**GPT, "compile": True})
+    # Megatron-Bridge's performance recipes reduce gradients in bf16 (grad_reduce_in_fp32 = False):
+    # the main-gradient buffer is 2 B per parameter, not 4; the others keep fp32 main gradients
+    N = 301_989_888
+    bridge = A.state_bytes_per_device({**GPT, "framework": "megatron-bridge"})
+    assert bridge["grad_bytes"] == 2 * N and A.state_bytes_per_device(GPT)["grad_bytes"] == 4 * N
+    assert A.state_bytes_per_device({**GPT, "framework": "torchtitan", "fsdp": "full_shard"})["grad_bytes"] == 4 * N
+
+
+def test_torchtitan_keeps_every_other_matmul_fuses_its_norms_and_expands_segments():
+    titan = {**GPT, "compile": False, "framework": "torchtitan"}
+    # its RMSNorm is fused even in eager mode: norm 4d (eager PyTorch's 8d); attention 4d + 8d; MLP
+    # 4d + 4f -> 32d per layer (eager PyTorch 40d); final norm 4d + LM-head input 2d
+    assert A.activation_bytes_per_device(titan) == (24 * 32 * D + 6 * D) * TOKENS
+    # its "op" policy saves q, v (of q, k, v, o) and the attention output: 2(d + d + d) = 6d; of the
+    # plain MLP's w1, w2 only w1's output 2f = 8d; the block input 2d -> 16d per layer
+    assert A.activation_bytes_per_device({**titan, "activation_checkpointing": "selective"}) == (
+        (24 * 16 * D + 6 * D) * TOKENS)
+    # expandable segments: no fragmentation term (V = 1000: logits 4 * 1000 * 4096 bytes)
+    mem = A.memory_per_device({**titan, "vocab_size": 1000})
+    assert mem["overhead_bytes"] == pytest.approx(1.3 * GIB)
+    # under a pipeline FSDP keeps the stage's bf16 parameters gathered and its unsharded fp32
+    # gradients until the last micro-batch: pp=2, m=4, the stage's N/2 parameters x (2 + 4) B
+    N = 301_989_888
+    pp = {**titan, "n_gpus": 4, "pp": 2, "dp": 2, "fsdp": "full_shard", "micro_batch_size": 1, "global_batch_size": 8}
+    plain = {**pp, "framework": None}
+    gathered = (A.memory_per_device(pp)["peak_allocated_bytes"] - A.memory_per_device(pp)["activation_bytes"]
+                - (A.memory_per_device(plain)["peak_allocated_bytes"] - A.memory_per_device(plain)["activation_bytes"]))
+    assert gathered == pytest.approx(N / 2 * (2 + 4) - 2 * 2 * N / 2 / 12, rel=1e-9)  # minus 2 prefetched blocks
+
+
 def test_pipeline_stages_hold_micro_batches_in_flight():
     stack = 24 / 4 * FUSED_LAYER  # one micro-batch of a stage's 6 layers, per token
     # 1F1B, pp=4, m=2: the first stage holds min(pp, m) = 2 micro-batches; the last one plus the loss

@@ -233,3 +233,39 @@ def test_every_file_in_the_external_folder_loads(external):
     assert {"vtrain-a100", "published-llm"} <= set(names)
     for name in names:
         assert len(load_dataset(name, external_dir=external)) > 0, name
+
+
+def test_the_framework_is_read_off_the_source_and_recompute_off_hardware_flops(tmp_path, write_published):
+    # the source names the framework (what the memory model needs); a source naming none leaves it unknown
+    (bridge, titan, lab), (report,) = load_rows(tmp_path, write_published, [
+        published_row(source="NVIDIA Megatron-Bridge performance summary"),
+        published_row(source="pytorch/torchtitan docs & benchmarks"), published_row()])
+    assert (bridge.config["framework"], titan.config["framework"], lab.config["framework"]) == (
+        "megatron-bridge", "torchtitan", None)
+    assert "framework=megatron-bridge (from the source column)" in bridge.annotations["perfzoo_derived"]
+    assert report.derived["framework from the source column"] == 2
+    # a row whose TFLOP/s count recomputed FLOPs (HFU-like) ran with recompute: tokens/s comes from
+    # the hardware FLOPs of full recompute, and the config says so where the row states no mode
+    (hfu, stated), (report,) = load_rows(tmp_path, write_published, [
+        published_row(tokens_per_sec_per_gpu="", tflops_per_gpu="150", activation_checkpointing="",
+                      derived_fields="mfu: HFU-like"),
+        published_row(tokens_per_sec_per_gpu="", tflops_per_gpu="150", activation_checkpointing="selective",
+                      derived_fields="mfu: HFU-like")], "hfu.csv")
+    assert hfu.config["activation_checkpointing"] == "full" and stated.config["activation_checkpointing"] == "selective"
+    assert report.derived["activation checkpointing full (figures count recompute)"] == 1
+    hardware = analytic.flops_per_token(hfu.config, recompute=True)  # 6N + 12Lds + the recomputed forward
+    assert hardware == pytest.approx(4 / 3 * analytic.flops_per_token(hfu.config), rel=0.01)
+    assert hfu.metrics.throughput_per_device == pytest.approx(150e12 / hardware, rel=1e-9)
+
+
+def test_a_model_known_only_by_its_name_gets_the_size_the_name_states(tmp_path, write_published):
+    # no shape, no n_params, in neither table nor catalog: predictors see no model name, so the
+    # size the name states becomes n_params (after the target: a TFLOP/s row stays unlabelled)
+    (named, tflops), (report,) = load_rows(tmp_path, write_published, [
+        published_row(model_name="GPT3-20B"),
+        published_row(model_name="Mystery 9B", tokens_per_sec_per_gpu="", tflops_per_gpu="300")])
+    assert named.config["n_params"] == 20e9 and named.config["n_layers"] is None
+    assert "n_params=2e+10 (from the model name)" in named.annotations["perfzoo_derived"]
+    assert tflops.config["n_params"] == 9e9 and tflops.metrics.throughput_per_device is None
+    assert report.derived["n_params from the model name"] == 2
+    assert analytic.estimate({k: v for k, v in named.config.items() if k != "model_name"})["n_params"] == 20e9

@@ -21,7 +21,7 @@ def _source(tmp_path, write_published, name, efficiency, gpu_counts):
             cfg = {"n_layers": L, "hidden_dim": d, "n_heads": d // 128, "n_kv_heads": d // 128, "ffn_dim": 4 * d,
                    "vocab_size": 32000, "seq_len": 4096, "global_batch_size": 4 * n, "micro_batch_size": 1,
                    "n_gpus": n, "tp": 1, "pp": 1, "cp": 1, "dp": n, "fsdp": "full_shard", "precision": "bf16",
-                   "activation_checkpointing": "full", "accelerator": "H100-80GB"}
+                   "activation_checkpointing": "full", "compile": True, "accelerator": "H100-80GB"}  # as published_row
             tput = efficiency * analytic.throughput(cfg, per_device=True)
             rows.append(published_row(model_name=f"Synthetic {L}x{d}", n_layers=str(L), hidden_dim=str(d),
                                       n_heads=str(d // 128), ffn_dim=str(4 * d), n_kv_heads=str(d // 128),

@@ -3,16 +3,19 @@ measurements, one per term, so that what the formula cannot know (the fraction o
 kernel reaches at each precision, how well collectives use their links) comes from data.
 
 The step time is split into terms that add up to :func:`perfzoo.analytic.estimate`'s
-``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``, scaled
-by the pipeline bubble), the critical-path communication (TP and EP, also scaled by the
+``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``: the
+FLOPs and the softmax, scaled by the pipeline bubble), the memory-bound kernels
+(``memory``: what the GEMMs, elementwise kernels and loss move through HBM, scaled by the bubble,
+and the optimizer step), the critical-path communication (TP and EP, also scaled by the
 bubble), the pipeline's point-to-point traffic, and the data- and context-parallel traffic
-that compute does not hide; and two counts whose factors are seconds per call (fixed costs the roofline
+that the kernels do not hide; and two counts whose factors are seconds per call (fixed costs the roofline
 has no figure for: launching one layer's kernels, one blocking collective's latency). The
 calibrated step is ``sum_k c_k * term_k``; the non-negative factors ``c_k``
 minimise the squared *relative* error of the step time (``scipy.optimize.nnls``), so every
 job weighs the same whatever its size. A term no training job exercises keeps a neutral
 factor: the median compute factor for an unseen precision (its speed-up over the others is
-then the peak table's), 1 for unseen communication, 0 for unseen per-call costs.
+then the peak table's) and for unseen memory-bound kernels, 1 for unseen communication, 0 for
+unseen per-call costs; a calibration saved before a term existed prices it the same way.
 
 >>> import pandas as pd
 >>> jobs = pd.DataFrame({"n_layers": [24, 24, 48], "hidden_dim": [1024, 2048, 2048], "n_heads": 16,
@@ -37,7 +40,8 @@ from perfzoo.analytic.estimates import estimate_arrays
 from perfzoo.vocabulary import PRECISIONS, normalize_precision
 
 COMPUTE_TERMS = tuple(f"compute_{p}" for p in PRECISIONS)
-TERMS = (*COMPUTE_TERMS, "critical_comm", "pipeline_comm", "exposed_dp_comm", "per_layer_pass", "per_collective")
+TERMS = (*COMPUTE_TERMS, "memory", "critical_comm", "pipeline_comm", "exposed_dp_comm", "per_layer_pass",
+         "per_collective")
 
 
 def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
@@ -46,16 +50,18 @@ def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = No
     est = est if est is not None else estimate_arrays(df)
     n = len(df)
     stretch = 1.0 / (1.0 - est["bubble"])
-    compute = est["compute_time_s"] * stretch
+    known = {k: np.nan_to_num(est[k]) for k in ("softmax_time_s", "memory_time_s", "optimizer_time_s")}  # 0: no such term
+    compute = (est["compute_time_s"] + known["softmax_time_s"]) * stretch
+    memory = known["memory_time_s"] * stretch + known["optimizer_time_s"]
     critical = (est["tp_time_s"] + est["ep_time_s"]) * stretch
     pipeline = est["pp_time_s"]
-    exposed = np.maximum(est["step_time_s"] - compute - critical - pipeline, 0.0)
+    exposed = np.maximum(est["step_time_s"] - compute - memory - critical - pipeline, 0.0)
     precision = np.broadcast_to(coded(df, "precision", normalize_precision, PRECISIONS), (n,))
     terms = np.zeros((n, len(TERMS)))
     for j in range(len(PRECISIONS)):
         terms[:, j] = np.where(precision == j, compute, 0.0)
     calls = np.column_stack([est["layer_passes"], est["collective_calls"]]) * stretch[:, None]
-    terms[:, len(PRECISIONS):] = np.column_stack([critical, pipeline, exposed, calls])
+    terms[:, len(PRECISIONS):] = np.column_stack([memory, critical, pipeline, exposed, calls])
     return terms
 
 
@@ -68,7 +74,8 @@ class Calibration:
 
     def step_time(self, df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Calibrated seconds per step (NaN where the analytic estimate is unknown)."""
-        c = np.array([self.factors[t] for t in TERMS])
+        compute = float(np.median([self.factors[t] for t in COMPUTE_TERMS]))
+        c = np.array([self.factors.get(t, _neutral(t, compute)) for t in TERMS])
         return estimate_step_terms(df, est) @ c
 
     def throughput(self, df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
@@ -76,6 +83,14 @@ class Calibration:
         est = est if est is not None else estimate_arrays(df)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return _work_per_step(est) / self.step_time(df, est)
+
+
+def _neutral(term: str, compute: float) -> float:
+    """The factor of a term no job exercised: ``compute`` (the median compute factor) for
+    compute and memory-bound kernels, 0 for per-call costs, 1 for communication."""
+    if term in COMPUTE_TERMS or term == "memory":
+        return compute
+    return 0.0 if term.startswith("per_") else 1.0
 
 
 def _work_per_step(est: dict[str, np.ndarray]) -> np.ndarray:
@@ -95,8 +110,8 @@ def calibrate(df: pd.DataFrame, measured_step_s: np.ndarray, est: dict[str, np.n
     compute = [j for j, name in enumerate(TERMS) if name in COMPUTE_TERMS and used[j] and factors[j] > 0]
     neutral = float(np.median(factors[compute])) if compute else 1.0
     for j, name in enumerate(TERMS):
-        if name in COMPUTE_TERMS and (not used[j] or factors[j] == 0):
-            factors[j] = neutral
+        if (name in COMPUTE_TERMS and (not used[j] or factors[j] == 0)) or (name == "memory" and not used[j]):
+            factors[j] = _neutral(name, neutral)
     return Calibration(dict(zip(TERMS, map(float, factors))), int(ok.sum()))
 
 

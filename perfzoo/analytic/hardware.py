@@ -14,12 +14,13 @@ every rail (NCCL's multi-ring / tree algorithms): each domain's ``c`` members sh
 traffic over their ``c`` NICs, so the group's bandwidth per device is ``min(intra, c * inter)``
 (:func:`group_bandwidth`; with one member per domain, the device's own NICs). An all-to-all sends
 ``(c-1)/(size-1)`` of its bytes inside the domain and the rest over the device's NICs, in parallel
-(:func:`alltoall_seconds`; NCCL's PXN keeps cross-rail traffic on NVLink).
+(:func:`alltoall_seconds`; NCCL's PXN keeps cross-rail traffic on NVLink; an MoE dispatch sends a
+token over the network once per destination domain).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -50,6 +51,9 @@ class DeviceFigures:
     node_size: np.ndarray  # devices per host
     domain: np.ndarray  # devices per scale-up domain (NVLink), within this job's layout
     known: np.ndarray  # whether the accelerator is in the table
+    hbm_bw: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # bytes/s of device memory
+    exp_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # exponentials/s (NaN: not priced)
+    vector_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # fp32 vector operations/s
 
 
 def _specs(df: pd.DataFrame) -> tuple[np.ndarray, list[Optional[AcceleratorSpec]]]:
@@ -74,14 +78,15 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
         for j, cls in enumerate(PRECISIONS):
             peak_t[i, j] = spec.flops(cls) or np.nan
         supported[i] = [spec.supports(f) for f in FORMATS]
-    attrs = np.array([[np.nan] * 7 if s is None else
+    attrs = np.array([[np.nan] * 9 if s is None else
                       [s.memory_gib * VISIBLE_MEMORY, s.intra_bw, s.inter_bw, float(s.node_size),
-                       float(s.nvlink_domain), float(s.name == "cpu"), 1.0]
+                       float(s.nvlink_domain), float(s.name == "cpu"), 1.0, s.hbm_bw,
+                       np.nan if s.exp_rate is None else s.exp_rate]
                       for s in specs], dtype=float)
     if len(specs) == 1:  # no known accelerator in the frame: constants, no per-row work
-        mem, intra, inter, node, domain, cpu, known = (np.array(v) for v in attrs[0])
+        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate = (np.array(v) for v in attrs[0])
     else:
-        mem, intra, inter, node, domain, cpu, known = attrs[codes].T
+        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate = attrs[codes].T
     cpu = cpu == 1.0
     known = known == 1.0
     peak = peak_t[codes, precision]
@@ -103,7 +108,8 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     # a domain within one host shrinks with it; a rack-scale domain (NVL72) spans hosts
     spans_hosts = domain > attrs[codes, 3] if len(specs) > 1 else domain > np.array(attrs[0, 3])
     domain = np.where(cpu, node, np.where(spans_hosts, domain, np.minimum(domain, node)))
-    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known)
+    vector = peak_t[codes, PRECISIONS.index("fp32")] / 2.0  # an FMA is 2 of the fp32 FLOPs, one operation
+    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate, vector)
 
 
 def link_bandwidth(figures: DeviceFigures, span: np.ndarray) -> np.ndarray:
@@ -130,9 +136,27 @@ def group_bandwidth(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray
     return np.where(inside, figures.intra_bw, crossing)
 
 
-def alltoall_seconds(figures: DeviceFigures, sent: np.ndarray, size: np.ndarray, stride: np.ndarray) -> np.ndarray:
+def alltoall_seconds(figures: DeviceFigures, sent: np.ndarray, size: np.ndarray, stride: np.ndarray,
+                     fanout: np.ndarray = np.array(1.0)) -> np.ndarray:
     """Seconds for an all-to-all in which each device sends ``sent`` bytes to the other ``size - 1``
-    ranks of its group (``stride`` apart): the in-domain and the network parts run in parallel."""
+    ranks of its group (``stride`` apart): the in-domain and the network parts run in parallel.
+
+    ``fanout``: copies of each item among the bytes (an MoE token routed to ``K`` experts). A
+    hierarchical dispatch (DeepEP, HybridEP; NCCL's PXN) sends an item over the network once per
+    destination domain and fans it out over the scale-up link there: of ``D = size/c`` domains, a
+    token whose ``K`` copies land uniformly at random reaches ``D(1 - (1 - 1/D)^K)`` of them on
+    average, so the network carries ``D(1 - (1 - 1/D)^K)/K`` of the copies it would carry one by one
+    (0.66 for ``K = 8`` over 8 domains).
+
+    >>> hw = DeviceFigures(*(np.array(v) for v in (1.0, 1.0, 80.0, 400e9, 50e9, 8.0, 8.0, True)))
+    >>> float(alltoall_seconds(hw, np.array(63e9), np.array(64.0), np.array(1.0)))  # 56 of 63 peers remote
+    1.12
+    >>> round(float(alltoall_seconds(hw, np.array(63e9), np.array(64.0), np.array(1.0), np.array(8.0))), 3)
+    0.735
+    """
     c = _members_per_domain(figures, size, stride)
     local = np.where(size > 1, (c - 1.0) / np.maximum(size - 1.0, 1.0), 1.0)
-    return np.maximum(sent * local / figures.intra_bw, sent * (1.0 - local) / figures.inter_bw)
+    domains = np.maximum(size / c, 1.0)
+    fanout = np.maximum(fanout, 1.0)
+    dedup = domains * (1.0 - (1.0 - 1.0 / domains) ** fanout) / fanout
+    return np.maximum(sent * local / figures.intra_bw, sent * (1.0 - local) * dedup / figures.inter_bw)

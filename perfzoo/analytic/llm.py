@@ -20,7 +20,9 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ``causal=True`` counts ``ctx = s/2`` (Megatron-Bridge's convention, and what a causal flash kernel
   computes). Adapter tuning (``task`` LoRA / PEFT) computes no weight gradients: ``4*N``.
 * Recompute (hardware FLOPs): full activation checkpointing adds one forward of everything, selective
-  the attention cores' forward.
+  the attention cores' forward. What the kernels execute (the compute time) adds the MoE padding
+  and a FlashAttention backward's recomputed scores (``flash_attention`` true or unknown),
+  ``2*ctx*a*h_qk`` per attention layer (:mod:`.shape`); no publisher's FLOP count includes them.
 * FLOPs per device per step = ``B*s*flops_per_token(+recompute) / n_gpus`` (TP, PP, CP, EP and DP
   split the work evenly; the pipeline bubble costs time, not FLOPs).
 * Communication bytes sent per device per step (ring collectives: an all-reduce of ``X`` bytes sends
@@ -41,15 +43,19 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ETP-EP): a group of ``size`` ranks ``stride`` apart uses the scale-up link (NVLink) while it fits
   the device's domain (:mod:`.hardware`: 8 on HGX, 72 on NVL72), else the network, its members in
   one domain sharing their rails (:func:`~perfzoo.analytic.hardware.group_bandwidth`,
-  :func:`~perfzoo.analytic.hardware.alltoall_seconds`): TP ``(tp, 1)``, CP ``(cp, tp)``, EP
+  :func:`~perfzoo.analytic.hardware.alltoall_seconds`: an MoE token crosses the network once per
+  destination domain): TP ``(tp, 1)``, CP ``(cp, tp)``, EP
   ``(ep, etp)``, DP ``(dp, tp*cp)``; PP's point-to-point sends cross the network when the job spans
   domains.
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
-  precision's peak, the LM head, routers and the causal attention cores in BF16), each traffic over
-  its link; ``step = (t_compute + t_tp + t_ep)/(1 - bubble) + t_pp + max(0, t_dp + t_cp - t_compute)``
-  (TP and EP traffic on the critical path; DP/FSDP traffic and ring attention overlap with compute,
-  only their excess shows). Throughput = ``B*s/step`` tokens/s.
+  precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax
+  (exponentials at the special-function rate, its fp32 vector operations), the bytes the GEMMs, the
+  elementwise kernels and the loss move through HBM (:mod:`.traffic`), each traffic over its link;
+  ``busy = t_compute + t_softmax + t_memory``, ``step = (busy + t_tp + t_ep)/(1 - bubble) + t_pp +
+  t_optimizer + max(0, t_dp + t_cp - busy)`` (TP and EP traffic on the critical path; DP/FSDP
+  traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
+  runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s.
 * A row that cannot be priced (no shape, an unknown accelerator, a precision the device lacks) gets
   NaN, never a default that looks like a number.
 """
@@ -66,8 +72,9 @@ from perfzoo.analytic.hardware import alltoall_seconds, device_figures, group_ba
 from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, precision_codes
 from perfzoo.analytic.shape import ModelShape
-from perfzoo.vocabulary import (CHECKPOINTING, PRECISIONS, SHARDINGS, is_adapter_tuning, normalize_checkpointing,
-                                normalize_sharding, to_bool)
+from perfzoo.analytic.traffic import Traffic
+from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS, is_adapter_tuning,
+                                normalize_checkpointing, normalize_framework, normalize_sharding, to_bool)
 
 
 class LLMCost:
@@ -123,10 +130,12 @@ class LLMCost:
         fa = mapped(df, "flash_attention", to_bool, dtype=float)
         self.flash = np.where(np.isnan(fa), 1.0, fa)
         self.compile_flag = mapped(df, "compile", to_bool, dtype=float)
+        self.framework = coded(df, "framework", normalize_framework, FRAMEWORKS)
         is32 = is_code(self.precision, PRECISIONS, "fp32")
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
         self.memory = Memory(self)
+        self.traffic = Traffic(self)
         self._parts: dict[tuple[bool, bool, bool], dict[str, np.ndarray]] = {}
 
     # parameters and FLOPs ----------------------------------------------------------------
@@ -136,21 +145,24 @@ class LLMCost:
     def weight_passes(self) -> np.ndarray:
         return 6.0 - 2.0 * self.adapters  # forward, activation grads, weight grads
 
-    def flops_parts(self, causal: bool = False, recompute: bool = False, padded: bool = False) -> dict[str, np.ndarray]:
+    def flops_parts(self, causal: bool = False, recompute: bool = False, executed: bool = False) -> dict[str, np.ndarray]:
         """FLOPs per token by part (``linear``, ``head``, ``attention``), optionally with the causal
-        attention count, the recomputed forward and the MoE padding (each kind computed once)."""
-        key = (causal, recompute, padded)
+        attention count, the recomputed forward, and what the kernels execute beyond the count
+        (the MoE padding, FlashAttention's recomputed scores); each kind computed once."""
+        key = (causal, recompute, executed)
         if key not in self._parts:
-            self._parts[key] = self._flops_parts(causal, recompute, padded)
+            self._parts[key] = self._flops_parts(causal, recompute, executed)
         return self._parts[key]
 
-    def _flops_parts(self, causal: bool, recompute: bool, padded: bool) -> dict[str, np.ndarray]:
-        parts = self.shape.flops_per_token(self.weight_passes(), causal, padded)
+    def _flops_parts(self, causal: bool, recompute: bool, executed: bool) -> dict[str, np.ndarray]:
+        parts = self.shape.flops_per_token(self.weight_passes(), causal, executed)
         if recompute:
             full = is_code(self.ac, CHECKPOINTING, "full")
             selective = is_code(self.ac, CHECKPOINTING, "selective")
-            fwd = self.shape.flops_per_token(2.0, causal, padded, forward=True)  # one forward of everything
+            fwd = self.shape.flops_per_token(2.0, causal, executed, forward=True)  # one forward of everything
             parts = {k: v + np.where(full | (selective & (k == "attention")), fwd[k], 0.0) for k, v in parts.items()}
+        if executed:
+            parts["attention"] = parts["attention"] + self.flash * self.shape.flash_recompute_flops_per_token(causal)
         return parts
 
     def flops_per_token(self, causal: bool = False) -> np.ndarray:
@@ -221,23 +233,27 @@ class LLMCost:
     def compute_time(self) -> np.ndarray:
         """Seconds of compute per device per step: what the kernels execute (causal attention,
         recompute, the MoE padding), each part at its peak (:mod:`.precision`)."""
-        parts = self.flops_parts(causal=True, recompute=True, padded=True)
+        parts = self.flops_parts(causal=True, recompute=True, executed=True)
         per_device = {k: v * self.tokens_per_step() / self.n_gpus for k, v in parts.items()}
         return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16)
 
     def step_time(self, comm: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
-        """The step's time terms: ``compute_time_s``, ``tp_time_s``, ``cp_time_s``,
-        ``ep_time_s``, ``pp_time_s``, ``dp_time_s``, ``comm_time_s`` and ``step_time_s``."""
+        """The step's time terms: ``compute_time_s``, ``softmax_time_s``, ``memory_time_s``,
+        ``optimizer_time_s``, ``tp_time_s``, ``cp_time_s``, ``ep_time_s``, ``pp_time_s``,
+        ``dp_time_s``, ``comm_time_s`` and ``step_time_s``."""
         comm = comm if comm is not None else self.comm_bytes()
         hw = self.hw
         t_compute = self.compute_time()
+        kernels = self.traffic.seconds()
+        busy = t_compute + kernels["softmax_time_s"] + kernels["memory_time_s"]
         t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
-        t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp)
+        t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp, self.shape.moe.K)
         t_dp = comm["comm_dp_bytes"] / group_bandwidth(hw, self.dp, self.tp * self.cp)
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
-        step = (t_compute + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + np.maximum(0.0, t_dp + t_cp - t_compute)
-        return {"compute_time_s": t_compute, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
+        step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
+                + np.maximum(0.0, t_dp + t_cp - busy))
+        return {"compute_time_s": t_compute, **kernels, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
                 "pp_time_s": t_pp, "dp_time_s": t_dp, "comm_time_s": t_tp + t_cp + t_ep + t_pp + t_dp,
                 "step_time_s": step}
 
@@ -248,7 +264,7 @@ class LLMCost:
             times = self.step_time(comm)
             tokens = self.tokens_per_step()
             tput = tokens / times["step_time_s"]
-            executed = sum(self.flops_parts(causal=True, recompute=True, padded=True).values()) * tokens / self.n_gpus
+            executed = sum(self.flops_parts(causal=True, recompute=True, executed=True).values()) * tokens / self.n_gpus
             return {
                 "n_params": self.total_params(),
                 "active_params": self.shape.matmul_params,

@@ -14,7 +14,9 @@ Model state, bytes per parameter (mixed precision; fp32 training holds 4 + 4 + 8
   (``zero_grad(set_to_none=True)``): they exist during the forward only while micro-batches
   accumulate (``m > 1``).
 * Megatron / DeepSpeed data parallelism (``none``, ``zero1``): bf16 parameters 2, an fp32 main-
-  gradient buffer 4 (Megatron accumulates and reduces bf16 gradients in fp32), fp32 master weights,
+  gradient buffer 4 (Megatron accumulates and reduces bf16 gradients in fp32; ``framework`` =
+  ``megatron-bridge``: 2, its performance recipes set ``grad_reduce_in_fp32 = False``,
+  ``scripts/performance`` of NVIDIA-NeMo/Megatron-Bridge), fp32 master weights,
   m and v 12 (Rajbhandari et al. 2020, ZeRO). The gradient buffer is allocated once and lives
   through the step. ``none`` (no FSDP: Megatron's data parallelism, which NeMo, Megatron-Bridge and
   Megatron-LM's recipes run with the distributed optimizer) shards the optimizer state like
@@ -38,7 +40,12 @@ nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
   False`` adds the ``5*a*s`` of the materialized scores, Korthikanti et al. 2022); MLA also keeps its
   latents ``4*(q_lora_rank + kv_lora_rank) + 2*rope``. A gated MLP: eager and compiled 8f (gate,
   its activation, up, and their product), fused 6f (Transformer Engine's fused SwiGLU keeps the
-  fc1 output 4f and the fc2 input 2f); a plain MLP 4f. An MoE layer: the router's fp32 logits and
+  fc1 output 4f and the fc2 input 2f); a plain MLP 4f. Fused kernels in a low-precision recipe
+  (Transformer Engine's FP8, MXFP8, NVFP4) keep the quantized copy of each linear layer's input
+  for its weight gradient, ``q`` = 1 byte (1/2 in NVFP4) per element instead of 2: the norm's
+  output, fc2's input and each routed copy's expert input, and the output projection's input
+  ``q*a*h_v`` beside the 16-bit attention output the attention backward keeps; PyTorch's float8
+  (torchao; ``compile`` stated) keeps the 16-bit tensors. An MoE layer: the router's fp32 logits and
   probabilities ``8E``, and per routed copy (``K x`` capacity factor) the permuted input 2d, the
   expert MLP and its output 2d; plus the shared experts' MLP. A Mamba-2 layer: the in-projection
   output ``2*(2di + 2GN + heads)``, the convolution output ``2*(di + 2GN)`` and the scan output and
@@ -66,6 +73,14 @@ gradients where alive, FSDP's gathered copies, activations and loss buffers) and
 (parameters, gradients, optimizer state and, with PyTorch's foreach AdamW, a 4 B per parameter
 temporary for ``sqrt(v)``).
 
+torchtitan (``framework``): its RMSNorm is a fused kernel (``fused_rmsnorm`` in its presets, or
+compiled) even in eager mode; its selective ``op`` policy saves the output of every other matmul
+(q, v, w1, w2 of q, k, v, o, w1, w3, w2) and the attention core's, recomputing the rest; under a
+pipeline its FSDP keeps each stage's parameters gathered (``reshard_after_forward=False``) and
+``torch.distributed.pipelining`` defers the gradient reduce-scatter to the last micro-batch (the
+stage's unsharded fp32 gradients stay); its launcher sets ``expandable_segments:True``, so the
+allocator's fragmentation term below is 0.
+
 Overheads (not in torch's allocated count; ``overhead_bytes``): the CUDA context and library
 workspaces, 1.3 GiB (the "non-PyTorch memory" of every OOM message in the ``llm-h100`` dataset,
 H100, torch 2.11, CUDA 13.0); allocator fragmentation, :data:`FRAGMENTATION` times the largest
@@ -84,12 +99,14 @@ from functools import cached_property
 import numpy as np
 
 from perfzoo.analytic._frame import GIB, is_code
-from perfzoo.vocabulary import CHECKPOINTING, PRECISIONS, SHARDINGS
+from perfzoo.analytic.precision import format_width
+from perfzoo.vocabulary import CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS
 
 FP32_BYTES = (4.0, 4.0, 8.0, 4.0)  # params, grads, optimizer, activations
 MIXED_BYTES = (2.0, 2.0, 12.0, 2.0)  # ZeRO's accounting (the fsdp workload's cost model uses it)
 FSDP_MIXED = (4.0, 4.0, 8.0)  # torch FSDP mixed precision: fp32 sharded params, fp32 grads, Adam
 MEGATRON_MIXED = (2.0, 4.0, 12.0)  # bf16 params, fp32 main grads, fp32 master + Adam
+BF16_GRAD_BYTES = 2.0  # Megatron-Bridge's performance recipes: grad_reduce_in_fp32 = False
 FOREACH_ADAM_TEMP = 4.0  # bytes per local fp32 parameter: torch's foreach AdamW's sqrt(v) list
 CONTEXT_BYTES = 1.3 * GIB  # CUDA context + workspaces, measured on llm-h100 (non-PyTorch memory)
 FRAGMENTATION = 1.9  # x the largest allocation: inside (1.81, 1.93], the multiples that separate llm-h100 OOMs
@@ -99,12 +116,15 @@ PREFETCHED_BLOCKS = 2.0  # FSDP's gathered blocks in flight (current + prefetche
 EAGER, COMPILED, FUSED = 0, 1, 2
 
 
-def _norm(profile: np.ndarray, d: np.ndarray) -> np.ndarray:
-    return np.where(profile == EAGER, 8.0, 4.0) * d
+def _norm(profile: np.ndarray, d: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """A norm's input and output (the next matmul's input, kept ``q`` bytes wide)."""
+    return np.where(profile == EAGER, 8.0, 2.0 + q) * d
 
 
-def _mlp(profile: np.ndarray, f: np.ndarray, gated: np.ndarray) -> np.ndarray:
-    return np.where(gated > 0, np.where(profile == FUSED, 6.0, 8.0), 4.0) * f
+def _mlp(profile: np.ndarray, f: np.ndarray, gated: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """An MLP's kept activations: fc1's output and fc2's input (``q`` bytes wide)."""
+    fused = np.where(gated > 0, 4.0, 2.0) + q
+    return np.where(profile == FUSED, fused, np.where(gated > 0, 8.0, 4.0)) * f
 
 
 class Memory:
@@ -118,6 +138,14 @@ class Memory:
         self.profile = np.where(np.isnan(compile_), FUSED, np.where(compile_ > 0, COMPILED, EAGER))
         self.torch_fsdp = is_code(cost.sharding, SHARDINGS, "full_shard", "shard_grad_op", "hybrid_shard", "no_shard")
         self.fp32 = is_code(cost.precision, PRECISIONS, "fp32")
+        # bytes per element of the matmul inputs backward keeps: Transformer Engine's low-precision
+        # recipes keep the quantized copy (fused kernels), PyTorch's float8 the 16-bit tensor
+        width = format_width(cost.precision, cost.format)
+        self.kept = np.where((self.profile == FUSED) & (width < 2.0), width, 2.0)
+        self.bf16_grads = is_code(cost.framework, FRAMEWORKS, "megatron-bridge")
+        self.torchtitan = is_code(cost.framework, FRAMEWORKS, "torchtitan")
+        # torchtitan's RMSNorm is a fused kernel (fused_rmsnorm / compiled) even in eager mode
+        self.norm_profile = np.where(self.torchtitan & (self.profile == EAGER), COMPILED, self.profile)
 
     # model state -----------------------------------------------------------------------
     @cached_property
@@ -133,6 +161,7 @@ class Memory:
     def bytes_per_param(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p, g, o = (np.where(self.fp32, x32, np.where(self.torch_fsdp, xf, xm))
                    for x32, xf, xm in zip(FP32_BYTES, FSDP_MIXED, MEGATRON_MIXED))
+        g = np.where(self.bf16_grads & ~self.fp32 & ~self.torch_fsdp, BF16_GRAD_BYTES, g)
         trains = 1.0 - self.c.adapters  # adapter tuning: no weight gradients, no optimizer state
         return p, g * trains, o * trains
 
@@ -162,15 +191,18 @@ class Memory:
                 "optimizer_bytes": sharded(o_b, full | grad_op | zero1)}
 
     def gathered_bytes(self) -> np.ndarray:
-        """FSDP's bf16 working copies alive at the start of backward."""
+        """FSDP's bf16 working copies alive at the start of backward; under torchtitan's pipeline
+        also the stage's unsharded fp32 gradients, accumulated until the last micro-batch."""
         c, sh = self.c, self.shape
         dense, expert = self.local_params
         local = dense + expert
         per_block = local / np.maximum(sh.L / c.pp, 1.0)
         root = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params) / c.tp
-        keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op")
+        pipelined = self.torchtitan & (c.pp > 1)
+        keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op") | pipelined
         working = np.where(keep_all, local, root + PREFETCHED_BLOCKS * per_block)
-        return np.where(self.torch_fsdp, 2.0 * working, 0.0)
+        unsynced = np.where(pipelined & (c.m > 1), FSDP_MIXED[1] * local * (1.0 - c.adapters), 0.0)
+        return np.where(self.torch_fsdp, 2.0 * working + unsynced, 0.0)
 
     # activations -----------------------------------------------------------------------
     def layer_bytes(self) -> dict[str, np.ndarray]:
@@ -182,15 +214,16 @@ class Memory:
         qkvo = 2.0 * (a * sh.h_qk + kv * sh.h_qk + kv * sh.h_v + a * sh.h_v)
         latents = np.where(sh.mla, 4.0 * (sh.ql + np.where(sh.mla, sh.kvl, 0.0)) + 2.0 * sh.rope, 0.0)
         scores = np.where(self.c.flash > 0, 0.0, 5.0 * a * sh.s / self.c.cp)
-        norm = _norm(pr, d)
+        q = self.kept
+        norm = _norm(self.norm_profile, d, q)
         moe = sh.moe
-        routed = moe.K * moe.capacity * (4.0 * d + _mlp(pr, moe.fe, sh.gated))
+        routed = moe.K * moe.capacity * ((2.0 + q) * d + _mlp(pr, moe.fe, sh.gated, q))
         mamba_in = 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads)
         return {
             "norm": norm,
-            "attention": norm + qkvo + latents + scores,
-            "mlp": norm + _mlp(pr, sh.f, sh.gated),
-            "moe": norm + 8.0 * moe.E + routed + _mlp(pr, moe.fs, sh.gated) * (moe.fs > 0),
+            "attention": norm + qkvo + latents + scores + (q < 2.0) * q * a * sh.h_v,  # + the output proj's input
+            "mlp": norm + _mlp(pr, sh.f, sh.gated, q),
+            "moe": norm + 8.0 * moe.E + routed + _mlp(pr, moe.fs, sh.gated, q) * (moe.fs > 0),
             "mamba": norm + mamba_in + 2.0 * (sh.di + 2.0 * sh.mamba_G * sh.mamba_N) + 6.0 * sh.di,
         }
 
@@ -201,8 +234,14 @@ class Memory:
         d, a = sh.d, sh.a
         qkv_o = 2.0 * (a * sh.h_qk + sh.kv_heads * sh.h_qk + sh.kv_heads * sh.h_v + a * sh.h_v) + 2.0 * d
         up = np.where(sh.gated > 0, 4.0, 2.0)
+        # torchtitan's "op" policy saves every other matmul's output (q, v, w1, w2 of q,k,v,o,w1,w3,w2)
+        # and the attention core's output: 2(a*h_qk + kv*h_v + a*h_v); gated MLP 2f + 2d, plain 2f
+        titan_attn = 2.0 * (a * sh.h_qk + sh.kv_heads * sh.h_v + a * sh.h_v)
+        titan_mlp = 2.0 * sh.f + np.where(sh.gated > 0, 2.0 * d, 0.0)
+        qkv_o = np.where(self.torchtitan, titan_attn, qkv_o)
+        mlp = np.where(self.torchtitan, titan_mlp, up * sh.f + 2.0 * d)
         moe = sh.moe
-        return {"attention": qkv_o, "mlp": up * sh.f + 2.0 * d,
+        return {"attention": qkv_o, "mlp": mlp,
                 "moe": moe.K * moe.capacity * (up * moe.fe + 2.0 * d) + up * moe.fs,
                 "mamba": 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 2.0 * d}
 
@@ -244,7 +283,7 @@ class Memory:
     def loss_bytes_per_token(self) -> np.ndarray:
         sh = self.shape
         per_v = np.where(self.profile == FUSED, 2.0, 14.0)
-        final_norm = _norm(self.profile, sh.d) + 2.0 * sh.d
+        final_norm = _norm(self.norm_profile, sh.d, np.array(2.0)) + 2.0 * sh.d
         return (per_v * sh.V + final_norm) / self.c.tp
 
     def activation_bytes(self) -> np.ndarray:
@@ -272,7 +311,8 @@ class Memory:
     def overhead_bytes(self) -> np.ndarray:
         c = self.c
         groups = sum((x > 1).astype(float) for x in (c.tp, c.cp, c.dp, c.pp, c.ep))
-        return CONTEXT_BYTES + FRAGMENTATION * self.largest_allocation() + NCCL_BUFFERS * groups
+        fragmentation = np.where(self.torchtitan, 0.0, FRAGMENTATION)  # expandable segments
+        return CONTEXT_BYTES + fragmentation * self.largest_allocation() + NCCL_BUFFERS * groups
 
     def columns(self) -> dict[str, np.ndarray]:
         """The memory estimate columns: the state, ``activation_bytes``, ``peak_allocated_bytes``,

@@ -30,13 +30,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic._frame import coded
+from perfzoo.analytic._frame import coded, is_code
 from perfzoo.vocabulary import FORMATS, PRECISIONS, normalize_precision, precision_format
 
 
 def precision_codes(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(precision class codes into :data:`PRECISIONS`, format codes into :data:`FORMATS`)."""
     return coded(df, "precision", normalize_precision, PRECISIONS), coded(df, "precision", precision_format, FORMATS)
+
+
+def format_width(precision: np.ndarray, formats: np.ndarray) -> np.ndarray:
+    """Bytes per element of a linear layer's quantized GEMM inputs (what its kernels read and its
+    backward keeps): 4 fp32, 2 16-bit, 1 FP8 and MXFP8, 1/2 NVFP4 and MXFP4 (block scales aside).
+
+    >>> p, f = precision_codes(pd.DataFrame({"precision": ["bf16", "FP8-MX", "nvfp4"]}))
+    >>> format_width(p, f).tolist()
+    [2.0, 1.0, 0.5]
+    """
+    fp4 = is_code(formats, FORMATS, "nvfp4", "mxfp4")
+    fp8 = is_code(formats, FORMATS, "fp8", "mxfp8")
+    return np.select([is_code(precision, PRECISIONS, "fp32"), fp4, fp8], [4.0, 0.5, 1.0], 2.0)
 
 
 def compute_seconds(flops: dict[str, np.ndarray], peak: np.ndarray, peak_bf16: np.ndarray) -> np.ndarray:

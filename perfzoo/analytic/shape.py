@@ -36,7 +36,8 @@ by where they run (:mod:`.precision` prices each part at its peak):
   these are what FP8 / MXFP8 / NVFP4 recipes quantize.
 * ``head``: the LM head ``6*V*d`` per prediction (``1 + mtp_layers``) and the MoE routers
   ``6*d*E`` per MoE layer; they stay in BF16.
-* ``attention``: the attention core, ``6*ctx*a*(h_qk + h_v)`` per attention layer, where the
+* ``attention``: the attention core, ``6*ctx*a*(h_qk + h_v)`` per attention layer (what the
+  kernels execute adds a FlashAttention backward's recomputed scores, ``2*ctx*a*h_qk``), where the
   context ``ctx`` is ``s`` in the model-FLOPs convention (PaLM, MosaicML, Megatron's MFU: no causal
   discount), ``s/2`` causal (what a FlashAttention kernel computes, and Megatron-Bridge's
   convention), and ``w - w(w-1)/(2s)`` in a sliding window ``w < s``; plus the Mamba scans.
@@ -207,6 +208,12 @@ class ModelShape:
             attention = 2.0 * self.attention_context(causal) * self.a * (self.h_qk + self.h_v)
             self._core[causal] = attention + MAMBA_SCAN_FLOPS * self.L_mamba * self.di * self.mamba_N
         return passes * self._core[causal]
+
+    def flash_recompute_flops_per_token(self, causal: bool) -> np.ndarray:
+        """FLOPs a FlashAttention backward adds per token by recomputing the scores ``QK^T``
+        (its backward runs five matmuls where the forward runs two: ``2*ctx*a*h_qk`` per attention
+        layer beyond the 2 x forward of the training convention; Dao 2023, FlashAttention-2)."""
+        return 2.0 * self.attention_context(causal) * self.a * self.h_qk
 
     def flops_per_token(self, weight_passes, causal: bool = False, padded: bool = False,
                         forward: bool = False) -> dict[str, np.ndarray]:

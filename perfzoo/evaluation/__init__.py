@@ -5,7 +5,9 @@
 * :mod:`perfzoo.evaluation.metrics`: Kendall tau-b, Spearman, Pearson, MAPE, MdAPE, median
   predicted/measured, grouped Kendall, top-k regret, precision@k, interval coverage, ROC AUC:
   one definition each;
-* :mod:`perfzoo.evaluation.tasks`: predictor specs, tasks (one fit and score each), their
+* :mod:`perfzoo.evaluation.suite`: the versioned benchmark tasks (one split of one dataset:
+  its data hash, rule, rows, seeds and metrics), each named ``<dataset>/<split>/<hash>``;
+* :mod:`perfzoo.evaluation.tasks`: predictor specs, fits (one fit and score each), their
   cache keys and the result cache under ``.perfzoo-cache/``;
 * :mod:`perfzoo.evaluation.runner`: runs the tasks in parallel (joblib);
 * :mod:`perfzoo.evaluation.cross`: fit on one dataset, score on another, with K of its jobs joined
@@ -17,7 +19,9 @@
 * :mod:`perfzoo.evaluation.artifacts`: the shipped predictors (``best.json``, ``artifacts/``),
   which :func:`perfzoo.zoo.load_best` reads back;
 * :mod:`perfzoo.evaluation.leaderboard`: :func:`~perfzoo.evaluation.leaderboard.write`, all of
-  the above into one folder.
+  the above into one folder;
+* :mod:`perfzoo.evaluation.export`: a benchmark task's rows as files with their card
+  (``perfzoo datasets export NAME --split TASK_ID``).
 
 Every module takes a :class:`perfzoo.dataset.Dataset` and branches on a member's tags
 (``output``, ``fit_cost``), never on its name. ``python -m perfzoo.bench`` drives them all.

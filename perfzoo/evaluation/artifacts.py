@@ -11,6 +11,7 @@ repository; a partial rerun keeps the entries of the datasets it did not cover.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -20,7 +21,9 @@ from threadpoolctl import threadpool_limits
 
 from perfzoo.calibrate import fit_with_interval
 from perfzoo.dataset import Dataset
-from perfzoo.evaluation.ranking import ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, shipping_order
+from perfzoo.evaluation.ranking import (
+    ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, shipping_order, task_id,
+)
 from perfzoo.evaluation.runner import set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
 
@@ -30,7 +33,8 @@ ARTIFACTS_DIR = "artifacts"
 
 def fit_artifact(dataset: Dataset, spec: PredictorSpec, out_dir: Path) -> dict[str, Any]:
     """Fit ``spec`` and its interval on every labelled job of ``dataset`` (one thread) and save it
-    under ``out_dir`` as ``<dataset>--<member>/``, replacing the dataset's previous artifact."""
+    under ``out_dir`` as ``<dataset>--<member>/`` (an import path's ``:`` as ``_``), replacing the
+    dataset's previous artifact."""
     labelled = dataset.is_labelled
     est = spec.build(seed=0)
     set_threads(est, 1)
@@ -40,7 +44,7 @@ def fit_artifact(dataset: Dataset, spec: PredictorSpec, out_dir: Path) -> dict[s
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob(f"{dataset.name}--*"):
         _remove(old)
-    saved = est.save(out_dir / f"{dataset.name}--{spec.name}")
+    saved = est.save(out_dir / f"{dataset.name}--{re.sub(r'[^A-Za-z0-9._-]', '_', spec.name)}")
     size = sum(f.stat().st_size for f in saved.rglob("*") if f.is_file())
     return {"path": saved, "fit_time_s": fit_s, "bytes": int(size), "n_train": int(labelled.sum())}
 
@@ -126,6 +130,8 @@ def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec],
         "ship_splits": {c.split("@", 1)[1]: round(float(chosen[c]), 4) for c in chosen.index if c.startswith("kendall@")},
         "mape_splits": {c.split("@", 1)[1]: round(float(chosen[c]), 2) for c in chosen.index if c.startswith("mape@")},
     }
+    entry["tasks"] = {split: task_id(summary, ds.name, split) for split in dict.fromkeys(
+        [*entry["ship_splits"], *entry["mape_splits"]])}
     if note:
         entry["note"] = note
     if art is not None:

@@ -64,14 +64,15 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean and standard deviation of every metric per (dataset, split, predictor[, fold]).
 
     Learning-curve rows keep their ``fold`` (the train size); other splits average over
-    seeds and folds. Columns ``<metric>_mean``, ``<metric>_std`` and ``runs``.
+    seeds and folds. Columns ``<metric>_mean``, ``<metric>_std`` and ``runs`` (and ``task``, the
+    benchmark task's id, where ``frame`` names it).
     """
     if frame.empty:
         return pd.DataFrame()
     ok = frame[frame["error"].isna()] if "error" in frame.columns else frame
     ok = ok.copy()
     ok["curve_n"] = np.where(ok["kind"] == "curve", pd.to_numeric(ok["fold"], errors="coerce"), np.nan)
-    keys = ["dataset", "split", "kind", "predictor", "output", "curve_n"]
+    keys = ["dataset", "split", "kind", "predictor", "output", "curve_n", *(["task"] if "task" in ok.columns else [])]
     cols = metric_columns(ok)
     g = ok.groupby(keys, dropna=False, sort=False)
     mean = g[cols].mean().add_suffix("_mean")
@@ -79,6 +80,15 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat([mean, std, g["fit_time_s"].median().rename("fit_time_s_median"), g.size().rename("runs"),
                      g["n_train"].mean().rename("n_train"), g["n_test"].mean().rename("n_test")], axis=1)
     return out.reset_index()
+
+
+def task_id(summary: pd.DataFrame, dataset: str, split: str) -> str:
+    """The id of the benchmark task behind a dataset's split in a :func:`summarize` frame ('' where
+    it names none)."""
+    if "task" not in summary.columns:
+        return ""
+    ids = summary.loc[(summary["dataset"] == dataset) & (summary["split"] == split), "task"].dropna().unique()
+    return str(ids[0]) if len(ids) else ""
 
 
 def split_order(splits) -> list[str]:

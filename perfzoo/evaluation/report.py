@@ -28,8 +28,11 @@ from harness.environment import cpu_cores, cpu_model, git_commit, library_versio
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.figures import curve_figure, scatter_figure
-from perfzoo.evaluation.ranking import BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order
+from perfzoo.evaluation.ranking import (
+    BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, summarize, task_id,
+)
 from perfzoo.evaluation.runner import Results
+from perfzoo.evaluation.suite import RULES
 
 # the columns of a split table: (result column, header, digits)
 TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -182,7 +185,9 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
     wall = context.get("wall_time_s")
     L += ["# perfzoo leaderboard", "",
           "Written by `python -m perfzoo.bench`; do not edit by hand. Every number is a mean ± 2 standard "
-          "deviations over seeds (group splits: over held-out groups); `results.csv` holds every run.", "",
+          "deviations over seeds (group splits: over held-out groups); `results.csv` holds every run. Each table "
+          "names its benchmark task: `<dataset>/<split>/<hash>` of the data, the split's rows, the seeds and the "
+          "metrics (`tasks.json` defines each; `python -m perfzoo.bench --task ID` runs one again).", "",
           f"- command: `{context['command']}`",
           f"- commit: `{context['commit']}`",
           f"- machine: {context['machine']}; Python {context['python']}, "
@@ -226,20 +231,22 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
 
     # headline
     L += ["## Headline: the best predictor (★) per dataset and split", "",
-          "| dataset | split | best predictor | Kendall | Spearman | Pearson | top-1 regret | MAPE % | MdAPE % | "
+          "| dataset | split | task | best predictor | Kendall | Spearman | Pearson | top-1 regret | MAPE % | MdAPE % | "
           "target (issue 5) |",
-          "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+          "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for ds in datasets:
         for split, b in best_per_split(summary, ds.name):
             absolute = " | ".join("n/a" if b["output"] == "score" else _fmt(b[f"{c}_mean"], b[f"{c}_std"], 1)
                                   for c in ("mape", "mdape"))
-            L.append(f"| {ds.name} | {split} | {b['predictor']} | {_fmt(b['kendall_mean'], b['kendall_std'], 3)} | "
+            L.append(f"| {ds.name} | {split} | `{task_id(summary, ds.name, split)}` | {b['predictor']} | "
+                     f"{_fmt(b['kendall_mean'], b['kendall_std'], 3)} | "
                      f"{_fmt(b['spearman_mean'], b['spearman_std'], 3)} | {_fmt(b['pearson_mean'], b['pearson_std'], 3)} | "
                      f"{_fmt(b['top1_regret_mean'], b['top1_regret_std'], 3)} | {absolute} | "
                      f"{_lookup(TARGETS, ds.name, split) or ''} |")
         c = _curve_headline(summary, ds.name)
         if c:
-            L.append(f"| {ds.name} | curve | {c} | | | | | | | {TARGETS.get((ds.name, 'curve')) or ''} |")
+            L.append(f"| {ds.name} | curve | `{task_id(summary, ds.name, 'curve')}` | {c} | | | | | | | "
+                     f"{TARGETS.get((ds.name, 'curve')) or ''} |")
     L.append("")
 
     for ds in datasets:
@@ -264,7 +271,8 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
             s_split = s_ds[s_ds["split"] == split]
             runs = int(s_split["runs"].max())
             n_tr, n_te = s_split["n_train"].mean(), s_split["n_test"].mean()
-            L += [f"### {split}", "", f"{_split_note(split, results, ds.name)} Train ≈ {n_tr:.0f} ok jobs, "
+            L += [f"### {split}", "", f"Task `{task_id(summary, ds.name, split)}`. "
+                  f"{_split_note(split, results, ds.name)} Train ≈ {n_tr:.0f} ok jobs, "
                   f"test ≈ {n_te:.0f}; up to {runs} runs per predictor.", ""]
             ref = _lookup(PAPER, ds.name, split)
             tgt = _lookup(TARGETS, ds.name, split)
@@ -283,8 +291,7 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
                     L += [f"Failure classifier (`{r['predictor']}`): ROC AUC n/a (the test side holds only "
                           "successful or only failed jobs).", ""]
         if (s_ds["kind"] == "curve").any():
-            L += ["### learning curve", "", "Random group-aware 75/25 split per seed; the training side is "
-                  "subsampled to n successful jobs (nested), the test side is fixed.", ""]
+            L += ["### learning curve", "", f"Task `{task_id(summary, ds.name, 'curve')}`. {RULES['curve']}", ""]
             ref = _lookup(PAPER, ds.name, "curve")
             tgt = TARGETS.get((ds.name, "curve"))
             if ref:
@@ -309,6 +316,43 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
             seen.add(k)
             L.append(f"| {e['dataset']} | {e['predictor']} | {e['split']} | {e['seed']} | {str(e['error'])[:160]} |")
         L.append("")
+    return L
+
+
+def beside_lines(summary: pd.DataFrame, where: str, reference: pd.DataFrame, yours: Sequence[str]) -> list[str]:
+    """A README section: on each task of this run (learning curves aside), the members named in
+    ``yours`` beside every member the leaderboard in ``where`` (its ``results.csv`` frame,
+    ``reference``) scored on the same task id, best Kendall first."""
+    L = ["## Your predictors beside the leaderboard", "",
+         f"{', '.join(f'`{y}`' for y in yours) or 'This run'} on each task of this run, beside every member the "
+         f"leaderboard in `{where}` scored on the same task id: the same data, rows, seeds and metrics, so the "
+         "numbers compare (numbers of two ids do not). Mean ± 2 std over runs.", ""]
+    if "task" not in reference.columns:
+        return L + [f"`{where}/results.csv` names no task ids (it was written before tasks were versioned): run "
+                    "`python -m perfzoo.bench` there again to compare.", ""]
+    mine = summary[summary["predictor"].isin(list(yours)) & (summary["kind"] != "curve")
+                   & (summary["output"] != "probability")]
+    theirs = summarize(reference[~reference["predictor"].isin(list(yours))])
+    missing = []
+    for task in dict.fromkeys(mine["task"]):
+        other = theirs[(theirs["task"] == task) & (theirs["output"] != "probability")] if not theirs.empty else theirs
+        if other.empty:
+            missing.append(task)
+            continue
+        rows = pd.concat([mine[mine["task"] == task].assign(where="this run"), other.assign(where=where)])
+        rows = rows.sort_values("kendall_mean", ascending=False, na_position="last")
+        L += [f"### `{task}`", "", "| predictor | from | Kendall | Spearman | MAPE % | MdAPE % | runs |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        for _, r in rows.iterrows():
+            name = f"**{r['predictor']}**" if r["where"] == "this run" else r["predictor"]
+            absolute = " | ".join("n/a" if r["output"] == "score" else _fmt(r[f"{c}_mean"], r[f"{c}_std"], 1)
+                                  for c in ("mape", "mdape"))
+            L.append(f"| {name} | {r['where']} | {_fmt(r['kendall_mean'], r['kendall_std'], 3)} | "
+                     f"{_fmt(r['spearman_mean'], r['spearman_std'], 3)} | {absolute} | {int(r['runs'])} |")
+        L.append("")
+    if missing:
+        L += [f"Not in `{where}`: {', '.join(f'`{t}`' for t in missing)} (its data, rows, seeds or metrics differ "
+              "from this run's; `python -m perfzoo.bench --list-tasks` prints the tasks a run covers).", ""]
     return L
 
 
@@ -351,16 +395,9 @@ def _dataset_line(ds: Dataset) -> str:
 
 
 def _split_note(split: str, results: Results, dataset: str) -> str:
-    if split == "random":
-        return "Group-aware random 75/25 (duplicate configurations on one side)."
-    if split == "temporal":
-        return "Oldest ~75% by time predicts the newest ~25%, cut between two timestamps."
-    if split == "scale":
-        return "Train at or below the scale threshold, test above it."
-    if split == "node":
-        return "Train on single-node jobs, test on multi-node jobs (the node boundary)."
     if split.startswith("group:"):
         f = results.frame
         folds = sorted(f.loc[(f["dataset"] == dataset) & (f["split"] == split), "fold"].astype(str).unique())
         return f"Leave one `{split[6:]}` out, in turn: {', '.join(folds)}; averaged over held-out groups."
-    return ""
+    return RULES.get(split, "")
+

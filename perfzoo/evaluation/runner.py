@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -34,7 +34,8 @@ from tqdm.auto import tqdm
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.splits import CURVE_SIZES
-from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, build_tasks
+from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
+from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, fits
 
 
 def set_threads(est: BaseEstimator, threads: int) -> None:
@@ -121,7 +122,8 @@ def _failure_scores(est: BaseEstimator, X: pd.DataFrame) -> np.ndarray:
 
 @dataclass
 class Results:
-    """What a run produced: one row per task (``frame``), predictions, skipped splits."""
+    """What a run produced: one row per fit (``frame``, its ``task`` column naming the benchmark
+    task), predictions, skipped splits, and the benchmark tasks run (``tasks``)."""
 
     frame: pd.DataFrame
     predictions: dict[tuple, dict[str, list]]
@@ -129,6 +131,7 @@ class Results:
     computed: int
     cached: int
     errors: list[dict[str, Any]]
+    tasks: list[BenchmarkTask] = field(default_factory=list)
 
 
 def run_tasks(
@@ -217,15 +220,29 @@ def run(
     ``curve_datasets`` limits learning curves to the named datasets (default: all);
     ``group_columns`` maps a dataset name to the columns its group splits hold out.
     """
-    seeds = list(seeds)
     skipped: list[dict[str, Any]] = []
-    tasks: list[Task] = []
+    defined: list[tuple[Dataset, BenchmarkTask]] = []
     for ds in datasets:
         kinds = [k for k in split_kinds if k != "curve" or curve_datasets is None or ds.name in curve_datasets]
-        tasks += build_tasks(
-            ds, predictors, kinds, seeds, skipped=skipped, curve_sizes=curve_sizes,
-            curve_seeds=curve_seeds, group_columns=(group_columns or {}).get(ds.name),
-        )
+        defined += [(ds, bt) for bt in define_tasks(
+            ds, kinds, seeds, skipped=skipped, curve_sizes=curve_sizes, curve_seeds=curve_seeds,
+            group_columns=(group_columns or {}).get(ds.name))]
+    return run_defined(defined, predictors, jobs=jobs, cache_dir=cache_dir, progress=progress, skipped=skipped)
+
+
+def run_defined(
+    defined: Sequence[tuple[Dataset, BenchmarkTask]],
+    predictors: Sequence[PredictorSpec],
+    *,
+    jobs: int = 1,
+    cache_dir: Optional[os.PathLike] = DEFAULT_CACHE_DIR,
+    progress: bool = True,
+    skipped: Optional[list[dict[str, Any]]] = None,
+) -> Results:
+    """Benchmark ``predictors`` on benchmark tasks already defined (:mod:`perfzoo.evaluation.suite`),
+    each with its dataset; ``skipped`` (the splits left out while defining them) is reported."""
+    skipped = list(skipped or [])
+    tasks: list[Task] = [t for ds, bt in defined for t in fits(ds, bt, predictors, skipped=skipped)]
     results, computed, cached = run_tasks(tasks, jobs=jobs, cache=Cache(cache_dir), progress=progress)
     predictions = {}
     rows = []
@@ -240,4 +257,4 @@ def run(
             errors.append(r)
         rows.append(r)
     frame = pd.DataFrame(rows)
-    return Results(frame, predictions, skipped, computed, cached, errors)
+    return Results(frame, predictions, skipped, computed, cached, errors, [bt for _, bt in defined])

@@ -9,9 +9,10 @@ directory (default ``.perfzoo-cache/``, gitignored), keyed by
 
     (dataset content hash, predictor name + parameters + code fingerprint, split rows, seed)
 
-so a rerun computes only what changed. The code fingerprint hashes the source of the
-predictor's module and of ``perfzoo.features`` / ``perfzoo.analytic``: editing a model
-invalidates its results, nothing else does.
+so a rerun computes only what changed. The code fingerprint hashes the source of every class
+the member is made of (its module and its bases', a plugin's as a zoo member's) and of
+``perfzoo.features`` / ``perfzoo.analytic``: editing a model invalidates its results, nothing
+else does. Each fit names its benchmark task (``ids['task']``, :mod:`perfzoo.evaluation.suite`).
 
 >>> from perfzoo.datasets import load_dataset
 >>> tasks = build_tasks(load_dataset("vtrain-a100"), [PredictorSpec("ridge")], ["random"], seeds=[0])
@@ -44,7 +45,9 @@ from perfzoo import zoo
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.calibrate import source_labels
-from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split, SplitNotApplicable, make_splits
+from perfzoo.zoo.plugin import source_files
+from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split
+from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
 
 RESULT_VERSION = 2  # bump when a task's output changes meaning: old cache entries are ignored
 DEFAULT_CACHE_DIR = ".perfzoo-cache"
@@ -55,7 +58,8 @@ DEFAULT_CACHE_DIR = ".perfzoo-cache"
 
 @dataclass(frozen=True)
 class PredictorSpec:
-    """A predictor to benchmark: a zoo name, its parameters, and how much to run it.
+    """A predictor to benchmark: a name :func:`perfzoo.zoo.make` takes (a zoo member, an import
+    path ``module:Class``, an installed member), its parameters, and how much to run it.
 
     ``label`` is the name on the leaderboard (default: ``name``, or ``name(k=v,...)`` when
     parameters are given). ``max_seeds`` caps the seeds of heavy members; ``curve`` says
@@ -137,12 +141,13 @@ _SHARED_SOURCES = (
 
 
 def _code_fingerprint(spec: PredictorSpec) -> str:
-    """Hash of the predictor's module source plus :data:`_SHARED_SOURCES`."""
+    """Hash of the source of every class the member is made of (:func:`perfzoo.zoo.plugin.source_files`:
+    its module, its bases', a wrapped regressor's) plus :data:`_SHARED_SOURCES`."""
     if spec.name in _FINGERPRINTS and spec.factory is None:
         return _FINGERPRINTS[spec.name]
     files: list[Optional[str]] = list(_SHARED_SOURCES)
     try:
-        files.append(inspect.getsourcefile(type(spec.build())))
+        files += source_files(spec.build())
     except Exception:  # a member that cannot be built: its tasks record the error
         pass
     h = hashlib.sha256()
@@ -208,43 +213,35 @@ def build_tasks(
     curve_seeds: Optional[Sequence[int]] = None,
     skipped: Optional[list[dict[str, Any]]] = None,
 ) -> list[Task]:
-    """Every task for one dataset (the failure classifier is added where it applies).
+    """Every fit of one dataset's benchmark tasks (:func:`perfzoo.evaluation.suite.define_tasks`;
+    the failure classifier is added where it applies); each fit's ``ids['task']`` is its task's id.
 
     ``group_columns`` are the columns to leave out one value at a time (default: the
     dataset's :attr:`~perfzoo.dataset.Dataset.holdout_columns`). Splits the dataset cannot
     support are listed in ``skipped`` with the reason.
     """
+    benchmark = define_tasks(dataset, split_kinds, seeds, group_columns=group_columns, curve_sizes=curve_sizes,
+                             curve_seeds=curve_seeds, skipped=skipped)
+    return [t for bt in benchmark for t in fits(dataset, bt, predictors, skipped)]
+
+
+def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSpec],
+         skipped: Optional[list[dict[str, Any]]] = None) -> list[Task]:
+    """The fits of one benchmark task: each member on each partition, as its tags and caps allow
+    (none for ``transfer``: :mod:`perfzoo.evaluation.transfer` scores its matrix)."""
+    if task.kind == "transfer":
+        return []
     X, y = dataset.X, dataset.y
     labelled, failed = dataset.is_labelled, dataset.failed
     groups = dataset.comparable_groups()
-    dhash, dname = dataset.content_hash(), dataset.name
-    curve_seeds = list(curve_seeds) if curve_seeds is not None else list(range(max(10, len(seeds))))
-
-    splits: list[Split] = []
-    for kind in split_kinds:
-        try:
-            if kind == "group":
-                for col in group_columns or dataset.holdout_columns:
-                    try:
-                        splits += make_splits(dataset, "group", group_column=col)
-                    except SplitNotApplicable as exc:
-                        if skipped is not None:
-                            skipped.append({"dataset": dname, "split": f"group:{col}", "reason": str(exc)})
-            elif kind == "curve":
-                splits += make_splits(dataset, "curve", curve_seeds, curve_sizes=curve_sizes)
-            else:
-                splits += make_splits(dataset, kind, seeds)
-        except SplitNotApplicable as exc:
-            if skipped is not None:
-                skipped.append({"dataset": dname, "split": kind, "reason": str(exc)})
-
+    dhash, dname = task.content_hash, dataset.name
     sources = source_labels(dataset.frame)
     tasks: list[Task] = []
     fail_spec = next((p for p in predictors if p.output == "probability"), None)
-    for sp in splits:
+    for sp in task.splits:
         tr = sp.train[labelled[sp.train]]
         te = sp.test[labelled[sp.test]]
-        seed_rank = _seed_rank(sp, seeds, curve_seeds)
+        seed_rank = task.seeds.index(sp.seed) if sp.seed in task.seeds else 0  # for the seed caps
         for spec in predictors:
             if spec.output == "probability":
                 continue
@@ -265,28 +262,22 @@ def build_tasks(
             # of the node split (its rows are the same for every seed; each interval costs 5 more fits)
             interval = (sp.name in TRANSFER_SPLITS and spec.output == "throughput"
                         and (sp.kind == "group" or seed_rank == 0))
-            tasks.append(_task(dname, dhash, spec, sp, X, y, tr, te, groups, failure=False, interval=interval,
+            tasks.append(_task(task.id, dname, dhash, spec, sp, X, y, tr, te, groups, failure=False, interval=interval,
                                interval_groups=sources[tr] if interval and sources is not None else None))
         # the failure classifier: every row, label = failed
         if fail_spec is not None and failed.any() and sp.kind != "curve":
             if failed[sp.train].any() and (~failed[sp.train]).any():
                 if fail_spec.max_seeds is None or seed_rank < fail_spec.max_seeds:
-                    tasks.append(_task(dname, dhash, fail_spec, sp, X, failed.astype(float),
+                    tasks.append(_task(task.id, dname, dhash, fail_spec, sp, X, failed.astype(float),
                                        sp.train, sp.test, None, failure=True))
     return tasks
 
 
-def _seed_rank(sp: Split, seeds: Sequence[int], curve_seeds: Sequence[int]) -> int:
-    """For seed caps: the position of a split's seed in its seed list (0 = first)."""
-    order = list(curve_seeds) if sp.kind == "curve" else list(seeds)
-    return order.index(sp.seed) if sp.seed in order else 0
-
-
-def _task(dname: str, dhash: str, spec: PredictorSpec, sp: Split, X: pd.DataFrame, y: np.ndarray,
+def _task(task_id: str, dname: str, dhash: str, spec: PredictorSpec, sp: Split, X: pd.DataFrame, y: np.ndarray,
           tr: np.ndarray, te: np.ndarray, groups: Optional[np.ndarray], failure: bool, interval: bool = False,
           interval_groups: Optional[np.ndarray] = None) -> Task:
-    ids = {"dataset": dname, "predictor": spec.display, "output": spec.output, "split": sp.name,
-           "kind": sp.kind, "fold": sp.fold, "seed": int(sp.seed)}
+    ids = {"task": task_id, "dataset": dname, "predictor": spec.display, "output": spec.output,
+           "split": sp.name, "kind": sp.kind, "fold": sp.fold, "seed": int(sp.seed)}
     key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
                        "predictor": spec.cache_identity(), "split": sp.key, "train": _rows_hash(tr),
                        "test": _rows_hash(te), "failure": failure, "interval": interval})

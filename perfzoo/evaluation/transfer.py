@@ -28,6 +28,7 @@ from perfzoo import zoo
 from perfzoo.calibrate import SOURCE_COLUMN
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation.metrics import kendall, mape, mdape
+from perfzoo.evaluation.splits import Split, SplitNotApplicable
 
 LEAVE_ONE_OUT = "all others"
 MIN_ROWS = 5  # a side with fewer successful jobs is not scored
@@ -44,37 +45,47 @@ def _fit_score(predictor: str, train: Dataset, test: Dataset) -> dict[str, float
     return {"kendall": kendall(test.y, pred), "mape": mape(test.y, pred), "mdape": mdape(test.y, pred)}
 
 
-def _within_scale(predictor: str, source: Dataset, scale_column: str) -> dict[str, float]:
-    scale = pd.to_numeric(source.frame[scale_column], errors="coerce").to_numpy(dtype=float)
-    if not np.isfinite(scale).any():
-        return dict.fromkeys(METRICS, float("nan"))
-    cut = float(np.nanmedian(scale))
-    return _fit_score(predictor, source.subset(scale <= cut), source.subset(scale > cut))
+def partitions(dataset: Dataset, source_column: str = SOURCE_COLUMN) -> list[Split]:
+    """Every cell of the matrix as a :class:`~perfzoo.evaluation.splits.Split` of ``dataset.frame``
+    over its labelled rows, in the matrix's order (each training source, then ``all others``, by
+    test source): ``fold`` is ``'<train> -> <test>'``, ``info`` names both; a diagonal cell is the
+    scale split within the source (at most its median device count predicts the rest)."""
+    frame = dataset.frame
+    if source_column not in frame.columns:
+        raise SplitNotApplicable(f"{dataset.name}: no column {source_column!r} to tell its sources apart")
+    labelled = np.flatnonzero(dataset.is_labelled)
+    source = frame[source_column].astype(str).to_numpy()[labelled]
+    names = sorted(set(source))
+    if len(names) < 2:
+        held = f"one source only ({names[0]!r})" if names else "no labelled rows"
+        raise SplitNotApplicable(f"{dataset.name}: {held}; a transfer matrix needs two or more sources")
+    scale = pd.to_numeric(frame[dataset.scale_column], errors="coerce").to_numpy(dtype=float)[labelled]
+    cells = []
+    for train in [*names, LEAVE_ONE_OUT]:
+        for test in names:
+            te = source == test
+            if train == LEAVE_ONE_OUT:
+                tr = source != test
+            elif train == test:  # the scale split within the source
+                cut = np.nanmedian(scale[te]) if np.isfinite(scale[te]).any() else np.nan
+                tr, te = te & (scale <= cut), te & (scale > cut)
+            else:
+                tr = source == train
+            cells.append(Split("transfer", "transfer", len(cells), labelled[tr], labelled[te], fold=f"{train} -> {test}",
+                               info={"source_column": source_column, "train": train, "test": test}))
+    return cells
 
 
 def transfer_scores(dataset: Dataset, predictors: Sequence[str], source_column: str = SOURCE_COLUMN) -> pd.DataFrame:
     """One row per (predictor, training source, test source) with :data:`METRICS`: each source
     fitted alone and scored on each other, the diagonal the scale split within the source, and
-    the ``all others`` rows fitted on every source but the test one."""
-    ok = dataset.labelled().ok()
-    if source_column not in ok.frame.columns:
-        raise ValueError(f"{dataset.name}: no column {source_column!r} to tell its sources apart")
-    source = ok.frame[source_column].astype(str).to_numpy()
-    names = sorted(set(source))
-    if len(names) < 2:
-        raise ValueError(f"{dataset.name}: one source only ({names[0]!r}); a transfer matrix needs two or more")
-    parts = {name: ok.subset(source == name) for name in names}
+    the ``all others`` rows fitted on every source but the test one (:func:`partitions`)."""
+    cells = partitions(dataset, source_column)
     rows = []
     for predictor in predictors:
-        for train in [*names, LEAVE_ONE_OUT]:
-            for test in names:
-                if train == LEAVE_ONE_OUT:
-                    cell = _fit_score(predictor, ok.subset(source != test), parts[test])
-                elif train == test:
-                    cell = _within_scale(predictor, parts[train], dataset.scale_column)
-                else:
-                    cell = _fit_score(predictor, parts[train], parts[test])
-                rows.append({"predictor": predictor, "train": train, "test": test, **cell})
+        for cell in cells:
+            scores = _fit_score(predictor, dataset.subset(cell.train), dataset.subset(cell.test))
+            rows.append({"predictor": predictor, "train": cell.info["train"], "test": cell.info["test"], **scores})
     return pd.DataFrame(rows)
 
 
@@ -99,11 +110,13 @@ def leave_one_out_mean(table: pd.DataFrame, predictor: str) -> float:
     return float(np.nanmean(table.loc[(predictor, LEAVE_ONE_OUT)].to_numpy(dtype=float)))
 
 
-def to_markdown(table: pd.DataFrame, dataset: str, errors: Optional[pd.DataFrame] = None) -> str:
+def to_markdown(table: pd.DataFrame, dataset: str, errors: Optional[pd.DataFrame] = None,
+                task_id: Optional[str] = None) -> str:
     """The matrix as markdown: one block per predictor, sources shortened to their first word;
-    with ``errors`` (the same layout, MAPE in percent) each cell reads ``Kendall / MAPE %``."""
+    with ``errors`` (the same layout, MAPE in percent) each cell reads ``Kendall / MAPE %``; with
+    ``task_id`` the heading names the task."""
     short = {c: c.split("_")[0] for c in table.columns}
-    lines = [f"## Transfer matrix: {dataset}", "",
+    lines = [f"## Transfer matrix: {dataset}", "", *([f"Task `{task_id}`.", ""] if task_id else []),
              ("Kendall tau / MAPE %" if errors is not None else "Kendall tau")
              + "; row: the source fitted on; column: the source scored on. Diagonal: scale "
              "split within the source (fit on jobs with at most its median device count). "
@@ -136,15 +149,19 @@ def _ranking(table: pd.DataFrame) -> pd.DataFrame:
     return table.loc[[p for p in table.index.get_level_values(0).unique() if ranks[p]]]
 
 
-def write(datasets: Sequence[Dataset], predictors: Sequence[str], out: Path) -> list[Path]:
+def write(datasets: Sequence[Dataset], predictors: Sequence[str], out: Path,
+          task_ids: Optional[dict[str, str]] = None) -> list[Path]:
     """The matrix of every dataset with several sources, for the throughput members cheap enough
     to fit five times per source (``fit_cost <= MAX_FIT_COST``) that rank anything (not
     ``constant``): ``out/transfer.md`` (Kendall / MAPE per cell) and ``out/transfer.csv`` (one row
-    per cell with every :data:`METRICS` value); nothing (an empty list) when no dataset has two sources."""
-    members = [p for p in predictors
-               if zoo.get(p).output == "throughput" and zoo.get(p).fit_cost <= MAX_FIT_COST]
+    per cell with every :data:`METRICS` value); nothing (an empty list) when no dataset has two sources.
+    ``task_ids`` maps a dataset name to its transfer task's id (:mod:`perfzoo.evaluation.suite`),
+    named above its matrix and in a ``task`` column."""
+    members = [p for p in predictors if getattr(zoo.get(p), "output", "throughput") == "throughput"
+               and float(getattr(zoo.get(p), "fit_cost", 1.0)) <= MAX_FIT_COST]
     if not members:
         return []
+    task_ids = task_ids or {}
     scores = {ds.name: transfer_scores(ds, members) for ds in datasets if has_sources(ds)}
     tables = {name: _ranking(matrix(s)) for name, s in scores.items()}
     if not tables:
@@ -157,9 +174,9 @@ def write(datasets: Sequence[Dataset], predictors: Sequence[str], out: Path) -> 
     frames = []
     for name, table in tables.items():
         errors = matrix(scores[name], "mape").loc[table.index]
-        text += [to_markdown(table, name, errors), ""]
+        text += [to_markdown(table, name, errors, task_ids.get(name)), ""]
         kept = set(table.index.get_level_values(0))
-        frames.append(scores[name][scores[name]["predictor"].isin(kept)].assign(dataset=name))
+        frames.append(scores[name][scores[name]["predictor"].isin(kept)].assign(dataset=name, task=task_ids.get(name)))
     md, csv = out / "transfer.md", out / "transfer.csv"
     md.write_text("\n".join(text))
     pd.concat(frames).to_csv(csv, index=False)

@@ -14,7 +14,7 @@ LLM_CONFIG_KEYS = (
     "model_name", "task", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size",
     "n_params", "n_experts", "experts_per_token", "seq_len", "global_batch_size",
     "micro_batch_size", "grad_accum", "n_gpus", "tp", "pp", "cp", "dp", "ep", "vp", "fsdp",
-    "precision", "activation_checkpointing", "compile",
+    "precision", "activation_checkpointing", "compile", "framework",
 )
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import CATEGORICAL_RULES, model_variant
+from perfzoo.vocabulary import CATEGORICAL_RULES, FRAMEWORK_RULES, model_variant, params_from_name, phrase_rules
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -233,9 +233,13 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     if from_degrees:
         report.derived["n_gpus from tp*pp*cp*dp"] += 1
     oom = "OOM" in ((row.text("tokens_per_sec_per_gpu") or "").upper(), (row.text("variant") or "").upper())
+    framework = phrase_rules(row.text("source") or "", FRAMEWORK_RULES)  # the publisher's framework
     config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
                         **{key: row.number(key, whole=True, lenient=True) for key in _WHOLE_COLUMNS},
-                        **{key: row.category(key) for key in CATEGORICAL_RULES})
+                        **{key: row.category(key) for key in CATEGORICAL_RULES}, framework=framework)
+    if framework is not None:
+        derived.append(f"framework={framework} (from the source column)")
+        report.derived["framework from the source column"] += 1
     if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
         config["micro_batch_size"] = None
         derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
@@ -288,10 +292,11 @@ def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], st
                   f"{medians[False, False]:.2f}x 6N+12Lds ({medians[best]:.2f}x the chosen count)")
 
 
-def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str]:
-    """(tokens/s per GPU, kind, how) from TFLOP/s per GPU, else MFU; (None, None, why not)."""
+def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str, bool]:
+    """(tokens/s per GPU, kind, how, whether the figures count recomputed FLOPs) from TFLOP/s per
+    GPU, else MFU; (None, None, why not, False)."""
     if p.tflops is None and p.mfu is None:
-        return None, None, "no tokens/s, TFLOP/s or MFU"
+        return None, None, "no tokens/s, TFLOP/s or MFU", False
     # a row that says its figures count recompute does; one that publishes MFU counts model
     # FLOPs (MFU's definition); any other row follows its file's convention
     basis = " ".join(p.row.text(c) or "" for c in ("derived_fields", "notes", "other_opts"))
@@ -299,32 +304,44 @@ def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[O
     hardware_flops = bool(_HARDWARE_FLOPS.search(basis)) or (hardware_flops and p.mfu is None)
     flops, convention = p.flops(hardware_flops, causal)
     if flops is None:
-        return None, None, "architecture unknown (no shape, no n_params): FLOPs per token unknown"
+        return None, None, "architecture unknown (no shape, no n_params): FLOPs per token unknown", False
     if p.tflops is not None:
         return p.tflops * 1e12 / flops, "tokens/s from TFLOP/s", (
-            f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})")
+            f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})"), hardware_flops
     spec = accelerator_spec(p.hardware["accelerator"])
     peak = None if spec is None else spec.peak_flops.get("bf16")
     if peak is None:
-        return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown"
+        return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown", False
     return p.mfu * peak / flops, "tokens/s from MFU", (
         f"tokens_per_sec_per_gpu=mfu*peak/flops_per_token (dense bf16 peak of {spec.name}, "
-        f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})")
+        f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})"), hardware_flops
 
 
 def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple[bool, bool], convention: str,
                       report: LoadReport) -> JobRecord:
     row, per_gpu, derived, label = p.row, p.per_gpu, list(p.derived), "published"
     if not p.oom:
-        value, kind, how = _derive_target(p, file_convention)
+        value, kind, how, recomputed = _derive_target(p, file_convention)
         if per_gpu is None and value is not None:
             per_gpu, label = value, kind
             report.derived[kind] += 1
             derived.append(f"{how}; file convention: {convention}")
+            if recomputed and p.config["activation_checkpointing"] is None:
+                # figures that count recomputed FLOPs come from runs that recompute: the job did
+                p.config["activation_checkpointing"] = "full"
+                derived.append("activation_checkpointing=full (the figures count recomputed FLOPs)")
+                report.derived["activation checkpointing full (figures count recompute)"] += 1
         elif per_gpu is None:
             label = f"unlabelled: {how}"
         elif value is not None and per_gpu > 0:
             report.derivation_ratios.append(value / per_gpu)
+    config = p.config
+    stated = params_from_name(model_variant(config["model_name"])[0])
+    if config["n_params"] is None and (config["n_layers"] is None or config["hidden_dim"] is None) \
+            and not math.isnan(stated):
+        config["n_params"] = stated  # the size the name states (GPT3-5B), for predictors that see no name
+        derived.append(f"n_params={stated:.4g} (from the model name)")
+        report.derived["n_params from the model name"] += 1
     report.oom += p.oom
     report.labelled += per_gpu is not None
     report.unlabelled += not p.oom and per_gpu is None
@@ -372,6 +389,12 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       knows -> None) and the original kept as ``annotations['<column>_raw']``.
     * A row without a GPU count (``n_gpus`` blank and not ``tp*pp*cp*dp``) or an accelerator
       cannot be a job: it is skipped and listed, with its line, in the report.
+    * ``config.framework`` is read off the ``source`` column (``NVIDIA Megatron-Bridge performance
+      summary`` -> ``megatron-bridge``; :data:`perfzoo.vocabulary.FRAMEWORK_RULES`): what the
+      memory model needs to know about the framework's recipes (:mod:`perfzoo.analytic.memory`).
+    * A model known by neither table nor catalog, whose name states its size (``GPT3-5B``), gets
+      ``n_params`` from the name once its target is settled (listed in ``perfzoo_derived``):
+      predictors see no model name.
     * Blank architecture fields are filled from ``architectures`` (default: the
       ``model_architectures.csv`` beside the first file, if there is one) and listed in
       ``annotations['arch_filled']``; then the keys still blank that perfzoo's model catalog

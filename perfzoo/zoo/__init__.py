@@ -37,12 +37,20 @@ hybrid              analytic estimate x LightGBM correction on the log-ratio
 hybrid_roofline     calibrated roofline x LightGBM correction on the log-ratio
 failure             P(job fails) classifier; ``predict`` = P(success)
 ==================  ===================================================================
+
+Members from outside perfzoo (:mod:`perfzoo.zoo.plugin`): :func:`get` and :func:`make` also take
+an import path, ``mypkg.models:MyPredictor`` (a ``Predictor`` subclass, a scikit-learn regressor
+such as ``sklearn.ensemble:ExtraTreesRegressor``, or a factory), and the name an installed package
+registers in the ``perfzoo.predictors`` entry-point group (:func:`installed`).
+
+>>> make("sklearn.ensemble:ExtraTreesRegressor", n_estimators=50).estimator.n_estimators
+50
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
 
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
 from perfzoo.zoo.best import best_member, load_best
@@ -56,6 +64,8 @@ from perfzoo.zoo.classic import (
 )
 from perfzoo.zoo.failure import FailurePredictor, failure_labels
 from perfzoo.zoo.neural import MLPRankEnsemblePredictor
+from perfzoo.zoo.plugin import GROUP, SklearnRegressor
+from perfzoo.zoo import plugin
 
 REGISTRY: dict[str, type[Predictor]] = {
     cls.name: cls
@@ -78,25 +88,31 @@ def names(*, floors: bool = True, throughput_only: bool = False) -> list[str]:
             if (floors or not cls.floor) and not (throughput_only and cls.output == "probability")]
 
 
-def get(name: str) -> type[Predictor]:
-    """The class registered under ``name``."""
-    try:
+def installed() -> list[str]:
+    """The names installed packages register in the ``perfzoo.predictors`` entry-point group."""
+    return sorted(plugin.installed())
+
+
+def get(name: str) -> Any:
+    """What ``name`` means: the class registered under it, else the class or factory an installed
+    entry point or an import path ``module:attr`` names (:mod:`perfzoo.zoo.plugin`)."""
+    if name in REGISTRY:
         return REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"no zoo member {name!r}; registered: {', '.join(REGISTRY)}") from None
+    found = plugin.resolve(name)
+    if found is None:
+        extra = f"; installed ({GROUP}): {', '.join(installed())}" if installed() else ""
+        raise ValueError(f"no zoo member {name!r}; registered: {', '.join(REGISTRY)}{extra}; or give an import "
+                         "path module:Class")
+    return found
 
 
 def make(name: str, **params) -> Predictor:
-    """A new, unfitted member: ``make('lightgbm', n_estimators=100)``.
+    """A new, unfitted member: ``make('lightgbm', n_estimators=100)``; a scikit-learn regressor
+    named by its import path comes wrapped in :class:`~perfzoo.zoo.plugin.SklearnRegressor`.
 
     Unknown parameters raise ``ValueError`` naming the ones the member takes.
     """
-    cls = get(name)
-    valid = cls._get_param_names()
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        raise ValueError(f"{name} takes no parameter(s) {unknown}; it takes {valid}")
-    return cls(**params)
+    return plugin.make_member(get(name), params, name)
 
 
 def load(path: Union[str, Path]) -> Predictor:
@@ -105,6 +121,6 @@ def load(path: Union[str, Path]) -> Predictor:
 
 
 __all__ = [
-    "REGISTRY", "names", "get", "make", "load", "load_best", "best_member", "Predictor", "EncodedPredictor", "NotFittedError",
+    "REGISTRY", "names", "installed", "get", "make", "SklearnRegressor", "load", "load_best", "best_member", "Predictor", "EncodedPredictor", "NotFittedError",
     "failure_labels", *[cls.__name__ for cls in REGISTRY.values()],
 ]

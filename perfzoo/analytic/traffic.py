@@ -1,0 +1,239 @@
+"""What a training step moves through device memory (HBM), and the seconds that costs: the
+memory-bound part of a step, which peak FLOP/s cannot see (small models, low precision, the
+optimizer), and the softmax, whose exponentials run on the special-function units.
+
+Per device and micro-batch, with ``T = b*s/cp`` tokens (the rows of every block GEMM: sequence
+parallelism gathers them), ``Ts = T/tp`` with sequence parallelism (the tokens a rank's norms,
+residual adds and MoE routing touch; ``T`` without), the layers of one pipeline stage (each kind's
+count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
+
+* **GEMM operands** (the roofline of a matrix multiply as an efficiency that saturates with its
+  arithmetic intensity: its FLOPs at peak plus its bytes at the memory bandwidth, so a GEMM of
+  intensity ``I`` FLOP/byte runs at ``I / (I + peak/bandwidth)`` of peak): a linear layer
+  ``K -> N`` (TP shards one of the two) runs three GEMMs per micro-batch (forward, data gradient,
+  weight gradient), each reading two operands and writing one: per token ``(K + N)`` elements three
+  times, 6 bytes each way in 16-bit; in FP8 (and MXFP8) the inputs are 1 byte but outputs stay
+  16-bit and every quantized input (the activation forward, the output gradient backward) is first
+  cast, read in 16-bit and written in FP8 (Transformer Engine and torchao cast in separate or fused
+  kernels; Hopper's FP8 GEMMs also need a transposed copy): ``2e + 2`` bytes in the GEMMs and
+  ``2 + 2e`` in the casts, 8 per element at ``e = 1`` (FP8), 6 at NVFP4 (``e = 1/2``), so low
+  precision moves as many bytes as 16-bit while its FLOPs run twice or four times as fast. The
+  LM head and the router stay 16-bit. Weights: each micro-batch reads the local weights twice
+  (forward, data gradient) at the format's width and accumulates the weight gradient into the
+  gradient buffer (read and write at its width, :mod:`.memory`). Per layer: attention
+  ``q,k,v``: ``K = d``, ``N = (a + 2k)h/tp``; output ``K = a*h/tp``, ``N = d``; MLA's down- and
+  up-projections likewise; MLP ``d -> g'f/tp -> d`` (``g' = 2`` gated); routed experts the same at
+  ``fe/etp`` for each of the ``Ts*K*CF`` routed copies (few tokens per expert make the weight
+  traffic large next to the FLOPs: the grouped-GEMM efficiency of MoE); shared experts over ``T``;
+  the router ``d -> E`` over ``Ts``; Mamba's in- and out-projections; the LM head ``d -> V/tp`` on
+  the last stage.
+* **Elementwise kernels**, forward bytes per token (backward moves twice the forward's: it reads
+  the saved input and the output gradient and writes the input gradient; a recomputed forward adds
+  one more forward: full checkpointing, and PyTorch's selective policy, which recomputes every op
+  that is not a matmul; Megatron's selective policy recomputes only the attention core). Fused
+  kernels (``compile`` true or unknown: Megatron-Core / Transformer Engine, llm-foundry, compiled
+  blocks) read each input once and write each output once: RMSNorm / LayerNorm ``2+2`` bytes per
+  element of ``d``; residual add ``2+2+2``; rotary embedding of the query and key heads ``2+2``;
+  SwiGLU ``2+2`` read, ``2`` written per element of ``f`` (GELU ``2+2``). Eager PyTorch
+  (``compile`` false) runs one kernel per op in fp32 where the reference code upcasts: an RMSNorm
+  ``x.float() * rsqrt(pow(2).mean())`` ... ``.type_as(x) * w`` moves 36 bytes per element, a
+  ``float()``-upcast rotary embedding 48, SwiGLU ``silu(a) * b`` 10, and grouped-query keys and
+  values are expanded to every head (``4*a*h`` bytes). MoE: router softmax and top-k on fp32
+  logits ``12E`` bytes per token, permute and unpermute ``8d`` per routed copy, the experts'
+  activation per routed copy. Mamba-2: the in-projection output read, the convolution written and
+  read, the scan's output, gate and norm: ``2(2di + 2GN + heads) + 4(di + 2GN) + 6di``.
+* **The loss** (per token on the last stage, forward and backward together): a fused cross
+  entropy (Transformer Engine's, flash-attn's; ``compile`` unknown) reads the 16-bit logits and
+  writes their gradient, ``4V``; PyTorch's ``cross_entropy(logits.float())`` (``compile`` known)
+  moves ``40V``: the fp32 copy ``6V``, log-softmax ``12V`` (two passes over the row), the
+  gradient's zero fill ``4V``, log-softmax backward ``12V`` and the cast back ``6V``.
+* **The optimizer step** (once per step, not stretched by the pipeline bubble): Adam reads and
+  writes the state it holds, ``2 x (parameters + gradients + optimizer state)`` bytes of the
+  device's shard (:mod:`.memory`; 36 B per parameter in Megatron's mixed precision, 32 in torch
+  FSDP's: a few bytes over, for the gradient that is only read, and under, for the norm of
+  gradient clipping).
+* **The softmax** beside the attention core's matmuls: one exponential per attention score in
+  the forward and one more in a FlashAttention backward (it recomputes the probabilities from the
+  saved log-sum-exp), one more per recomputed forward, at the accelerator's special-function
+  rate (``exp_tera_s``; NVIDIA GPUs: 16 per SM and clock, 32 on Blackwell Ultra); and the fp32
+  vector operations around them (:data:`SOFTMAX_OPS`), at the fp32 rate (``fp32_tflops`` / 2: an
+  FMA is one operation, two FLOPs). FlashAttention-2's forward takes per score a scaled
+  subtract (FMA), a running max, a running sum and half a packed bf16 conversion, 3.5; its
+  backward the recompute's FMA, ``dS = P(dP - D)`` (2) and two half conversions, 4 (Dao 2023,
+  algorithms 1-2). ``T * (a/tp) * ctx`` scores per attention layer (``ctx`` the causal context of
+  :mod:`.shape`). On an H100 at head width 128 they cost 40% of the attention core's matmul time;
+  FlashAttention-3 (Shah et al. 2024) overlaps part of it, FlashAttention-2 little (taken as not
+  overlapped). A device without the exponential figure does not price the softmax.
+
+``memory_time`` = micro-batches x (GEMM operand + elementwise + loss bytes) / HBM bandwidth; these
+kernels run between the GEMMs on the same stream, so the step adds them to the compute time
+(:mod:`.llm`). Absolute bandwidth efficiency (70-90% of the datasheet figure) is left to
+calibration, like the FLOP/s efficiency.
+
+>>> import pandas as pd
+>>> from perfzoo.analytic.llm import LLMCost
+>>> row = {"n_layers": 1, "hidden_dim": 1024, "n_heads": 8, "seq_len": 1024, "micro_batch_size": 1,
+...        "global_batch_size": 1, "n_gpus": 1, "accelerator": "H100-80GB"}
+>>> t = Traffic(LLMCost(pd.DataFrame([row])))
+>>> k = t.gemm_act_elements()  # per token: q,k,v (d -> 3d) + o (d -> d); MLP d -> 4d -> d
+>>> int(k["attention"][0]), int(k["mlp"][0])
+(6144, 10240)
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from perfzoo.analytic._frame import is_code
+from perfzoo.analytic.memory import EAGER, FUSED
+from perfzoo.analytic.precision import format_width
+from perfzoo.vocabulary import CHECKPOINTING
+
+EAGER_NORM, EAGER_ROPE, EAGER_SWIGLU = 36.0, 48.0, 10.0  # forward bytes per element, eager PyTorch
+FUSED_NORM, FUSED_ROPE, FUSED_SWIGLU, GELU, RESIDUAL = 4.0, 4.0, 6.0, 4.0, 6.0
+ROUTER_BYTES, PERMUTE_BYTES = 12.0, 8.0  # per expert logit per token; per routed copy and element of d
+LOSS_FUSED, LOSS_TORCH = 4.0, 40.0  # per vocabulary entry and token, forward + backward
+BACKWARD = 2.0  # a backward pass moves twice the forward's elementwise bytes
+SOFTMAX_OPS = (3.5, 4.0)  # fp32 vector operations per attention score: FlashAttention-2 forward, backward
+
+
+class Traffic:
+    """The HBM traffic of an :class:`~perfzoo.analytic.llm.LLMCost`'s rows (module docstring)."""
+
+    def __init__(self, cost):
+        self.c = cost
+        self.sh = cost.shape
+        self.width = format_width(cost.precision, cost.format)
+        self.profile = cost.memory.profile
+
+    # GEMM operands ---------------------------------------------------------------------
+    def gemm_act_elements(self) -> dict[str, np.ndarray]:
+        """Per token and layer, the ``K + N`` elements of each kind's linear layers (TP shards applied)."""
+        c, sh = self.c, self.sh
+        t, d, a = c.tp, sh.d, sh.a
+        standard = 2.0 * d + (2.0 * a + 2.0 * sh.k) * sh.hd / t
+        kvl = np.where(sh.mla, sh.kvl, 0.0)
+        query = np.where(sh.ql > 0, d + 2.0 * sh.ql, d) + a * sh.h_qk / t
+        mla = query + d + 2.0 * kvl + sh.rope + a * (sh.h_qk - sh.rope + sh.h_v) / t + a * sh.h_v / t + d
+        up = np.where(sh.gated > 0, 3.0, 2.0)  # (gate +) up and down: g' + 1 widths
+        moe = sh.moe
+        return {
+            "attention": np.where(sh.mla, mla, standard),
+            "mlp": 2.0 * d + up * sh.f / t,
+            "routed": 2.0 * d + up * moe.fe / c.etp,
+            "shared": np.where(moe.fs > 0, 2.0 * d + up * moe.fs / t, 0.0),
+            "mamba": 2.0 * d + (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads + sh.di) / t,
+        }
+
+    @cached_property
+    def tokens(self) -> tuple[np.ndarray, np.ndarray]:
+        """(``T``, ``Ts``): a micro-batch's GEMM rows and the tokens a rank's per-token ops touch."""
+        c = self.c
+        T = c.b * self.sh.s / c.cp
+        return T, T / np.where(c.sp > 0, c.tp, 1.0)
+
+    @cached_property
+    def layer_counts(self) -> dict[str, np.ndarray]:
+        """Layers of each kind on one pipeline stage (MTP blocks counted with the last layer's kind)."""
+        sh, pp = self.sh, self.c.pp
+        moe = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
+        mlp = sh.L_ffn - sh.moe.L_moe + np.where(sh.moe.L_moe > 0, 0.0, sh.mtp)
+        return {"attention": (sh.L_attn + sh.mtp) / pp, "mlp": mlp / pp, "moe": moe / pp, "mamba": sh.L_mamba / pp}
+
+    def gemm_bytes(self) -> np.ndarray:
+        """Bytes the GEMMs of one micro-batch read and write on a device (operands, casts, weights)."""
+        c, sh = self.c, self.sh
+        T, Ts = self.tokens
+        n = self.layer_counts
+        k = self.gemm_act_elements()
+        passes = c.weight_passes() / 2.0  # 3 GEMMs per linear layer (2 for adapter tuning)
+        e = self.width
+        # bytes per element of the three GEMMs: 3e at 16 and 32 bits; low precision 2e + 2 plus 2 + 2e of casts
+        linear = np.where(e >= 2.0, 3.0 * e, 4.0 * e + 4.0)
+        per_token = n["attention"] * k["attention"] + n["mlp"] * k["mlp"] + n["moe"] * k["shared"] + n["mamba"] * k["mamba"]
+        routed = Ts * sh.moe.K * sh.moe.capacity * n["moe"] * k["routed"]
+        blocks = passes / 3.0 * linear * (T * per_token + routed)
+        # the LM head and the router stay 16-bit (fp32 in fp32 training): act_bytes per element and pass
+        lm_head = np.where(sh.V > 0, T * (sh.d + sh.V / c.tp) * (1.0 + sh.mtp) / c.pp, 0.0)
+        head = lm_head + Ts * n["moe"] * (sh.d + sh.moe.E)
+        dense, expert = c.memory.local_params
+        grad_b = c.memory.bytes_per_param()[1]
+        weights = (dense + expert) * (2.0 * e + 2.0 * grad_b)
+        return blocks + passes * c.act_bytes * head + weights
+
+    # elementwise kernels ---------------------------------------------------------------
+    def elementwise_forward_bytes(self) -> np.ndarray:
+        """Forward bytes of one micro-batch's elementwise kernels on a device (the loss excluded)."""
+        c, sh = self.c, self.sh
+        T, Ts = self.tokens
+        n = self.layer_counts
+        eager = self.profile == EAGER
+        t, d, a = c.tp, sh.d, sh.a
+        norm = np.where(c.memory.norm_profile == EAGER, EAGER_NORM, FUSED_NORM) * d
+        swiglu = np.where(eager, EAGER_SWIGLU, FUSED_SWIGLU)
+        act = np.where(sh.gated > 0, swiglu, GELU)
+        rope_elems = np.where(sh.mla, (a + 1.0) * sh.rope, (a + sh.k) * sh.hd)
+        rope = np.where(eager, EAGER_ROPE, FUSED_ROPE) * rope_elems / t
+        expand = np.where(eager & (sh.k < a), 4.0 * a * sh.hd / t, 0.0)  # eager GQA: K and V for every head
+        per_sublayer = Ts * (norm + RESIDUAL * d)
+        moe = sh.moe
+        copies = Ts * moe.K * moe.capacity
+        attention = per_sublayer + T * (rope + expand)
+        mlp = per_sublayer + T * act * sh.f / t
+        moe_layer = (per_sublayer + Ts * ROUTER_BYTES * moe.E + copies * (PERMUTE_BYTES * d + act * moe.fe / c.etp)
+                     + T * act * moe.fs / t)
+        mamba_io = 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 4.0 * (
+            sh.di + 2.0 * sh.mamba_G * sh.mamba_N) + 6.0 * sh.di
+        mamba = per_sublayer + T * mamba_io / t
+        total = n["attention"] * attention + n["mlp"] * mlp + n["moe"] * moe_layer + n["mamba"] * mamba
+        return total * c.act_bytes / 2.0
+
+    def recomputed_forwards(self) -> np.ndarray:
+        """Extra forwards of the elementwise kernels per micro-batch: 1 with full checkpointing and
+        with PyTorch's selective policy (it recomputes every op that is not a matmul), else 0."""
+        c = self.c
+        full = is_code(c.ac, CHECKPOINTING, "full")
+        torch_selective = is_code(c.ac, CHECKPOINTING, "selective") & (self.profile != FUSED)
+        return (full | torch_selective).astype(float)
+
+    def loss_bytes(self) -> np.ndarray:
+        """Forward + backward bytes of the cross entropy of one micro-batch, averaged over the stages."""
+        c, sh = self.c, self.sh
+        T, _ = self.tokens
+        per_v = np.where(self.profile == FUSED, LOSS_FUSED, LOSS_TORCH)
+        return T * per_v * sh.V / c.tp * (1.0 + sh.mtp) / c.pp * c.act_bytes / 2.0
+
+    def micro_batch_bytes(self) -> np.ndarray:
+        """Everything one micro-batch moves on a device: GEMM operands, elementwise kernels, loss."""
+        fwd = self.elementwise_forward_bytes()
+        return self.gemm_bytes() + fwd * (1.0 + BACKWARD + self.recomputed_forwards()) + self.loss_bytes()
+
+    def optimizer_bytes(self) -> np.ndarray:
+        """What the optimizer step reads and writes: twice the state the device holds."""
+        state = self.c.memory.state_bytes()
+        trains = 1.0 - self.c.adapters
+        return 2.0 * (state["param_bytes"] * trains + state["grad_bytes"] + state["optimizer_bytes"])
+
+    # the softmax -------------------------------------------------------------------------
+    def scores(self) -> np.ndarray:
+        """Attention scores one device computes per micro-batch and forward pass."""
+        c, sh = self.c, self.sh
+        T, _ = self.tokens
+        return T * sh.a / c.tp * sh.attention_context(True) / c.pp
+
+    def softmax_work(self) -> tuple[np.ndarray, np.ndarray]:
+        """(exponentials, fp32 vector operations) of one micro-batch's softmaxes (module docstring)."""
+        c = self.c
+        forwards = 1.0 + is_code(c.ac, CHECKPOINTING, "full", "selective")
+        scores = self.scores()
+        return scores * (forwards + c.flash), scores * (forwards * SOFTMAX_OPS[0] + SOFTMAX_OPS[1])
+
+    def seconds(self) -> dict[str, np.ndarray]:
+        """``memory_time_s`` (per step, before the bubble), ``optimizer_time_s`` and ``softmax_time_s``."""
+        c, hw = self.c, self.c.hw
+        exps, ops = self.softmax_work()
+        softmax = np.where(np.isnan(hw.exp_rate), 0.0, c.m * (exps / hw.exp_rate + ops / hw.vector_rate))
+        return {"memory_time_s": c.m * self.micro_batch_bytes() / hw.hbm_bw,
+                "optimizer_time_s": self.optimizer_bytes() / hw.hbm_bw, "softmax_time_s": softmax}
