@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo.features import (
-    ANALYTIC_FEATURES, ENCODINGS, FeatureEncoder, TargetTransform, n_devices,
-)
+from perfzoo.features import ANALYTIC_FEATURES, ENCODINGS, FeatureEncoder, n_devices
+from perfzoo.targets import TargetTransform
 
 
 def frame(n: int = 40, seed: int = 0) -> pd.DataFrame:

@@ -60,7 +60,8 @@ from sklearn.base import BaseEstimator
 
 import perfzoo
 from harness.environment import library_versions
-from perfzoo.features import TARGETS, FeatureEncoder, TargetTransform, as_columns, check_frame
+from perfzoo.features import FeatureEncoder, as_columns, check_frame
+from perfzoo.targets import TARGETS, TargetTransform
 from perfzoo.zoo import interval as _interval
 
 MODEL_FILE = "model.joblib"

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo.features import TargetTransform, _analytic_log_throughput
+from perfzoo.targets import TargetTransform, analytic_log_throughput
 from perfzoo.zoo.base import Predictor
 
 
@@ -48,7 +48,7 @@ class AnalyticPredictor(Predictor):
     per_device : bool or None
         Compare with analytic throughput per device (True) or global (False); None picks
         the unit that matches the training target best (see
-        :class:`perfzoo.features.TargetTransform`).
+        :class:`perfzoo.targets.TargetTransform`).
 
     Configs whose estimate is unknown (e.g. an accelerator missing from
     :data:`perfzoo.analytic.HARDWARE`) get the training median.
@@ -62,13 +62,13 @@ class AnalyticPredictor(Predictor):
 
     def _fit(self, X: pd.DataFrame, y: np.ndarray, groups: Any) -> None:
         self.target_ = TargetTransform("log_ratio", per_device=self.per_device).fit(y, X)
-        r = np.log(np.maximum(y, 1e-12)) - _analytic_log_throughput(X, self.target_.per_device_)
+        r = np.log(np.maximum(y, 1e-12)) - analytic_log_throughput(X, self.target_.per_device_)
         known = np.isfinite(r)
         self.log_efficiency_ = float(np.median(r[known])) if known.any() else 0.0
         self.fallback_ = float(np.median(y))
 
     def _predict(self, X: pd.DataFrame) -> np.ndarray:
-        base = _analytic_log_throughput(X, self.target_.per_device_)
+        base = analytic_log_throughput(X, self.target_.per_device_)
         with np.errstate(over="ignore"):
             return np.where(np.isfinite(base), np.exp(base + self.log_efficiency_), self.fallback_)
 
@@ -84,7 +84,7 @@ class RooflinePredictor(Predictor):
     ----------
     per_device : bool or None
         Whether the target is throughput per device (True) or global (False); None decides
-        as :class:`perfzoo.features.TargetTransform` does.
+        as :class:`perfzoo.targets.TargetTransform` does.
 
     Configs whose estimate is unknown get the training median (of the log).
     """

@@ -247,7 +247,7 @@ class HybridPredictor(LightGBMPredictor):
     estimate (unknown hardware) fall back to a plain log-throughput fit.
 
     Parameters as :class:`LightGBMPredictor`, plus ``per_device`` (see
-    :class:`perfzoo.features.TargetTransform`).
+    :class:`perfzoo.targets.TargetTransform`).
     """
 
     name = "hybrid"
