@@ -543,7 +543,7 @@ def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) 
                 parts.append("splits " + "/".join(s.kinds))
             if s.datasets is not None:
                 parts.append("datasets " + ", ".join(s.datasets))
-            notes.append(f"`{s.display}` trimmed to keep the full run near 30 min on 2 cores: "
+            notes.append(f"`{s.display}` trimmed to keep the full run under an hour on 2 cores: "
                          + "; ".join(parts) + "; no learning curve")
     return notes
 

@@ -20,6 +20,10 @@ from perfzoo import analytic
 from perfzoo.features import estimates, n_devices
 
 TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio", "log_roofline_ratio")
+# measured / analytic-ideal throughput of a typical job: the shared published sources' medians are
+# 0.55-0.71 (python scripts/memory_benchmark.py --section accuracy); only used to tell the target's
+# unit where the training jobs all ran on one device count (the wrong unit is off by that count)
+TYPICAL_EFFICIENCY = 0.6
 
 
 def analytic_log_throughput(X, per_device: bool, est: Optional[dict] = None) -> np.ndarray:
@@ -43,7 +47,10 @@ class TargetTransform:
         ``log_ratio`` only: compare with the analytic throughput per device (True) or
         global (False). None decides in ``fit``: the unit whose log-ratio to the measured
         target varies least (the target's unit is rarely in doubt: global and per-device
-        throughput differ by the device count).
+        throughput differ by the device count). Where the training jobs all ran on one device
+        count the spread cannot tell the units apart; then the unit whose median efficiency
+        (measured / analytic ideal) is nearer :data:`TYPICAL_EFFICIENCY` wins: the wrong one is
+        off by that device count.
 
     >>> import pandas as pd
     >>> X = pd.DataFrame({"config.n_gpus": [2, 4]})
@@ -83,6 +90,14 @@ class TargetTransform:
                 r = r[np.isfinite(r)]
                 spread[pd_] = float(np.std(r)) if len(r) > 1 else np.inf
             self.per_device_ = spread[True] < spread[False]
+            devices = n_devices(X)
+            if len(devices) and np.all(devices == devices[0]) and devices[0] != 1:  # one device count
+                level = {}
+                for pd_ in (False, True):
+                    r = ly - analytic_log_throughput(X, pd_, est)
+                    r = r[np.isfinite(r)]
+                    level[pd_] = abs(float(np.median(r)) - np.log(TYPICAL_EFFICIENCY)) if len(r) else np.inf
+                self.per_device_ = bool(level[True] < level[False])
         if self.kind == "log_roofline_ratio":
             global_y = y * n_devices(X) if self.per_device_ else y
             self.calibration_ = analytic.calibrate_throughput(X, global_y, est)

@@ -3,8 +3,8 @@
 
 Per searcher and per predictor, as ``python -m perfzoo.search`` fits them on ``fsdp-cpu`` (every
 feature column, so the analytic features too): exhaustive scoring of every config of
-``fsdp-ads-v3`` and one REINFORCE round (2,000 samples x 3 restarts) with ``ridge`` (the shipped
-``fsdp-cpu`` predictor), ``lightgbm``, ``roofline``, ``hybrid_roofline`` and ``ridge`` with the
+``fsdp-ads-v3`` and one REINFORCE round (2,000 samples x 3 restarts) with ``ridge``,
+``lightgbm``, ``roofline`` (the shipped ``fsdp-cpu`` predictor at the 2026-11-25 leaderboard), ``hybrid_roofline`` and ``ridge`` with the
 ``failure`` classifier; and ``python -m perfzoo.plan`` over three layout spaces (``llama3-70b`` on
 1,024 H100s; the largest of the catalog we found, ``mixtral-8x22b`` on 3,072 H100s, tensor
 parallelism across nodes allowed, bf16 and fp8; a made-up MoE model of its shape, 48 layers and 96
@@ -216,7 +216,7 @@ def speed(args, command: str) -> str:
     lines = ["# Searcher speed", "",
              f"Every row runs in its own process: {args.repeats} repeats, the median time. Predictors fitted as "
              f"`python -m perfzoo.search --dataset {DATASET}` fits them (every feature column of the dataset, so the "
-             f"analytic features too); `ridge` is the shipped `{DATASET}` predictor; `+failure` adds the failure "
+             f"analytic features too); the shipped `{DATASET}` pick is the member `leaderboard/best.json` names; `+failure` adds the failure "
              f"classifier (reward = prediction x P(success)). Exhaustive and REINFORCE over `{SPACE}` (top {TOP_K}, "
              "the measured configs excluded); `n_jobs`: the exhaustive searcher's threads. Plan: "
              f"{describe_plans()}, every valid layout checked against the memory model and scored (`shipped`: the "

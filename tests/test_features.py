@@ -153,6 +153,23 @@ def test_log_ratio_picks_the_unit_of_the_target():
     np.testing.assert_allclose(t.transform(glob, X), np.log(0.4))
 
 
+@pytest.mark.parametrize("kind", ["log_ratio", "log_roofline_ratio"])
+def test_the_unit_is_told_apart_when_every_training_job_ran_on_one_device_count(kind):
+    """Eight GPUs everywhere: the spread of the log-ratio is the same in both units, so the
+    efficiency decides (per-device tokens/s over a global ideal would be 5% efficient)."""
+    X = frame().assign(**{"config.n_gpus": 8})
+    from perfzoo.analytic import throughput
+
+    glob = throughput(X).to_numpy() * 0.4
+    assert TargetTransform(kind).fit(glob, X).per_device_ is False
+    assert TargetTransform(kind).fit(glob / 8, X).per_device_ is True
+    big = X.assign(**{"config.n_gpus": 64})
+    per_device = TargetTransform(kind).fit(glob / 8, X)
+    # a 64-GPU job's per-device prediction stays near its own ideal x the efficiency, not 8x over
+    ratio = per_device.inverse(np.zeros(len(big)), big) / (throughput(big).to_numpy() / 64)
+    assert np.all((ratio > 0.1) & (ratio <= 1.0 + 1e-9))
+
+
 def test_n_devices_falls_back_to_one():
     assert n_devices(pd.DataFrame({"hardware.accelerator_count": [4, None]})).tolist() == [4.0, 1.0]
 

@@ -35,7 +35,9 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 import perfzoo.analytic
+import perfzoo.columns
 import perfzoo.features
+import perfzoo.targets
 import perfzoo.vocabulary
 import perfzoo.workloads
 import perfzoo.zoo.base
@@ -133,7 +135,8 @@ _FINGERPRINTS: dict[str, str] = {}
 # bundles (their cost models and vocabularies), the vocabulary, the accelerator table, and the
 # zoo's base class and intervals
 _SHARED_SOURCES = (
-    inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
+    inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.targets),
+    inspect.getsourcefile(perfzoo.columns), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
     inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),

@@ -112,10 +112,10 @@ def leave_one_out_mean(table: pd.DataFrame, predictor: str) -> float:
 
 def to_markdown(table: pd.DataFrame, dataset: str, errors: Optional[pd.DataFrame] = None,
                 task_id: Optional[str] = None) -> str:
-    """The matrix as markdown: one block per predictor, sources shortened to their first word;
+    """The matrix as markdown: one block per predictor, sources shortened (:func:`short_names`);
     with ``errors`` (the same layout, MAPE in percent) each cell reads ``Kendall / MAPE %``; with
     ``task_id`` the heading names the task."""
-    short = {c: c.split("_")[0] for c in table.columns}
+    short = short_names(table.columns)
     lines = [f"## Transfer matrix: {dataset}", "", *([f"Task `{task_id}`.", ""] if task_id else []),
              ("Kendall tau / MAPE %" if errors is not None else "Kendall tau")
              + "; row: the source fitted on; column: the source scored on. Diagonal: scale "
@@ -135,6 +135,23 @@ def to_markdown(table: pd.DataFrame, dataset: str, errors: Optional[pd.DataFrame
             summary += f" Kendall, **{leave_one_out_mean(errors, predictor):.1f}%** MAPE"
         lines += ["", summary, ""]
     return "\n".join(lines)
+
+
+def short_names(sources: Sequence[str]) -> dict[str, str]:
+    """Each source by the fewest leading words of its name (``_``-separated, ``.csv`` dropped)
+    that no other source shares.
+
+    >>> short_names(["nvidia_nemo_perf.csv", "nvidia_megatron_bridge_perf.csv", "torchtitan_benchmarks.csv"])
+    {'nvidia_nemo_perf.csv': 'nvidia_nemo', 'nvidia_megatron_bridge_perf.csv': 'nvidia_megatron', 'torchtitan_benchmarks.csv': 'torchtitan'}
+    """
+    words = {s: str(s).removesuffix(".csv").split("_") for s in sources}
+    out = {}
+    for s, w in words.items():
+        n = 1
+        while n < len(w) and any(o != s and words[o][:n] == w[:n] for o in words):
+            n += 1
+        out[s] = "_".join(w[:n])
+    return out
 
 
 def has_sources(dataset: Dataset, source_column: str = SOURCE_COLUMN) -> bool:
