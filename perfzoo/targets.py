@@ -84,20 +84,18 @@ class TargetTransform:
         est = estimates(X) if ratio else None
         if ratio and self.per_device is None:
             ly = _safe_log(y)
-            spread = {}
+            residuals = {}
             for pd_ in (False, True):
                 r = ly - analytic_log_throughput(X, pd_, est)
-                r = r[np.isfinite(r)]
-                spread[pd_] = float(np.std(r)) if len(r) > 1 else np.inf
-            self.per_device_ = spread[True] < spread[False]
+                residuals[pd_] = r[np.isfinite(r)]
             devices = n_devices(X)
-            if len(devices) and np.all(devices == devices[0]) and devices[0] != 1:  # one device count
-                level = {}
-                for pd_ in (False, True):
-                    r = ly - analytic_log_throughput(X, pd_, est)
-                    r = r[np.isfinite(r)]
-                    level[pd_] = abs(float(np.median(r)) - np.log(TYPICAL_EFFICIENCY)) if len(r) else np.inf
-                self.per_device_ = bool(level[True] < level[False])
+            if len(devices) and np.all(devices == devices[0]) and devices[0] != 1:  # one device count:
+                # the spreads are equal, the levels are not (the wrong unit is off by that count)
+                score = {k: abs(float(np.median(r)) - np.log(TYPICAL_EFFICIENCY)) if len(r) else np.inf
+                         for k, r in residuals.items()}
+            else:
+                score = {k: float(np.std(r)) if len(r) > 1 else np.inf for k, r in residuals.items()}
+            self.per_device_ = bool(score[True] < score[False])
         if self.kind == "log_roofline_ratio":
             global_y = y * n_devices(X) if self.per_device_ else y
             self.calibration_ = analytic.calibrate_throughput(X, global_y, est)
