@@ -159,6 +159,7 @@ def analytic_features(X, names: Optional[Sequence[str]] = None) -> dict[str, np.
 
 def _constant_once(v: np.ndarray) -> np.ndarray:
     """``v`` itself, or its one value (length 1) when every row has it."""
+    v = analytic.compact(v)
     return v[:1] if len(v) > 1 and v[0] == v[-1] and (v == v[0]).all() else v
 
 

@@ -28,6 +28,7 @@ True
 
 from __future__ import annotations
 
+from perfzoo.analytic._frame import compact
 from perfzoo.analytic.calibration import Calibration, calibrate, calibrate_throughput
 from perfzoo.analytic.estimates import ESTIMATE_COLUMNS, estimate, estimate_arrays, throughput
 from perfzoo.analytic.hardware import HARDWARE
@@ -37,7 +38,7 @@ from perfzoo.analytic.llm import (LLMCost, activation_bytes_per_device, comm_byt
 
 __all__ = [
     "Calibration", "ESTIMATE_COLUMNS", "HARDWARE", "LLMCost", "activation_bytes_per_device", "calibrate", "calibrate_throughput",
-    "comm_bytes_per_device", "estimate", "estimate_arrays", "flops_per_device_step", "flops_per_step",
+    "comm_bytes_per_device", "compact", "estimate", "estimate_arrays", "flops_per_device_step", "flops_per_step",
     "flops_per_token", "ideal_step_time", "memory_per_device", "param_count", "pipeline_bubble",
     "state_bytes_per_device", "throughput",
 ]

@@ -11,6 +11,8 @@ from typing import Any, Callable, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.columns import Columns
+
 Frame = Union[pd.DataFrame, Mapping[str, Any]]
 
 GIB = float(2**30)
@@ -32,15 +34,25 @@ def column(df: pd.DataFrame, name: str) -> Optional[pd.Series]:
     return None
 
 
+def _values(df: pd.DataFrame, name: str) -> Any:
+    """:func:`column`, but of :class:`~perfzoo.columns.Columns` the array as stored (no Series made)."""
+    if isinstance(df, Columns):
+        for key in (f"config.{name}", name, f"hardware.{name}"):
+            if key in df:
+                return df.values(key)
+        return None
+    return column(df, name)
+
+
 def num(df: pd.DataFrame, name: str, default: float = np.nan) -> np.ndarray:
     """A numeric column as floats (a 0-d array when the column is absent: it broadcasts)."""
-    col = column(df, name)
+    col = _values(df, name)
     if col is None:
         return np.array(default, dtype=float)
-    if col.dtype == bool:
-        out = col.to_numpy(dtype=float)
+    if isinstance(col.dtype, np.dtype) and col.dtype.kind in "biuf":
+        out = np.asarray(col, dtype=float)
     else:
-        out = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        out = pd.to_numeric(pd.Series(col, copy=False), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     if not np.isnan(default):
         out = np.where(np.isnan(out), default, out)
     return out
@@ -48,9 +60,16 @@ def num(df: pd.DataFrame, name: str, default: float = np.nan) -> np.ndarray:
 
 def mapped(df: pd.DataFrame, name: str, fn: Callable[[Any], Any], dtype=float) -> np.ndarray:
     """``fn`` applied to each distinct value of a column (fast on millions of rows)."""
-    col = column(df, name)
+    col = _values(df, name)
     if col is None:
         return np.array(fn(None), dtype=dtype)  # 0-d: broadcasts
+    if isinstance(col.dtype, pd.CategoricalDtype):  # codes already made: fn on the categories in the rows' range
+        cat = col.array if isinstance(col, pd.Series) else col
+        codes, categories = cat.codes, cat.categories
+        lo, hi = (int(codes.min()), int(codes.max())) if len(codes) else (0, -1)
+        table = np.array([fn(u) if lo <= i <= hi else fn(None) for i, u in enumerate(categories)] + [fn(None)],
+                         dtype=dtype)
+        return np.take(table, codes)
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
     table = np.array([fn(u) for u in uniques] + [fn(None)], dtype=dtype)
     return table[codes]  # code -1 picks the last entry: fn(None)
@@ -75,6 +94,17 @@ def full(values: Any, n: int) -> np.ndarray:
     return values.copy() if values.shape == (n,) else np.array(np.broadcast_to(values, (n,)), dtype=float)
 
 
+def broadcast(values: Any, n: int) -> np.ndarray:
+    """``values`` as a float array of length ``n`` without copying: a length-1 or 0-d array becomes
+    a read-only view that repeats its one value (so an estimate that every row shares costs nothing)."""
+    return np.broadcast_to(np.asarray(values, dtype=float), (n,))
+
+
+def compact(values: np.ndarray) -> np.ndarray:
+    """A :func:`broadcast` view as its one value (length 1, it broadcasts back), other arrays as they are."""
+    return values[:1] if values.ndim == 1 and len(values) > 1 and values.strides == (0,) else values
+
+
 def wrap(values: np.ndarray, df: pd.DataFrame, scalar: bool):
     """One estimate as a float (one config) or a Series aligned with ``df``."""
     values = full(values, len(df))
@@ -84,7 +114,7 @@ def wrap(values: np.ndarray, df: pd.DataFrame, scalar: bool):
 def wrap_frame(cols: dict[str, np.ndarray], df: pd.DataFrame, scalar: bool):
     """Several estimates as a dict of floats (one config) or a DataFrame aligned with ``df`` (which
     copies the columns into its own block, so they are only broadcast here)."""
-    cols = {k: np.broadcast_to(np.asarray(v, dtype=float), (len(df),)) for k, v in cols.items()}
+    cols = {k: broadcast(v, len(df)) for k, v in cols.items()}
     if scalar:
         return {k: float(v[0]) for k, v in cols.items()}
     return pd.DataFrame(cols, index=df.index)

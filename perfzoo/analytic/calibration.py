@@ -23,8 +23,8 @@ unseen per-call costs; a calibration saved before a term existed prices it the s
 ...                      "accelerator": "A100-80GB"})
 >>> ideal = estimate_arrays(jobs)["step_time_s"]
 >>> cal = calibrate(jobs, measured_step_s=2.5 * ideal)  # jobs that ran at 40% of the roofline
->>> round(cal.factors["compute_bf16"], 3)
-2.5
+>>> [round(float(r), 3) for r in cal.step_time(jobs) / (2.5 * ideal)]  # calibrated / measured
+[1.0, 1.0, 1.0]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
-from perfzoo.analytic._frame import coded
+from perfzoo.analytic._frame import coded, compact
 from perfzoo.analytic.estimates import estimate_arrays
 from perfzoo.vocabulary import PRECISIONS, normalize_precision
 
@@ -47,8 +47,19 @@ TERMS = (*COMPUTE_TERMS, "memory", "critical_comm", "pipeline_comm", "exposed_dp
 def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """The step time's terms, one column per :data:`TERMS`: seconds (these add up to
     ``step_time_s``), then the two call counts."""
-    est = est if est is not None else estimate_arrays(df)
+    precision, compute, rest = _terms(df, est)
     n = len(df)
+    terms = np.zeros((n, len(TERMS)))
+    for j in range(len(PRECISIONS)):
+        terms[:, j] = np.where(precision == j, compute, 0.0)
+    terms[:, len(PRECISIONS):] = np.column_stack([np.broadcast_to(v, (n,)) for v in rest])
+    return terms
+
+
+def _terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray, list]:
+    """``(precision codes, compute seconds, the other terms)``: the compute term goes to the column
+    of its precision, the others in :data:`TERMS` order."""
+    est = {k: compact(v) for k, v in (est if est is not None else estimate_arrays(df)).items()}
     stretch = 1.0 / (1.0 - est["bubble"])
     known = {k: np.nan_to_num(est[k]) for k in ("softmax_time_s", "memory_time_s", "optimizer_time_s")}  # 0: no such term
     compute = (est["compute_time_s"] + known["softmax_time_s"]) * stretch
@@ -56,13 +67,9 @@ def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = No
     critical = (est["tp_time_s"] + est["ep_time_s"]) * stretch
     pipeline = est["pp_time_s"]
     exposed = np.maximum(est["step_time_s"] - compute - memory - critical - pipeline, 0.0)
-    precision = np.broadcast_to(coded(df, "precision", normalize_precision, PRECISIONS), (n,))
-    terms = np.zeros((n, len(TERMS)))
-    for j in range(len(PRECISIONS)):
-        terms[:, j] = np.where(precision == j, compute, 0.0)
-    calls = np.column_stack([est["layer_passes"], est["collective_calls"]]) * stretch[:, None]
-    terms[:, len(PRECISIONS):] = np.column_stack([memory, critical, pipeline, exposed, calls])
-    return terms
+    precision = coded(df, "precision", normalize_precision, PRECISIONS)
+    return precision, compute, [memory, critical, pipeline, exposed, est["layer_passes"] * stretch,
+                                est["collective_calls"] * stretch]
 
 
 @dataclass
@@ -76,7 +83,11 @@ class Calibration:
         """Calibrated seconds per step (NaN where the analytic estimate is unknown)."""
         compute = float(np.median([self.factors[t] for t in COMPUTE_TERMS]))
         c = np.array([self.factors.get(t, _neutral(t, compute)) for t in TERMS])
-        return estimate_step_terms(df, est) @ c
+        precision, seconds, rest = _terms(df, est)  # the terms' weighted sum, without their matrix
+        out = seconds * np.take(c[:len(PRECISIONS)], precision)
+        for factor, term in zip(c[len(PRECISIONS):], rest):
+            out = out + factor * term
+        return np.broadcast_to(out, (len(df),))
 
     def throughput(self, df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Calibrated global throughput: the work of one step (tokens, or queries) over its time."""

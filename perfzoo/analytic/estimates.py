@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic._frame import Frame, as_frame, full, wrap_frame
+from perfzoo.analytic._frame import Frame, as_frame, broadcast, wrap_frame
 from perfzoo.workloads import WorkloadSpec, specs
 
 ESTIMATE_COLUMNS = (
@@ -48,12 +48,13 @@ def claimed(df: pd.DataFrame) -> list[tuple[WorkloadSpec, np.ndarray]]:
 
 
 def estimate_arrays(df: pd.DataFrame) -> dict[str, np.ndarray]:
-    """:func:`estimate` as a dict of numpy arrays (no DataFrame built: the fast path for features)."""
+    """:func:`estimate` as a dict of float arrays of length ``n`` (no DataFrame built: the fast path for
+    features); read only, where a cost model's value is shared by every row a broadcast view of it."""
     n = len(df)
     parts = claimed(df)
     for spec, mask in parts:
         if n and mask.all():
-            return {k: full(v, n) for k, v in spec.cost(df).items()}
+            return {k: broadcast(v, n) for k, v in spec.cost(df).items()}
     out = {c: np.full(n, np.nan) for c in ESTIMATE_COLUMNS}
     for spec, mask in parts:
         if mask.any():

@@ -21,6 +21,7 @@ token over the network once per destination domain).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -56,20 +57,20 @@ class DeviceFigures:
     vector_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # fp32 vector operations/s
 
 
-def _specs(df: pd.DataFrame) -> tuple[np.ndarray, list[Optional[AcceleratorSpec]]]:
+def _specs(df: pd.DataFrame) -> tuple[np.ndarray, tuple]:
+    """Each row's code into the distinct accelerator names of the frame, and those names (code -1: none)."""
     col = column(df, "accelerator")
     if col is None:
-        return np.array(-1), [None]
+        return np.array(-1), ()
     codes, uniques = pd.factorize(col, use_na_sentinel=True)
-    return codes, [accelerator_spec(u) for u in uniques] + [None]  # code -1 -> None
+    return codes, tuple(uniques)
 
 
-def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarray,
-                   formats: Optional[np.ndarray] = None) -> DeviceFigures:
-    """The figures of each row's accelerator; ``precision``: codes into :data:`PRECISIONS`,
-    ``formats`` (optional): codes into :data:`~perfzoo.vocabulary.FORMATS`, which the device must
-    support for ``peak`` to be known."""
-    codes, specs = _specs(df)
+@lru_cache(maxsize=256)
+def _tables(names: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per accelerator name (and a last row for none): peak FLOP/s per precision, the formats it
+    supports, and its other figures (:func:`device_figures`' columns), looked up once per set of names."""
+    specs = [accelerator_spec(u) for u in names] + [None]
     peak_t = np.full((len(specs), len(PRECISIONS)), np.nan)
     supported = np.zeros((len(specs), len(FORMATS)), dtype=bool)
     for i, spec in enumerate(specs):
@@ -83,7 +84,19 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
                        float(s.nvlink_domain), float(s.name == "cpu"), 1.0, s.hbm_bw,
                        np.nan if s.exp_rate is None else s.exp_rate]
                       for s in specs], dtype=float)
-    if len(specs) == 1:  # no known accelerator in the frame: constants, no per-row work
+    for table in (peak_t, supported, attrs):
+        table.flags.writeable = False  # shared by every call
+    return peak_t, supported, attrs
+
+
+def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarray,
+                   formats: Optional[np.ndarray] = None) -> DeviceFigures:
+    """The figures of each row's accelerator; ``precision``: codes into :data:`PRECISIONS`,
+    ``formats`` (optional): codes into :data:`~perfzoo.vocabulary.FORMATS`, which the device must
+    support for ``peak`` to be known."""
+    codes, names = _specs(df)
+    peak_t, supported, attrs = _tables(names)
+    if not names:  # no known accelerator in the frame: constants, no per-row work
         mem, intra, inter, node, domain, cpu, known, hbm, exp_rate = (np.array(v) for v in attrs[0])
     else:
         mem, intra, inter, node, domain, cpu, known, hbm, exp_rate = attrs[codes].T
@@ -106,7 +119,7 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     multi = ~cpu & ~np.isnan(per_node) & (nodes > 1)
     node = np.where(multi, np.minimum(node, per_node), node)
     # a domain within one host shrinks with it; a rack-scale domain (NVL72) spans hosts
-    spans_hosts = domain > attrs[codes, 3] if len(specs) > 1 else domain > np.array(attrs[0, 3])
+    spans_hosts = domain > attrs[codes, 3] if names else domain > np.array(attrs[0, 3])
     domain = np.where(cpu, node, np.where(spans_hosts, domain, np.minimum(domain, node)))
     vector = peak_t[codes, PRECISIONS.index("fp32")] / 2.0  # an FMA is 2 of the fp32 FLOPs, one operation
     return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate, vector)

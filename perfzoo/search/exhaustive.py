@@ -77,46 +77,59 @@ class Exhaustive(Searcher):
 
 
 def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
-    """Every valid config's prediction first (chunk by chunk), then the rewards in order of the
-    most each config could get (:meth:`Objective.reward_bound`; without a failure classifier, the
-    reward itself), until no config left could enter the top k: P(success) is only computed where
-    it can matter. Exact: a config left out has a bound, so a reward, below the k-th best reward
-    scored; the maxima in ``stats`` are those of every config."""
+    """Every valid config's prediction and reward bound first (chunk by chunk; each chunk also names
+    its highest bounds), then the rewards in order of the most each config could get
+    (:meth:`Objective.reward_bound`; without a failure classifier, the reward itself), until no config
+    left could enter the top k: P(success) is only computed where it can matter. Exact: a config left
+    out has a bound, so a reward, below the k-th best reward scored; the maxima in ``stats`` are those
+    of every config."""
     codec, chunk_size = objective.codec, settings.chunk_size
-    parts = list(_over_chunks(settings, objective, partial(_predict_chunk, objective, chunk_size)))
-    keys = np.concatenate([k for k, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
-    pred = np.concatenate([p for _, p in parts]) if parts else np.zeros(0)
+    parts = list(_over_chunks(settings, objective, partial(_predict_chunk, objective, chunk_size, top_k + len(excl))))
+    keys = np.concatenate([p.keys for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    pred = np.concatenate([p.pred for p in parts]) if parts else np.zeros(0)
+    bound = np.concatenate([p.bound for p in parts]) if parts else np.zeros(0)
+    starts = np.cumsum([0] + [len(p.keys) for p in parts])
+    # the first batch: each chunk's highest bounds; `ceiling`: the highest bound outside the batch
+    batch = np.concatenate([p.first + at for p, at in zip(parts, starts)]) if parts else np.zeros(0, dtype=np.int64)
+    ceiling = max((p.after for p in parts), default=-np.inf)
     del parts
-    bound = objective.reward_bound(pred)
+    if objective.failure is not None and len(batch) > chunk_size:  # P(success) costs: the highest bounds first
+        first = bound[batch]
+        high = first >= np.partition(first, len(first) - chunk_size)[len(first) - chunk_size]
+        ceiling = max(ceiling, float(first[~high].max())) if not high.all() else ceiling
+        batch = batch[high]
     best = _Best(int(top_k))
     max_reward, scored = -np.inf, 0
-    todo = np.arange(len(keys))
-    step = chunk_size
+    todo: Optional[np.ndarray] = None  # the configs in no batch yet, once the first batch is not enough
+    step = max(len(batch), 1)
     with _pool(settings) as pool:
-        while len(todo):
-            if step < len(todo):  # the highest bounds left
-                pick = np.argpartition(-bound[todo], step - 1)[:step]
-                batch, rest = todo[pick], np.ones(len(todo), dtype=bool)
-                rest[pick] = False
-                todo = todo[rest]
+        while True:
+            batch = batch[bound[batch] >= best.kth()]
+            if len(batch):
+                pieces = np.array_split(batch, -(-len(batch) // chunk_size))
+                ps = np.concatenate(list(_map(pool, lambda b: objective.success(codec.decode(keys[b])), pieces)))
+                reward = objective.reward(pred[batch], ps)
+                scored += len(batch) if objective.failure is not None else 0
+                max_reward = max(max_reward, float(np.max(reward)))
+                bk, bp, bs, br = keys[batch], pred[batch], ps, reward
+                if len(excl):
+                    ok = ~_among(bk, excl)
+                    bk, bp, bs, br = bk[ok], bp[ok], bs[ok], br[ok]
+                best.add(bk, bp, bs, br)
+            if ceiling < best.kth() or (todo is not None and not len(todo)):
+                break
+            if todo is None:
+                left = np.ones(len(keys), dtype=bool)
+                left[batch] = False
+                todo = np.flatnonzero(left)
+            step *= 2
+            if step < len(todo):  # about the `step` highest bounds left: above a quantile of every 64th
+                left_bound = bound[todo]
+                take = left_bound >= np.quantile(left_bound[::64], 1.0 - step / len(todo))
+                batch, todo = todo[take], todo[~take]
             else:
                 batch, todo = todo, todo[:0]
-            batch = batch[bound[batch] >= best.kth()]
-            if not len(batch):
-                break
-            pieces = np.array_split(batch, -(-len(batch) // chunk_size))
-            ps = np.concatenate(list(_map(pool, lambda b: objective.success(codec.decode(keys[b])), pieces)))
-            reward = objective.reward(pred[batch], ps)
-            scored += len(batch) if objective.failure is not None else 0
-            max_reward = max(max_reward, float(np.max(reward)))
-            bk, bp, bs, br = keys[batch], pred[batch], ps, reward
-            if len(excl):
-                ok = ~_among(bk, excl)
-                bk, bp, bs, br = bk[ok], bp[ok], bs[ok], br[ok]
-            best.add(bk, bp, bs, br)
-            if len(todo) and float(bound[todo].max()) < best.kth():
-                break
-            step *= 2
+            ceiling = float(bound[todo].max()) if len(todo) else -np.inf
     stats = {"grid": codec.size, "valid": int(len(keys)), "max_reward": max_reward,
              "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf,
              "failure_scored": scored, "chunk_size": chunk_size, "n_jobs": settings.n_jobs,
@@ -156,8 +169,22 @@ def _over_chunks(settings: Exhaustive, objective: Objective, fn: Callable[[int],
         bar.close()
 
 
-def _predict_chunk(objective: Objective, chunk_size: int, start: int) -> tuple[np.ndarray, np.ndarray]:
-    """The keys of a chunk's valid configs and the predictor's value on them."""
+@dataclass
+class _Chunk:
+    """A chunk's valid configs: keys, predictions, reward bounds; ``first``: the positions of its
+    highest bounds (at least as many as there are configs to propose and to exclude, ties included),
+    ``after``: the highest bound of the others (-inf if none). Without a failure classifier the
+    chunks' first batches hold the top k: each chunk's ``after`` is below the k-th reward they give."""
+
+    keys: np.ndarray
+    pred: np.ndarray
+    bound: np.ndarray
+    first: np.ndarray
+    after: float
+
+
+def _predict_chunk(objective: Objective, chunk_size: int, keep: int, start: int) -> _Chunk:
+    """The predictor's value and the reward bound on a chunk's valid configs, its ``keep`` highest bounds named."""
     codec = objective.codec
     stop = min(start + chunk_size, codec.size)
     idx = codec.all_indices(start, stop)
@@ -165,7 +192,13 @@ def _predict_chunk(objective: Objective, chunk_size: int, start: int) -> tuple[n
     keys = np.arange(start, stop, dtype=np.int64)
     if not valid.all():
         keys, idx = keys[valid], idx[valid]
-    return keys, (objective.predicted(idx) if len(keys) else np.zeros(0))
+    pred = objective.predicted(idx) if len(keys) else np.zeros(0)
+    bound = objective.reward_bound(pred)
+    if len(bound) <= keep:
+        return _Chunk(keys, pred, bound, np.arange(len(bound)), -np.inf)
+    cut = np.partition(bound, len(bound) - keep)[len(bound) - keep]  # the keep-th highest; its ties join it
+    high = bound >= cut
+    return _Chunk(keys, pred, bound, np.flatnonzero(high), float(bound[~high].max()) if not high.all() else -np.inf)
 
 
 def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:

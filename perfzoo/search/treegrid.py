@@ -254,23 +254,26 @@ def additive_grid(predictor: Any, codec: SpaceCodec, frame_fn: Callable[[np.ndar
     else:
         link = inv = lambda v: v  # noqa: E731
     z = link(out)
-    grid = np.full(tuple(cards), z[0], dtype=np.float64)
+    offsets = []  # per knob: its values' offsets from the base config, in the link space
     pos = 1
     for d in range(D):
-        g = z[pos:pos + cards[d]] - z[0]
+        offsets.append(z[pos:pos + cards[d]] - z[0])
         pos += cards[d]
-        if np.any(g != 0):
-            grid += g.reshape([cards[d] if i == d else 1 for i in range(D)])
-    result = inv(grid).reshape(-1)
     rng = np.random.default_rng(seed)
     sample = rng.integers(0, codec.size, size=min(check, codec.size))
+    idx = codec.decode(sample)
     try:
-        truth = _outputs(predictor, frame_fn(codec.decode(sample)), kind)
+        truth = _outputs(predictor, frame_fn(idx), kind)
     except Exception:
         return None
-    if not np.allclose(result[sample], truth, rtol=1e-6, atol=1e-9):
+    at_sample = inv(z[0] + sum(g[idx[:, d]] for d, g in enumerate(offsets)))
+    if not np.allclose(at_sample, truth, rtol=1e-6, atol=1e-9):  # checked before the grid is built
         return None
-    return result
+    grid = np.full(tuple(cards), z[0], dtype=np.float64)
+    for d, g in enumerate(offsets):
+        if np.any(g != 0):
+            grid += g.reshape([cards[d] if i == d else 1 for i in range(D)])
+    return inv(grid).reshape(-1)
 
 
 def _collect(node: dict, owner: list, used: set) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from harness.workloads.fsdp_shapes import MLP_MULT
-from perfzoo.analytic._frame import GIB, Frame, as_frame, coded, full, is_code, mapped, num, wrap_frame
+from perfzoo.analytic._frame import GIB, Frame, as_frame, broadcast, coded, is_code, mapped, num, wrap_frame
 from perfzoo.analytic.estimates import ESTIMATE_COLUMNS
 from perfzoo.analytic.hardware import device_figures, link_bandwidth
 from perfzoo.analytic.llm import FP32_BYTES, MIXED_BYTES
@@ -25,9 +25,12 @@ _NOT_FSDP = ("comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_ep_bytes",
              "cp_time_s", "ep_time_s", "pp_time_s")
 
 
-def _shard_code(v: Any) -> float:
-    s = normalize_sharding(v)
-    return {"no_shard": 0.0, "none": 0.0, "zero1": 0.0, "shard_grad_op": 1.0, "full_shard": 2.0, "hybrid_shard": 2.0}[s] if not is_missing(v) else np.nan
+_STRATEGY = {"no_shard": 0, "none": 0, "zero1": 0, "shard_grad_op": 1, "full_shard": 2, "hybrid_shard": 2}
+
+
+def _shard_code(v: Any) -> int:
+    """A layer's strategy: 0 NO_SHARD, 1 SHARD_GRAD_OP, 2 FULL_SHARD (also where none is given)."""
+    return 2 if is_missing(v) else _STRATEGY[normalize_sharding(v)]
 
 
 def fsdp_estimate(cfg: Frame):
@@ -83,15 +86,9 @@ def fsdp_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
 
     in0 = np.where(T * e > 0, T * e, w)
     ring = np.where(W > 1, (W - 1.0) / np.maximum(W, 1.0), 0.0)
-    dense = np.zeros(n)
-    param_b = np.zeros(n)
-    grad_b = np.zeros(n)
-    opt_b = np.zeros(n)
-    comm = np.zeros(n)
-    counts = np.zeros((3, n))
     n_max = int(np.nanmax(L)) if n and np.isfinite(np.nanmax(L)) else N_SHARD_LAYERS
-    codes = [mapped(df, f"shard_{i:02d}", _shard_code, dtype=float) for i in range(N_SHARD_LAYERS)]
-    last = codes[-1]
+    codes = [mapped(df, f"shard_{i:02d}", _shard_code, dtype=np.int8) for i in range(N_SHARD_LAYERS)]
+    sizes, strategy = [], np.empty((n_max, n), dtype=np.int8)  # per layer: parameters, code (3: no layer)
     w_in = w
     for i in range(n_max):
         active = i < L
@@ -100,19 +97,25 @@ def fsdp_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
         tower = 2 * w_in + MLP_MULT * w_out * (w_in + 1 + w_out) + w_out + np.where(w_in != w_out, w_in * w_out, 0.0)
         P = np.where(np.isnan(w_out), P, tower)
         w_in = np.where(np.isnan(w_out), w, w_out)
-        P = np.where(np.isnan(ppl), P, ppl)
-        P = np.where(active, P, 0.0)
-        c = codes[i] if i < N_SHARD_LAYERS else last
-        c = np.where(np.isnan(c), 2.0, c)  # missing strategy -> FULL_SHARD
-        for j in range(3):
-            counts[j] += active & (c == j)
-        dense += P
-        full_div = np.where(c == 2, W, 1.0)
-        grad_div = np.where(c >= 1, W, 1.0)
-        param_b += P * p_b / full_div
-        grad_b += P * g_b / grad_div
-        opt_b += P * o_b / grad_div
-        comm += np.select([c == 2, c == 1], [ring * P * (2 * p_b + g_b), ring * P * (p_b + g_b)], 2.0 * ring * P * g_b)
+        sizes.append(np.where(np.isnan(ppl), P, ppl))
+        c = codes[min(i, N_SHARD_LAYERS - 1)]
+        strategy[i] = c if np.all(active) else np.where(active, c, 3)
+    # parameters and layer count per strategy (rows of `by`, `counts`): a matrix product when every
+    # row has the same layer sizes (a search space), else a sum
+    shared = all(np.size(P) == 1 for P in sizes)
+    sizes = np.array([np.broadcast_to(P, (n,)) for P in sizes]).reshape(n_max, n) if not shared else \
+        np.array([np.ravel(P)[0] for P in sizes], dtype=float).reshape(n_max)
+    by, counts = np.zeros((3, n)), np.zeros((3, n))
+    for j in range(3):
+        hit = strategy == j
+        counts[j] = hit.sum(axis=0, dtype=np.int16)
+        by[j] = sizes @ hit.astype(float) if shared else (hit * sizes).sum(axis=0)
+    dense = by.sum(axis=0)
+    unsharded, grad_sharded = by[0] + by[1], by[1] + by[2]
+    param_b = (unsharded + by[2] / W) * p_b
+    grad_b = (by[0] + grad_sharded / W) * g_b
+    opt_b = (by[0] + grad_sharded / W) * o_b
+    comm = ring * (by[2] * (2 * p_b + g_b) + by[1] * (p_b + g_b) + by[0] * 2.0 * g_b)
     emb = T * R * e
     param_b += emb * p_b
     grad_b += emb * g_b
@@ -157,14 +160,17 @@ def claims(df: pd.DataFrame) -> np.ndarray:
     return ~np.isnan(num(df, "width"))
 
 
+_NAN, _ZERO = np.array(np.nan), np.array(0.0)
+
+
 def cost(df: pd.DataFrame) -> dict[str, np.ndarray]:
     """:func:`fsdp_columns` as every column of ``analytic.ESTIMATE_COLUMNS`` (those it lacks ``NaN``,
     those of parallelisms it has not ``0``; its communication is data-parallel)."""
     n = len(df)
-    cols = {k: full(v, n) for k, v in fsdp_columns(df).items()}
-    out = {c: cols.get(c, np.full(n, np.nan)) for c in ESTIMATE_COLUMNS}
+    cols = {k: broadcast(v, n) for k, v in fsdp_columns(df).items()}
+    out = {c: cols.get(c, _NAN) for c in ESTIMATE_COLUMNS}
     for k in _NOT_FSDP:
-        out[k] = np.zeros(n)
-    out["comm_bytes"] = cols["comm_dp_bytes"].copy()
-    out["dp_time_s"] = cols["comm_time_s"].copy()
-    return out
+        out[k] = _ZERO
+    out["comm_bytes"] = cols["comm_dp_bytes"]
+    out["dp_time_s"] = cols["comm_time_s"]
+    return {k: broadcast(v, n) for k, v in out.items()}
