@@ -4,8 +4,8 @@
 Per searcher and per predictor, as ``python -m perfzoo.search`` fits them on ``fsdp-cpu`` (every
 feature column, so the analytic features too): exhaustive scoring of every config of
 ``fsdp-ads-v3`` and one REINFORCE round (2,000 samples x 3 restarts) with ``ridge``,
-``lightgbm``, ``roofline`` (the shipped ``fsdp-cpu`` predictor at the 2026-11-25 leaderboard), ``hybrid_roofline`` and ``ridge`` with the
-``failure`` classifier; and ``python -m perfzoo.plan`` over three layout spaces (``llama3-70b`` on
+``lightgbm``, ``roofline`` (the shipped ``fsdp-cpu`` predictor at the 2026-11-25 leaderboard), ``hybrid_roofline``, and
+``ridge`` and ``roofline`` with the ``failure`` classifier; and ``python -m perfzoo.plan`` over three layout spaces (``llama3-70b`` on
 1,024 H100s; the largest of the catalog we found, ``mixtral-8x22b`` on 3,072 H100s, tensor
 parallelism across nodes allowed, bf16 and fp8; a made-up MoE model of its shape, 48 layers and 96
 experts, on 4,608 H100s: 1,000,416 layouts), every layout scored by the shipped ``published-llm``
@@ -50,7 +50,7 @@ from perfzoo.spaces.codec import SpaceCodec  # noqa: E402
 
 OUT = ROOT / "docs" / "studies" / "search"
 DATASET, SPACE = "fsdp-cpu", "fsdp-ads-v3"
-PREDICTORS = ("ridge", "lightgbm", "roofline", "hybrid_roofline", "ridge+failure")
+PREDICTORS = ("ridge", "lightgbm", "roofline", "hybrid_roofline", "ridge+failure", "roofline+failure")
 SEARCHERS = ("exhaustive", "reinforce")
 TOP_K = 250  # what `python -m perfzoo.search --top-k 50` asks its searcher for (5 per proposal, for ties)
 # plan's layout spaces: llama3-70b on 1,024 H100s (12,180 valid layouts), the largest of the catalog we found
