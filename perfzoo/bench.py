@@ -42,14 +42,15 @@ Python API
 :func:`run` takes a :class:`BenchConfig` (one field per flag, the same defaults; a preset,
 :data:`FULL` or :data:`QUICK`, fills in what it leaves out), writes the leaderboard and returns
 the :class:`~perfzoo.evaluation.runner.Results`; :func:`cross` takes a :class:`CrossConfig`
-(``--train/--test``) and returns one row per shots count and member::
+(``--train/--test``, :mod:`perfzoo.evaluation.cross`) and returns one row per shots count and
+member; the presets live in :mod:`perfzoo.evaluation.presets`::
 
     from perfzoo.bench import BenchConfig, run
     results = run(BenchConfig(datasets=["fsdp-cpu"], predictors=["ridge"], splits=["random"], seeds=2,
                               out="/tmp/lb", no_artifacts=True, no_figures=True))
     results.frame[["predictor", "split", "kendall"]]
 
-    from perfzoo.bench import CrossConfig, cross
+    from perfzoo.evaluation.cross import CrossConfig, cross
     rows = cross(CrossConfig(train="published-llm", test="published-torchtitan", predictors=["best"], shots=(0, 3)))
 """
 
@@ -61,7 +62,7 @@ import math
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -75,80 +76,15 @@ from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation import leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context
-from perfzoo.evaluation.cross import CROSS_METRICS, cross_scores
+from perfzoo.evaluation.cross import CROSS_METRICS, CrossConfig, cross
+from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, member_specs
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks, parse_id
 from perfzoo.evaluation.suite import find_task as find_task_in
-from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, PredictorSpec
-from perfzoo.zoo import plugin
+from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR
 from perfzoo.zoo.best import leaderboard_dir
 from perfzoo.zoo.plugin import ContractError
 
 SPLITS = ("random", "temporal", "scale", "node", "group", "curve", "transfer")
-
-
-@dataclass(frozen=True)
-class BenchPreset:
-    """What a run covers unless its :class:`BenchConfig` says otherwise (:data:`FULL`,
-    :data:`QUICK`). ``heavy`` caps the seeds of slow members and keeps them out of the learning
-    curves; ``curve_predictors`` are the members drawn in learning curves."""
-
-    datasets: Optional[list[str]]  # None: every dataset perfzoo lists
-    predictors: Optional[list[str]]  # None: every zoo member
-    splits: list[str]
-    seeds: int
-    curve_sizes: tuple[int, ...]
-    curve_seeds: int
-    curve_datasets: Optional[list[str]]
-    curve_predictors: Optional[list[str]]
-    heavy: dict[str, "Heavy"] = field(default_factory=dict)
-    out: str = "leaderboard"
-    max_rows_for_all: Optional[int] = None  # quick: skip datasets larger than this
-
-
-@dataclass(frozen=True)
-class Heavy:
-    """A member too slow for every seed of every split on 2 cores: at most ``seeds`` seeds,
-    only the split ``kinds`` named, only the ``datasets`` named (None: all); never in curves."""
-
-    seeds: int
-    kinds: tuple[str, ...] = ("random", "temporal", "scale")
-    datasets: Optional[tuple[str, ...]] = None
-
-
-HEAVY = {
-    # the paper's ads predictor exactly (10 x 1600-wide MLPs, 200 epochs, pairwise loss): about
-    # 2 s per epoch per model on 1,000 rows on one shared core, i.e. tens of minutes per fit on
-    # the large datasets; it runs once, on the random split, where its paper numbers apply
-    "mlp_rank_ensemble": Heavy(1, ("random",), ("fsdp-cpu", "llm-cpu", "published-torchtitan")),
-}
-
-FULL = BenchPreset(
-    datasets=None,
-    predictors=None,
-    splits=["random", "temporal", "scale", "node", "group", "curve", "transfer"],
-    seeds=5,
-    curve_sizes=(25, 50, 100, 150, 200, 300, 500, 750, 1000),
-    curve_seeds=10,
-    curve_datasets=["vtrain-a100", "published-llm", "fsdp-cpu", "llm-cpu"],
-    curve_predictors=["ridge", "gbr", "lightgbm", "catboost", "hybrid", "gp"],
-    heavy=HEAVY,
-    out="leaderboard",
-)
-
-QUICK = BenchPreset(
-    datasets=["vtrain-a100", "published-torchtitan", "published-llm", "fsdp-cpu", "llm-cpu"],
-    predictors=["constant", "analytic", "ridge", "knn", "lightgbm", "failure"],
-    splits=["random", "temporal", "scale", "curve"],
-    seeds=3,
-    curve_sizes=(25, 50, 100, 200),
-    curve_seeds=3,
-    curve_datasets=["vtrain-a100"],
-    curve_predictors=["ridge", "lightgbm"],
-    heavy={},
-    out=str(Path(DEFAULT_CACHE_DIR) / "leaderboard-quick"),
-    max_rows_for_all=5000,
-)
-
 
 
 @dataclass(frozen=True)
@@ -209,40 +145,8 @@ class BenchConfig:
         return Path(self.out or self.preset.out)
 
 
-BEST = "best"  # --predictor best: the shipped pick of the training dataset (its best.json member)
-# default members for --train/--test: the shipped pick, the shipped kinds (roofline, hybrid_roofline),
-# the floors and a few fast learners
-CROSS_DEFAULT = [BEST, "constant", "analytic", "roofline", "hybrid_roofline", "ridge", "lightgbm", "hybrid"]
 JSON_FIELDS = ("predictor", "train", "test", "shots", "draws", "n_train", "n_test", *CROSS_METRICS,
                "kendall_std", "mape_std", "error")
-
-
-@dataclass(frozen=True)
-class CrossConfig:
-    """``python -m perfzoo.bench --train A --test B``, as :func:`cross` takes it.
-
-    >>> CrossConfig(train="vtrain-a100", test="x.csv", shots=(0, -1))
-    Traceback (most recent call last):
-    ...
-    perfzoo._cli.UsageError: --shots -1: give numbers of jobs >= 0, e.g. --shots 0,1,3,10
-    """
-
-    train: str  # fit on this dataset (name or path), less the jobs that are also in test
-    test: str  # score on this dataset (name or path)
-    predictors: Optional[list[str]] = None  # zoo members or 'best' (default: CROSS_DEFAULT)
-    shots: tuple[int, ...] = (0,)  # few-shot calibration: this many jobs of test join the training data
-    shot_seeds: int = 5  # draws of the shots per count above 0
-    json: bool = False  # one JSON object per line instead of the table
-    external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
-    leaderboard: Optional[str] = None  # the leaderboard folder whose best.json names 'best' (default: leaderboard/)
-    jobs: Optional[int] = None  # parallel processes (default: all cores)
-
-    def __post_init__(self):
-        bad = [k for k in self.shots if k < 0]
-        if bad or not self.shots:
-            raise UsageError(f"--shots {bad[0] if bad else ''}: give numbers of jobs >= 0, e.g. --shots 0,1,3,10")
-        if self.shot_seeds < 1:
-            raise UsageError(f"--shot-seeds must be at least 1, got {self.shot_seeds}")
 
 
 def _csv(text: str) -> list[str]:
@@ -373,25 +277,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 # --- the benchmark ------------------------------------------------------------------------
 
 
-def _specs(names: Sequence[str], preset: BenchPreset, explicit: bool = False) -> list[PredictorSpec]:
-    """Specs for ``names`` (zoo members, import paths, installed members); the preset's caps on
-    heavy members apply unless the user named the members explicitly (then they run everywhere
-    they were asked to). A member from outside the zoo that breaks the contract raises
-    :class:`~perfzoo.zoo.plugin.ContractError`, one line per problem."""
-    found = [p for n in names if n not in zoo.REGISTRY for p in plugin.problems(zoo.get(n), n)]
-    if found:
-        raise ContractError(found)
-    curve = set(preset.curve_predictors) if preset.curve_predictors is not None and not explicit else None
-    specs = []
-    for n in names:
-        heavy = None if explicit else preset.heavy.get(n)
-        specs.append(PredictorSpec(
-            n, max_seeds=heavy.seeds if heavy else None,
-            curve=(curve is None or n in curve) and heavy is None,
-            kinds=heavy.kinds if heavy else None, datasets=heavy.datasets if heavy else None))
-    return specs
-
-
 def _load(names: Sequence[str], external_dir: Optional[str]) -> list[Dataset]:
     return [load_dataset(name, external_dir=external_dir or None) for name in names]
 
@@ -478,7 +363,7 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
     predictors = config.predictors or None
     member_names = predictors or preset.predictors or list(zoo.names())
     member_names = [n for n in member_names if n in zoo.names() or predictors]  # quick: skip absent members
-    specs = _specs(member_names, preset, explicit=bool(predictors))
+    specs = member_specs(member_names, preset, explicit=bool(predictors))
     splits = list(dict.fromkeys(bt.kind for _, bt in defined)) if config.task else config.splits or preset.splits
     settings = _settings(config, preset)
     out = config.out_dir
@@ -566,44 +451,6 @@ def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
 
 
 # --- cross-dataset ------------------------------------------------------------------------
-
-
-def cross(config: CrossConfig) -> list[dict[str, Any]]:
-    """Fit on ``config.train`` (less the jobs also in ``config.test``), score on ``config.test``:
-    one row per shots count and member (:func:`perfzoo.evaluation.cross.cross_scores`). What was
-    left out or converted goes to stderr."""
-    tr, te = _load([config.train, config.test], config.external_dir)
-    specs = _cross_specs(config.predictors, tr.name, config.leaderboard)
-    return cross_scores(tr, te, specs, config.shots, config.shot_seeds, jobs=config.jobs or cpu_cores())
-
-
-def _cross_specs(names: Optional[list[str]], train: str, leaderboard: Optional[str]) -> list[PredictorSpec]:
-    """The members of a cross run: ``names`` (default :data:`CROSS_DEFAULT`), ``best`` resolved to
-    the shipped member of the dataset named ``train`` (labelled ``<member> (best)``); a default run
-    without a shipped pick for it says so on stderr and goes on without it."""
-    explicit = names is not None
-    names = list(names or CROSS_DEFAULT)
-    best = None
-    if BEST in names:
-        try:
-            best = zoo.best_member(train, leaderboard)
-        except (FileNotFoundError, KeyError) as exc:
-            why = exc.args[0] if exc.args else str(exc)
-            if explicit:
-                raise UsageError(f"--predictor best: {why}; name zoo members instead") from None
-            print(f"perfzoo bench: no shipped pick ({why}); running the other members", file=sys.stderr)
-    specs, seen = [], set()
-    for n in names:
-        if n == BEST and best is None:
-            continue
-        name, params = best if n == BEST else (n, {})
-        if (name, tuple(sorted(params.items()))) in seen:
-            continue
-        seen.add((name, tuple(sorted(params.items()))))
-        specs += _specs([name], FULL) if not params else [PredictorSpec.of(name, params=params)]
-        if n == BEST:
-            specs[-1] = replace(specs[-1], label=f"{specs[-1].display} (best)")
-    return specs
 
 
 def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:

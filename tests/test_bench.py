@@ -13,6 +13,7 @@ import pytest
 from perfzoo import bench, zoo
 from perfzoo._cli import UsageError
 from perfzoo.datasets import load_dataset
+from perfzoo.evaluation.cross import cross_specs
 from perfzoo.evaluation import leaderboard, ranking, report, runner, tasks
 from perfzoo.evaluation.tasks import PredictorSpec
 from perfzoo.sources.vtrain import VTRAIN_COLUMNS, VTRAIN_PARAMS
@@ -227,10 +228,10 @@ def test_cross_runs_the_shipped_pick_as_best(tmp_path, capsys, external):
     assert rows[1]["ratio_median"] is not None and rows[1]["kendall"] is None  # a constant prices, but ranks nothing
 
     # the default members: the shipped pick first, then the shipped kinds and a few fast ones
-    specs = bench._cross_specs(None, name, str(board))
+    specs = cross_specs(None, name, str(board))
     assert [s.display for s in specs][:1] == ["ridge (best)"]
     assert {"roofline", "hybrid_roofline", "constant", "analytic"} <= {s.display for s in specs}
-    assert [s.display for s in bench._cross_specs(None, "unknown-data", str(board))][0] == "constant"
+    assert [s.display for s in cross_specs(None, "unknown-data", str(board))][0] == "constant"
     # named, a missing pick is an error that says where it looked
     assert bench.main(["--train", str(test), "--test", str(train), "--predictor", "best", "--leaderboard", str(board)]) == 2
     assert "--predictor best:" in capsys.readouterr().err

@@ -13,19 +13,25 @@ side (folds by published source where it has several), so each row holds its cov
 ...                     [PredictorSpec("roofline")], shots=(0, 3))                 # doctest: +SKIP
 >>> [(r["shots"], round(r["mape"])) for r in rows]                                 # doctest: +SKIP
 [(0, 93), (3, 98)]
+
+:func:`cross` runs it from a :class:`CrossConfig` (the command's flags, field for field).
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
 import pandas as pd
 
-from perfzoo import calibrate
+from harness.environment import cpu_cores
+from perfzoo import calibrate, zoo
+from perfzoo._cli import UsageError
 from perfzoo.calibrate import source_labels
 from perfzoo.dataset import Dataset
+from perfzoo.datasets import load_dataset
+from perfzoo.evaluation.presets import FULL, member_specs
 from perfzoo.evaluation.runner import run_tasks
 from perfzoo.evaluation.splits import shots_split
 from perfzoo.evaluation.tasks import PredictorSpec, Task
@@ -34,6 +40,76 @@ from perfzoo.evaluation.tasks import PredictorSpec, Task
 CROSS_METRICS = ("kendall", "spearman", "pearson", "grouped_kendall", "top1_regret", "top5_regret", "top10_regret",
                  "precision_at_1", "precision_at_5", "precision_at_10", "mape", "mdape", "ratio_median",
                  "coverage", "interval_width", "fit_time_s", "predict_time_s")
+
+
+BEST = "best"  # --predictor best: the shipped pick of the training dataset (its best.json member)
+# default members for --train/--test: the shipped pick, the shipped kinds (roofline, hybrid_roofline),
+# the floors and a few fast learners
+CROSS_DEFAULT = [BEST, "constant", "analytic", "roofline", "hybrid_roofline", "ridge", "lightgbm", "hybrid"]
+@dataclass(frozen=True)
+class CrossConfig:
+    """``python -m perfzoo.bench --train A --test B``, as :func:`cross` takes it.
+
+    >>> CrossConfig(train="vtrain-a100", test="x.csv", shots=(0, -1))
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --shots -1: give numbers of jobs >= 0, e.g. --shots 0,1,3,10
+    """
+
+    train: str  # fit on this dataset (name or path), less the jobs that are also in test
+    test: str  # score on this dataset (name or path)
+    predictors: Optional[list[str]] = None  # zoo members or 'best' (default: CROSS_DEFAULT)
+    shots: tuple[int, ...] = (0,)  # few-shot calibration: this many jobs of test join the training data
+    shot_seeds: int = 5  # draws of the shots per count above 0
+    json: bool = False  # one JSON object per line instead of the table
+    external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
+    leaderboard: Optional[str] = None  # the leaderboard folder whose best.json names 'best' (default: leaderboard/)
+    jobs: Optional[int] = None  # parallel processes (default: all cores)
+
+    def __post_init__(self):
+        bad = [k for k in self.shots if k < 0]
+        if bad or not self.shots:
+            raise UsageError(f"--shots {bad[0] if bad else ''}: give numbers of jobs >= 0, e.g. --shots 0,1,3,10")
+        if self.shot_seeds < 1:
+            raise UsageError(f"--shot-seeds must be at least 1, got {self.shot_seeds}")
+
+
+def cross(config: CrossConfig) -> list[dict[str, Any]]:
+    """Fit on ``config.train`` (less the jobs also in ``config.test``), score on ``config.test``:
+    one row per shots count and member (:func:`perfzoo.evaluation.cross.cross_scores`). What was
+    left out or converted goes to stderr."""
+    tr, te = (load_dataset(name, external_dir=config.external_dir or None) for name in (config.train, config.test))
+    specs = cross_specs(config.predictors, tr.name, config.leaderboard)
+    return cross_scores(tr, te, specs, config.shots, config.shot_seeds, jobs=config.jobs or cpu_cores())
+
+
+def cross_specs(names: Optional[list[str]], train: str, leaderboard: Optional[str]) -> list[PredictorSpec]:
+    """The members of a cross run: ``names`` (default :data:`CROSS_DEFAULT`), ``best`` resolved to
+    the shipped member of the dataset named ``train`` (labelled ``<member> (best)``); a default run
+    without a shipped pick for it says so on stderr and goes on without it."""
+    explicit = names is not None
+    names = list(names or CROSS_DEFAULT)
+    best = None
+    if BEST in names:
+        try:
+            best = zoo.best_member(train, leaderboard)
+        except (FileNotFoundError, KeyError) as exc:
+            why = exc.args[0] if exc.args else str(exc)
+            if explicit:
+                raise UsageError(f"--predictor best: {why}; name zoo members instead") from None
+            print(f"perfzoo bench: no shipped pick ({why}); running the other members", file=sys.stderr)
+    specs, seen = [], set()
+    for n in names:
+        if n == BEST and best is None:
+            continue
+        name, params = best if n == BEST else (n, {})
+        if (name, tuple(sorted(params.items()))) in seen:
+            continue
+        seen.add((name, tuple(sorted(params.items()))))
+        specs += member_specs([name], FULL) if not params else [PredictorSpec.of(name, params=params)]
+        if n == BEST:
+            specs[-1] = replace(specs[-1], label=f"{specs[-1].display} (best)")
+    return specs
 
 
 def cross_scores(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], shots: Sequence[int] = (0,),
