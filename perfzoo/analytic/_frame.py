@@ -27,21 +27,22 @@ def as_frame(cfg: Frame) -> tuple[pd.DataFrame, bool]:
     raise TypeError(f"expected a DataFrame of configs or one config as a dict, got {type(cfg).__name__}")
 
 
+def _key(df: pd.DataFrame, name: str) -> Optional[str]:
+    """The column that holds ``name``: ``config.<name>``, ``<name>`` or ``hardware.<name>``."""
+    return next((k for k in (f"config.{name}", name, f"hardware.{name}") if k in df), None)
+
+
 def column(df: pd.DataFrame, name: str) -> Optional[pd.Series]:
-    for key in (f"config.{name}", name, f"hardware.{name}"):
-        if key in df.columns:
-            return df[key]
-    return None
+    key = _key(df, name)
+    return None if key is None else df[key]
 
 
 def _values(df: pd.DataFrame, name: str) -> Any:
     """:func:`column`, but of :class:`~perfzoo.columns.Columns` the array as stored (no Series made)."""
-    if isinstance(df, Columns):
-        for key in (f"config.{name}", name, f"hardware.{name}"):
-            if key in df:
-                return df.values(key)
+    key = _key(df, name)
+    if key is None:
         return None
-    return column(df, name)
+    return df.values(key) if isinstance(df, Columns) else df[key]
 
 
 def num(df: pd.DataFrame, name: str, default: float = np.nan) -> np.ndarray:
