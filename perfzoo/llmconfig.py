@@ -59,10 +59,11 @@ class Key:
     low: Optional[float] = None
     choices: tuple = ()
     hardware: bool = False  # a hardware.* column, not a config.* one
+    family: Optional[str] = None  # a kind of model's keys (moe, mla, mamba, window, mtp): see applies()
 
 
-def _k(name, kind, unit, doc, low=None, choices=(), hardware=False) -> tuple[str, Key]:
-    return name, Key(name, kind, unit, doc, low, tuple(choices), hardware)
+def _k(name, kind, unit, doc, low=None, choices=(), hardware=False, family=None) -> tuple[str, Key]:
+    return name, Key(name, kind, unit, doc, low, tuple(choices), hardware, family)
 
 
 PRECISION_VALUES = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
@@ -82,30 +83,30 @@ KEYS: dict[str, Key] = dict([
     _k("vocab_size", "int", "tokens", "vocabulary size", low=1),
     _k("gated_mlp", "bool", "yes/no", "SwiGLU-style 3-matrix MLP"),
     _k("tie_embeddings", "bool", "yes/no", "the LM head shares the input embedding"),
-    _k("n_experts", "int", "experts", "routed experts per MoE layer (MoE models)", low=1),
-    _k("experts_per_token", "int", "experts", "experts each token is routed to", low=1),
-    _k("moe_ffn_dim", "int", "features", "one expert's MLP width", low=1),
-    _k("n_shared_experts", "int", "experts", "experts every token passes through", low=0),
-    _k("n_dense_layers", "int", "layers", "leading layers with a dense MLP in an MoE model", low=0),
-    _k("shared_ffn_dim", "int", "features", "the shared experts' MLP width (default moe_ffn_dim)", low=1),
+    _k("n_experts", "int", "experts", "routed experts per MoE layer (MoE models)", low=1, family="moe"),
+    _k("experts_per_token", "int", "experts", "experts each token is routed to", low=1, family="moe"),
+    _k("moe_ffn_dim", "int", "features", "one expert's MLP width", low=1, family="moe"),
+    _k("n_shared_experts", "int", "experts", "experts every token passes through", low=0, family="moe"),
+    _k("n_dense_layers", "int", "layers", "leading layers with a dense MLP in an MoE model", low=0, family="moe"),
+    _k("shared_ffn_dim", "int", "features", "the shared experts' MLP width (default moe_ffn_dim)", low=1, family="moe"),
     _k("moe_capacity_factor", "float", "x", "tokens the busiest expert rank computes over the balanced share "
-       "(default 1: balanced)", low=1),
-    _k("moe_token_drop", "bool", "yes/no", "tokens over an expert's capacity are dropped (not dropless)"),
-    _k("etp", "int", "devices", "tensor-parallel degree inside the experts (default 1)", low=1),
-    _k("q_lora_rank", "int", "features", "MLA: the query's low-rank width", low=1),
-    _k("kv_lora_rank", "int", "features", "MLA: the compressed key/value width", low=1),
-    _k("qk_nope_head_dim", "int", "features", "MLA: a head's query/key width without rotary part", low=1),
-    _k("qk_rope_head_dim", "int", "features", "MLA: a head's rotary query/key width", low=1),
-    _k("v_head_dim", "int", "features", "MLA: a head's value width", low=1),
-    _k("mtp_layers", "int", "layers", "multi-token-prediction blocks after the last layer", low=0),
-    _k("sliding_window", "int", "tokens", "attention window of the sliding-window layers", low=1),
-    _k("n_sliding_layers", "int", "layers", "layers with sliding-window attention", low=0),
-    _k("n_attention_layers", "int", "layers", "hybrid models: layers with attention", low=0),
-    _k("n_mamba_layers", "int", "layers", "hybrid models: Mamba-2 layers", low=0),
-    _k("mamba_heads", "int", "heads", "Mamba-2 heads", low=1),
-    _k("mamba_head_dim", "int", "features", "width of one Mamba-2 head", low=1),
-    _k("mamba_state_dim", "int", "features", "Mamba-2 state size", low=1),
-    _k("mamba_groups", "int", "groups", "Mamba-2 groups", low=1),
+       "(default 1: balanced)", low=1, family="moe"),
+    _k("moe_token_drop", "bool", "yes/no", "tokens over an expert's capacity are dropped (not dropless)", family="moe"),
+    _k("etp", "int", "devices", "tensor-parallel degree inside the experts (default 1)", low=1, family="moe"),
+    _k("q_lora_rank", "int", "features", "MLA: the query's low-rank width", low=1, family="mla"),
+    _k("kv_lora_rank", "int", "features", "MLA: the compressed key/value width", low=1, family="mla"),
+    _k("qk_nope_head_dim", "int", "features", "MLA: a head's query/key width without rotary part", low=1, family="mla"),
+    _k("qk_rope_head_dim", "int", "features", "MLA: a head's rotary query/key width", low=1, family="mla"),
+    _k("v_head_dim", "int", "features", "MLA: a head's value width", low=1, family="mla"),
+    _k("mtp_layers", "int", "layers", "multi-token-prediction blocks after the last layer", low=0, family="mtp"),
+    _k("sliding_window", "int", "tokens", "attention window of the sliding-window layers", low=1, family="window"),
+    _k("n_sliding_layers", "int", "layers", "layers with sliding-window attention", low=0, family="window"),
+    _k("n_attention_layers", "int", "layers", "hybrid models: layers with attention", low=0, family="mamba"),
+    _k("n_mamba_layers", "int", "layers", "hybrid models: Mamba-2 layers", low=0, family="mamba"),
+    _k("mamba_heads", "int", "heads", "Mamba-2 heads", low=1, family="mamba"),
+    _k("mamba_head_dim", "int", "features", "width of one Mamba-2 head", low=1, family="mamba"),
+    _k("mamba_state_dim", "int", "features", "Mamba-2 state size", low=1, family="mamba"),
+    _k("mamba_groups", "int", "groups", "Mamba-2 groups", low=1, family="mamba"),
     _k("task", "str", "name", "pre-training (default), SFT, or LoRA / PEFT (adapter tuning)"),
     _k("seq_len", "int", "tokens", "tokens per sequence", low=1),
     _k("global_batch_size", "int", "sequences", "sequences per optimizer step, all ranks together", low=1),
@@ -117,7 +118,7 @@ KEYS: dict[str, Key] = dict([
     _k("vp", "int", "stages", "virtual pipeline stages per pipeline rank (interleaving; needs pp > 1)", low=1),
     _k("cp", "int", "devices", "context-parallel degree", low=1),
     _k("dp", "int", "devices", "data-parallel degree (default n_gpus / (tp x pp x cp))", low=1),
-    _k("ep", "int", "devices", "expert-parallel degree (MoE models)", low=1),
+    _k("ep", "int", "devices", "expert-parallel degree (MoE models)", low=1, family="moe"),
     _k("fsdp", "choice", "", "data-parallel sharding (zero1: optimizer, shard_grad_op: ZeRO-2, full_shard: ZeRO-3)",
        choices=SHARDING_VALUES),
     _k("zero_stage", "int", "stage", "ZeRO stage 0-3 (instead of fsdp)", low=0),
@@ -137,6 +138,20 @@ KEYS: dict[str, Key] = dict([
     _k("interconnect", "str", "name", "network between nodes (free text)", hardware=True),
 ])
 HARDWARE_KEYS = tuple(k for k, spec in KEYS.items() if spec.hardware)
+FAMILIES = {f: tuple(k for k, spec in KEYS.items() if spec.family == f) for f in dict.fromkeys(
+    spec.family for spec in KEYS.values() if spec.family)}
+
+
+def applies(name: str, config: Mapping[str, Any]) -> bool:
+    """Whether key ``name`` means something for ``config``: a key of one kind of model (its
+    ``family``: mixture of experts, MLA, Mamba hybrids, sliding windows, MTP) only where the config
+    gives some key of that kind; a dense model has no expert keys to leave out.
+
+    >>> applies("experts_per_token", {"n_layers": 32}), applies("experts_per_token", {"n_experts": 8}), applies("tp", {})
+    (False, True, True)
+    """
+    spec = KEYS.get(name)
+    return spec is None or spec.family is None or any(not is_missing(config.get(k)) for k in FAMILIES[spec.family])
 
 # what a config must give (directly or through a model preset) to be priced
 REQUIRED = ("n_layers", "hidden_dim", "n_heads", "vocab_size", "seq_len", "n_gpus", "accelerator")

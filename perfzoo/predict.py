@@ -14,7 +14,8 @@ range, parallel degrees that do not multiply to the device count, a precision th
 lacks or an unknown accelerator is a one-line error (exit 2), and so is a config that gives no
 shape, sequence length, device count or accelerator: no prediction from fallback values. An
 optional key the config leaves out (``tp``, ``global_batch_size``, ...) is unknown, not an
-error: the predictor treats it as missing, and the output says which.
+error: the predictor treats it as missing, and the output says which (not the keys of other kinds
+of model: a dense model leaves out no expert keys, :func:`perfzoo.llmconfig.applies`).
 
 Examples
 --------
@@ -57,7 +58,7 @@ from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
-from perfzoo.features import n_devices
+from perfzoo.features import base_key, n_devices
 from perfzoo.inputs import input_columns, read_configs
 from perfzoo.zoo.base import NotFittedError, Predictor
 
@@ -240,7 +241,8 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     for c in BREAKDOWN:
         out[f"analytic.{c}"] = est[c].to_numpy()
     out["fits_in_memory"] = [None if not np.isfinite(f) else bool(f <= 1.0) for f in est["memory_fraction"]]
-    out["unknown_inputs"] = [", ".join(unknown)] * len(frame)
+    # what each config leaves out, less the keys of kinds of model it is not (a dense model's expert keys)
+    out["unknown_inputs"] = [", ".join(c for c in unknown if llmconfig.applies(base_key(c), cfg)) for cfg in configs]
     out["warnings"] = ["; ".join(w) for w in outside_training(frame, est["n_params"].to_numpy(dtype=float), training)]
     out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
     out.attrs["dataset"] = training.name

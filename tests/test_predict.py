@@ -59,6 +59,11 @@ def test_missing_columns_are_unknowns_not_errors(published):
     assert np.isfinite(table["predicted_tokens_per_s"]).all()
     unknown = table["unknown_inputs"].iloc[0].split(", ")
     assert "config.tp" in unknown and "config.global_batch_size" in unknown and "config.n_layers" not in unknown
+    # a dense model leaves out no expert, MLA or Mamba keys; an MoE model that gives no top-k does
+    assert not {"config.n_experts", "config.experts_per_token", "config.kv_lora_rank", "config.n_mamba_layers"} & set(unknown)
+    moe = predict_frame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "seq_len": 4096,
+                          "n_gpus": 8, "accelerator": "H100-SXM-80GB", "n_experts": 8}], ds, ridge)
+    assert "config.experts_per_token" in moe["unknown_inputs"].iloc[0].split(", ")
     assert np.isnan(table["predicted_step_time_s"].iloc[0])  # no batch given: no step time
 
 
