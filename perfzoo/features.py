@@ -25,7 +25,7 @@ not copied; a search hands the codec's arrays over directly, constants held once
 function from configs to features for fitting, benchmarking, searching and planning. Beside
 ``transform``, :meth:`FeatureEncoder.matrix` gives every encoding as one float matrix (what
 LightGBM reads) and :meth:`FeatureEncoder.linear` a linear model's output without the matrix;
-:func:`estimates` computes a chunk's analytic estimates once for features, targets and models.
+:mod:`perfzoo.analytic_features` computes a chunk's analytic estimates once for features, targets and models.
 
 Which columns: the ``config.*`` and ``hardware.*`` columns of the frame (all columns when it
 has none of those); columns with no value in training are dropped. A column is numeric when
@@ -54,7 +54,8 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic, workloads
+from perfzoo import workloads
+from perfzoo.analytic_features import analytic_features
 from perfzoo.columns import Columns, repeat_to
 
 ENCODINGS = ("native", "numeric", "scaled", "onehot")
@@ -76,23 +77,6 @@ def optional_keys() -> frozenset[str]:
     return frozenset().union(*(spec.optional_keys for spec in workloads.specs()))
 
 
-# analytic estimate -> how it becomes a feature
-_ANALYTIC_LOG = (
-    "n_params", "flops_per_token", "tokens_per_step", "flops_per_device_step", "memory_bytes",
-    "activation_bytes", "compute_time_s", "step_time_s", "throughput", "throughput_per_device",
-)
-_ANALYTIC_LOG1P = ("comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_bytes")
-_ANALYTIC_RAW = ("memory_fraction", "bubble")
-_STATE = ("param_bytes", "grad_bytes", "optimizer_bytes")
-# feature -> (transform, the estimates it sums)
-_ANALYTIC = {
-    **{f"analytic.log_{c}": ("log", (c,)) for c in _ANALYTIC_LOG},
-    **{f"analytic.log1p_{c}": ("log1p", (c,)) for c in _ANALYTIC_LOG1P},
-    **{f"analytic.{c}": ("raw", (c,)) for c in _ANALYTIC_RAW},
-    "analytic.log_state_bytes": ("log", _STATE),
-}
-ANALYTIC_FEATURES = tuple(_ANALYTIC)
-
 def base_key(column: str) -> str:
     """``'config.hidden_dim'`` -> ``'hidden_dim'``."""
     return column.split(".", 1)[1] if column.startswith(("config.", "hardware.")) else column
@@ -101,77 +85,6 @@ def base_key(column: str) -> str:
 def is_optional(column: str) -> bool:
     """Whether a predictor may be asked to predict on a frame without this column."""
     return column.startswith("hardware.") or base_key(column) in optional_keys()
-
-
-def estimates(X) -> dict[str, np.ndarray]:
-    """:func:`perfzoo.analytic.estimate_arrays` of a frame or :class:`~perfzoo.columns.Columns`;
-    computed once per Columns (kept in its ``cache``), however many features, targets and
-    models read it."""
-    if not isinstance(X, Columns):
-        return analytic.estimate_arrays(X)
-    est = X.cache.get("estimates")
-    if est is None:
-        est = X.cache["estimates"] = _estimate_columns(X)
-    return est
-
-
-_NO_BROADCAST: set[frozenset] = set()  # constant column sets a cost model could not broadcast
-
-
-def _estimate_columns(X: Columns) -> dict[str, np.ndarray]:
-    """The estimates of the light columns, their constants held once; where a cost model cannot
-    broadcast them (it raises, e.g. building one array from per-layer arrays of different
-    lengths), of the columns at full length, and that set of constants is not tried light again."""
-    constant = frozenset(c for c in X.columns if X.is_constant(c))
-    if constant and constant not in _NO_BROADCAST:
-        try:
-            return analytic.estimate_arrays(X)
-        except (ValueError, IndexError):
-            _NO_BROADCAST.add(constant)
-    return analytic.estimate_arrays(X.expanded() if constant else X)
-
-
-def analytic_features(X, names: Optional[Sequence[str]] = None) -> dict[str, np.ndarray]:
-    """The analytic estimates of :func:`perfzoo.analytic.estimate` as model features
-    (:data:`ANALYTIC_FEATURES`, or the ``names`` among them): logs of sizes, times and
-    throughputs (NaN where not positive), ``log1p`` of communication bytes, memory fraction and
-    bubble as they are; a dict of arrays. An estimate with one value on every row is
-    transformed once and kept as one value (it broadcasts, as :class:`~perfzoo.columns.Columns`' constants)."""
-    est = estimates(X)
-    out = {}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for name in (ANALYTIC_FEATURES if names is None else names):
-            how, parts = _ANALYTIC[name]
-            v = _constant_once(est[parts[0]])
-            for part in parts[1:]:
-                v = v + _constant_once(est[part])
-            if how == "log":
-                out[name] = np.log(v)  # NaN below zero; at zero -inf, made NaN:
-                zero = v == 0
-                if zero.any():
-                    out[name][zero] = np.nan
-            elif how == "log1p":
-                out[name] = np.log1p(v)
-            else:
-                out[name] = v
-    return out
-
-
-def _constant_once(v: np.ndarray) -> np.ndarray:
-    """``v`` itself, or its one value (length 1) when every row has it."""
-    v = analytic.compact(v)
-    return v[:1] if len(v) > 1 and v[0] == v[-1] and (v == v[0]).all() else v
-
-
-def n_devices(X) -> np.ndarray:
-    """Devices per job (a frame or :class:`~perfzoo.columns.Columns`): ``config.n_gpus``, else
-    ``hardware.accelerator_count``, else ``config.world_size``; 1 where none is known."""
-    out = np.full(len(X), np.nan)
-    for c in ("config.n_gpus", "hardware.accelerator_count", "config.world_size", "n_gpus", "world_size"):
-        if c in X.columns:
-            v = pd.to_numeric(X[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            out = np.where(np.isnan(out), v, out)
-    return np.where(np.isnan(out) | (out <= 0), 1.0, out)
 
 
 # ----------------------------------------------------------------------------------------

@@ -58,7 +58,8 @@ from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
-from perfzoo.features import base_key, n_devices
+from perfzoo.analytic_features import n_devices
+from perfzoo.features import base_key
 from perfzoo.inputs import input_columns, read_configs
 from perfzoo.zoo.base import NotFittedError, Predictor
 

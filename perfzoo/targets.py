@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic
-from perfzoo.features import estimates, n_devices
+from perfzoo.analytic_features import estimates, n_devices
 
 TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio", "log_roofline_ratio")
 # measured / analytic-ideal throughput of a typical job: the shared published sources' medians are

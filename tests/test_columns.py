@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo import analytic, features
+from perfzoo import analytic, analytic_features
 from perfzoo.columns import Columns, repeat_to
-from perfzoo.features import estimates
+from perfzoo.analytic_features import estimates
 from perfzoo.plan.layouts import Cluster, layout_space
 from perfzoo.plan.planner import resolve_model
 from perfzoo.spaces import get
@@ -67,7 +67,7 @@ def test_codec_columns_are_its_frame_and_price_the_same(space):
     # the cost models read the light columns as they read the frame, to the last bit
     light, full = estimates(cols), analytic.estimate_arrays(frame)
     if space == "fsdp-ads-v3":  # its cost model broadcasts the constants: they are priced once, not per row
-        assert frozenset(c for c in cols.columns if cols.is_constant(c)) not in features._NO_BROADCAST
+        assert frozenset(c for c in cols.columns if cols.is_constant(c)) not in analytic_features._NO_BROADCAST
     for k in full:
         np.testing.assert_array_equal(light[k], full[k], err_msg=k)
     # ... and as they read a frame of the complete configs (each built by the space's own Python)

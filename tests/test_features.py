@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo.features import ANALYTIC_FEATURES, ENCODINGS, FeatureEncoder, n_devices
+from perfzoo.analytic_features import ANALYTIC_FEATURES, n_devices
+from perfzoo.features import ENCODINGS, FeatureEncoder
 from perfzoo.targets import TargetTransform
 
 

@@ -35,6 +35,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 import perfzoo.analytic
+import perfzoo.analytic_features
 import perfzoo.columns
 import perfzoo.features
 import perfzoo.targets
@@ -135,7 +136,8 @@ _FINGERPRINTS: dict[str, str] = {}
 # bundles (their cost models and vocabularies), the vocabulary, the accelerator table, and the
 # zoo's base class and intervals
 _SHARED_SOURCES = (
-    inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.targets),
+    inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.analytic_features),
+    inspect.getsourcefile(perfzoo.targets),
     inspect.getsourcefile(perfzoo.columns), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
     inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),

@@ -36,7 +36,8 @@ import pandas as pd
 
 from perfzoo import llmconfig, zoo
 from perfzoo.dataset import Dataset
-from perfzoo.features import as_columns, estimates, n_devices
+from perfzoo.analytic_features import estimates, n_devices
+from perfzoo.features import as_columns
 from perfzoo.search.objective import Model, input_columns
 
 MEMORY_MARGIN = 0.10
