@@ -102,14 +102,13 @@ def fsdp_columns(df: pd.DataFrame) -> dict[str, np.ndarray]:
         strategy[i] = c if np.all(active) else np.where(active, c, 3)
     # parameters and layer count per strategy (rows of `by`, `counts`): a matrix product when every
     # row has the same layer sizes (a search space), else a sum
-    shared = all(np.size(P) == 1 for P in sizes)
-    sizes = np.array([np.broadcast_to(P, (n,)) for P in sizes]).reshape(n_max, n) if not shared else \
-        np.array([np.ravel(P)[0] for P in sizes], dtype=float).reshape(n_max)
+    m = 1 if all(np.size(P) == 1 for P in sizes) else n
+    sizes = np.array([np.broadcast_to(P, (m,)) for P in sizes], dtype=float).reshape(n_max, m)
     by, counts = np.zeros((3, n)), np.zeros((3, n))
     for j in range(3):
         hit = strategy == j
         counts[j] = hit.sum(axis=0, dtype=np.int16)
-        by[j] = sizes @ hit.astype(float) if shared else (hit * sizes).sum(axis=0)
+        by[j] = sizes[:, 0] @ hit.astype(float) if m == 1 else (hit * sizes).sum(axis=0)
     dense = by.sum(axis=0)
     unsharded, grad_sharded = by[0] + by[1], by[1] + by[2]
     param_b = (unsharded + by[2] / W) * p_b
