@@ -48,6 +48,9 @@ class AcceleratorSpec:
     devices one scale-up link joins (8 on an HGX board; 72 on an NVL72 rack, across 18 hosts).
     ``hbm_bw`` is the memory bandwidth (bytes/s), ``exp_rate`` the exponentials the special-function
     units compute per second (what a softmax costs beside its matmuls; None: not known).
+    ``fa2_slowdown``: how many times longer an attention core takes in a FlashAttention-2-generation
+    kernel (Ampere's ``mma.sync``; PyTorch SDPA's flash backend, the flash-attn 2 package) than in
+    one written for the device, which the roofline prices (1: the same kernel; Hopper: 2.14).
     """
 
     name: str
@@ -60,6 +63,7 @@ class AcceleratorSpec:
     nvlink_domain: int = 8
     formats: frozenset = frozenset()
     exp_rate: Optional[float] = None
+    fa2_slowdown: float = 1.0
     source: str = ""
 
     def flops(self, precision: str) -> Optional[float]:
@@ -98,6 +102,7 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
             intra_bw=_number(row["intra_gb_s"], 1e9), inter_bw=_number(row["inter_gb_s"], 1e9),
             node_size=int(row["devices_per_node"]), nvlink_domain=int(row["nvlink_domain"]),
             formats=frozenset(f for f in row["formats"].split("|") if f), exp_rate=_number(row["exp_tera_s"], 1e12),
+            fa2_slowdown=_number(row["fa2_slowdown"]) or 1.0,
             source=row["source"])))
     return tuple(rows)
 

@@ -127,7 +127,7 @@ KEYS: dict[str, Key] = dict([
     _k("sequence_parallel", "bool", "yes/no", "Megatron sequence parallelism with tp"),
     _k("flash_attention", "bool", "yes/no", "fused attention (no s x s scores kept)"),
     _k("compile", "bool", "yes/no", "torch.compile"),
-    _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory)",
+    _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory, its attention kernel)",
        choices=FRAMEWORKS),
     _k("accelerator", "str", "name", "device model, a row of the accelerator table (e.g. H100-SXM-80GB)",
        hardware=True),

@@ -56,6 +56,14 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   t_optimizer + max(0, t_dp + t_cp - busy)`` (TP and EP traffic on the critical path; DP/FSDP
   traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
   runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s.
+* The attention kernel: the roofline's attention core (matmuls at the BF16 peak, then the softmax,
+  not overlapped: 71% of an H100's peak at head width 128) stands for a kernel written for the
+  device, FlashAttention-3 (75%) or cuDNN's fused attention, which Megatron-Core's Transformer
+  Engine runs (Megatron-LM, NeMo, Megatron-Bridge; also an unknown framework). PyTorch's SDPA
+  flash backend and the flash-attn 2 package (:data:`FA2_FRAMEWORKS`: torchtitan, llm-foundry,
+  plain PyTorch) run FlashAttention-2, written for Ampere's ``mma.sync``: on a Hopper GPU it reaches
+  35% of the peak (Shah et al. 2024, arXiv 2407.08608), so its matmuls and softmax take the
+  accelerator table's ``fa2_slowdown`` times as long (75/35 = 2.14; 1 on Ampere, its own kernel).
 * A row that cannot be priced (no shape, an unknown accelerator, a precision the device lacks) gets
   NaN, never a default that looks like a number.
 """
@@ -75,6 +83,8 @@ from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
 from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS, is_adapter_tuning,
                                 normalize_checkpointing, normalize_framework, normalize_sharding, to_bool)
+
+FA2_FRAMEWORKS = ("pytorch", "torchtitan", "llm-foundry")  # attention in a FlashAttention-2 kernel (module docstring)
 
 
 class LLMCost:
@@ -134,6 +144,8 @@ class LLMCost:
         is32 = is_code(self.precision, PRECISIONS, "fp32")
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
+        fa2 = is_code(self.framework, FRAMEWORKS, *FA2_FRAMEWORKS) & (self.flash > 0)
+        self.attention_x = np.where(fa2, self.hw.fa2_slowdown, 1.0)  # the attention kernel's slowdown
         self.memory = Memory(self)
         self.traffic = Traffic(self)
         self._parts: dict[tuple[bool, bool, bool], dict[str, np.ndarray]] = {}
@@ -232,9 +244,11 @@ class LLMCost:
 
     def compute_time(self) -> np.ndarray:
         """Seconds of compute per device per step: what the kernels execute (causal attention,
-        recompute, the MoE padding), each part at its peak (:mod:`.precision`)."""
+        recompute, the MoE padding), each part at its peak (:mod:`.precision`), the attention core
+        stretched by its kernel's slowdown (module docstring)."""
         parts = self.flops_parts(causal=True, recompute=True, executed=True)
         per_device = {k: v * self.tokens_per_step() / self.n_gpus for k, v in parts.items()}
+        per_device["attention"] = per_device["attention"] * self.attention_x
         return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16)
 
     def step_time(self, comm: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:

@@ -63,7 +63,8 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   algorithms 1-2). ``T * (a/tp) * ctx`` scores per attention layer (``ctx`` the causal context of
   :mod:`.shape`). On an H100 at head width 128 they cost 40% of the attention core's matmul time;
   FlashAttention-3 (Shah et al. 2024) overlaps part of it, FlashAttention-2 little (taken as not
-  overlapped). A device without the exponential figure does not price the softmax.
+  overlapped). A device without the exponential figure does not price the softmax. A
+  FlashAttention-2 kernel on a newer GPU stretches it like the attention matmuls (:mod:`.llm`).
 
 ``memory_time`` = micro-batches x (GEMM operand + elementwise + loss bytes) / HBM bandwidth; these
 kernels run between the GEMMs on the same stream, so the step adds them to the compute time
@@ -234,6 +235,7 @@ class Traffic:
         """``memory_time_s`` (per step, before the bubble), ``optimizer_time_s`` and ``softmax_time_s``."""
         c, hw = self.c, self.c.hw
         exps, ops = self.softmax_work()
-        softmax = np.where(np.isnan(hw.exp_rate), 0.0, c.m * (exps / hw.exp_rate + ops / hw.vector_rate))
+        softmax = np.where(np.isnan(hw.exp_rate), 0.0,
+                           c.m * c.attention_x * (exps / hw.exp_rate + ops / hw.vector_rate))
         return {"memory_time_s": c.m * self.micro_batch_bytes() / hw.hbm_bw,
                 "optimizer_time_s": self.optimizer_bytes() / hw.hbm_bw, "softmax_time_s": softmax}
