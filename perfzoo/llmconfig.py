@@ -126,6 +126,8 @@ KEYS: dict[str, Key] = dict([
     _k("activation_checkpointing", "choice", "", "recompute activations", choices=CHECKPOINTING_VALUES),
     _k("sequence_parallel", "bool", "yes/no", "Megatron sequence parallelism with tp"),
     _k("flash_attention", "bool", "yes/no", "fused attention (no s x s scores kept)"),
+    _k("tp_comm_overlap", "bool", "yes/no", "TP communication overlapped with the GEMMs (default: on for NeMo and "
+       "Megatron-Bridge with tp > 1)"),
     _k("compile", "bool", "yes/no", "torch.compile"),
     _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory, its attention kernel)",
        choices=FRAMEWORKS),

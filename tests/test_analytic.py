@@ -241,6 +241,46 @@ def test_flashattention2_on_hopper_takes_the_table_slowdown():
         assert A.estimate(cfg)["step_time_s"] == pytest.approx(A.estimate(base)["step_time_s"], rel=1e-12)
 
 
+def test_tp_communication_overlaps_the_gemms_in_nemo_and_megatron_bridge():
+    # GPT at tp=2 on 8 H100s: TP time t_tp = 805,306,368 B (test_comm_bytes) / 450 GB/s (NVLink)
+    # = 1.79 ms, far less than the compute, so with userbuffers overlap none of it is exposed
+    cfg = {**GPT, "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 8, "tp": 2, "dp": 4,
+           "accelerator": "H100-80GB", "precision": "bf16"}
+    plain = A.estimate({**cfg, "framework": "megatron-lm"})
+    assert plain["tp_time_s"] == pytest.approx(805_306_368 / 450e9, rel=1e-12)
+    for framework in ("nemo", "megatron-bridge"):
+        over = A.estimate({**cfg, "framework": framework})
+        exposed = A.estimate({**cfg, "framework": framework, "tp_comm_overlap": False})
+        assert over["tp_time_s"] == 0.0 and exposed["tp_time_s"] == plain["tp_time_s"]
+        assert over["step_time_s"] == pytest.approx(exposed["step_time_s"] - exposed["tp_time_s"], rel=1e-12)
+    # the key decides either way; without sequence parallelism there is nothing to overlap
+    assert A.estimate({**cfg, "framework": "megatron-lm", "tp_comm_overlap": True})["tp_time_s"] == 0.0
+    no_sp = A.estimate({**cfg, "framework": "nemo", "sequence_parallel": False})
+    assert no_sp["tp_time_s"] == pytest.approx(plain["tp_time_s"], rel=1e-12)
+    # a TP group slower than its GEMMs shows the excess: tp=16 spans two 8-GPU hosts, so part of its
+    # traffic crosses the network (15.1 ms a step against 2.06 ms of compute)
+    slow = {**cfg, "framework": "nemo", "n_gpus": 16, "tp": 16, "dp": 1}
+    over, exposed = A.estimate(slow), A.estimate({**slow, "tp_comm_overlap": False})
+    assert exposed["tp_time_s"] > exposed["compute_time_s"] > 0
+    assert over["tp_time_s"] == pytest.approx(exposed["tp_time_s"] - exposed["compute_time_s"], rel=1e-12)
+
+
+def test_torchtitan_fsdp_under_a_pipeline_gathers_and_reduces_once_per_step():
+    # pp=2, dp=4 (FSDP), B=64, b=4 -> m = 4 micro-batches; local parameters N_local (stage of 12
+    # layers + the LM head's V*d = 0: no vocabulary) = 150,994,944; ring 3/4. Per micro-batch FSDP moves
+    # 3/4 x N_local x (2 all-gathers x 2 B + reduce-scatter 4 B); torchtitan's pipeline keeps the stage
+    # gathered (one all-gather) and reduces after the last micro-batch (one reduce-scatter), once per step
+    cfg = {**GPT, "global_batch_size": 64, "micro_batch_size": 4, "n_gpus": 8, "pp": 2, "dp": 4,
+           "fsdp": "full_shard", "accelerator": "H100-80GB"}
+    per_micro_batch = A.comm_bytes_per_device(cfg)["comm_dp_bytes"]
+    assert per_micro_batch == 4 * 0.75 * 150_994_944 * (2 * 2 + 4)
+    assert A.comm_bytes_per_device({**cfg, "framework": "torchtitan"})["comm_dp_bytes"] == 0.75 * 150_994_944 * (2 + 4)
+    # without a pipeline torchtitan's FSDP gathers per micro-batch like any FSDP2
+    flat = {**cfg, "pp": 1, "dp": 8, "global_batch_size": 128}
+    assert (A.comm_bytes_per_device({**flat, "framework": "torchtitan"})["comm_dp_bytes"]
+            == A.comm_bytes_per_device(flat)["comm_dp_bytes"])
+
+
 def test_defaults_for_what_published_tables_leave_out():
     # Megatron's tables give no micro batch and no grad_accum: b = 1, m = B / dp
     cfg = {**GPT, "global_batch_size": 64, "n_gpus": 16, "tp": 2, "dp": 8, "accelerator": "A100-80GB"}

@@ -32,7 +32,9 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   all-reduce per step (Megatron's distributed optimizer: reduce-scatter + all-gather, the same bytes);
   ``shard_grad_op``: per micro-batch one parameter all-gather + one gradient reduce-scatter;
   ``full_shard``/``hybrid_shard``: per micro-batch two all-gathers + one reduce-scatter (no gradient
-  traffic for adapter tuning). TP: per sublayer (attention, MLP or MoE, Mamba) and micro-batch two
+  traffic for adapter tuning); under torchtitan's pipeline once per step, one all-gather + one
+  reduce-scatter (the stage's parameters stay gathered, ``reshard_after_forward=False``, and
+  ``torch.distributed.pipelining`` reduces the gradients after the last micro-batch: :mod:`.memory`). TP: per sublayer (attention, MLP or MoE, Mamba) and micro-batch two
   all-reduces of ``b*s*d`` activations (sequence parallelism moves the same bytes as all-gather +
   reduce-scatter), three with full recompute. PP: each micro-batch's activation forward and gradient
   backward at each of the ``vp`` stage boundaries it crosses on the device, ``2*vp*(pp-1)/pp*b*s*d``.
@@ -56,6 +58,12 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   t_optimizer + max(0, t_dp + t_cp - busy)`` (TP and EP traffic on the critical path; DP/FSDP
   traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
   runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s.
+* TP communication overlap (``tp_comm_overlap``; default on for NeMo and Megatron-Bridge with
+  ``tp > 1`` and sequence parallelism, whose performance recipes turn on Transformer Engine's
+  userbuffers overlap, ``tp_comm_overlap=True``; off elsewhere, Megatron-LM's ``--tp-comm-overlap``
+  included, which is off by default): the sequence-parallel all-gathers and reduce-scatters run in
+  chunks under the GEMMs that consume and produce them, so only ``max(0, t_tp - t_compute)`` of
+  the TP time stays on the critical path.
 * The attention kernel: the roofline's attention core (matmuls at the BF16 peak, then the softmax,
   not overlapped: 71% of an H100's peak at head width 128) stands for a kernel written for the
   device, FlashAttention-3 (75%) or cuDNN's fused attention, which Megatron-Core's Transformer
@@ -85,6 +93,7 @@ from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS
                                 normalize_checkpointing, normalize_framework, normalize_sharding, to_bool)
 
 FA2_FRAMEWORKS = ("pytorch", "torchtitan", "llm-foundry")  # attention in a FlashAttention-2 kernel (module docstring)
+TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron-bridge")  # TP communication overlapped by default (module docstring)
 
 
 class LLMCost:
@@ -141,6 +150,9 @@ class LLMCost:
         self.flash = np.where(np.isnan(fa), 1.0, fa)
         self.compile_flag = mapped(df, "compile", to_bool, dtype=float)
         self.framework = coded(df, "framework", normalize_framework, FRAMEWORKS)
+        overlap = mapped(df, "tp_comm_overlap", to_bool, dtype=float)
+        recipes = is_code(self.framework, FRAMEWORKS, *TP_OVERLAP_FRAMEWORKS).astype(float)
+        self.tp_overlap = (np.where(np.isnan(overlap), recipes, overlap) > 0) & (self.tp > 1) & (self.sp > 0)
         is32 = is_code(self.precision, PRECISIONS, "fp32")
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
@@ -204,8 +216,9 @@ class LLMCost:
         s = self.sharding
         full = is_code(s, SHARDINGS, "full_shard", "hybrid_shard")
         dp = np.select(
-            [full, is_code(s, SHARDINGS, "shard_grad_op")],
-            [self.m * ring * local * (2.0 * p_wire + g_wire), self.m * ring * local * (p_wire + g_wire)],
+            [self.memory.pipelined_fsdp, full, is_code(s, SHARDINGS, "shard_grad_op")],
+            [ring * local * (p_wire + g_wire), self.m * ring * local * (2.0 * p_wire + g_wire),
+             self.m * ring * local * (p_wire + g_wire)],
             2.0 * ring * local * g_wire,
         )
         t = self.tp
@@ -261,6 +274,7 @@ class LLMCost:
         kernels = self.traffic.seconds()
         busy = t_compute + kernels["softmax_time_s"] + kernels["memory_time_s"]
         t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
+        t_tp = np.where(self.tp_overlap, np.maximum(0.0, t_tp - t_compute), t_tp)  # only the excess shows
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
         t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp, self.shape.moe.K)
         t_dp = comm["comm_dp_bytes"] / group_bandwidth(hw, self.dp, self.tp * self.cp)

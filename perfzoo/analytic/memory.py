@@ -144,6 +144,9 @@ class Memory:
         self.kept = np.where((self.profile == FUSED) & (width < 2.0), width, 2.0)
         self.bf16_grads = is_code(cost.framework, FRAMEWORKS, "megatron-bridge")
         self.torchtitan = is_code(cost.framework, FRAMEWORKS, "torchtitan")
+        # torchtitan's FSDP under a pipeline: each stage's parameters stay gathered through the step
+        # and the gradient reduce-scatter waits for the last micro-batch (module docstring)
+        self.pipelined_fsdp = self.torchtitan & (cost.pp > 1) & self.torch_fsdp
         # torchtitan's RMSNorm is a fused kernel (fused_rmsnorm / compiled) even in eager mode
         self.norm_profile = np.where(self.torchtitan & (self.profile == EAGER), COMPILED, self.profile)
 
@@ -198,10 +201,9 @@ class Memory:
         local = dense + expert
         per_block = local / np.maximum(sh.L / c.pp, 1.0)
         root = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params) / c.tp
-        pipelined = self.torchtitan & (c.pp > 1)
-        keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op") | pipelined
+        keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op") | self.pipelined_fsdp
         working = np.where(keep_all, local, root + PREFETCHED_BLOCKS * per_block)
-        unsynced = np.where(pipelined & (c.m > 1), FSDP_MIXED[1] * local * (1.0 - c.adapters), 0.0)
+        unsynced = np.where(self.pipelined_fsdp & (c.m > 1), FSDP_MIXED[1] * local * (1.0 - c.adapters), 0.0)
         return np.where(self.torch_fsdp, 2.0 * working + unsynced, 0.0)
 
     # activations -----------------------------------------------------------------------
