@@ -21,7 +21,7 @@ from perfzoo.analytic_features import estimates, n_devices
 
 TARGETS = ("raw", "log", "per_device", "log_per_device", "log_ratio", "log_roofline_ratio")
 # measured / analytic-ideal throughput of a typical job: the shared published sources' medians are
-# 0.55-0.71 (python scripts/memory_benchmark.py --section accuracy); only used to tell the target's
+# 0.58-0.68 (python scripts/efficiency_table.py); only used to tell the target's
 # unit where the training jobs all ran on one device count (the wrong unit is off by that count)
 TYPICAL_EFFICIENCY = 0.6
 

@@ -2,7 +2,7 @@
 
 The ideal is :func:`perfzoo.analytic.estimate`'s throughput (no fitted factor), so the ratio is the
 fraction of the roofline a job reached. A physics gap shows as a group whose median stands apart
-from the rest (the published sources sit at 0.55-0.71): a kind of model, precision or layout the
+from the rest (the published sources sit at 0.58-0.68): a kind of model, precision or layout the
 estimate prices too fast (low ratio) or too slow (high ratio). Nothing is fitted here.
 
     python scripts/efficiency_table.py                                   # per source

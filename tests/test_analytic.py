@@ -557,7 +557,7 @@ def test_the_fsdp_cost_model_counts_the_parameters_of_each_tower_layer_and_reads
 def test_every_published_source_runs_at_a_like_fraction_of_the_ideal(external):
     """Measured / analytic-ideal throughput, median per published source, without any fitted factor
     (``scripts/efficiency_table.py`` prints it by any column): each source between 45 and 85% of the
-    roofline (today 0.60-0.71). A wrong peak table or a misread model shape moves a whole source."""
+    roofline (today 0.58-0.68). A wrong peak table or a misread model shape moves a whole source."""
     from perfzoo.datasets import load_dataset
     from perfzoo.targets import analytic_log_throughput
 
