@@ -129,7 +129,8 @@ KEYS: dict[str, Key] = dict([
     _k("tp_comm_overlap", "bool", "yes/no", "TP communication overlapped with the GEMMs (default: on for NeMo and "
        "Megatron-Bridge with tp > 1)"),
     _k("compile", "bool", "yes/no", "torch.compile"),
-    _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory, its attention kernel)",
+    _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory, its attention kernel, "
+       "whether TP traffic overlaps)",
        choices=FRAMEWORKS),
     _k("accelerator", "str", "name", "device model, a row of the accelerator table (e.g. H100-SXM-80GB)",
        hardware=True),

@@ -244,7 +244,15 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     out["fits_in_memory"] = [None if not np.isfinite(f) else bool(f <= 1.0) for f in est["memory_fraction"]]
     # what each config leaves out, less the keys of kinds of model it is not (a dense model's expert keys)
     out["unknown_inputs"] = [", ".join(c for c in unknown if llmconfig.applies(base_key(c), cfg)) for cfg in configs]
-    out["warnings"] = ["; ".join(w) for w in outside_training(frame, est["n_params"].to_numpy(dtype=float), training)]
+    # knobs the predictor never saw in training: the analytic breakdown prices them, the prediction cannot
+    not_read = [c for c in frame.columns if c.startswith("config.") and c not in cols and c != "config.model_name"]
+    warned = outside_training(frame, est["n_params"].to_numpy(dtype=float), training)
+    for w, (_, row) in zip(warned, frame.iterrows()):
+        given = [base_key(c) for c in not_read if pd.notna(row[c])]
+        if given:
+            w.append(f"the predictor does not read {', '.join(given)} (never stated in its training data): "
+                     "only the analytic breakdown uses it")
+    out["warnings"] = ["; ".join(w) for w in warned]
     out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
     out.attrs["dataset"] = training.name
     return out

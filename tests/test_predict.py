@@ -52,6 +52,20 @@ def test_configs_outside_the_training_data_are_warned_about(published):
     assert "parameters" in second and "accelerator" not in second
 
 
+def test_a_knob_the_predictor_never_saw_is_warned_about(published):
+    # no published table states tp_comm_overlap: the analytic breakdown prices it, the fitted
+    # predictor cannot read it, and the output says so instead of ignoring it silently
+    ds, ridge = published
+    cfg = {**LLAMA3_70B, "n_gpus": 64, "dp": 2, "global_batch_size": 64, "accelerator": "H100-SXM-80GB",
+           "framework": "megatron-bridge"}
+    table = predict_frame([cfg, {**cfg, "tp_comm_overlap": False}], ds, ridge)
+    plain, told = table["warnings"]
+    assert "does not read" not in plain
+    assert "the predictor does not read tp_comm_overlap" in told
+    assert table["analytic.step_time_s"].iloc[1] > table["analytic.step_time_s"].iloc[0]
+    assert table["predicted_tokens_per_s"].iloc[0] == table["predicted_tokens_per_s"].iloc[1]
+
+
 def test_missing_columns_are_unknowns_not_errors(published):
     ds, ridge = published
     table = predict_frame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "seq_len": 4096,

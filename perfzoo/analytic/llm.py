@@ -34,7 +34,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ``full_shard``/``hybrid_shard``: per micro-batch two all-gathers + one reduce-scatter (no gradient
   traffic for adapter tuning); under torchtitan's pipeline once per step, one all-gather + one
   reduce-scatter (the stage's parameters stay gathered, ``reshard_after_forward=False``, and
-  ``torch.distributed.pipelining`` reduces the gradients after the last micro-batch: :mod:`.memory`). TP: per sublayer (attention, MLP or MoE, Mamba) and micro-batch two
+  ``torch.distributed.pipelining`` reduces the gradients after the last micro-batch:
+  :mod:`.memory`). TP: per sublayer (attention, MLP or MoE, Mamba) and micro-batch two
   all-reduces of ``b*s*d`` activations (sequence parallelism moves the same bytes as all-gather +
   reduce-scatter), three with full recompute. PP: each micro-batch's activation forward and gradient
   backward at each of the ``vp`` stage boundaries it crosses on the device, ``2*vp*(pp-1)/pp*b*s*d``.
