@@ -245,10 +245,12 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     # what each config leaves out, less the keys of kinds of model it is not (a dense model's expert keys)
     out["unknown_inputs"] = [", ".join(c for c in unknown if llmconfig.applies(base_key(c), cfg)) for cfg in configs]
     # knobs the predictor never saw in training: the analytic breakdown prices them, the prediction cannot
+    # (a model's name is not one: the catalog spells it out as the shape keys)
     not_read = [c for c in frame.columns if c.startswith("config.") and c not in cols and c != "config.model_name"]
+    stated = frame[not_read].notna().to_numpy()
     warned = outside_training(frame, est["n_params"].to_numpy(dtype=float), training)
-    for w, (_, row) in zip(warned, frame.iterrows()):
-        given = [base_key(c) for c in not_read if pd.notna(row[c])]
+    for w, row in zip(warned, stated):
+        given = [base_key(c) for c, on in zip(not_read, row) if on]
         if given:
             w.append(f"the predictor does not read {', '.join(given)} (never stated in its training data): "
                      "only the analytic breakdown uses it")
