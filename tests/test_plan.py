@@ -13,6 +13,7 @@ from perfzoo.plan.benchmark import score_group, summarise
 from perfzoo.plan.cli import main
 from perfzoo.plan.report import records, write_configs
 from perfzoo.search import Formula, Reinforce
+from perfzoo.targets import analytic_log_throughput
 
 # made-up shapes (the catalog's llama / mixtral rows are used where a real one is wanted)
 SMALL = {"model_name": "toy-1b", "n_layers": 16, "hidden_dim": 2048, "ffn_dim": 5632, "n_heads": 16,
@@ -87,6 +88,23 @@ def test_an_moe_model_gets_expert_parallelism_and_a_dense_one_does_not():
     dense = plan(SMALL, Cluster(gpus=16, accelerator=H100), seq_len=4096, global_batch=64,
                  scorer=Scorer(Formula(by_pp)))
     assert set(dense.layouts["ep"]) == {1}
+
+
+def test_the_framework_the_model_names_prices_every_generated_layout():
+    # --set framework=megatron-bridge: the generated layouts are priced as that framework runs them
+    # (TP traffic under the GEMMs), not as an unnamed one, so they compete fairly with its recipes
+    ideal = Scorer(Formula(lambda X: np.exp(analytic_log_throughput(X, True))))
+    speed = {}
+    for framework in (None, "megatron-bridge"):
+        model = {**SMALL, **({"framework": framework} if framework else {})}
+        p = plan(model, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=64, scorer=ideal)
+        assert framework is None or all(c["framework"] == framework for c in p.configs(len(p.layouts)))
+        speed[framework] = p.layouts.set_index("key")
+    plain, mb = speed[None], speed["megatron-bridge"]
+    both = plain.index.intersection(mb.index)
+    gain = mb.loc[both, "predicted_tokens_per_s_per_device"] / plain.loc[both, "predicted_tokens_per_s_per_device"]
+    by_tp = gain.groupby(plain.loc[both, "tp"]).median()
+    assert by_tp[8] > by_tp[2] > 1.0  # the more TP traffic a layout has, the more the overlap hides
 
 
 def test_reinforce_when_the_space_is_large_and_the_log_says_why():
