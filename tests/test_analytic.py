@@ -220,6 +220,21 @@ def test_low_precision_runs_the_linear_layers_only():
     assert head == pytest.approx(nvfp4 + 4096 * 6 * 1000 * 1024 / 2500e12, rel=1e-12)
 
 
+def test_an_nvfp4_cast_reads_its_input_twice():
+    # NVFP4's per-tensor FP32 scale needs the tensor's amax before any 16-element block is quantized:
+    # each quantized GEMM input is read once more in 16-bit than in MXFP4 (one-level block scales).
+    # Per token the linear layers have K + N = 6,144 (q,k,v + o) + 10,240 (MLP d -> 4d -> d)
+    # elements, 1,024 tokens, 2 bytes more each, over the B200's 8 TB/s
+    row = {"n_layers": 1, "hidden_dim": 1024, "n_heads": 8, "seq_len": 1024, "micro_batch_size": 1,
+           "global_batch_size": 1, "n_gpus": 1, "accelerator": "B200"}
+    nv, mx = A.estimate({**row, "precision": "nvfp4"}), A.estimate({**row, "precision": "mxfp4"})
+    assert nv["compute_time_s"] == pytest.approx(mx["compute_time_s"], rel=1e-12)  # the same FP4 peak
+    assert nv["memory_time_s"] - mx["memory_time_s"] == pytest.approx(2 * 1024 * 16_384 / 8.0e12, rel=1e-9)
+    # FP8 and MXFP8 take one pass (delayed or block scales)
+    fp8 = A.estimate({**row, "precision": "fp8"})["memory_time_s"]
+    assert A.estimate({**row, "precision": "mxfp8"})["memory_time_s"] == pytest.approx(fp8, rel=1e-12)
+
+
 def test_flashattention2_on_hopper_takes_the_table_slowdown():
     # torchtitan, llm-foundry and plain PyTorch run FlashAttention-2 (PyTorch SDPA's flash backend,
     # flash-attn 2); on an H100 its attention core takes fa2_slowdown = 75/35 = 2.14 times the

@@ -16,8 +16,14 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   16-bit and every quantized input (the activation forward, the output gradient backward) is first
   cast, read in 16-bit and written in FP8 (Transformer Engine and torchao cast in separate or fused
   kernels; Hopper's FP8 GEMMs also need a transposed copy): ``2e + 2`` bytes in the GEMMs and
-  ``2 + 2e`` in the casts, 8 per element at ``e = 1`` (FP8), 6 at NVFP4 (``e = 1/2``), so low
-  precision moves as many bytes as 16-bit while its FLOPs run twice or four times as fast. The
+  ``2 + 2e`` in the casts, 8 per element at ``e = 1`` (FP8), so low precision moves as many bytes
+  as 16-bit while its FLOPs run twice or four times as fast. NVFP4 (``e = 1/2``) scales in two
+  levels, an FP8 scale per 16-element block under one FP32 scale per tensor, and the tensor's scale
+  comes from its amax before any block can be quantized, so each cast reads its 16-bit input twice
+  (an amax pass, then the quantizing pass; Transformer Engine's ``NVFP4BlockScaling``, NVIDIA 2025,
+  "Pretraining large language models with NVFP4", section 2): ``2e + 2`` and ``4 + 2e``, 8 per
+  element. MXFP8's block scales need no such pass; FP8's per-tensor scales are taken as delayed
+  (the previous step's amax, one pass): the recipes' ``fp8`` rows do not say which. The
   LM head and the router stay 16-bit. Weights: each micro-batch reads the local weights twice
   (forward, data gradient) at the format's width and accumulates the weight gradient into the
   gradient buffer (read and write at its width, :mod:`.memory`). Per layer: attention
@@ -90,7 +96,7 @@ import numpy as np
 from perfzoo.analytic._frame import is_code
 from perfzoo.analytic.memory import EAGER, FUSED
 from perfzoo.analytic.precision import format_width
-from perfzoo.vocabulary import CHECKPOINTING
+from perfzoo.vocabulary import CHECKPOINTING, FORMATS
 
 EAGER_NORM, EAGER_ROPE, EAGER_SWIGLU = 36.0, 48.0, 10.0  # forward bytes per element, eager PyTorch
 FUSED_NORM, FUSED_ROPE, FUSED_SWIGLU, GELU, RESIDUAL = 4.0, 4.0, 6.0, 4.0, 6.0
@@ -151,8 +157,10 @@ class Traffic:
         k = self.gemm_act_elements()
         passes = c.weight_passes() / 2.0  # 3 GEMMs per linear layer (2 for adapter tuning)
         e = self.width
-        # bytes per element of the three GEMMs: 3e at 16 and 32 bits; low precision 2e + 2 plus 2 + 2e of casts
-        linear = np.where(e >= 2.0, 3.0 * e, 4.0 * e + 4.0)
+        # bytes per element of the three GEMMs: 3e at 16 and 32 bits; low precision 2e + 2 plus 2 + 2e of casts,
+        # NVFP4 2 more: the amax pass its per-tensor scale needs before any block is quantized
+        amax = 2.0 * is_code(c.format, FORMATS, "nvfp4")
+        linear = np.where(e >= 2.0, 3.0 * e, 4.0 * e + 4.0 + amax)
         per_token = n["attention"] * k["attention"] + n["mlp"] * k["mlp"] + n["moe"] * k["shared"] + n["mamba"] * k["mamba"]
         routed = Ts * sh.moe.K * sh.moe.capacity * n["moe"] * k["routed"]
         blocks = passes / 3.0 * linear * (T * per_token + routed)
