@@ -258,6 +258,20 @@ def test_the_framework_is_read_off_the_source_and_recompute_off_hardware_flops(t
     assert hfu.metrics.throughput_per_device == pytest.approx(150e12 / hardware, rel=1e-9)
 
 
+def test_tp_communication_overlap_is_read_off_the_options_column(tmp_path, write_published):
+    # Megatron-LM's README rows say "tp-comm-overlap": the row is priced with TP traffic under the
+    # GEMMs; torchtitan's "async TP" is a different mechanism and is not read as it; no option: unknown
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(tp="4", dp="1", n_gpus="4", other_opts="overlap-grad-reduce, overlap-param-gather, tp-comm-overlap"),
+        published_row(tp="4", dp="1", n_gpus="4", other_opts="async TP"),
+        published_row(tp="4", dp="1", n_gpus="4")])
+    assert [r.config.get("tp_comm_overlap") for r in rows] == [True, None, None]
+    assert "tp_comm_overlap=True (from other_opts)" in rows[0].annotations["perfzoo_derived"]
+    assert report.derived["tp_comm_overlap from other_opts"] == 1
+    tp = [analytic.estimate({**r.config, "accelerator": "H100-80GB"})["tp_time_s"] for r in rows]
+    assert tp[1] == tp[2] > tp[0]  # the overlap leaves only the excess over compute, here none
+
+
 def test_a_model_known_only_by_its_name_gets_the_size_the_name_states(tmp_path, write_published):
     # no shape, no n_params, in neither table nor catalog: predictors see no model name, so the
     # size the name states becomes n_params (after the target: a TFLOP/s row stays unlabelled)

@@ -30,7 +30,8 @@ import pandas as pd
 
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import CATEGORICAL_RULES, FRAMEWORK_RULES, model_variant, params_from_name, phrase_rules
+from perfzoo.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_RULES, TP_OVERLAP_RULES, model_variant, params_from_name,
+                                phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -240,6 +241,11 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     if framework is not None:
         derived.append(f"framework={framework} (from the source column)")
         report.derived["framework from the source column"] += 1
+    overlap = phrase_rules(row.text("other_opts") or "", TP_OVERLAP_RULES)
+    if overlap is not None:
+        config["tp_comm_overlap"] = overlap
+        derived.append(f"tp_comm_overlap={overlap} (from other_opts)")
+        report.derived["tp_comm_overlap from other_opts"] += 1
     if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
         config["micro_batch_size"] = None
         derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
@@ -392,6 +398,9 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
     * ``config.framework`` is read off the ``source`` column (``NVIDIA Megatron-Bridge performance
       summary`` -> ``megatron-bridge``; :data:`perfzoo.vocabulary.FRAMEWORK_RULES`): what the
       memory model needs to know about the framework's recipes (:mod:`perfzoo.analytic.memory`).
+    * ``config.tp_comm_overlap`` is read off ``other_opts`` where a row names Megatron's
+      ``tp-comm-overlap`` (:data:`perfzoo.vocabulary.TP_OVERLAP_RULES`; Megatron-LM's README rows):
+      the analytic estimate then hides the TP traffic under the GEMMs (:mod:`perfzoo.analytic.llm`).
     * A model known by neither table nor catalog, whose name states its size (``GPT3-5B``), gets
       ``n_params`` from the name once its target is settled (listed in ``perfzoo_derived``):
       predictors see no model name.
