@@ -53,15 +53,16 @@ def test_configs_outside_the_training_data_are_warned_about(published):
 
 
 def test_a_knob_the_predictor_never_saw_is_warned_about(published):
-    # no published table states tp_comm_overlap: the analytic breakdown prices it, the fitted
-    # predictor cannot read it, and the output says so instead of ignoring it silently
+    # no published table states sequence_parallel: the analytic breakdown prices it (without it every
+    # TP rank runs the norms and residuals of the whole sequence), the fitted predictor cannot read
+    # it, and the output says so instead of ignoring it silently
     ds, ridge = published
     cfg = {**LLAMA3_70B, "n_gpus": 64, "dp": 2, "global_batch_size": 64, "accelerator": "H100-SXM-80GB",
            "framework": "megatron-bridge"}
-    table = predict_frame([cfg, {**cfg, "tp_comm_overlap": False}], ds, ridge)
+    table = predict_frame([cfg, {**cfg, "sequence_parallel": False}], ds, ridge)
     plain, told = table["warnings"]
     assert "does not read" not in plain
-    assert "the predictor does not read tp_comm_overlap" in told
+    assert "the predictor does not read sequence_parallel" in told
     assert table["analytic.step_time_s"].iloc[1] > table["analytic.step_time_s"].iloc[0]
     assert table["predicted_tokens_per_s"].iloc[0] == table["predicted_tokens_per_s"].iloc[1]
 
