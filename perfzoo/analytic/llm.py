@@ -62,7 +62,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
 * TP communication overlap (``tp_comm_overlap``; default on for NeMo and Megatron-Bridge with
   ``tp > 1`` and sequence parallelism, whose performance recipes turn on Transformer Engine's
   userbuffers overlap, ``tp_comm_overlap=True``; off elsewhere, Megatron-LM's ``--tp-comm-overlap``
-  included, which is off by default): the sequence-parallel all-gathers and reduce-scatters run in
+  included, which is off by default; the published loader sets the key where a table's options name
+  it, as Megatron-LM's README rows do): the sequence-parallel all-gathers and reduce-scatters run in
   chunks under the GEMMs that consume and produce them, so only ``max(0, t_tp - t_compute)`` of
   the TP time stays on the critical path.
 * The attention kernel: the roofline's attention core (matmuls at the BF16 peak, then the softmax,
