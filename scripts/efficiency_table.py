@@ -27,16 +27,18 @@ from perfzoo.targets import analytic_log_throughput  # noqa: E402
 
 
 def ratios(dataset: str = "published-llm") -> pd.DataFrame:
-    """One row per labelled job: its source file, its config columns (``config.``/``hardware.``
-    dropped), ``is_moe`` and ``ratio`` = measured / ideal (NaN where the estimate is unknown)."""
+    """One row per labelled job: its source file (the dataset's name for a measured one), its config
+    columns (``config.``/``hardware.`` dropped), ``is_moe`` and ``ratio`` = measured / ideal (NaN where the estimate is unknown)."""
     ds = load_dataset(dataset).labelled().ok()
     with np.errstate(divide="ignore", invalid="ignore"):
         log_ratio = np.log(np.asarray(ds.y, dtype=float)) - analytic_log_throughput(ds.X, ds.target.endswith("_per_device"))
     frame = ds.frame
     out = pd.DataFrame({c.split(".", 1)[1]: frame[c].to_numpy() for c in frame.columns
                         if c.startswith(("config.", "hardware."))})
-    out["source"] = frame["annotations.file"].astype(str).str.removesuffix(".csv").to_numpy()
-    out["is_moe"] = pd.to_numeric(out.get("n_experts"), errors="coerce").fillna(1).to_numpy() > 1
+    files = frame.get("annotations.file")  # a published table's file; a measured dataset is its own source
+    out["source"] = dataset if files is None else files.astype(str).str.removesuffix(".csv").to_numpy()
+    experts = out["n_experts"] if "n_experts" in out else pd.Series(1.0, index=out.index)
+    out["is_moe"] = pd.to_numeric(experts, errors="coerce").fillna(1).to_numpy() > 1
     out["ratio"] = np.exp(log_ratio)
     return out
 
