@@ -28,7 +28,8 @@ from perfzoo.targets import analytic_log_throughput  # noqa: E402
 
 def ratios(dataset: str = "published-llm") -> pd.DataFrame:
     """One row per labelled job: its source file (the dataset's name for a measured one), its config
-    columns (``config.``/``hardware.`` dropped), ``is_moe`` and ``ratio`` = measured / ideal (NaN where the estimate is unknown)."""
+    columns (``config.``/``hardware.`` dropped), ``is_moe`` and ``ratio`` = measured / ideal (NaN
+    where the estimate is unknown)."""
     ds = load_dataset(dataset).labelled().ok()
     with np.errstate(divide="ignore", invalid="ignore"):
         log_ratio = np.log(np.asarray(ds.y, dtype=float)) - analytic_log_throughput(ds.X, ds.target.endswith("_per_device"))
