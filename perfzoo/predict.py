@@ -271,9 +271,8 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     not_read = [c for c in frame.columns if c.startswith("config.") and c not in cols and c != "config.model_name"]
     stated = frame[not_read].notna().to_numpy()
     warned = outside_training(frame, est["n_params"].to_numpy(dtype=float), training)
-    for w, note in zip(warned, launch_bound(frame, est)):
-        w.extend(note)
-    for w, row in zip(warned, stated):
+    for w, host, row in zip(warned, launch_bound(frame, est), stated):
+        w.extend(host)
         given = [base_key(c) for c, on in zip(not_read, row) if on]
         if given:
             w.append(f"the predictor does not read {', '.join(given)} (never stated in its training data): "
