@@ -265,5 +265,8 @@ FRAMEWORK_RULES = (  # most specific first: "pytorch/torchtitan" is torchtitan, 
 # (Transformer Engine's userbuffers, what perfzoo.analytic.llm prices as tp_comm_overlap). torchtitan's
 # "async TP" is not read as it: its published pairs gain 4-16% where hiding the TP time would gain 29-41%
 TP_OVERLAP_RULES = ((True, ("tp comm overlap",)),)
+# a pipeline schedule with several stages per rank, as a table's options column names it
+INTERLEAVED_RULES = ((True, ("interleaved",)),)
+TORCHTITAN_STAGES_PER_RANK = 2  # torchtitan's default for a multi-stage schedule without split points
 CATEGORICAL_RULES = {"precision": PRECISION_RULES, "fsdp": FSDP_RULES,
                      "activation_checkpointing": CHECKPOINTING_RULES, "compile": COMPILE_RULES}

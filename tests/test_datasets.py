@@ -190,8 +190,9 @@ def test_messy_text_is_normalised_and_the_raw_text_kept():
     assert (frame["config.fsdp"] == "shard_grad_op").sum() == 6  # 'SHARD_GRAD_OP': only the case changes
     assert normalised("fsdp", "FSDP2 (dp_shard=8)") == "full_shard"
     assert normalised("n_gpus", "256 (doc text also says '512 GPU training on 64 node GB200')") == 256
-    # torchtitan's "local batch" is the batch per data-parallel rank, not a micro batch: unknown, raw text kept
-    assert normalised("micro_batch_size", "32 (local batch)") is None
+    # torchtitan's "local batch" is the batch per data-parallel rank, which its pipeline (pp=8) runs in
+    # pp micro-batches: the raw text kept
+    assert normalised("micro_batch_size", "32 (local batch)") == 4
     memory = frame.loc[frame["annotations.peak_memory_gib_raw"] == "33.71 (GB)", "metrics.peak_memory_gib"]
     assert memory.tolist() == [33.71]
     assert {"annotations.variant", "annotations.notes", "annotations.derived_fields",

@@ -138,6 +138,22 @@ def test_a_local_batch_cell_is_not_a_micro_batch(tmp_path, write_published):
     assert report.derived["micro batch unknown (the cell gives the local batch)"] == 1
 
 
+def test_torchtitan_splits_a_local_batch_into_pipeline_micro_batches(tmp_path, write_published):
+    # torchtitan's schedule runs a rank's batch of 32 in pp=8 micro-batches of 4 (its default), two
+    # stages per rank when interleaved: the bubble is (pp-1)/(m+pp-1), (pp-1)/(2m+pp-1) interleaved
+    torchtitan = dict(source="pytorch/torchtitan docs & benchmarks", micro_batch_size="32 (local batch)", tp="8",
+                      pp="8", dp="8", n_gpus="512", global_batch_size="256")
+    one_f_one_b, interleaved, other = (r.config for r in load_rows(tmp_path, write_published, [
+        published_row(**torchtitan, other_opts="AsyncTP; PP schedule 1F1B"),
+        published_row(**torchtitan, other_opts="AsyncTP; PP schedule Interleaved 1F1B"),
+        published_row(**{**torchtitan, "source": "New Lab benchmarks"})])[0])
+    assert (one_f_one_b["micro_batch_size"], one_f_one_b["vp"]) == (4, None)
+    assert (interleaved["micro_batch_size"], interleaved["vp"]) == (4, 2)
+    assert other["micro_batch_size"] is None  # another framework's split is not known
+    bubble = [analytic.pipeline_bubble(c) for c in (one_f_one_b, interleaved)]
+    assert bubble == pytest.approx([7 / 15, 7 / 23])
+
+
 def test_megatron_bridge_rows_are_priced_with_their_real_moe_shapes(external):
     ds = load_dataset("published-megatron-bridge", external_dir=external)
     est = analytic.estimate(ds.frame)

@@ -30,8 +30,8 @@ import pandas as pd
 
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_RULES, TP_OVERLAP_RULES, model_variant, params_from_name,
-                                phrase_rules)
+from perfzoo.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_RULES, INTERLEAVED_RULES, TORCHTITAN_STAGES_PER_RANK,
+                                TP_OVERLAP_RULES, model_variant, params_from_name, phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -247,9 +247,7 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
         derived.append(f"tp_comm_overlap={overlap} (from other_opts)")
         report.derived["tp_comm_overlap from other_opts"] += 1
     if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
-        config["micro_batch_size"] = None
-        derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
-        report.derived["micro batch unknown (the cell gives the local batch)"] += 1
+        _split_local_batch(config, row.text("other_opts") or "", derived, report)
     name, variant = model_variant(config["model_name"])
     arch = architectures.get(config["model_name"] or "") or architectures.get(name, {})
     filled = [f for f in ARCH_FIELDS if config.get(f) is None and arch.get(f) is not None]
@@ -271,6 +269,29 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
                    metric("tflops_per_gpu"), metric("mfu"), derived, filled,
                    arch["model_key"] if filled else None, from_catalog,
                    preset["model_name"] if from_catalog else None)
+
+
+def _split_local_batch(config: dict, options: str, derived: list[str], report: LoadReport) -> None:
+    """Read a cell that gives a data-parallel rank's batch, not its micro batch. Under torchtitan
+    a step runs that batch in ``pp`` micro-batches (one without a pipeline; its default while
+    ``pipeline_parallel_microbatches`` is unset), and an interleaved schedule runs two stages per
+    rank (its default for multi-stage schedules: ``generate_split_points``, torchtitan 2024-12);
+    under another framework the micro batch is unknown."""
+    local, pp = config["micro_batch_size"], config.get("pp") or 1
+    if config.get("framework") == "torchtitan" and local and local % pp == 0:
+        config["micro_batch_size"] = local // pp
+        derived.append(f"micro_batch_size={local // pp}: torchtitan splits the local batch of {local} "
+                       f"into pp={pp} micro-batches by default")
+        report.derived["micro batch = local batch / pp (torchtitan's default)"] += 1
+        if config.get("vp") is None and phrase_rules(options, INTERLEAVED_RULES):
+            config["vp"] = TORCHTITAN_STAGES_PER_RANK
+            derived.append(f"vp={TORCHTITAN_STAGES_PER_RANK}: torchtitan's default stages per rank "
+                           "of an interleaved schedule (from other_opts)")
+            report.derived["vp from an interleaved schedule (torchtitan's default)"] += 1
+        return
+    config["micro_batch_size"] = None
+    derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
+    report.derived["micro batch unknown (the cell gives the local batch)"] += 1
 
 
 def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], str]:
@@ -401,6 +422,9 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
     * ``config.tp_comm_overlap`` is read off ``other_opts`` where a row names Megatron's
       ``tp-comm-overlap`` (:data:`perfzoo.vocabulary.TP_OVERLAP_RULES`; Megatron-LM's README rows):
       the analytic estimate then hides the TP traffic under the GEMMs (:mod:`perfzoo.analytic.llm`).
+    * A ``micro_batch_size`` cell that gives a rank's local batch (``32 (local batch)``) is no micro
+      batch: under torchtitan it is split into ``pp`` micro-batches, two stages per rank when
+      ``other_opts`` names an interleaved schedule (torchtitan's defaults); elsewhere it is unknown.
     * A model known by neither table nor catalog, whose name states its size (``GPT3-5B``), gets
       ``n_params`` from the name once its target is settled (listed in ``perfzoo_derived``):
       predictors see no model name.
