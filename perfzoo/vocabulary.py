@@ -268,5 +268,8 @@ TP_OVERLAP_RULES = ((True, ("tp comm overlap",)),)
 # a pipeline schedule with several stages per rank, as a table's options column names it
 INTERLEAVED_RULES = ((True, ("interleaved",)),)
 TORCHTITAN_STAGES_PER_RANK = 2  # torchtitan's default for a multi-stage schedule without split points
+# what a framework does where a published row leaves a knob blank: torchtitan's JobConfig
+# (activation_checkpoint.mode = "selective", the default since 2024)
+FRAMEWORK_DEFAULTS = {"torchtitan": {"activation_checkpointing": "selective"}}
 CATEGORICAL_RULES = {"precision": PRECISION_RULES, "fsdp": FSDP_RULES,
                      "activation_checkpointing": CHECKPOINTING_RULES, "compile": COMPILE_RULES}

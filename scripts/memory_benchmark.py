@@ -172,9 +172,12 @@ def published_section() -> None:
         if len(rows):
             pred = analytic.estimate(rows)["peak_allocated_bytes"] / GIB
             r = pred / given[given.notna()]
-            stated_ac = rows["config.activation_checkpointing"].notna()
-            for label, part in (("checkpointing stated", r[stated_ac].dropna()),
-                                ("checkpointing not stated (none assumed)", r[~stated_ac].dropna())):
+            known_ac = rows["config.activation_checkpointing"].notna()
+            default_ac = rows["annotations.perfzoo_derived"].fillna("").str.contains(
+                r"activation_checkpointing=\S+ \(\S+'s default", regex=True)
+            for label, part in (("checkpointing stated", r[known_ac & ~default_ac].dropna()),
+                                ("checkpointing the framework's default", r[known_ac & default_ac].dropna()),
+                                ("checkpointing not stated (none assumed)", r[~known_ac].dropna())):
                 if len(part):
                     print(f"  published peak memory (GiB, torch's peak reserved) vs predicted peak allocated, "
                           f"{label}: {_spread(part)}")

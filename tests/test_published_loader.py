@@ -138,6 +138,19 @@ def test_a_local_batch_cell_is_not_a_micro_batch(tmp_path, write_published):
     assert report.derived["micro batch unknown (the cell gives the local batch)"] == 1
 
 
+def test_a_knob_a_row_leaves_blank_takes_its_frameworks_default(tmp_path, write_published):
+    # torchtitan checkpoints activations selectively unless told otherwise; another lab's blank
+    # stays unknown, and a stated mode is kept
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(source="pytorch/torchtitan docs & benchmarks", activation_checkpointing=""),
+        published_row(source="pytorch/torchtitan docs & benchmarks", activation_checkpointing="full"),
+        published_row(activation_checkpointing="")])
+    assert [r.config["activation_checkpointing"] for r in rows] == ["selective", "full", None]
+    assert "activation_checkpointing=selective (torchtitan's default; the row does not say)" in \
+        rows[0].annotations["perfzoo_derived"]
+    assert report.derived["activation_checkpointing from the framework's default"] == 1
+
+
 def test_torchtitan_splits_a_local_batch_into_pipeline_micro_batches(tmp_path, write_published):
     # torchtitan's schedule runs a rank's batch of 32 in pp=8 micro-batches of 4 (its default), two
     # stages per rank when interleaved: the bubble is (pp-1)/(m+pp-1), (pp-1)/(2m+pp-1) interleaved

@@ -30,7 +30,7 @@ import pandas as pd
 
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_RULES, INTERLEAVED_RULES, TORCHTITAN_STAGES_PER_RANK,
+from perfzoo.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES, INTERLEAVED_RULES, TORCHTITAN_STAGES_PER_RANK,
                                 TP_OVERLAP_RULES, model_variant, params_from_name, phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
@@ -246,6 +246,11 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
         config["tp_comm_overlap"] = overlap
         derived.append(f"tp_comm_overlap={overlap} (from other_opts)")
         report.derived["tp_comm_overlap from other_opts"] += 1
+    for key, value in FRAMEWORK_DEFAULTS.get(framework, {}).items():
+        if config.get(key) is None:
+            config[key] = value
+            derived.append(f"{key}={value} ({framework}'s default; the row does not say)")
+            report.derived[f"{key} from the framework's default"] += 1
     if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
         _split_local_batch(config, row.text("other_opts") or "", derived, report)
     name, variant = model_variant(config["model_name"])
