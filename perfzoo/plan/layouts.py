@@ -16,7 +16,9 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
 * ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
   ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
-* sharding needs more than one data-parallel rank.
+* sharding needs more than one data-parallel rank, and ``none`` is for one: with more, Megatron's
+  data parallelism runs the distributed optimizer, ``zero1``, which the memory model prices ``none``
+  as (:mod:`perfzoo.analytic.memory`), so listing both would list each layout twice.
 
 Every layout also runs with flash attention and, with ``tp > 1``, sequence parallelism (what
 Megatron, NeMo and torchtitan do at this scale): the memory model counts activations that way.
@@ -182,9 +184,12 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         return None if ranks % c["ep"] == 0 else f"ep = {c['ep']} does not divide dp x cp = {ranks}"
 
     def sharding(c):
-        if c["fsdp"] == "none" or degrees(c):
+        if degrees(c):
             return degrees(c)
-        return None if _dp(c, N) * c["cp"] > 1 else "sharding needs more than one data-parallel rank"
+        ranks = _dp(c, N) * c["cp"]
+        if c["fsdp"] == "none":  # Megatron's data parallelism shards the optimizer over its ranks: zero1
+            return None if ranks == 1 else "with data-parallel ranks, 'none' is zero1 (the distributed optimizer)"
+        return None if ranks > 1 else "sharding needs more than one data-parallel rank"
 
     def derived(c):
         dp = _dp(c, N)
