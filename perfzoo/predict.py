@@ -58,21 +58,13 @@ from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
-from perfzoo.analytic_features import n_devices
+from perfzoo.analytic_features import HOST_PASS_S, host_paced, n_devices
 from perfzoo.features import base_key
 from perfzoo.inputs import input_columns, read_configs
-from perfzoo.vocabulary import MEGATRON_FRAMEWORKS, normalize_framework
 from perfzoo.zoo.base import NotFittedError, Predictor
 
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
 SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
-# host time per layer pass (forward + backward of one layer on one micro-batch) under which a config may
-# run at the host's pace, which the estimate does not price: perfzoo's H100 jobs (eager PyTorch, FSDP2)
-# took 5 ms or more per pass however small the layer (`python scripts/efficiency_table.py --dataset
-# llm-h100 --by micro_batch_size`: micro batch 1 at 0.31 of the ideal, 16 at 0.69), llm-foundry's
-# smallest MPTs ~10 ms, Megatron-Bridge's dropless MoE at micro batch 1 ~9 ms; Megatron's dense layers
-# show no such floor down to 1 ms (Megatron-LM's and NeMo's tables)
-HOST_PASS_S = 5e-3
 BREAKDOWN = ("compute_time_s", "comm_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
              "comm_cp_bytes", "memory_bytes", "memory_fraction", "step_time_s", "throughput_per_device")
 
@@ -209,17 +201,12 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
 
 
 def launch_bound(frame: pd.DataFrame, est: pd.DataFrame) -> list[list[str]]:
-    """Per config, a warning where its ideal GPU time per layer pass is under :data:`HOST_PASS_S`
-    and the framework is one whose host time shows (not Megatron-Core's dense layers)."""
-    per_pass = est["step_time_s"].to_numpy(dtype=float) / est["layer_passes"].to_numpy(dtype=float)
-    framework = frame.get("config.framework", pd.Series(None, index=frame.index, dtype=object))
-    experts = pd.to_numeric(frame.get("config.n_experts", pd.Series(np.nan, index=frame.index)), errors="coerce")
-    megatron_dense = framework.map(normalize_framework).isin(MEGATRON_FRAMEWORKS).to_numpy() & ~(experts > 1).to_numpy()
-    return [[] if not (np.isfinite(t) and t < HOST_PASS_S) or dense else
-            [f"its ideal GPU time per layer pass (forward and backward, one micro-batch) is {1e3 * t:.1f} ms, under "
+    """Per config, a warning where :func:`perfzoo.analytic_features.host_paced` flags it."""
+    seconds, flagged = host_paced(frame, est)
+    return [[f"its ideal GPU time per layer pass (forward and backward, one micro-batch) is {1e3 * t:.1f} ms, under "
              f"the ~{1e3 * HOST_PASS_S:.0f} ms of host time such a pass takes in eager PyTorch and dropless MoE: it may "
-             "run at the host's pace, which the estimate does not price (a larger micro batch helps)"]
-            for t, dense in zip(per_pass, megatron_dense)]
+             "run at the host's pace, which the estimate does not price (a larger micro batch helps)"] if f else []
+            for t, f in zip(seconds, flagged)]
 
 
 def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optional[Predictor] = None) -> pd.DataFrame:

@@ -11,7 +11,7 @@ from perfzoo.llmconfig import ConfigError
 from perfzoo.plan import Cluster, PlanError, Scorer, default_scorer, fit_with_runs, plan
 from perfzoo.plan.benchmark import score_group, summarise
 from perfzoo.plan.cli import main
-from perfzoo.plan.report import records, write_configs
+from perfzoo.plan.report import records, table, write_configs
 from perfzoo.search import Formula, Reinforce
 from perfzoo.targets import analytic_log_throughput
 
@@ -187,6 +187,26 @@ def test_the_command_prints_the_table_json_and_plot(tmp_path, capsys):
     assert main(argv[:14] + ["--json"]) == 0
     recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(recs) == 3 and recs[0]["rank"] == 1
+
+
+def test_a_layout_whose_layer_pass_is_shorter_than_the_host_time_is_marked():
+    # a 1B model at 2k tokens: a micro batch of 1 gives a layer pass of well under 5 ms of GPU work, which
+    # eager PyTorch's host time exceeds; the same layouts under Megatron-LM (no such floor) are not marked
+    p = plan(SMALL, Cluster(gpus=8, accelerator=H100), seq_len=2048, global_batch=64, precisions=("bf16",))
+    lay = p.layouts
+    assert lay["host_paced"].any() and not lay["host_paced"].all()
+    assert (lay["host_paced"] == (lay["layer_pass_ms"] < 5.0)).all()
+    short = lay[lay["micro_batch_size"] == 1]
+    assert (short["layer_pass_ms"] < lay.loc[lay["micro_batch_size"] == 8, "layer_pass_ms"].min()).all()
+    k = int(np.flatnonzero(lay["host_paced"].to_numpy())[0]) + 1
+    text = table(p, k)
+    assert "^ ideal GPU time per layer pass under 5 ms" in text
+    marked = [line for line in text.splitlines() if "^ " in line and not line.startswith("^")]
+    assert len(marked) == lay["host_paced"].iloc[:k].sum() == 1 and marked[0].lstrip().startswith(f"{k} ")
+    assert {r["host_paced"] for r in records(p, k)} == {True, False}
+    megatron = plan({**SMALL, "framework": "megatron-lm"}, Cluster(gpus=8, accelerator=H100), seq_len=2048,
+                    global_batch=64, precisions=("bf16",))
+    assert not megatron.layouts["host_paced"].any() and "^ ideal GPU time" not in table(megatron, k)
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -14,12 +14,14 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfzoo.analytic_features import HOST_PASS_S
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan.planner import KNOBS, Plan
 
 JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "predicted_tokens_per_s", "step_time_s", "mfu",
-             "memory_gib", "headroom_gib", "fits", "range_low", "range_high", "rank", "role", "label", "gain",
-             "measured_tokens_per_s_per_device")
+             "memory_gib", "headroom_gib", "fits", "layer_pass_ms", "host_paced", "range_low", "range_high", "rank",
+             "role", "label", "gain", "measured_tokens_per_s_per_device")
+HOST_MARK = "^"  # beside the predicted tokens/s of a layout that may run at the host's pace
 
 
 def _plain(value: Any) -> Any:
@@ -88,7 +90,8 @@ def table(plan: Plan, k: int = 10) -> str:
              "", head]
 
     def line(rank: str, row: dict) -> str:
-        text = (f"{rank:>4}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']):>10} "
+        mark = HOST_MARK if _plain(row.get("host_paced")) else ""
+        text = (f"{rank:>4}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']) + mark:>10} "
                 f"{_num(row['predicted_tokens_per_s']):>12} {_num(row['mfu'], '.1%'):>6} "
                 f"{_num(row['step_time_s'], '.2f'):>7} {_num(row['memory_gib'], '.1f'):>8} "
                 f"{_num(row['headroom_gib'], '.1f'):>8}")
@@ -117,6 +120,9 @@ def table(plan: Plan, k: int = 10) -> str:
                             f"prediction {top / measured - 1:+.1%} over this measurement)")
             lines.append(verdict)
     lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision")
+    if plan.to_frame(k)["host_paced"].fillna(False).astype(bool).any():
+        lines.append(f"{HOST_MARK} ideal GPU time per layer pass under {1e3 * HOST_PASS_S:.0f} ms: may run at the host's "
+                     "pace (eager PyTorch, dropless MoE), which the prediction does not price; a larger micro batch helps")
     lines.extend(f"note: {n}" for n in plan.notes)
     return "\n".join(lines)
 

@@ -36,7 +36,7 @@ import pandas as pd
 
 from perfzoo import llmconfig, zoo
 from perfzoo.dataset import Dataset
-from perfzoo.analytic_features import estimates, n_devices
+from perfzoo.analytic_features import estimates, host_paced, n_devices
 from perfzoo.features import as_columns
 from perfzoo.search.objective import Model, input_columns
 
@@ -74,15 +74,18 @@ class Scorer:
 
     def memory(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Per layout: ``memory_gib`` (the memory model's peak per GPU), ``device_memory_gib``,
-        ``headroom_gib`` (device memory less that) and ``fits`` (within ``1 - memory_margin``)."""
+        ``headroom_gib`` (device memory less that), ``fits`` (within ``1 - memory_margin``), and
+        ``layer_pass_ms`` and ``host_paced`` (:func:`perfzoo.analytic_features.host_paced`)."""
         est = estimates(frame)
         mem = est["memory_bytes"] / GIB
         with np.errstate(divide="ignore", invalid="ignore"):
             device = mem / est["memory_fraction"]
         fits = np.isfinite(mem) & (mem <= (1.0 - self.memory_margin) * device)
+        pass_s, paced = host_paced(frame, est)
         return pd.DataFrame({"memory_gib": mem, "device_memory_gib": device, "headroom_gib": device - mem,
                              "fits": fits, "flops_per_token": est["flops_per_token"],
-                             "tokens_per_step": est["tokens_per_step"]}, index=frame.index)
+                             "tokens_per_step": est["tokens_per_step"], "layer_pass_ms": 1e3 * pass_s,
+                             "host_paced": paced}, index=frame.index)
 
     def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """Predicted tokens/s per GPU of each layout, and its standard deviation (None without one)."""
