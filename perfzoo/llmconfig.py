@@ -123,6 +123,8 @@ KEYS: dict[str, Key] = dict([
        choices=SHARDING_VALUES),
     _k("zero_stage", "int", "stage", "ZeRO stage 0-3 (instead of fsdp)", low=0),
     _k("precision", "choice", "", "training precision of the matmuls", choices=PRECISION_VALUES),
+    _k("bf16_layers", "int", "layers", "decoder layers whose linear layers stay in BF16 in a low-precision run "
+       "(default 0)", low=0),
     _k("activation_checkpointing", "choice", "", "recompute activations", choices=CHECKPOINTING_VALUES),
     _k("sequence_parallel", "bool", "yes/no", "Megatron sequence parallelism with tp"),
     _k("flash_attention", "bool", "yes/no", "fused attention (no s x s scores kept)"),

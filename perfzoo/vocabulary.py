@@ -268,6 +268,11 @@ TP_OVERLAP_RULES = ((True, ("tp comm overlap",)),)
 # a pipeline schedule with several stages per rank, as a table's options column names it
 INTERLEAVED_RULES = ((True, ("interleaved",)),)
 TORCHTITAN_STAGES_PER_RANK = 2  # torchtitan's default for a multi-stage schedule without split points
+# a low-precision recipe that keeps its last layers in BF16, as a precision cell names it ("NVFP4 (bf16
+# tail)"): torchtitan's llama3_8b_nvfp4_mixed converts the leading 85% of the decoder layers (rounded
+# down) and leaves the rest in BF16 (torchtitan/components/quantization/nvfp4.md)
+BF16_TAIL_RULES = ((True, ("bf16 tail",)),)
+TORCHTITAN_LOW_PRECISION_LAYERS = 0.85
 # what a framework does where a published row leaves a knob blank: torchtitan's JobConfig
 # (activation_checkpoint.mode = "selective", the default since 2024)
 FRAMEWORK_DEFAULTS = {"torchtitan": {"activation_checkpointing": "selective"}}

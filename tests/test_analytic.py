@@ -235,6 +235,24 @@ def test_an_nvfp4_cast_reads_its_input_twice():
     assert A.estimate({**row, "precision": "mxfp8"})["memory_time_s"] == pytest.approx(fp8, rel=1e-12)
 
 
+def test_layers_a_recipe_keeps_in_bf16_run_at_the_bf16_peak_and_cast_nothing():
+    # one of four layers in BF16 (bf16_layers=1): a quarter of the blocks' linear FLOPs, 6 x 12,582,912
+    # per token and layer (q,k,v,o 4d^2 + MLP 8d^2 at d = 1,024) x 1,024 tokens x 4 layers, moves from the
+    # B200's FP4 peak (9 PF) to its BF16 peak (2.25 PF); its GEMM operands move 3 x 2 bytes per element, not
+    # NVFP4's 8 (16,384 elements per token and layer)
+    row = {"n_layers": 4, "hidden_dim": 1024, "n_heads": 8, "seq_len": 1024, "micro_batch_size": 1,
+           "global_batch_size": 1, "n_gpus": 1, "accelerator": "B200", "precision": "nvfp4"}
+    low, mixed = A.estimate(row), A.estimate({**row, "bf16_layers": 1})
+    linear = 6 * 12_582_912 * 1024 * 4
+    assert mixed["compute_time_s"] - low["compute_time_s"] == pytest.approx(linear / 4 * (1 / 2.25e15 - 1 / 9e15),
+                                                                           rel=1e-9)
+    assert low["memory_time_s"] - mixed["memory_time_s"] == pytest.approx(2 * 16_384 * 1024 / 8.0e12, rel=1e-9)
+    # in a BF16 run there is nothing to keep in BF16
+    bf16 = {**row, "precision": "bf16"}
+    assert A.estimate({**bf16, "bf16_layers": 1})["step_time_s"] == pytest.approx(A.estimate(bf16)["step_time_s"],
+                                                                                 rel=1e-12)
+
+
 def test_flashattention2_on_hopper_takes_the_table_slowdown():
     # torchtitan, llm-foundry and plain PyTorch run FlashAttention-2 (PyTorch SDPA's flash backend,
     # flash-attn 2); on an H100 its attention core takes fa2_slowdown = 75/35 = 2.14 times the

@@ -151,6 +151,20 @@ def test_a_knob_a_row_leaves_blank_takes_its_frameworks_default(tmp_path, write_
     assert report.derived["activation_checkpointing from the framework's default"] == 1
 
 
+def test_a_bf16_tail_keeps_torchtitans_last_layers_in_bf16(tmp_path, write_published):
+    # torchtitan's NVFP4 recipe converts the leading 85% of the layers (27 of Llama 3 8B's 32, rounded
+    # down): 5 stay in BF16; the same words from another lab say nothing of how many
+    cells = dict(precision="NVFP4 (bf16 tail)", gpu_type="B200", n_layers="32")
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(source="pytorch/torchtitan docs & benchmarks", **cells),
+        published_row(source="pytorch/torchtitan docs & benchmarks", **{**cells, "precision": "MXFP8"}),
+        published_row(**cells)])
+    assert [r.config.get("bf16_layers") for r in rows] == [5, None, None]
+    assert report.derived["bf16_layers from a bf16 tail (torchtitan's recipe)"] == 1
+    tail, full = (analytic.estimate({**r.config, "accelerator": "B200"})["compute_time_s"] for r in rows[::2])
+    assert tail > full
+
+
 def test_torchtitan_splits_a_local_batch_into_pipeline_micro_batches(tmp_path, write_published):
     # torchtitan's schedule runs a rank's batch of 32 in pp=8 micro-batches of 4 (its default), two
     # stages per rank when interleaved: the bubble is (pp-1)/(m+pp-1), (pp-1)/(2m+pp-1) interleaved

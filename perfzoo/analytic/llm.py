@@ -158,6 +158,8 @@ class LLMCost:
         is32 = is_code(self.precision, PRECISIONS, "fp32")
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
+        # the share of the blocks' linear layers a low-precision recipe keeps in BF16 (:mod:`.precision`)
+        self.bf16_share = np.clip(num(df, "bf16_layers", 0.0) / self.shape.L, 0.0, 1.0)
         fa2 = is_code(self.framework, FRAMEWORKS, *FA2_FRAMEWORKS) & (self.flash > 0)
         self.attention_x = np.where(fa2, self.hw.fa2_slowdown, 1.0)  # the attention kernel's slowdown
         self.memory = Memory(self)
@@ -264,7 +266,7 @@ class LLMCost:
         parts = self.flops_parts(causal=True, recompute=True, executed=True)
         per_device = {k: v * self.tokens_per_step() / self.n_gpus for k, v in parts.items()}
         per_device["attention"] = per_device["attention"] * self.attention_x
-        return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16)
+        return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16, self.bf16_share)
 
     def step_time(self, comm: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
         """The step's time terms: ``compute_time_s``, ``softmax_time_s``, ``memory_time_s``,

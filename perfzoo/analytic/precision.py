@@ -12,7 +12,10 @@ stay in BF16, so that a step's compute time is each part's FLOPs at its own peak
   blocks only). Micikevicius et al. 2022, "FP8 formats for deep learning"; NVIDIA 2025,
   "Pretraining large language models with NVFP4"; TE and torchao documentation.
 * So compute time = ``linear FLOPs / peak[format] + (head + attention FLOPs) / peak[bf16]``: a
-  FLOP-weighted harmonic mix, not the low-precision peak for everything. At 8k tokens of Llama 3 70B
+  FLOP-weighted harmonic mix, not the low-precision peak for everything. A recipe may keep whole
+  decoder layers in BF16 (``bf16_layers``: Megatron's ``num_layers_at_start_in_bf16`` /
+  ``num_layers_at_end_in_bf16``; torchtitan's ``llama3_8b_nvfp4_mixed``, the last 15% of the layers,
+  after "Pretraining LLMs with NVFP4"): that share of the linear FLOPs runs at the BF16 peak. At 8k tokens of Llama 3 70B
   the attention core is 13% of the model FLOPs (7% of what a causal kernel computes); in NVFP4 on
   GB300 (15 PF against 2.5 PF in BF16) it takes 30% of the ideal compute time, the LM head another 6%.
 * The peak of a format is the accelerator table's (:mod:`perfzoo.accelerators`): FP8 and MXFP8 run
@@ -23,6 +26,8 @@ stay in BF16, so that a step's compute time is each part's FLOPs at its own peak
 >>> parts = {"linear": np.array([6e9]), "head": np.array([1e9]), "attention": np.array([1e9])}
 >>> float(compute_seconds(parts, peak=np.array(2e12), peak_bf16=np.array(1e12))[0])  # 6/2 + 2/1 ms
 0.005
+>>> round(float(compute_seconds(parts, np.array(2e12), np.array(1e12), bf16_share=np.array(0.5))[0]), 6)  # 3/2+3/1+2/1 ms
+0.0065
 """
 
 from __future__ import annotations
@@ -52,7 +57,10 @@ def format_width(precision: np.ndarray, formats: np.ndarray) -> np.ndarray:
     return np.select([is_code(precision, PRECISIONS, "fp32"), fp4, fp8], [4.0, 0.5, 1.0], 2.0)
 
 
-def compute_seconds(flops: dict[str, np.ndarray], peak: np.ndarray, peak_bf16: np.ndarray) -> np.ndarray:
+def compute_seconds(flops: dict[str, np.ndarray], peak: np.ndarray, peak_bf16: np.ndarray,
+                    bf16_share: np.ndarray = np.array(0.0)) -> np.ndarray:
     """Seconds for FLOPs split by part (``linear``, ``head``, ``attention``): the blocks' linear
-    layers at the row's precision peak, the rest at the 16-bit peak."""
-    return flops["linear"] / peak + (flops["head"] + flops["attention"]) / peak_bf16
+    layers at the row's precision peak but for ``bf16_share`` of them (the layers kept in BF16), the
+    rest at the 16-bit peak."""
+    linear = flops["linear"] * ((1.0 - bf16_share) / peak + bf16_share / peak_bf16)
+    return linear + (flops["head"] + flops["attention"]) / peak_bf16

@@ -23,8 +23,9 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   (an amax pass, then the quantizing pass; Transformer Engine's ``NVFP4BlockScaling``, NVIDIA 2025,
   "Pretraining large language models with NVFP4", section 2): ``2e + 2`` and ``4 + 2e``, 8 per
   element. MXFP8's block scales need no such pass; FP8's per-tensor scales are taken as delayed
-  (the previous step's amax, one pass): the recipes' ``fp8`` rows do not say which. The
-  LM head and the router stay 16-bit. Weights: each micro-batch reads the local weights twice
+  (the previous step's amax, one pass): the recipes' ``fp8`` rows do not say which. Layers a
+  recipe keeps in BF16 (``bf16_layers``) move ``3 x 2`` and cast nothing. The LM head and the
+  router stay 16-bit. Weights: each micro-batch reads the local weights twice
   (forward, data gradient) at the format's width and accumulates the weight gradient into the
   gradient buffer (read and write at its width, :mod:`.memory`). Per layer: attention
   ``q,k,v``: ``K = d``, ``N = (a + 2k)h/tp``; output ``K = a*h/tp``, ``N = d``; MLA's down- and
@@ -160,7 +161,8 @@ class Traffic:
         # bytes per element of the three GEMMs: 3e at 16 and 32 bits; low precision 2e + 2 plus 2 + 2e of casts,
         # NVFP4 2 more: the amax pass its per-tensor scale needs before any block is quantized
         amax = 2.0 * is_code(c.format, FORMATS, "nvfp4")
-        linear = np.where(e >= 2.0, 3.0 * e, 4.0 * e + 4.0 + amax)
+        q = c.bf16_share  # layers a low-precision recipe keeps in BF16: 16-bit operands, no casts
+        linear = np.where(e >= 2.0, 3.0 * e, (1.0 - q) * (4.0 * e + 4.0 + amax) + q * 6.0)
         per_token = n["attention"] * k["attention"] + n["mlp"] * k["mlp"] + n["moe"] * k["shared"] + n["mamba"] * k["mamba"]
         routed = Ts * sh.moe.K * sh.moe.capacity * n["moe"] * k["routed"]
         blocks = passes / 3.0 * linear * (T * per_token + routed)

@@ -30,7 +30,8 @@ import pandas as pd
 
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES, INTERLEAVED_RULES, TORCHTITAN_STAGES_PER_RANK,
+from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES,
+                                INTERLEAVED_RULES, TORCHTITAN_LOW_PRECISION_LAYERS, TORCHTITAN_STAGES_PER_RANK,
                                 TP_OVERLAP_RULES, model_variant, params_from_name, phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
@@ -261,6 +262,12 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     from_catalog = [k for k in models.SHAPE_KEYS if preset and config.get(k) is None and k in preset]
     config.update({k: preset[k] for k in from_catalog})
     config.update(variant)
+    layers = config.get("n_layers")
+    if framework == "torchtitan" and layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
+        config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
+        derived.append(f"bf16_layers={config['bf16_layers']}: torchtitan's recipe with a bf16 tail keeps the last "
+                       f"{1 - TORCHTITAN_LOW_PRECISION_LAYERS:.0%} of the {layers} layers in BF16")
+        report.derived["bf16_layers from a bf16 tail (torchtitan's recipe)"] += 1
     if filled:
         report.derived["architecture from model_architectures.csv"] += 1
     if from_catalog:
@@ -427,6 +434,8 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
     * ``config.tp_comm_overlap`` is read off ``other_opts`` where a row names Megatron's
       ``tp-comm-overlap`` (:data:`perfzoo.vocabulary.TP_OVERLAP_RULES`; Megatron-LM's README rows):
       the analytic estimate then hides the TP traffic under the GEMMs (:mod:`perfzoo.analytic.llm`).
+    * A precision cell that names a ``bf16 tail`` under torchtitan sets ``bf16_layers``: its NVFP4
+      recipe converts the leading 85% of the decoder layers (rounded down) and keeps the rest in BF16.
     * A ``micro_batch_size`` cell that gives a rank's local batch (``32 (local batch)``) is no micro
       batch: under torchtitan it is split into ``pp`` micro-batches, two stages per rank when
       ``other_opts`` names an interleaved schedule (torchtitan's defaults); elsewhere it is unknown.

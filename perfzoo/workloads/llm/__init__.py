@@ -80,7 +80,7 @@ SPEC = WorkloadSpec(
         "head_dim", "moe_ffn_dim", "n_shared_experts", "shared_ffn_dim", "n_dense_layers", "q_lora_rank",
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window",
         "n_sliding_layers", "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim",
-        "mamba_state_dim", "mamba_groups", "moe_capacity_factor", "moe_token_drop", "etp", "framework",
+        "mamba_state_dim", "mamba_groups", "moe_capacity_factor", "moe_token_drop", "etp", "framework", "bf16_layers",
     }),
 )
 
