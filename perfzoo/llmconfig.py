@@ -131,6 +131,8 @@ KEYS: dict[str, Key] = dict([
     _k("tp_comm_overlap", "bool", "yes/no", "TP communication overlapped with the GEMMs (default: on for NeMo and "
        "Megatron-Bridge with tp > 1)"),
     _k("compile", "bool", "yes/no", "torch.compile"),
+    _k("fused_loss", "bool", "yes/no", "the cross entropy runs as fused kernels, no fp32 copy of the logits (default: "
+       "yes where compile is unknown, the fused-kernel frameworks; no in PyTorch)"),
     _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory, its attention kernel, "
        "whether TP traffic overlaps)",
        choices=FRAMEWORKS),

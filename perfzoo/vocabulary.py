@@ -273,6 +273,9 @@ TORCHTITAN_STAGES_PER_RANK = 2  # torchtitan's default for a multi-stage schedul
 # down) and leaves the rest in BF16 (torchtitan/components/quantization/nvfp4.md)
 BF16_TAIL_RULES = ((True, ("bf16 tail",)),)
 TORCHTITAN_LOW_PRECISION_LAYERS = 0.85
+# torchtitan compiles its cross entropy with the model (training.compile) since 2025-04-02 (commit bbb1b616e,
+# "refactor train_spec.loss_fn to build_loss_fn & chunked loss"): a fused loss, no fp32 copy of the logits
+TORCHTITAN_COMPILED_LOSS_SINCE = "2025-04-02"
 # what a framework does where a published row leaves a knob blank: torchtitan's JobConfig
 # (activation_checkpoint.mode = "selective", the default since 2024)
 FRAMEWORK_DEFAULTS = {"torchtitan": {"activation_checkpointing": "selective"}}

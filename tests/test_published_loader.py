@@ -165,6 +165,19 @@ def test_a_bf16_tail_keeps_torchtitans_last_layers_in_bf16(tmp_path, write_publi
     assert tail > full
 
 
+def test_torchtitan_runs_a_compiled_loss_from_april_2025(tmp_path, write_published):
+    # torchtitan compiles its cross entropy with the model since 2025-04-02: a compiled row from then on
+    # has a fused loss; an earlier one, an eager run, or another lab's compiled row says nothing of it
+    titan = dict(source="pytorch/torchtitan docs & benchmarks", compile="true")
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(**titan, date="2025-06-14"), published_row(**titan, date="2024-12-26"),
+        published_row(**{**titan, "compile": "false"}, date="2025-06-14"), published_row(compile="true", date="2025-06-14")])
+    assert [r.config.get("fused_loss") for r in rows] == [True, None, None, None]
+    assert report.derived["fused_loss from compile (torchtitan since 2025-04)"] == 1
+    peak = [analytic.estimate({**r.config, "accelerator": "H100-80GB"})["memory_bytes"] for r in rows[:2]]
+    assert peak[0] < peak[1]
+
+
 def test_torchtitan_splits_a_local_batch_into_pipeline_micro_batches(tmp_path, write_published):
     # torchtitan's schedule runs a rank's batch of 32 in pp=8 micro-batches of 4 (its default), two
     # stages per rank when interleaved: the bubble is (pp-1)/(m+pp-1), (pp-1)/(2m+pp-1) interleaved

@@ -151,6 +151,7 @@ class LLMCost:
         fa = mapped(df, "flash_attention", to_bool, dtype=float)
         self.flash = np.where(np.isnan(fa), 1.0, fa)
         self.compile_flag = mapped(df, "compile", to_bool, dtype=float)
+        self.fused_loss_flag = mapped(df, "fused_loss", to_bool, dtype=float)
         self.framework = coded(df, "framework", normalize_framework, FRAMEWORKS)
         overlap = mapped(df, "tp_comm_overlap", to_bool, dtype=float)
         recipes = is_code(self.framework, FRAMEWORKS, *TP_OVERLAP_FRAMEWORKS)

@@ -66,7 +66,9 @@ nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
   backward the logits 2V, the log-softmax 4V, its gradient 4V and the input gradient 4V are alive,
   14V per token (``/tp`` with a vocabulary-parallel loss; measured on ``llm-h100``); a fused loss
   kernel keeps the bf16 logits and writes their gradient in place, 2V (llm-foundry's flash-attn
-  cross entropy, Megatron-Core's ``cross_entropy_loss_fusion`` that Megatron-Bridge's recipes turn on).
+  cross entropy, Megatron-Core's ``cross_entropy_loss_fusion`` that Megatron-Bridge's recipes turn on;
+  ``fused_loss`` says which where it is known: torchtitan compiles its loss with the model since
+  2025-04, which the published loader sets).
 
 Peak allocated bytes = the larger of two phases: the start of backward (parameters, optimizer state,
 gradients where alive, FSDP's gathered copies, activations and loss buffers) and the optimizer step
@@ -149,6 +151,8 @@ class Memory:
         self.pipelined_fsdp = self.torchtitan & (cost.pp > 1) & self.torch_fsdp
         # torchtitan's RMSNorm is a fused kernel (fused_rmsnorm / compiled) even in eager mode
         self.norm_profile = np.where(self.torchtitan & (self.profile == EAGER), COMPILED, self.profile)
+        # the cross entropy as fused kernels (no fp32 copy of the logits): stated, else the fused profile
+        self.fused_loss = np.where(np.isnan(cost.fused_loss_flag), self.profile == FUSED, cost.fused_loss_flag > 0)
 
     # model state -----------------------------------------------------------------------
     @cached_property
@@ -284,7 +288,7 @@ class Memory:
 
     def loss_bytes_per_token(self) -> np.ndarray:
         sh = self.shape
-        per_v = np.where(self.profile == FUSED, 2.0, 14.0)
+        per_v = np.where(self.fused_loss, 2.0, 14.0)
         final_norm = _norm(self.norm_profile, sh.d, np.array(2.0)) + 2.0 * sh.d
         return (per_v * sh.V + final_norm) / self.c.tp
 
@@ -308,7 +312,7 @@ class Memory:
     def largest_allocation(self) -> np.ndarray:
         """The largest single tensor of the step: a micro-batch's logits (fp32 in PyTorch's loss, bf16 fused)."""
         c, sh = self.c, self.shape
-        return np.where(self.profile == FUSED, 2.0, 4.0) * sh.V * c.b * sh.s / c.cp / c.tp
+        return np.where(self.fused_loss, 2.0, 4.0) * sh.V * c.b * sh.s / c.cp / c.tp
 
     def overhead_bytes(self) -> np.ndarray:
         c = self.c

@@ -50,7 +50,8 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   activation per routed copy. Mamba-2: the in-projection output read, the convolution written and
   read, the scan's output, gate and norm: ``2(2di + 2GN + heads) + 4(di + 2GN) + 6di``.
 * **The loss** (per token on the last stage, forward and backward together): a fused cross
-  entropy (Transformer Engine's, flash-attn's; ``compile`` unknown) reads the 16-bit logits and
+  entropy (Transformer Engine's, flash-attn's, a compiled one; ``compile`` unknown or ``fused_loss``
+  true, :mod:`.memory`) reads the 16-bit logits and
   writes their gradient, ``4V``; PyTorch's ``cross_entropy(logits.float())`` (``compile`` known)
   moves ``40V``: the fp32 copy ``6V``, log-softmax ``12V`` (two passes over the row), the
   gradient's zero fill ``4V``, log-softmax backward ``12V`` and the cast back ``6V``.
@@ -213,7 +214,7 @@ class Traffic:
         """Forward + backward bytes of the cross entropy of one micro-batch, averaged over the stages."""
         c, sh = self.c, self.sh
         T, _ = self.tokens
-        per_v = np.where(self.profile == FUSED, LOSS_FUSED, LOSS_TORCH)
+        per_v = np.where(self.c.memory.fused_loss, LOSS_FUSED, LOSS_TORCH)
         return T * per_v * sh.V / c.tp * (1.0 + sh.mtp) / c.pp * c.act_bytes / 2.0
 
     def micro_batch_bytes(self) -> np.ndarray:

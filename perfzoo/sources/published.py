@@ -31,7 +31,8 @@ import pandas as pd
 from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
 from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES,
-                                INTERLEAVED_RULES, TORCHTITAN_LOW_PRECISION_LAYERS, TORCHTITAN_STAGES_PER_RANK,
+                                INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
+                                TORCHTITAN_STAGES_PER_RANK,
                                 TP_OVERLAP_RULES, model_variant, params_from_name, phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
@@ -262,6 +263,11 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     from_catalog = [k for k in models.SHAPE_KEYS if preset and config.get(k) is None and k in preset]
     config.update({k: preset[k] for k in from_catalog})
     config.update(variant)
+    if framework == "torchtitan" and config.get("compile") is True and config.get("fused_loss") is None \
+            and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
+        config["fused_loss"] = True
+        derived.append(f"fused_loss=True: torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}")
+        report.derived["fused_loss from compile (torchtitan since 2025-04)"] += 1
     layers = config.get("n_layers")
     if framework == "torchtitan" and layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
         config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
@@ -434,6 +440,8 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
     * ``config.tp_comm_overlap`` is read off ``other_opts`` where a row names Megatron's
       ``tp-comm-overlap`` (:data:`perfzoo.vocabulary.TP_OVERLAP_RULES`; Megatron-LM's README rows):
       the analytic estimate then hides the TP traffic under the GEMMs (:mod:`perfzoo.analytic.llm`).
+    * A torchtitan row dated from 2025-04-02 that compiles runs a compiled, fused loss (``fused_loss``:
+      torchtitan compiles its cross entropy with the model since then; before, it did not).
     * A precision cell that names a ``bf16 tail`` under torchtitan sets ``bf16_layers``: its NVFP4
       recipe converts the leading 85% of the decoder layers (rounded down) and keeps the rest in BF16.
     * A ``micro_batch_size`` cell that gives a rank's local batch (``32 (local batch)``) is no micro

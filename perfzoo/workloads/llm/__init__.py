@@ -81,6 +81,7 @@ SPEC = WorkloadSpec(
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window",
         "n_sliding_layers", "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim",
         "mamba_state_dim", "mamba_groups", "moe_capacity_factor", "moe_token_drop", "etp", "framework", "bf16_layers",
+        "fused_loss",
     }),
 )
 
