@@ -174,7 +174,7 @@ def published_section() -> None:
             r = pred / given[given.notna()]
             known_ac = rows["config.activation_checkpointing"].notna()
             default_ac = rows["annotations.perfzoo_derived"].fillna("").str.contains(
-                r"activation_checkpointing=\S+: \S+'s default", regex=True)
+                r"activation_checkpointing=\S+ \(\S+'s default", regex=True)
             for label, part in (("checkpointing stated", r[known_ac & ~default_ac].dropna()),
                                 ("checkpointing the framework's default", r[known_ac & default_ac].dropna()),
                                 ("checkpointing not stated (none assumed)", r[~known_ac].dropna())):

@@ -146,7 +146,7 @@ def test_a_knob_a_row_leaves_blank_takes_its_frameworks_default(tmp_path, write_
         published_row(source="pytorch/torchtitan docs & benchmarks", activation_checkpointing="full"),
         published_row(activation_checkpointing="")])
     assert [r.config["activation_checkpointing"] for r in rows] == ["selective", "full", None]
-    assert "activation_checkpointing=selective: torchtitan's default (the row does not say)" in \
+    assert "activation_checkpointing=selective (torchtitan's default; the row does not say)" in \
         rows[0].annotations["perfzoo_derived"]
     assert report.derived["activation_checkpointing from the framework's default"] == 1
 

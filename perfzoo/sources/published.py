@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,8 +32,8 @@ from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
 from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES,
                                 INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
-                                TORCHTITAN_STAGES_PER_RANK, TP_OVERLAP_RULES, model_variant, params_from_name,
-                                phrase_rules)
+                                TORCHTITAN_STAGES_PER_RANK,
+                                TP_OVERLAP_RULES, model_variant, params_from_name, phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -248,6 +248,11 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
         config["tp_comm_overlap"] = overlap
         derived.append(f"tp_comm_overlap={overlap} (from other_opts)")
         report.derived["tp_comm_overlap from other_opts"] += 1
+    for key, value in FRAMEWORK_DEFAULTS.get(framework, {}).items():
+        if config.get(key) is None:
+            config[key] = value
+            derived.append(f"{key}={value} ({framework}'s default; the row does not say)")
+            report.derived[f"{key} from the framework's default"] += 1
     if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
         _split_local_batch(config, row.text("other_opts") or "", derived, report)
     name, variant = model_variant(config["model_name"])
@@ -258,7 +263,17 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     from_catalog = [k for k in models.SHAPE_KEYS if preset and config.get(k) is None and k in preset]
     config.update({k: preset[k] for k in from_catalog})
     config.update(variant)
-    _as_the_framework_runs(config, framework, row, derived, report)
+    if framework == "torchtitan" and config.get("compile") is True and config.get("fused_loss") is None \
+            and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
+        config["fused_loss"] = True
+        derived.append(f"fused_loss=True: torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}")
+        report.derived["fused_loss from compile (torchtitan since 2025-04)"] += 1
+    layers = config.get("n_layers")
+    if framework == "torchtitan" and layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
+        config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
+        derived.append(f"bf16_layers={config['bf16_layers']}: torchtitan's recipe with a bf16 tail keeps the last "
+                       f"{1 - TORCHTITAN_LOW_PRECISION_LAYERS:.0%} of the {layers} layers in BF16")
+        report.derived["bf16_layers from a bf16 tail (torchtitan's recipe)"] += 1
     if filled:
         report.derived["architecture from model_architectures.csv"] += 1
     if from_catalog:
@@ -272,32 +287,6 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
                    metric("tflops_per_gpu"), metric("mfu"), derived, filled,
                    arch["model_key"] if filled else None, from_catalog,
                    preset["model_name"] if from_catalog else None)
-
-
-def _as_the_framework_runs(config: dict, framework: Optional[str], row: Row, derived: list[str],
-                           report: LoadReport) -> None:
-    """Fill what a row leaves to its framework as that framework runs it, each value listed in
-    ``derived``: its defaults (:data:`perfzoo.vocabulary.FRAMEWORK_DEFAULTS`); under torchtitan, the
-    compiled loss of a compiled run from 2025-04-02 on and the BF16 tail its NVFP4 recipe keeps."""
-    def derive(key: str, value: Any, why: str, count: str) -> None:
-        config[key] = value
-        derived.append(f"{key}={value}: {why}")
-        report.derived[count] += 1
-
-    for key, value in FRAMEWORK_DEFAULTS.get(framework, {}).items():
-        if config.get(key) is None:
-            derive(key, value, f"{framework}'s default (the row does not say)", f"{key} from the framework's default")
-    if framework != "torchtitan":
-        return
-    if config.get("compile") is True and config.get("fused_loss") is None \
-            and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
-        derive("fused_loss", True, f"torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}",
-               "fused_loss from compile (torchtitan since 2025-04)")
-    layers = config.get("n_layers")
-    if layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
-        derive("bf16_layers", layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers),
-               f"torchtitan's recipe with a bf16 tail keeps the last {1 - TORCHTITAN_LOW_PRECISION_LAYERS:.0%} of the "
-               f"{layers} layers in BF16", "bf16_layers from a bf16 tail (torchtitan's recipe)")
 
 
 def _split_local_batch(config: dict, options: str, derived: list[str], report: LoadReport) -> None:
