@@ -32,8 +32,8 @@ from perfzoo import analytic, models
 from perfzoo.accelerators import spec as accelerator_spec
 from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES,
                                 INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
-                                TORCHTITAN_STAGES_PER_RANK,
-                                TP_OVERLAP_RULES, model_variant, params_from_name, phrase_rules)
+                                TORCHTITAN_STAGES_PER_RANK, TP_OVERLAP_RULES, model_variant, params_from_name,
+                                phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -263,17 +263,8 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     from_catalog = [k for k in models.SHAPE_KEYS if preset and config.get(k) is None and k in preset]
     config.update({k: preset[k] for k in from_catalog})
     config.update(variant)
-    if framework == "torchtitan" and config.get("compile") is True and config.get("fused_loss") is None \
-            and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
-        config["fused_loss"] = True
-        derived.append(f"fused_loss=True: torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}")
-        report.derived["fused_loss from compile (torchtitan since 2025-04)"] += 1
-    layers = config.get("n_layers")
-    if framework == "torchtitan" and layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
-        config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
-        derived.append(f"bf16_layers={config['bf16_layers']}: torchtitan's recipe with a bf16 tail keeps the last "
-                       f"{1 - TORCHTITAN_LOW_PRECISION_LAYERS:.0%} of the {layers} layers in BF16")
-        report.derived["bf16_layers from a bf16 tail (torchtitan's recipe)"] += 1
+    if framework == "torchtitan":
+        _torchtitan_recipe(config, row, derived, report)
     if filled:
         report.derived["architecture from model_architectures.csv"] += 1
     if from_catalog:
@@ -287,6 +278,23 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
                    metric("tflops_per_gpu"), metric("mfu"), derived, filled,
                    arch["model_key"] if filled else None, from_catalog,
                    preset["model_name"] if from_catalog else None)
+
+
+def _torchtitan_recipe(config: dict, row: Row, derived: list[str], report: LoadReport) -> None:
+    """What a torchtitan row leaves to its recipe: a compiled run from 2025-04-02 on compiles its
+    loss too (``fused_loss``), and an ``NVFP4 (bf16 tail)`` run keeps the last 15% of its layers in
+    BF16 (``bf16_layers``)."""
+    if config.get("compile") is True and config.get("fused_loss") is None \
+            and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
+        config["fused_loss"] = True
+        derived.append(f"fused_loss=True: torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}")
+        report.derived["fused_loss from compile (torchtitan since 2025-04)"] += 1
+    layers = config.get("n_layers")
+    if layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
+        config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
+        derived.append(f"bf16_layers={config['bf16_layers']}: torchtitan's recipe with a bf16 tail keeps the last "
+                       f"{1 - TORCHTITAN_LOW_PRECISION_LAYERS:.0%} of the {layers} layers in BF16")
+        report.derived["bf16_layers from a bf16 tail (torchtitan's recipe)"] += 1
 
 
 def _split_local_batch(config: dict, options: str, derived: list[str], report: LoadReport) -> None:
