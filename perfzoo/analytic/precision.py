@@ -12,12 +12,13 @@ stay in BF16, so that a step's compute time is each part's FLOPs at its own peak
   blocks only). Micikevicius et al. 2022, "FP8 formats for deep learning"; NVIDIA 2025,
   "Pretraining large language models with NVFP4"; TE and torchao documentation.
 * So compute time = ``linear FLOPs / peak[format] + (head + attention FLOPs) / peak[bf16]``: a
-  FLOP-weighted harmonic mix, not the low-precision peak for everything. A recipe may keep whole
-  decoder layers in BF16 (``bf16_layers``: Megatron's ``num_layers_at_start_in_bf16`` /
-  ``num_layers_at_end_in_bf16``; torchtitan's ``llama3_8b_nvfp4_mixed``, the last 15% of the layers,
-  after "Pretraining LLMs with NVFP4"): that share of the linear FLOPs runs at the BF16 peak. At 8k tokens of Llama 3 70B
+  FLOP-weighted harmonic mix, not the low-precision peak for everything. At 8k tokens of Llama 3 70B
   the attention core is 13% of the model FLOPs (7% of what a causal kernel computes); in NVFP4 on
   GB300 (15 PF against 2.5 PF in BF16) it takes 30% of the ideal compute time, the LM head another 6%.
+  A recipe may keep whole decoder layers in BF16 (``bf16_layers``: Megatron's
+  ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; torchtitan's
+  ``llama3_8b_nvfp4_mixed``, the last 15% of the layers, after "Pretraining LLMs with NVFP4"): that
+  share of the blocks' linear FLOPs runs at the BF16 peak.
 * The peak of a format is the accelerator table's (:mod:`perfzoo.accelerators`): FP8 and MXFP8 run
   at the FP8 peak, NVFP4 and MXFP4 at the FP4 peak. A device without the format (MXFP8 or NVFP4 on
   H100, FP8 on A100) has no peak for it: the estimate is NaN, never a fallback (the
