@@ -30,6 +30,8 @@ from perfzoo.vocabulary import MEGATRON_FRAMEWORKS, normalize_framework
 # smallest MPTs ~10 ms, Megatron-Bridge's dropless MoE at micro batch 1 ~9 ms; Megatron's dense layers
 # show no such floor down to 1 ms (Megatron-LM's and NeMo's tables)
 HOST_PASS_S = 5e-3
+HOST_PACE = ("may run at the host's pace (eager PyTorch, dropless MoE), which the estimate does not price; "
+             "a larger micro batch helps")
 # analytic estimate -> how it becomes a feature
 _ANALYTIC_LOG = (
     "n_params", "flops_per_token", "tokens_per_step", "flops_per_device_step", "memory_bytes",

@@ -58,7 +58,7 @@ from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
 from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
-from perfzoo.analytic_features import HOST_PASS_S, host_paced, n_devices
+from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
 from perfzoo.features import base_key
 from perfzoo.inputs import input_columns, read_configs
 from perfzoo.zoo.base import NotFittedError, Predictor
@@ -204,8 +204,7 @@ def launch_bound(frame: pd.DataFrame, est: pd.DataFrame) -> list[list[str]]:
     """Per config, a warning where :func:`perfzoo.analytic_features.host_paced` flags it."""
     seconds, flagged = host_paced(frame, est)
     return [[f"its ideal GPU time per layer pass (forward and backward, one micro-batch) is {1e3 * t:.1f} ms, under "
-             f"the ~{1e3 * HOST_PASS_S:.0f} ms of host time such a pass takes in eager PyTorch and dropless MoE: it may "
-             "run at the host's pace, which the estimate does not price (a larger micro batch helps)"] if f else []
+             f"the ~{1e3 * HOST_PASS_S:.0f} ms of host time such a pass can take: it {HOST_PACE}"] if f else []
             for t, f in zip(seconds, flagged)]
 
 

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfzoo.analytic_features import HOST_PASS_S
+from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan.planner import KNOBS, Plan
 
@@ -89,8 +89,11 @@ def table(plan: Plan, k: int = 10) -> str:
              f"over memory), {c['scored']:,} scored; {plan.method}: {plan.reason}",
              "", head]
 
+    marked = []  # whether each printed layout carries the host mark
+
     def line(rank: str, row: dict) -> str:
         mark = HOST_MARK if _plain(row.get("host_paced")) else ""
+        marked.append(bool(mark))
         text = (f"{rank:>4}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']) + mark:>10} "
                 f"{_num(row['predicted_tokens_per_s']):>12} {_num(row['mfu'], '.1%'):>6} "
                 f"{_num(row['step_time_s'], '.2f'):>7} {_num(row['memory_gib'], '.1f'):>8} "
@@ -120,9 +123,8 @@ def table(plan: Plan, k: int = 10) -> str:
                             f"prediction {top / measured - 1:+.1%} over this measurement)")
             lines.append(verdict)
     lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision")
-    if plan.to_frame(k)["host_paced"].fillna(False).astype(bool).any():
-        lines.append(f"{HOST_MARK} ideal GPU time per layer pass under {1e3 * HOST_PASS_S:.0f} ms: may run at the host's "
-                     "pace (eager PyTorch, dropless MoE), which the prediction does not price; a larger micro batch helps")
+    if any(marked):
+        lines.append(f"{HOST_MARK} ideal GPU time per layer pass under {1e3 * HOST_PASS_S:.0f} ms: {HOST_PACE}")
     lines.extend(f"note: {n}" for n in plan.notes)
     return "\n".join(lines)
 
