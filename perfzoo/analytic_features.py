@@ -137,5 +137,6 @@ def host_paced(X: pd.DataFrame, est) -> tuple[np.ndarray, np.ndarray]:
     framework = X["config.framework"] if "config.framework" in X else pd.Series(None, index=X.index, dtype=object)
     experts = pd.to_numeric(X["config.n_experts"], errors="coerce") if "config.n_experts" in X \
         else pd.Series(np.nan, index=X.index)
-    megatron_dense = framework.map(normalize_framework).isin(MEGATRON_FRAMEWORKS).to_numpy() & ~(experts > 1).to_numpy()
+    megatron = {v: normalize_framework(v) in MEGATRON_FRAMEWORKS for v in framework.unique()}  # few names, many rows
+    megatron_dense = framework.map(megatron).to_numpy(dtype=bool) & ~(experts > 1).to_numpy()
     return seconds, np.isfinite(seconds) & (seconds < HOST_PASS_S) & ~megatron_dense
