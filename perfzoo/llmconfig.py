@@ -340,6 +340,9 @@ def _check_shape(cfg: dict) -> None:
     E, K = cfg.get("n_experts"), cfg.get("experts_per_token")
     if K is not None and (E is None or K > E):
         raise ConfigError(f"experts_per_token = {K} needs n_experts >= {K} (got {E})")
+    L, kept = cfg.get("n_layers"), cfg.get("bf16_layers")
+    if kept is not None and L is not None and kept > L:
+        raise ConfigError(f"bf16_layers = {kept} is more than the model's n_layers = {L}")
 
 
 def _check_degrees(cfg: dict) -> None:

@@ -46,6 +46,8 @@ def test_prefixed_keys_and_missing_values_are_read():
      "precision=nvfp4: H100-80GB has no fp4 peak"),
     ({"model": "llama-9"}, "unknown model 'llama-9'"),
     ({"n_layers": 2, "hidden_dim": 64, "n_heads": 3}, "hidden_dim = 64 is not divisible by n_heads = 3"),
+    ({"model": "llama3-8b", "precision": "nvfp4", "bf16_layers": 40}, "bf16_layers = 40 is more than the model's n_layers = 32"),
+    ({"model": "llama3-8b", "fused_loss": "maybe"}, "fused_loss='maybe': expected true or false"),
 ])
 def test_inconsistent_configs_are_one_line_errors(config, message):
     with pytest.raises(ConfigError, match=message) as info:
