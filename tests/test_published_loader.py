@@ -96,6 +96,23 @@ def test_a_row_without_a_usable_target_is_an_unlabelled_config(tmp_path, write_p
     assert ds.load_reports[0].unlabelled == 2
 
 
+def test_a_measured_row_of_a_model_it_cannot_describe_is_kept_but_not_scored(tmp_path, write_published):
+    # tokens/s published, but no shape, no n_params and no size in the name: no predictor can
+    # price the row, so it is no training or test example; its figure stays in the record
+    path = write_published(tmp_path / "lab.csv", [
+        published_row(),
+        published_row(model_name="dense model (unspecified)", tokens_per_sec_per_gpu="8307.5"),
+        published_row(model_name="Mystery 9B", tokens_per_sec_per_gpu="5000"),  # its size is in its name
+    ])
+    ds = load_dataset(str(path))
+    assert ds.unlabelled.tolist() == [False, True, False] and not ds.failed.any()
+    row = ds.frame.iloc[1]
+    assert row["annotations.label"].startswith("unlabelled: model unknown (no shape, no n_params)")
+    assert row["annotations.published_tokens_per_gpu"] == 8307.5 and np.isnan(row["metrics.throughput_per_device"])
+    assert ds.frame.iloc[2]["config.n_params"] == 9e9 and ds.y[2] == 5000
+    assert ds.load_reports[0].unlabelled == 1 and ds.load_reports[0].labelled == 2
+
+
 def test_rows_that_cannot_be_jobs_are_skipped_and_listed(tmp_path, write_published):
     (record,), (report,) = load_rows(tmp_path, write_published, [
         published_row(n_gpus="", tp="2", pp="4", cp="", dp="8"),  # n_gpus = 2*4*8

@@ -395,6 +395,13 @@ def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple
         config["n_params"] = stated  # the size the name states (GPT3-5B), for predictors that see no name
         derived.append(f"n_params={stated:.4g} (from the model name)")
         report.derived["n_params from the model name"] += 1
+    published = None
+    if per_gpu is not None and config["n_params"] is None \
+            and (config["n_layers"] is None or config["hidden_dim"] is None):
+        # a model perfzoo cannot describe is no example of what a config runs at: kept, not scored
+        published, per_gpu = per_gpu, None
+        label = ("unlabelled: model unknown (no shape, no n_params), so its tokens/s cannot be priced; "
+                 "the published figure is kept in published_tokens_per_gpu")
     report.oom += p.oom
     report.labelled += per_gpu is not None
     report.unlabelled += not p.oom and per_gpu is None
@@ -408,7 +415,7 @@ def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple
     annotations.update(global_batch_tokens=row.number("global_batch_tokens", whole=True, lenient=True),
                        arch_filled=",".join(p.filled) or None, arch_key=p.arch_key,
                        arch_catalog=",".join(p.from_catalog) or None, catalog_model=p.catalog_model,
-                       label=label, perfzoo_derived="; ".join(derived) or None,
+                       label=label, perfzoo_derived="; ".join(derived) or None, published_tokens_per_gpu=published,
                        file=row.path.name, line=row.line)
     annotations.update({f"{column}_raw": text for column, text in row.raw.items()})  # after every parse
     report.null_cells.update(row.nulls)
@@ -435,7 +442,10 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       training FLOPs per token of :func:`flops_per_token_published`; the formula and the FLOP
       convention go to ``annotations['perfzoo_derived']`` and ``annotations['label']`` says
       ``published``, ``tokens/s from TFLOP/s`` or ``tokens/s from MFU``. A row with none of
-      these stays an unlabelled configuration (status ``ok``, no throughput; ``label`` says why).
+      these stays an unlabelled configuration (status ``ok``, no throughput; ``label`` says why),
+      and so does a row whose model has no shape and no ``n_params`` (nor a size in its name): no
+      predictor can price it (``dense model (unspecified)``); its published figure is kept in
+      ``annotations['published_tokens_per_gpu']``.
     * Null spellings (``n/a``, ``NA``, ``-``, ``—``, ...) are unknown values; free text is
       normalised to the config vocabulary (``'BF16 (mixed precision)'`` -> ``'bf16'``,
       ``'selective op'`` -> ``'selective'``, ``'256 (doc text ...)'`` -> 256; text no rule
