@@ -146,3 +146,17 @@ def test_an_interval_needs_a_calibrated_throughput_member(vtrain):
         ridge.predict_interval(X_test)
     with pytest.raises(TypeError, match="no interval"):
         zoo.make("lightgbm_rank", n_estimators=20).fit(X, y).fit_interval(X, y)
+
+
+def test_the_mlp_holds_each_feature_to_its_training_range():
+    # a ReLU network goes on linearly outside its training range: fitted on 1-8 GPUs it would
+    # price 1,000 GPUs at any size at all; clipped, it prices them as its largest training job
+    rng = np.random.default_rng(0)
+    a = np.tile(np.arange(1.0, 9.0), 4)
+    X = pd.DataFrame({"config.a": a, "config.b": rng.uniform(1.0, 2.0, len(a))})
+    y = np.exp(a / 2) * X["config.b"].to_numpy()
+    model = zoo.make("mlp", max_iter=300).fit(X, y)
+    far, edge = X.head(3).assign(**{"config.a": 1000.0}), X.head(3).assign(**{"config.a": 8.0})
+    np.testing.assert_allclose(model.predict(far), model.predict(edge))
+    inside = model.predict(X)
+    assert np.isfinite(inside).all() and (inside > 0).all() and not np.allclose(inside, inside[0])

@@ -172,7 +172,10 @@ class _Standardised(EncodedPredictor):
 
 class MLPPredictor(_Standardised):
     """A small MLP regressor (scikit-learn, Adam, early stopping) on standardised numeric +
-    log + analytic features, regressing standardised log throughput."""
+    log + analytic features, regressing standardised log throughput. Each feature is held to
+    the range it had in training: a ReLU network goes on linearly, without bound, outside it
+    (fitted on torchtitan's 13 single-node jobs, unclipped, it predicted 1e-89 and infinite
+    tokens/s for the multi-node ones)."""
 
     name = "mlp"
     encoding = "scaled"
@@ -197,7 +200,11 @@ class MLPPredictor(_Standardised):
     def _fit_model(self, Z, z, X, groups) -> None:
         if self.early_stopping and len(z) < 20:  # too few rows to hold out a validation set
             self.model_.set_params(early_stopping=False)
+        self.z_low_, self.z_high_ = np.min(Z, axis=0), np.max(Z, axis=0)
         super()._fit_model(Z, z, X, groups)
+
+    def _predict_standardised(self, Z) -> np.ndarray:
+        return self.model_.predict(np.clip(Z, self.z_low_, self.z_high_))
 
 
 def _lbfgs(obj_func, initial_theta, bounds, maxiter: int = 50):
