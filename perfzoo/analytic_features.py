@@ -3,7 +3,7 @@
 :class:`~perfzoo.columns.Columns`, however many features, targets and models read them;
 :func:`analytic_features` turns them into the ``analytic.*`` columns of every encoding but
 ``onehot`` (:mod:`perfzoo.features`); :func:`n_devices` is the device count each job ran on;
-:func:`host_paced` marks the configs whose GPU work per layer pass is too short to hide the host.
+:func:`host_paced` marks the configs whose GPU work per layer pass is shorter than the host's.
 
 >>> import pandas as pd
 >>> X = pd.DataFrame({"config.n_layers": [24], "config.hidden_dim": [2048], "config.n_heads": [16],
@@ -20,18 +20,11 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic
+from perfzoo.analytic.llm import HOST_PASS_S
 from perfzoo.columns import Columns
-from perfzoo.vocabulary import MEGATRON_FRAMEWORKS, normalize_framework
 
-# host time per layer pass (forward + backward of one layer on one micro-batch) under which a config may
-# run at the host's pace, which the estimate does not price: perfzoo's H100 jobs (eager PyTorch, FSDP2)
-# took 5 ms or more per pass however small the layer (`python scripts/efficiency_table.py --dataset
-# llm-h100 --by micro_batch_size`: micro batch 1 at 0.31 of the ideal, 16 at 0.69), llm-foundry's
-# smallest MPTs ~10 ms, Megatron-Bridge's dropless MoE at micro batch 1 ~9 ms; Megatron's dense layers
-# show no such floor down to 1 ms (Megatron-LM's and NeMo's tables)
-HOST_PASS_S = 5e-3
-HOST_PACE = ("may run at the host's pace (eager PyTorch, dropless MoE), which the estimate does not price; "
-             "a larger micro batch helps")
+HOST_PACE = ("runs at the host's pace (eager PyTorch, dropless MoE): the estimate prices each layer pass at "
+             f"{1e3 * HOST_PASS_S:.0f} ms, its host time; a larger micro batch helps")
 # analytic estimate -> how it becomes a feature
 _ANALYTIC_LOG = (
     "n_params", "flops_per_token", "tokens_per_step", "flops_per_device_step", "memory_bytes",
@@ -121,22 +114,16 @@ def n_devices(X) -> np.ndarray:
     return np.where(np.isnan(out) | (out <= 0), 1.0, out)
 
 
-def host_paced(X: pd.DataFrame, est) -> tuple[np.ndarray, np.ndarray]:
-    """``(seconds, flagged)`` per config: the ideal GPU time of one layer pass (``step_time_s /
-    layer_passes`` of the estimates ``est``), and whether it is under :data:`HOST_PASS_S` in a
-    framework whose host time shows (any but Megatron-Core's dense layers): such a config may run
-    at the host's pace, which the estimate does not price.
+def host_paced(est) -> tuple[np.ndarray, np.ndarray]:
+    """``(seconds, flagged)`` per config of the estimates ``est``: the ideal GPU time of one layer
+    pass (the step without the host's wait, over ``layer_passes``), and whether the host's time
+    paces the step (``host_time_s`` > 0: a pass shorter than :data:`HOST_PASS_S` in a framework
+    whose host time shows, :mod:`perfzoo.analytic.llm`).
 
-    >>> X = pd.DataFrame({"config.framework": ["torchtitan", "megatron-lm"], "config.n_experts": [None, None]})
-    >>> seconds, flagged = host_paced(X, {"step_time_s": [0.2, 0.2], "layer_passes": [64, 64]})
-    >>> round(float(seconds[0]) * 1e3, 2), flagged.tolist()
-    (3.12, [True, False])
+    >>> seconds, flagged = host_paced({"step_time_s": [0.32, 0.2], "host_time_s": [0.12, 0.0], "layer_passes": [64, 64]})
+    >>> [round(float(s) * 1e3, 2) for s in seconds], flagged.tolist()
+    ([3.12, 3.12], [True, False])
     """
-    seconds = np.broadcast_to(np.asarray(est["step_time_s"], dtype=float) / np.asarray(est["layer_passes"], dtype=float),
-                              (len(X),))
-    framework = X["config.framework"] if "config.framework" in X else pd.Series(None, index=X.index, dtype=object)
-    experts = pd.to_numeric(X["config.n_experts"], errors="coerce") if "config.n_experts" in X \
-        else pd.Series(np.nan, index=X.index)
-    megatron = {v: normalize_framework(v) in MEGATRON_FRAMEWORKS for v in framework.unique()}  # few names, many rows
-    megatron_dense = framework.map(megatron).to_numpy(dtype=bool) & ~(experts > 1).to_numpy()
-    return seconds, np.isfinite(seconds) & (seconds < HOST_PASS_S) & ~megatron_dense
+    host = np.asarray(est["host_time_s"], dtype=float)
+    seconds = (np.asarray(est["step_time_s"], dtype=float) - host) / np.asarray(est["layer_passes"], dtype=float)
+    return seconds, np.nan_to_num(host) > 0

@@ -200,11 +200,11 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
     return out
 
 
-def launch_bound(frame: pd.DataFrame, est: pd.DataFrame) -> list[list[str]]:
+def launch_bound(est: pd.DataFrame) -> list[list[str]]:
     """Per config, a warning where :func:`perfzoo.analytic_features.host_paced` flags it."""
-    seconds, flagged = host_paced(frame, est)
+    seconds, flagged = host_paced(est)
     return [[f"its ideal GPU time per layer pass (forward and backward, one micro-batch) is {1e3 * t:.1f} ms, under "
-             f"the ~{1e3 * HOST_PASS_S:.0f} ms of host time such a pass can take: it {HOST_PACE}"] if f else []
+             f"the ~{1e3 * HOST_PASS_S:.0f} ms of host time such a pass takes: it {HOST_PACE}"] if f else []
             for t, f in zip(seconds, flagged)]
 
 
@@ -257,7 +257,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     not_read = [c for c in frame.columns if c.startswith("config.") and c not in cols and c != "config.model_name"]
     stated = frame[not_read].notna().to_numpy()
     warned = outside_training(frame, est["n_params"].to_numpy(dtype=float), training)
-    for w, host, row in zip(warned, launch_bound(frame, est), stated):
+    for w, host, row in zip(warned, launch_bound(est), stated):
         w.extend(host)
         given = [base_key(c) for c, on in zip(not_read, row) if on]
         if given:

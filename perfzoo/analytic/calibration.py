@@ -7,9 +7,9 @@ The step time is split into terms that add up to :func:`perfzoo.analytic.estimat
 FLOPs and the softmax, scaled by the pipeline bubble), the memory-bound kernels
 (``memory``: what the GEMMs, elementwise kernels and loss move through HBM, scaled by the bubble,
 and the optimizer step), the critical-path communication (TP and EP, also scaled by the
-bubble), the pipeline's point-to-point traffic, and the data- and context-parallel traffic
-that the kernels do not hide; and two counts whose factors are seconds per call (fixed costs the roofline
-has no figure for: launching one layer's kernels, one blocking collective's latency). The
+bubble), the pipeline's point-to-point traffic, the data- and context-parallel traffic
+that the kernels do not hide, and the host's wait where it paces the step (``host``); and two
+counts whose factors are seconds per call (fixed costs the roofline has no figure for: launching one layer's kernels, one blocking collective's latency). The
 calibrated step is ``sum_k c_k * term_k``; the non-negative factors ``c_k``
 minimise the squared *relative* error of the step time (``scipy.optimize.nnls``), so every
 job weighs the same whatever its size. A term no training job exercises keeps a neutral
@@ -40,7 +40,7 @@ from perfzoo.analytic.estimates import estimate_arrays
 from perfzoo.vocabulary import PRECISIONS, normalize_precision
 
 COMPUTE_TERMS = tuple(f"compute_{p}" for p in PRECISIONS)
-TERMS = (*COMPUTE_TERMS, "memory", "critical_comm", "pipeline_comm", "exposed_dp_comm", "per_layer_pass",
+TERMS = (*COMPUTE_TERMS, "memory", "critical_comm", "pipeline_comm", "exposed_dp_comm", "host", "per_layer_pass",
          "per_collective")
 
 
@@ -61,14 +61,16 @@ def _terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None) -> tuple[np.ndar
     of its precision, the others in :data:`TERMS` order."""
     est = {k: compact(v) for k, v in (est if est is not None else estimate_arrays(df)).items()}
     stretch = 1.0 / (1.0 - est["bubble"])
-    known = {k: np.nan_to_num(est[k]) for k in ("softmax_time_s", "memory_time_s", "optimizer_time_s")}  # 0: no such term
+    known = {k: np.nan_to_num(est[k]) for k in ("softmax_time_s", "memory_time_s", "optimizer_time_s",
+                                                 "host_time_s")}  # 0: no such term
     compute = (est["compute_time_s"] + known["softmax_time_s"]) * stretch
     memory = known["memory_time_s"] * stretch + known["optimizer_time_s"]
     critical = (est["tp_time_s"] + est["ep_time_s"]) * stretch
     pipeline = est["pp_time_s"]
-    exposed = np.maximum(est["step_time_s"] - compute - memory - critical - pipeline, 0.0)
+    host = known["host_time_s"]
+    exposed = np.maximum(est["step_time_s"] - compute - memory - critical - pipeline - host, 0.0)
     precision = coded(df, "precision", normalize_precision, PRECISIONS)
-    return precision, compute, [memory, critical, pipeline, exposed, est["layer_passes"] * stretch,
+    return precision, compute, [memory, critical, pipeline, exposed, host, est["layer_passes"] * stretch,
                                 est["collective_calls"] * stretch]
 
 

@@ -15,7 +15,7 @@ ESTIMATE_COLUMNS = (
     "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_ep_bytes", "comm_bytes",
     "bubble", "layer_passes", "collective_calls", "compute_time_s", "softmax_time_s", "memory_time_s",
     "optimizer_time_s", "tp_time_s", "cp_time_s", "ep_time_s", "pp_time_s", "dp_time_s",
-    "comm_time_s", "step_time_s", "throughput", "throughput_per_device",
+    "comm_time_s", "host_time_s", "step_time_s", "throughput", "throughput_per_device",
 )
 
 

@@ -59,6 +59,17 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   t_optimizer + max(0, t_dp + t_cp - busy)`` (TP and EP traffic on the critical path; DP/FSDP
   traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
   runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s.
+* The host's pace: the host launches every kernel of a layer pass (forward and backward of one layer
+  on one micro-batch), and where the GPU finishes a pass sooner, it waits. The step is at least
+  ``layer_passes * HOST_PASS_S`` (``host_time_s``: the wait) in every framework whose host time
+  shows, which is all but Megatron-Core's dense layers (their recipes capture CUDA graphs and
+  overlap the launches: Megatron-LM's and NeMo's tables show no such floor down to 1 ms per pass)
+  and its token-dropping MoE (experts padded to capacity: static shapes, no token counts copied to
+  the host; Megatron-Bridge's token-drop rows run at 2 ms per pass). Dropless MoE waits for them.
+  :data:`HOST_PASS_S` = 5 ms is what perfzoo's H100 jobs (eager PyTorch, FSDP2) took per pass
+  however small the layer (``python scripts/efficiency_table.py --dataset llm-h100 --by
+  micro_batch_size``: micro batch 1 at 0.31 of the ideal, 16 at 0.69); llm-foundry's smallest MPTs
+  take ~10 ms, Megatron-Bridge's dropless MoE at micro batch 1 ~9 ms.
 * TP communication overlap (``tp_comm_overlap``; default on for NeMo and Megatron-Bridge with
   ``tp > 1`` and sequence parallelism, whose performance recipes turn on Transformer Engine's
   userbuffers overlap, ``tp_comm_overlap=True``; off elsewhere, Megatron-LM's ``--tp-comm-overlap``
@@ -91,11 +102,13 @@ from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, precision_codes
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
-from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS, is_adapter_tuning,
-                                normalize_checkpointing, normalize_framework, normalize_sharding, to_bool)
+from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
+                                is_adapter_tuning, normalize_checkpointing, normalize_framework, normalize_sharding,
+                                to_bool)
 
 FA2_FRAMEWORKS = ("pytorch", "torchtitan", "llm-foundry")  # attention in a FlashAttention-2 kernel (module docstring)
 TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron-bridge")  # TP communication overlapped by default (module docstring)
+HOST_PASS_S = 5e-3  # the host's time per layer pass, the least a pass takes where it shows (module docstring)
 
 
 class LLMCost:
@@ -153,6 +166,7 @@ class LLMCost:
         self.compile_flag = mapped(df, "compile", to_bool, dtype=float)
         self.fused_loss_flag = mapped(df, "fused_loss", to_bool, dtype=float)
         self.framework = coded(df, "framework", normalize_framework, FRAMEWORKS)
+        self.token_drop = mapped(df, "moe_token_drop", to_bool, dtype=float) > 0
         overlap = mapped(df, "tp_comm_overlap", to_bool, dtype=float)
         recipes = is_code(self.framework, FRAMEWORKS, *TP_OVERLAP_FRAMEWORKS)
         self.tp_overlap = np.where(np.isnan(overlap), recipes, overlap > 0) & (self.tp > 1) & (self.sp > 0)
@@ -286,9 +300,16 @@ class LLMCost:
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
                 + np.maximum(0.0, t_dp + t_cp - busy))
+        host = np.where(self.host_shows(), np.maximum(0.0, self.call_counts()["layer_passes"] * HOST_PASS_S - step), 0.0)
         return {"compute_time_s": t_compute, **kernels, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
                 "pp_time_s": t_pp, "dp_time_s": t_dp, "comm_time_s": t_tp + t_cp + t_ep + t_pp + t_dp,
-                "step_time_s": step}
+                "host_time_s": host, "step_time_s": step + host}
+
+    def host_shows(self) -> np.ndarray:
+        """Whether the host's time per layer pass can pace the step: in any framework but
+        Megatron-Core's dense layers and token-dropping MoE (module docstring)."""
+        megatron = is_code(self.framework, FRAMEWORKS, *MEGATRON_FRAMEWORKS)
+        return ~(megatron & (~self.shape.moe.is_moe | self.token_drop))
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every estimate of :data:`perfzoo.analytic.ESTIMATE_COLUMNS`."""

@@ -81,7 +81,7 @@ class Scorer:
         with np.errstate(divide="ignore", invalid="ignore"):
             device = mem / est["memory_fraction"]
         fits = np.isfinite(mem) & (mem <= (1.0 - self.memory_margin) * device)
-        pass_s, paced = host_paced(frame, est)
+        pass_s, paced = host_paced(est)
         return pd.DataFrame({"memory_gib": mem, "device_memory_gib": device, "headroom_gib": device - mem,
                              "fits": fits, "flops_per_token": est["flops_per_token"],
                              "tokens_per_step": est["tokens_per_step"], "layer_pass_ms": 1e3 * pass_s,
