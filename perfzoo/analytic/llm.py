@@ -65,11 +65,13 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   shows, which is all but Megatron-Core's dense layers (their recipes capture CUDA graphs and
   overlap the launches: Megatron-LM's and NeMo's tables show no such floor down to 1 ms per pass)
   and its token-dropping MoE (experts padded to capacity: static shapes, no token counts copied to
-  the host; Megatron-Bridge's token-drop rows run at 2 ms per pass). Dropless MoE waits for them.
+  the host; Megatron-Bridge's token-drop rows run at 2 ms per pass). Dropless MoE waits: its dispatcher
+  needs each expert's token count on the host to size the all-to-all.
   :data:`HOST_PASS_S` = 5 ms is what perfzoo's H100 jobs (eager PyTorch, FSDP2) took per pass
-  however small the layer (``python scripts/efficiency_table.py --dataset llm-h100 --by
-  micro_batch_size``: micro batch 1 at 0.31 of the ideal, 16 at 0.69); llm-foundry's smallest MPTs
-  take ~10 ms, Megatron-Bridge's dropless MoE at micro batch 1 ~9 ms.
+  however small the layer (against the GPU's time alone, micro batch 1 ran at 0.31 of the ideal and
+  16 at 0.69; with the host priced, 0.57 and 0.69: ``python scripts/efficiency_table.py --dataset
+  llm-h100 --by micro_batch_size``); llm-foundry's smallest MPTs take ~10 ms, Megatron-Bridge's
+  dropless MoE at micro batch 1 ~9 ms.
 * TP communication overlap (``tp_comm_overlap``; default on for NeMo and Megatron-Bridge with
   ``tp > 1`` and sequence parallelism, whose performance recipes turn on Transformer Engine's
   userbuffers overlap, ``tp_comm_overlap=True``; off elsewhere, Megatron-LM's ``--tp-comm-overlap``

@@ -21,7 +21,7 @@ from perfzoo.plan.planner import KNOBS, Plan
 JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "predicted_tokens_per_s", "step_time_s", "mfu",
              "memory_gib", "headroom_gib", "fits", "layer_pass_ms", "host_paced", "range_low", "range_high", "rank",
              "role", "label", "gain", "measured_tokens_per_s_per_device")
-HOST_MARK = "^"  # beside the predicted tokens/s of a layout that may run at the host's pace
+HOST_MARK = "^"  # beside the predicted tokens/s of a layout that runs at the host's pace
 
 
 def _plain(value: Any) -> Any:
