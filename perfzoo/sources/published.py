@@ -390,14 +390,13 @@ def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple
             report.derivation_ratios.append(value / per_gpu)
     config = p.config
     stated = params_from_name(model_variant(config["model_name"])[0])
-    if config["n_params"] is None and (config["n_layers"] is None or config["hidden_dim"] is None) \
-            and not math.isnan(stated):
+    sizeless = config["n_params"] is None and (config["n_layers"] is None or config["hidden_dim"] is None)
+    published = None
+    if sizeless and not math.isnan(stated):
         config["n_params"] = stated  # the size the name states (GPT3-5B), for predictors that see no name
         derived.append(f"n_params={stated:.4g} (from the model name)")
         report.derived["n_params from the model name"] += 1
-    published = None
-    if per_gpu is not None and config["n_params"] is None \
-            and (config["n_layers"] is None or config["hidden_dim"] is None):
+    elif sizeless and per_gpu is not None:
         # a model perfzoo cannot describe is no example of what a config runs at: kept, not scored
         published, per_gpu = per_gpu, None
         label = ("unlabelled: model unknown (no shape, no n_params), so its tokens/s cannot be priced; "
