@@ -73,7 +73,7 @@ from perfzoo import zoo
 from perfzoo._cli import EXIT_DONE, EXIT_USAGE, UsageError, config_from_args, field_defaults, guarded, spelled_call
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
-from perfzoo.evaluation import leaderboard, runner, transfer
+from perfzoo.evaluation import hardware, leaderboard, runner, transfer
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context
 from perfzoo.evaluation.cross import CROSS_METRICS, CrossConfig, cross
@@ -389,6 +389,8 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
     leaderboard.write(results, datasets, specs, out, context, figures=not config.no_figures,
                       artifacts=not config.no_artifacts, beside=beside, yours=yours)
+    if not config.task:  # after best.json: each card's shipped pick is scored on the other card
+        hardware.write(datasets, [s.name for s in specs if s.name in zoo.REGISTRY and s.name not in preset.heavy], out)
     return results
 
 

@@ -239,7 +239,10 @@ class FeatureEncoder:
             mat = self._dense(data, num, scale=False)
             self.mean_ = mat.mean(axis=0)
             std = mat.std(axis=0)
-            self.scale_ = np.where(std > 1e-12, std, 1.0)
+            # a column constant in training says nothing; held at that value wherever it is
+            # predicted (z = 0), it cannot move a prediction: a card or width never seen is not
+            # 60 standard deviations of nothing (a GP's kernel would vanish there)
+            self.scale_ = np.where(std > 1e-12, std, np.inf)
         self.feature_names_ = self._names()
         return self
 

@@ -80,7 +80,7 @@ PY
 sweep)
   n=$1; seed=$2; compile=$3; seconds=$4
   draw "$n" "$seed" "$compile" "$out/sweep.jsonl"
-  timeout --signal=TERM "$seconds" collect --configs "$out/sweep.jsonl" --steps 6 --warmup 2 --timeout 150 \
+  timeout --signal=TERM "$seconds" python3 -m perfzoo.collect --device cuda --space llm-gpu --configs "$out/sweep.jsonl" --steps 6 --warmup 2 --timeout 150 \
     --out "$out/store" --sweep-id "gpu-sweep-s$seed"
   summary "$out/store" --brief
   finish
@@ -91,14 +91,14 @@ capacity)
   # so the same configs in the same order) until SECONDS have passed since the phase began
   seconds=$1; t0=$SECONDS
   environment "$out/env.txt"
-  timeout --signal=TERM 200 collect --configs scripts/configs/h200-beyond-80gb.jsonl --steps 6 --warmup 2 \
+  timeout --signal=TERM 200 python3 -m perfzoo.collect --device cuda --space llm-gpu --configs scripts/configs/h200-beyond-80gb.jsonl --steps 6 --warmup 2 \
     --timeout 150 --out "$out/beyond" --sweep-id gpu-beyond-80gb
   finish
-  timeout --signal=TERM 90 collect --configs scripts/configs/gpu-repeat.jsonl --repeat 3 --steps 6 --warmup 2 \
+  timeout --signal=TERM 90 python3 -m perfzoo.collect --device cuda --space llm-gpu --configs scripts/configs/gpu-repeat.jsonl --repeat 3 --steps 6 --warmup 2 \
     --timeout 120 --out "$out/repeat" --sweep-id gpu-repeat
   finish
   draw 400 0 0 "$out/sweep.jsonl"
-  timeout --signal=TERM $((seconds - (SECONDS - t0))) collect --configs "$out/sweep.jsonl" --steps 6 --warmup 2 \
+  timeout --signal=TERM $((seconds - (SECONDS - t0))) python3 -m perfzoo.collect --device cuda --space llm-gpu --configs "$out/sweep.jsonl" --steps 6 --warmup 2 \
     --timeout 150 --out "$out/store" --sweep-id gpu-sweep-s0
   summary "$out/beyond" "$out/repeat" "$out/store" --brief
   cp "$out/env.txt" "$ret/"; finish

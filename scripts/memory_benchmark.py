@@ -7,7 +7,7 @@ how far the analytic ideal throughput is from what published systems measured.
 
 Sections:
 
-* ``memory``: on ``datasets/llm-h100`` (one H100, measured ``torch.cuda.max_memory_allocated``),
+* ``memory``: on ``datasets/llm-h100`` and ``datasets/llm-h200`` (one H100, one H200, measured ``torch.cuda.max_memory_allocated``),
   predicted ``peak_allocated_bytes`` against the measured peak of the ok jobs: MAPE, median APE and
   predicted/measured p10/median/p90, overall and split by activation checkpointing, precision and
   compile; then feasibility (``memory_fraction <= 1``: peak + overheads within the device's memory)
@@ -51,9 +51,12 @@ def _spread(ratio: pd.Series) -> str:
             f"median APE {100 * (ratio - 1).abs().median():5.1f}%")
 
 
-def llm_h100() -> pd.DataFrame:
-    """The llm-h100 jobs with their predicted memory terms (GiB) and what separates OOMs."""
-    frame = load_dataset("llm-h100").frame
+MEASURED = ("llm-h100", "llm-h200")  # perfzoo's own GPU jobs: the allocator's peak of each ok job
+
+
+def measured_jobs(name: str) -> pd.DataFrame:
+    """A measured GPU dataset's jobs with their predicted memory terms (bytes) and what separates OOMs."""
+    frame = load_dataset(name).frame
     est = analytic.estimate(frame)
     cap = frame["hardware.accelerator_memory_gib"].astype(float) * GIB
     largest = analytic.LLMCost(frame).memory.largest_allocation()
@@ -93,11 +96,11 @@ def classify(jobs: pd.DataFrame, k: float) -> dict[str, float]:
             "ok_beyond_margin": int((~oom & (fraction > 1.0 + MARGIN)).sum())}
 
 
-def memory_section() -> None:
-    jobs = llm_h100()
+def memory_of(name: str, jobs: pd.DataFrame) -> None:
+    """Predicted vs measured peak on one dataset, and the feasibility calls on its jobs."""
     ok = jobs[jobs["status"] == "ok"]
     ratio = ok["predicted"] / ok["measured"]
-    print("== memory: llm-h100, predicted peak allocated vs measured (ok jobs) ==")
+    print(f"== memory: {name}, predicted peak allocated vs measured (ok jobs) ==")
     print(f"all              {_spread(ratio)}")
     for key in ("ac", "precision", "compile"):
         for value, g in ratio.groupby(ok[key]):
@@ -106,14 +109,20 @@ def memory_section() -> None:
         print(f"  ac={ac:9s} compile={str(cp):5s} {pr:4s} {_spread(g)}")
     k = M.FRAGMENTATION
     result = classify(jobs, k)
-    print(f"\n== feasibility (memory_fraction <= 1; fragmentation {k} x the largest allocation) ==")
+    print(f"\n== {name}: feasibility (memory_fraction <= 1; fragmentation {k} x the largest allocation) ==")
     print(f"OOM jobs {result['oom']}, ok jobs {result['ok']}; called infeasible {result['called_infeasible']}: "
           f"OOM precision {result['precision']:.2f}, recall {result['recall']:.2f}; OOM jobs called feasible "
           f"{result['oom_called_feasible']}; ok jobs called infeasible {result['ok_called_infeasible']} "
           f"({result['ok_beyond_margin']} beyond the {MARGIN:.0%} margin)")
     lo, hi = separating_interval(jobs)
-    print(f"fragmentation multiples that separate all {len(jobs)} jobs: ({lo:.2f}, {hi:.2f}]")
-    print("\n== the calibrated multiple on held-out jobs ==")
+    print(f"fragmentation multiples that separate all {len(jobs)} jobs: ({lo:.2f}, {hi:.2f}]\n")
+
+
+def memory_section() -> None:
+    for name in MEASURED:
+        memory_of(name, measured_jobs(name))
+    jobs = measured_jobs("llm-h100")
+    print("== the calibrated multiple on held-out llm-h100 jobs ==")
     rng = np.random.default_rng(0)
     order = rng.permutation(len(jobs))
     halves = (jobs.iloc[order[: len(jobs) // 2]], jobs.iloc[order[len(jobs) // 2:]])

@@ -148,6 +148,20 @@ def test_an_interval_needs_a_calibrated_throughput_member(vtrain):
         zoo.make("lightgbm_rank", n_estimators=20).fit(X, y).fit_interval(X, y)
 
 
+@pytest.mark.parametrize("name", ["gp", "knn", "mlp"])
+def test_a_feature_constant_in_training_cannot_move_a_prediction(name):
+    # every training job ran on one card (80 GB): a GP fitted there priced every job of a 141 GB
+    # card at the training mean (60 standard deviations of a constant put it beyond every kernel)
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"config.a": rng.uniform(1.0, 8.0, 60), "hardware.accelerator_memory_gib": 80.0,
+                      "hardware.accelerator": "H100-80GB"})
+    y = np.exp(X["config.a"].to_numpy() / 2)
+    model = zoo.make(name).fit(X, y)
+    other = X.assign(**{"hardware.accelerator_memory_gib": 141.0, "hardware.accelerator": "H200-141GB"})
+    np.testing.assert_allclose(model.predict(other), model.predict(X))
+    assert not np.allclose(model.predict(X), model.predict(X)[0])
+
+
 def test_the_mlp_holds_each_feature_to_its_training_range():
     # a ReLU network goes on linearly outside its training range: fitted on 1-8 GPUs it would
     # price 1,000 GPUs at any size at all; clipped, it prices them as its largest training job

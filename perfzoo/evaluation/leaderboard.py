@@ -43,9 +43,11 @@ from perfzoo.evaluation.tasks import PredictorSpec
 RESULT_ID_COLUMNS = ("task", "dataset", "predictor", "output", "split", "kind", "fold", "seed", "n_train", "n_test")
 TASKS_FILE = "tasks.json"
 # every file a bench run puts in its folder, as glob patterns relative to it: what :func:`write`
-# writes, and the transfer split's tables (:func:`perfzoo.evaluation.transfer.write`)
+# writes, the transfer split's tables (:func:`perfzoo.evaluation.transfer.write`) and the held-out
+# hardware tables (:func:`perfzoo.evaluation.hardware.write`)
 OUTPUTS = ("README.md", "results.csv", "tasks.json", "best.json", "figures/*-scatter.png", "figures/*-curve.png",
-           "artifacts/*/model.joblib", "artifacts/*/metadata.json", "transfer.md", "transfer.csv")
+           "artifacts/*/model.joblib", "artifacts/*/metadata.json", "transfer.md", "transfer.csv",
+           "hardware.md", "hardware.csv")
 
 
 def write(

@@ -1,0 +1,37 @@
+"""Held-out hardware (perfzoo.evaluation.hardware): members fitted on one card's jobs, scored on
+the other card's, both ways, with the training card's shipped pick marked."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from perfzoo.datasets import load_dataset
+from perfzoo.evaluation import hardware
+
+
+def test_each_card_is_scored_by_members_fitted_on_the_other(tmp_path):
+    h100, h200 = load_dataset("llm-h100"), load_dataset("llm-h200")
+    (tmp_path / "best.json").write_text(json.dumps({"datasets": {"llm-h100": {"predictor": "ridge"}}}))
+    written = hardware.write([h100, h200, load_dataset("fsdp-cpu")], ["analytic", "constant", "ridge"], tmp_path)
+    assert written == [tmp_path / "hardware.md", tmp_path / "hardware.csv"]
+    table = pd.read_csv(tmp_path / "hardware.csv")
+    assert set(zip(table["train"], table["test"])) == {("llm-h100", "llm-h200"), ("llm-h200", "llm-h100")}
+    there = table[table["test"] == "llm-h200"].set_index("predictor")
+    back = table[table["test"] == "llm-h100"].set_index("predictor")
+    # every labelled job of the other card is scored, none fitted on; the shipped pick stands for its member
+    assert set(there["n_test"]) == {114} and set(there["n_train"]) == {203} and set(back["n_test"]) == {203}
+    assert list(there.index) == ["ridge (best)", "analytic", "constant"] and "ridge" in back.index
+    assert 0.5 < there.loc["analytic", "kendall"] <= 1 and there.loc["analytic", "mape"] > 0
+    assert pd.isna(there.loc["constant", "kendall"])  # a constant ranks nothing
+    text = (tmp_path / "hardware.md").read_text()
+    best = there["kendall"].idxmax()
+    assert "## fit on llm-h100, score on llm-h200" in text and "Shipped pick of llm-h100: **ridge (best)**" in text
+    assert f"Best member by Kendall: **{best}**" in text
+    assert "Shipped pick of llm-h200" not in text  # best.json names none: said on stderr, not made up
+
+
+def test_no_table_without_both_cards(tmp_path):
+    assert hardware.write([load_dataset("llm-h100")], ["ridge"], tmp_path) == []
+    assert not (tmp_path / "hardware.md").exists()
