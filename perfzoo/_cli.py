@@ -32,7 +32,7 @@ import os
 import sys
 import warnings
 from dataclasses import MISSING, fields
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # the exit statuses of every command (module docstring)
@@ -123,6 +123,27 @@ def assignment(item: str, flag: str, key: str = "KEY") -> tuple[str, Any]:
         raise UsageError(f"{flag} {item!r}: expected {key}=VALUE")
     k, v = item.split("=", 1)
     return k.strip(), parse_value(v.strip())
+
+
+def assignments(items: Sequence[str], flag: str, key: str = "KEY") -> dict[str, Any]:
+    """The ``KEY=VALUE`` items given to ``flag`` as one dict (:func:`assignment` each); a
+    :class:`UsageError` for a key given twice, whichever value was meant.
+
+    >>> assignments(["tp=8", "pp=2"], "--set")
+    {'tp': 8, 'pp': 2}
+    >>> assignments(["tp=8", "tp=4"], "--set")
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --set gives tp twice, tp=8 and tp=4: keep one
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        k, v = assignment(item, flag, key)
+        if k in out:
+            first = next(i for i in items if i.split("=", 1)[0].strip() == k)
+            raise UsageError(f"{flag} gives {k} twice, {first.strip()} and {item.strip()}: keep one")
+        out[k] = v
+    return out
 
 
 def guarded(prog: str, body: Callable[[], int]) -> int:

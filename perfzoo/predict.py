@@ -55,7 +55,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
-from perfzoo._cli import UsageError, assignment, config_from_args, field_defaults, guarded
+from perfzoo._cli import UsageError, assignments, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
 from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
@@ -90,15 +90,14 @@ class PredictConfig:
     def __post_init__(self):
         if (self.knobs is None) == (self.configs is None):
             raise UsageError("give exactly one of --set and --configs")
-        for item in self.knobs or ():
-            assignment(item, "--set")
+        assignments(self.knobs or (), "--set")
         if self.predictor != "best" and self.predictor not in zoo.names() and not Path(self.predictor).is_dir():
             raise UsageError(f"--predictor {self.predictor!r} is not 'best', a zoo member or a saved folder")
 
     def load_configs(self) -> list[dict]:
         """The configs to predict: the one of ``knobs``, or those in ``configs``."""
         if self.knobs is not None:
-            return [dict(assignment(item, "--set") for item in self.knobs)]
+            return [assignments(self.knobs, "--set")]
         return read_configs(self.configs)
 
 
@@ -300,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=llmconfig.help_text())
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--set", dest="knobs", nargs="+", metavar="KEY=VALUE",
+    src.add_argument("--set", dest="knobs", nargs="+", action="extend", metavar="KEY=VALUE",
                      help="one config, knob by knob (hardware keys too: accelerator=H100-SXM-80GB)")
     src.add_argument("--configs", metavar="FILE", help="configs from a CSV or a JSONL file")
     p.add_argument("--dataset", help=f"the predictor's training data (default {PredictConfig.dataset})")

@@ -115,6 +115,20 @@ def test_the_command_prints_the_breakdown_and_json(tmp_path, capsys):
     assert main(["--set", "n_layers"]) == 2
 
 
+def test_set_given_twice_adds_keys_and_a_key_given_twice_is_refused(capsys):
+    from perfzoo.plan.cli import build_parser as plan_parser
+    from perfzoo.predict import build_parser
+    from perfzoo.search.cli import build_parser as search_parser
+
+    # every command that takes --set reads "--set a=1 b=2" and "--set a=1 --set b=2" alike
+    assert build_parser().parse_args(["--set", "tp=2", "pp=4", "--set", "cp=1"]).knobs == ["tp=2", "pp=4", "cp=1"]
+    assert plan_parser().parse_args(["--set", "n_layers=2", "--set", "hidden_dim=8", "--baseline", "tp=2",
+                                     "--baseline", "pp=1"]).knobs == ["n_layers=2", "hidden_dim=8"]
+    assert search_parser().parse_args(["--space", "llm-cpu", "--set", "a=1", "b=2", "--set", "c=3"]).fixed == ["a=1", "b=2", "c=3"]
+    assert main(["--set", "n_layers=2", "--set", "n_layers=4"]) == 2
+    assert capsys.readouterr().err.strip() == "perfzoo.predict: error: --set gives n_layers twice, n_layers=2 and n_layers=4: keep one"
+
+
 def test_run_from_python_on_a_synthetic_dataset(synthetic):
     from perfzoo.predict import PredictConfig, run
 
@@ -129,6 +143,7 @@ def test_run_from_python_on_a_synthetic_dataset(synthetic):
     ({"knobs": ["n_layers"]}, "--set 'n_layers': expected KEY=VALUE"),
     ({"knobs": ["n_layers=2"], "configs": "c.jsonl"}, "give exactly one of --set and --configs"),
     ({"knobs": ["n_layers=2"], "predictor": "nosuch"}, "--predictor 'nosuch' is not 'best', a zoo member"),
+    ({"knobs": ["tp=2", "n_layers=2", "tp=4"]}, "--set gives tp twice, tp=2 and tp=4: keep one"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
     from perfzoo._cli import UsageError

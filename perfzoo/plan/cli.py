@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
                                        + llmconfig.help_text())
     p.add_argument("--model", metavar="NAME_OR_CONFIG",
                    help="a catalog model (--list-models) or a Hugging Face config.json on disk")
-    p.add_argument("--set", dest="knobs", nargs="+", metavar="KEY=VALUE",
+    p.add_argument("--set", dest="knobs", nargs="+", action="extend", metavar="KEY=VALUE",
                    help="model keys (see below), over --model's or instead of it: n_layers=... hidden_dim=...")
     p.add_argument("--gpus", type=int, help="GPUs in the cluster")
     p.add_argument("--accelerator", help="the GPU, a row of the accelerator table (e.g. H100-SXM-80GB, B200, A100-80GB)")
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes-of", type=int, metavar="K",
                    help="GPUs per node / NVLink domain (default: the accelerator table's)")
     p.add_argument("--top-k", type=int, help="layouts shown and written (default 10)")
-    p.add_argument("--baseline", nargs="+", metavar="KNOB=VALUE",
+    p.add_argument("--baseline", nargs="+", action="extend", metavar="KNOB=VALUE",
                    help=f"your layout to compare with ({', '.join(LAYOUT_KNOBS)}; e.g. tp=4 pp=8)")
     p.add_argument("--predictor", help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, "
                                        "or a saved predictor folder")

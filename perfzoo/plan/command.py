@@ -25,7 +25,7 @@ from typing import Optional
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
-from perfzoo._cli import UsageError, assignment
+from perfzoo._cli import UsageError, assignments
 from perfzoo.datasets import load_dataset
 from perfzoo.plan import report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
@@ -82,12 +82,10 @@ class PlanConfig:
                             ("--global-batch", self.global_batch)):
             if value is None:
                 raise UsageError(f"give {flag}: a plan is for one cluster and one training job")
-        for item in self.knobs:
-            assignment(item, "--set")
-        for item in self.baseline:
-            key, _ = assignment(item, "--baseline")
+        assignments(self.knobs, "--set")
+        for key, value in assignments(self.baseline, "--baseline").items():
             if key not in LAYOUT_KNOBS:
-                raise UsageError(f"--baseline {item!r}: {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
+                raise UsageError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
         if self.calibrate is not None and not Path(self.calibrate).is_file():
             raise UsageError(f"--calibrate {self.calibrate}: no such file")
         for flag, path in (("--out", self.out), ("--plot", self.plot)):
@@ -144,7 +142,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     Progress goes to ``log`` (default: stderr)."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
-    overrides = dict(assignment(item, "--set") for item in config.knobs)
+    overrides = assignments(config.knobs, "--set")
     shape = resolve_model(config.model, overrides)
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
     scorer = scorer_for(config, log)
@@ -160,7 +158,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
         published = (same if len(same) else published).head(3)
         log(f"baseline: {len(published)} published layout(s) of {shape.get('model_name')} on {cluster.describe()} "
             f"at seq {config.seq_len:,} in {PUBLISHED}")
-    baseline = dict(assignment(item, "--baseline") for item in config.baseline) or None
+    baseline = assignments(config.baseline, "--baseline") or None
     result = plan(shape, cluster, seq_len=config.seq_len, global_batch=config.global_batch,
                   precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
                   exhaustive_limit=config.exhaustive_limit, searcher=Reinforce(seed=config.seed),

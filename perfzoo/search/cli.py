@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int)
     p.add_argument("--include-measured", action="store_true",
                    help="do not exclude the configs --dataset has already measured")
-    p.add_argument("--set", dest="fixed", action="append", metavar="COLUMN=VALUE",
+    p.add_argument("--set", dest="fixed", nargs="+", action="extend", metavar="COLUMN=VALUE",
                    help="a fixed predictor input outside the space, e.g. hardware.accelerator=cpu "
                         "(default: the dataset's most common value)")
     p.add_argument("--show", type=int, default=10, help="rows of the printed table (default 10)")

@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from perfzoo import llmconfig, zoo
-from perfzoo._cli import UsageError, assignment, check_choice
+from perfzoo._cli import UsageError, assignments, check_choice
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
 from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher
@@ -95,8 +95,7 @@ class SearchConfig:
             raise UsageError("--top-k must be at least 1")
         check_choice("--searcher", self.searcher, SEARCHERS)
         self.make_searcher()
-        for item in self.fixed:
-            assignment(item, "--set", "COLUMN")
+        assignments(self.fixed, "--set", "COLUMN")
         if self.out:
             folder = Path(self.out).resolve().parent
             if not folder.is_dir() or not os.access(folder, os.W_OK):
@@ -172,7 +171,7 @@ def fixed_columns(dataset: Optional[Dataset], space_columns: Sequence[str], over
                     fixed[c] = col.mode().iloc[0]
                     v = fixed[c]
                     fixed[c] = v.item() if isinstance(v, np.generic) else v
-    fixed.update(assignment(item, "--set", "COLUMN") for item in overrides)
+    fixed.update(assignments(overrides, "--set", "COLUMN"))
     return fixed
 
 
@@ -210,7 +209,7 @@ def run(config: SearchConfig) -> SearchResult:
         raise UsageError(str(exc)) from None
     searcher = config.make_searcher()
     if space.workload == "llm":  # the LLM front door: unknown keys, types and ranges of what --set fixes
-        llmconfig.check(dict(assignment(item, "--set", "COLUMN") for item in config.fixed), require=False)
+        llmconfig.check(assignments(config.fixed, "--set", "COLUMN"), require=False)
     dataset = load_dataset(config.dataset) if config.dataset else None
     if dataset is not None and "workload" in dataset.frame:
         workloads = sorted(set(dataset.frame["workload"].dropna()))
