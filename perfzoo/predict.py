@@ -276,9 +276,10 @@ def _show(table: pd.DataFrame) -> str:
                np.isfinite(row["range_low"]) else "")
         if "interval_low" in row:
             rng += f" (80% interval {row['interval_low']:,.0f} .. {row['interval_high']:,.0f})"
+        step = (f"step {row['predicted_step_time_s']:.3g} s" if np.isfinite(row["predicted_step_time_s"])
+                else "step time: give global_batch_size")
         lines.append(f"config {i + 1}: {row['predicted_tokens_per_s']:,.0f} tokens/s "
-                     f"({row['predicted_tokens_per_s_per_device']:,.1f} per device){rng}; step "
-                     f"{row['predicted_step_time_s']:.3g} s")
+                     f"({row['predicted_tokens_per_s_per_device']:,.1f} per device){rng}; {step}")
         mem = row["analytic.memory_bytes"] / 2**30
         fits = {True: "fits", False: "does NOT fit", None: "unknown fit"}[row["fits_in_memory"]]
         lines.append(f"  analytic: compute {row['analytic.compute_time_s']:.3g} s, communication "

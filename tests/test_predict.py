@@ -1,6 +1,7 @@
 """``perfzoo predict``: predictions with a breakdown, warnings outside the training data, unknown columns."""
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -137,6 +138,16 @@ def test_run_from_python_on_a_synthetic_dataset(synthetic):
                               dataset=str(synthetic / "lab_benchmarks.csv"), predictor="ridge"))
     assert len(table) == 1 and table.attrs["predictor"] == "ridge" and table.attrs["dataset"] == "lab-benchmarks"
     assert np.isfinite(table["predicted_tokens_per_s"]).all() and table["analytic.memory_bytes"].gt(0).all()
+
+
+def test_without_a_global_batch_the_step_time_is_asked_for_not_printed_as_nan(synthetic, capsys):
+    argv = ["--dataset", str(synthetic / "lab_benchmarks.csv"), "--predictor", "ridge", "--set", "model_name=llama3-8b",
+            "n_layers=32", "hidden_dim=4096", "seq_len=8192", "n_gpus=8", "accelerator=H100-SXM-80GB"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "step time: give global_batch_size" in out and "nan" not in out
+    assert main([*argv, "global_batch_size=64"]) == 0
+    assert re.search(r"; step \d[\d.]* s\n", capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("fields, message", [
