@@ -57,15 +57,19 @@ class TornLineWarning(UserWarning):
     """A partial line left by a crashed writer was skipped."""
 
 
-_TORN_WARNED: set[tuple[str, int]] = set()
+class DuplicateJobWarning(UserWarning):
+    """A second record of a job already in the store (written there by something else) was skipped."""
 
 
-def _warn_torn_once(file: Path, offset: int, message: str) -> None:
-    """A :class:`TornLineWarning`, once per file and offset in a process, on one line (no source line)."""
+_WARNED: set[tuple[str, int]] = set()
+
+
+def _warn_once(file: Path, offset: int, message: str, category: type = TornLineWarning) -> None:
+    """A warning about the line at ``offset`` of ``file``, once per process, on one line (no source line)."""
     key = (str(Path(file).resolve()), offset)
-    if key not in _TORN_WARNED:
-        _TORN_WARNED.add(key)
-        warnings.warn_explicit(message, TornLineWarning, filename="perfzoo.store", lineno=0)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn_explicit(message, category, filename="perfzoo.store", lineno=0)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -139,7 +143,7 @@ class RecordStore:
             end = data.find(b"\n", pos)
             if end < 0:  # a partial last line: a writer crashed, or is mid-write without the lock
                 line_no, offset = self._lines + 1, self._offset + pos
-                _warn_torn_once(self.file, offset, f"{self.file}: line {line_no} (byte {offset}) is a torn "
+                _warn_once(self.file, offset, f"{self.file}: line {line_no} (byte {offset}) is a torn "
                                 "partial record left by an interrupted writer; skipped")
                 self._offset += pos
                 return line_no, offset
@@ -155,7 +159,7 @@ class RecordStore:
                 if torn_offsets is None:
                     torn_offsets = self._torn_offsets()
                 if offset in torn_offsets:
-                    _warn_torn_once(self.file, offset, f"{where}(byte {offset}) torn partial record left "
+                    _warn_once(self.file, offset, f"{where}(byte {offset}) torn partial record left "
                                     "by an interrupted writer; skipped")
                     continue
                 if "newer perfzoo" in str(exc):
@@ -164,8 +168,11 @@ class RecordStore:
                     f"{exc} -- the store is damaged at this line; perfzoo never edits stored "
                     "records: move the line out by hand (or restore the file) and read again"
                 ) from None
-            if record.job_id in self._ids:
-                continue  # a duplicate written outside this class; the first one wins
+            if record.job_id in self._ids:  # written outside this class: the first one is read
+                _warn_once(self.file, offset, f"{where}(byte {offset}) a second record of job {record.job_id} "
+                           f"(record {record.record_id}) was skipped: a store reads one record per job, the "
+                           "first; move this one to a store of its own to keep both", DuplicateJobWarning)
+                continue
             self._ids.add(record.job_id)
             self._records.append(record)
         self._offset += pos

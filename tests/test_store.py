@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from perfzoo.records import Failure, Hardware, JobRecord, Metrics, job_id_for
-from perfzoo.store import RECORDS_FILE, RecordStore, StoreError, TornLineWarning
+from perfzoo.store import RECORDS_FILE, DuplicateJobWarning, RecordStore, StoreError, TornLineWarning
 
 
 def record(i, status="ok"):
@@ -45,6 +45,20 @@ def test_duplicate_job_id_is_not_written_twice(tmp_path):
     assert store.append(record(1)) is True
     assert RecordStore(tmp_path).append(record(1)) is False
     assert len((tmp_path / RECORDS_FILE).read_text().splitlines()) == 1
+
+
+def test_a_second_record_of_a_job_written_by_hand_is_read_past_with_a_warning(tmp_path):
+    # two stores concatenated by hand (a job measured in each): the first record is the job's,
+    # the second is named, not silently dropped, and nothing in the file changes
+    RecordStore(tmp_path).extend(record(i) for i in range(2))
+    path = tmp_path / RECORDS_FILE
+    again = record(1).to_dict() | {"record_id": "f" * 32, "metrics": {"throughput": 5.0, "throughput_unit": "queries/s"}}
+    before = path.read_text()
+    path.write_text(before + json.dumps(again) + "\n")
+    with pytest.warns(DuplicateJobWarning, match=rf"line 3: .*a second record of job {record(1).job_id} \(record f{{32}}\)"):
+        records = RecordStore(tmp_path).records()
+    assert [r.metrics.throughput for r in records] == [100.0, 101.0]
+    assert path.read_text() == before + json.dumps(again) + "\n"
 
 
 def test_resume_sees_done_job_ids(tmp_path):
