@@ -48,8 +48,8 @@ def to_markdown(rows: pd.DataFrame) -> str:
     if len(shipped):
         r = shipped.iloc[0]
         lines.append(f"Shipped pick of {train}: **{r['predictor']}**, Kendall {r['kendall']:.3f}, MAPE {r['mape']:.1f}%.")
-    for metric, best in (("kendall", rows.loc[rows["kendall"].idxmax()]), ("mape", rows.loc[rows["mape"].idxmin()])):
-        lines.append(f"Best member by {'Kendall' if metric == 'kendall' else 'MAPE'}: **{best['predictor']}** "
+    for label, best in (("Kendall", rows.loc[rows["kendall"].idxmax()]), ("MAPE", rows.loc[rows["mape"].idxmin()])):
+        lines.append(f"Best member by {label}: **{best['predictor']}** "
                      f"(Kendall {best['kendall']:.3f}, MAPE {best['mape']:.1f}%).")
     lines += ["", "| member | Kendall | MAPE % | MdAPE % | pred/meas median | coverage |", "|---|---|---|---|---|---|"]
     for _, r in rows.iterrows():
@@ -70,7 +70,8 @@ def write(datasets: Sequence[Dataset], members: Sequence[str], out: Path) -> lis
     frames = []
     for a, b in pairs:
         try:
-            best = [BEST] if zoo.best_member(a, out) else []
+            zoo.best_member(a, out)
+            best = [BEST]
         except (FileNotFoundError, KeyError):
             print(f"perfzoo bench: {a} has no shipped pick in {out}; the hardware table goes without it", file=sys.stderr)
             best = []
