@@ -137,12 +137,12 @@ def assignments(items: Sequence[str], flag: str, key: str = "KEY") -> dict[str, 
     perfzoo._cli.UsageError: --set gives tp twice, tp=8 and tp=4: keep one
     """
     out: dict[str, Any] = {}
+    given: dict[str, str] = {}  # key -> the item that gave it, for the message
     for item in items:
         k, v = assignment(item, flag, key)
         if k in out:
-            first = next(i for i in items if i.split("=", 1)[0].strip() == k)
-            raise UsageError(f"{flag} gives {k} twice, {first.strip()} and {item.strip()}: keep one")
-        out[k] = v
+            raise UsageError(f"{flag} gives {k} twice, {given[k].strip()} and {item.strip()}: keep one")
+        out[k], given[k] = v, item
     return out
 
 

@@ -144,7 +144,7 @@ class RecordStore:
             if end < 0:  # a partial last line: a writer crashed, or is mid-write without the lock
                 line_no, offset = self._lines + 1, self._offset + pos
                 _warn_once(self.file, offset, f"{self.file}: line {line_no} (byte {offset}) is a torn "
-                                "partial record left by an interrupted writer; skipped")
+                           "partial record left by an interrupted writer; skipped")
                 self._offset += pos
                 return line_no, offset
             raw, offset = data[pos:end], self._offset + pos
@@ -160,7 +160,7 @@ class RecordStore:
                     torn_offsets = self._torn_offsets()
                 if offset in torn_offsets:
                     _warn_once(self.file, offset, f"{where}(byte {offset}) torn partial record left "
-                                    "by an interrupted writer; skipped")
+                               "by an interrupted writer; skipped")
                     continue
                 if "newer perfzoo" in str(exc):
                     raise StoreError(f"{exc} to read this store") from None

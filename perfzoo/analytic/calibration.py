@@ -11,11 +11,11 @@ bubble), the pipeline's point-to-point traffic, the data- and context-parallel t
 that the kernels do not hide, and the host's wait where it paces the step (``host``); and two
 counts whose factors are seconds per call (fixed costs the roofline has no figure for: launching
 one layer's kernels, one blocking collective's latency). The calibrated step is
-``sum_k c_k * term_k``; the non-negative factors ``c_k`` minimise the squared *relative* error of the step time (``scipy.optimize.nnls``), so every
-job weighs the same whatever its size. A term no training job exercises keeps a neutral
-factor: the median compute factor for an unseen precision (its speed-up over the others is
-then the peak table's) and for unseen memory-bound kernels, 1 for unseen communication, 0 for
-unseen per-call costs; a calibration saved before a term existed prices it the same way.
+``sum_k c_k * term_k``; the non-negative factors ``c_k`` minimise the squared *relative* error
+of the step time (``scipy.optimize.nnls``), so every job weighs the same whatever its size. A
+term no training job exercises keeps a neutral factor: the median compute factor for an unseen
+precision (its speed-up over the others is then the peak table's) and for unseen memory-bound
+kernels, 1 for unseen communication, 0 for unseen per-call costs; a calibration saved before a term existed prices it the same way.
 
 >>> import pandas as pd
 >>> jobs = pd.DataFrame({"n_layers": [24, 24, 48], "hidden_dim": [1024, 2048, 2048], "n_heads": 16,
