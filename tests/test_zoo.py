@@ -139,6 +139,25 @@ def test_conformal_quantiles_by_rank():
         interval.conformal_quantiles(r, 1.0)
 
 
+
+def test_a_big_source_does_not_set_the_interval_alone():
+    # held out in turn, a big source was predicted within 1%, a small one within 50%
+    r = np.concatenate([np.linspace(-0.01, 0.01, 270), np.linspace(-0.5, 0.5, 30)])
+    X = pd.DataFrame({"config.tp": np.arange(300)})
+    w = interval.group_weights(X, ["big.csv"] * 270 + ["small.csv"] * 30)
+    assert w[:270].sum() == pytest.approx(w[270:].sum()) and w.mean() == pytest.approx(1.0)
+    assert interval.group_weights(X, None) == pytest.approx(np.ones(300))  # no sources: every row alike
+    small = r[270:]
+
+    def covers(lo, hi):
+        return float(np.mean((small >= lo) & (small <= hi)))
+
+    pooled = interval.conformal_quantiles(r, 0.2)
+    assert pooled[1] - pooled[0] < 0.05 and covers(*pooled) < 0.1  # pooled, the rows of the big source decide
+    lo, hi = interval.conformal_quantiles(r, 0.2, weights=w)
+    assert 0.5 <= covers(lo, hi) <= 0.7  # each source weighs half: 80% on average over the two
+    assert interval.conformal_quantiles(r, 0.2, weights=np.ones(300)) == interval.conformal_quantiles(r, 0.2)
+
 def test_an_interval_needs_a_calibrated_throughput_member(vtrain):
     X, y, X_test, _ = vtrain
     ridge = zoo.make("ridge").fit(X, y)

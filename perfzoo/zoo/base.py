@@ -193,7 +193,7 @@ class Predictor(BaseEstimator):
         if self.output != "throughput":
             raise TypeError(f"{self.name}: its outputs are {self.output}s, not throughput; it has no interval")
         X = check_frame(X)
-        self.interval_residuals_ = _interval.out_of_fold_residuals(
+        self.interval_residuals_, self.interval_weights_ = _interval.out_of_fold_residuals(
             self, X, self._check_y(y, len(X)), groups=groups, folds=folds, seed=seed)
         return self
 
@@ -202,7 +202,7 @@ class Predictor(BaseEstimator):
         probability ``1 - alpha`` (see :mod:`perfzoo.zoo.interval`); needs :meth:`fit_interval`."""
         if not hasattr(self, "interval_residuals_"):
             raise NotFittedError(f"this {self.name} predictor has no interval: call fit_interval(X, y) after fit")
-        return _interval.interval(self.predict(X), self.interval_residuals_, alpha)
+        return _interval.interval(self.predict(X), self.interval_residuals_, alpha, self.interval_weights_)
 
     def _threads(self):
         """Limit BLAS / OpenMP pools to ``n_jobs`` threads (1 for members without it).

@@ -17,6 +17,14 @@ source never seen, the error a user meets on their own cluster. A group of fewer
 the rest, or to train on alone: its configurations are dealt over the folds of the large groups.
 Without two large groups, copies of one configuration (equal feature rows) stay in one fold.
 
+Each large group weighs the same in the quantiles, however many rows it has (the rows dealt as
+configurations together weigh as one more group): a new source is one draw from the population of
+sources, not of rows, so one big source must not set the interval alone. This is CDF pooling
+(Dunn, Wasserman & Ramdas 2023, "Distribution-free prediction sets for two-layer hierarchical
+models", JASA, arXiv 1809.07441): asymptotic coverage for a new group, where pooling the rows
+covers a new row of the big group. Left out in turn, each shared published source's 80% interval
+covered 56-95% of its rows with rows pooled and 70-92% with groups weighed alike (`hybrid`).
+
 >>> import numpy as np
 >>> low, high = interval(np.array([100.0]), np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0]), alpha=0.5)
 >>> float(low[0]), float(high[0])
@@ -25,7 +33,6 @@ Without two large groups, copies of one configuration (equal feature rows) stay 
 
 from __future__ import annotations
 
-import math
 from typing import Any, Optional
 
 import numpy as np
@@ -37,43 +44,62 @@ FOLDS = 5  # cross-fitting folds (fewer when there are fewer groups)
 MIN_GROUP_ROWS = 20  # a smaller group is dealt over the folds configuration by configuration
 
 
+def units(X: pd.DataFrame, groups: Optional[Any]) -> np.ndarray:
+    """What each row is held out with: ``"group:<label>"`` for a group of at least
+    :data:`MIN_GROUP_ROWS` rows (where there are two such groups), else ``"config:<hash>"``, its
+    configuration (rows with equal features)."""
+    config = pd.util.hash_pandas_object(X.astype(object).where(X.notna(), None).astype(str), index=False)
+    config = config.astype(str).radd("config:").to_numpy(dtype=object)
+    if groups is None:
+        return config
+    labels = pd.Series(np.asarray(groups, dtype=object).astype(str), dtype=object).radd("group:")
+    large = labels.map(labels.value_counts()) >= MIN_GROUP_ROWS
+    return np.where(large, labels, config) if large.any() and labels[large].nunique() >= 2 else config
+
+
 def fold_labels(X: pd.DataFrame, groups: Optional[Any], folds: int, seed: int) -> np.ndarray:
     """One fold number per row in ``0 .. k-1``. Each group of at least :data:`MIN_GROUP_ROWS` rows
-    is one unit, ``k = min(folds, such groups)``; the other rows are dealt as configurations (rows
-    with equal features form one unit). Units are shuffled by ``seed`` and dealt round-robin, the
-    large groups first, so every fold holds one; with fewer than two large groups every unit is a
-    configuration.
+    is one unit (:func:`units`), ``k = min(folds, such groups)``; the other rows are dealt as
+    configurations. Units are shuffled by ``seed`` and dealt round-robin, the large groups first,
+    so every fold holds one; with fewer than two large groups every unit is a configuration.
 
     >>> X = pd.DataFrame({"config.tp": range(45)})
     >>> fold = fold_labels(X, ["a"] * 20 + ["b"] * 20 + ["mine"] * 5, folds=5, seed=0)
     >>> sorted(set(fold[:20].tolist())), sorted(set(fold[20:40].tolist())), sorted(set(fold[40:].tolist()))
     ([0], [1], [0, 1])
     """
-    config = pd.util.hash_pandas_object(X.astype(object).where(X.notna(), None).astype(str), index=False)
-    config = config.astype(str).radd("config:").to_numpy(dtype=object)
-    if groups is None:
-        keys = config
-    else:
-        labels = pd.Series(np.asarray(groups, dtype=object).astype(str), dtype=object).radd("group:")
-        large = labels.map(labels.value_counts()) >= MIN_GROUP_ROWS
-        keys = np.where(large, labels, config) if large.any() and labels[large].nunique() >= 2 else config
-    codes, uniques = pd.factorize(pd.Series(keys, dtype=object))
+    codes, uniques = pd.factorize(pd.Series(units(X, groups), dtype=object))
     is_group = pd.Series(uniques, dtype=object).str.startswith("group:").to_numpy(dtype=bool)
     k = min(int(folds), int(is_group.sum()) if is_group.any() else len(uniques))
     if k < 2:
         raise ValueError(f"an interval needs rows of at least two configurations to cross-fit; got {len(uniques)}")
     rng = np.random.default_rng(seed)
     fold_of_unit = np.empty(len(uniques), dtype=int)
-    for units in (np.flatnonzero(is_group), np.flatnonzero(~is_group)):  # large groups first
-        order = units[rng.permutation(units.size)]
-        fold_of_unit[order] = np.arange(units.size) % k
+    for unit in (np.flatnonzero(is_group), np.flatnonzero(~is_group)):  # large groups first
+        order = unit[rng.permutation(unit.size)]
+        fold_of_unit[order] = np.arange(unit.size) % k
     return fold_of_unit[codes]
 
 
+def group_weights(X: pd.DataFrame, groups: Optional[Any]) -> np.ndarray:
+    """One weight per row, averaging 1: each large group (:func:`units`) weighs the same in all,
+    and the rows held out as configurations together weigh as one more group.
+
+    >>> w = group_weights(pd.DataFrame({"config.tp": range(60)}), ["a"] * 30 + ["b"] * 20 + ["mine"] * 10)
+    >>> [round(float(w[i] * n), 1) for i, n in ((0, 30), (30, 20), (50, 10))]  # each group's total weight
+    [20.0, 20.0, 20.0]
+    """
+    kind = pd.Series(units(X, groups), dtype=object)
+    kind = kind.where(kind.str.startswith("group:"), "config")
+    weight = 1.0 / kind.map(kind.value_counts()).to_numpy(dtype=float)
+    return weight * len(weight) / weight.sum()
+
+
 def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Optional[Any] = None,
-                          folds: int = FOLDS, seed: int = 0) -> np.ndarray:
-    """``log(measured / predicted)`` of every row with a positive measurement, each predicted by a
-    clone of ``model`` fitted without the row's fold (:func:`fold_labels`)."""
+                          folds: int = FOLDS, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(residuals, weights)``: ``log(measured / predicted)`` of every row with a positive
+    measurement, each predicted by a clone of ``model`` fitted without the row's fold
+    (:func:`fold_labels`), and the row's weight in the quantiles (:func:`group_weights`)."""
     y = np.asarray(y, dtype=float)
     keep = np.isfinite(y) & (y > 0)
     X, y = X.loc[keep].reset_index(drop=True), y[keep]
@@ -89,27 +115,43 @@ def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Op
     if not np.isfinite(residuals).all():
         raise ValueError(f"{getattr(model, 'name', type(model).__name__)}: a non-positive prediction; "
                          "a log-throughput interval needs throughput predictions above 0")
-    return residuals
+    return residuals, group_weights(X, groups)
 
 
-def conformal_quantiles(residuals: np.ndarray, alpha: float) -> tuple[float, float]:
-    """The ``alpha / 2`` and ``1 - alpha / 2`` conformal quantiles of ``residuals``: the
-    ``floor((n + 1) alpha / 2)``-th smallest and the ``ceil((n + 1)(1 - alpha / 2))``-th smallest
-    (infinite where ``n`` is too small for the level, as split-conformal prescribes)."""
+def conformal_quantiles(residuals: np.ndarray, alpha: float,
+                        weights: Optional[np.ndarray] = None) -> tuple[float, float]:
+    """The ``alpha / 2`` and ``1 - alpha / 2`` conformal quantiles of ``residuals``. Unweighted:
+    the ``floor((n + 1) alpha / 2)``-th smallest and the ``ceil((n + 1)(1 - alpha / 2))``-th
+    smallest (infinite where ``n`` is too small for the level, as split-conformal prescribes).
+    With ``weights`` (mean 1), the same ranks counted in weight: the largest residual with at most
+    ``(n + 1) alpha / 2`` of the weight at or below it, the smallest with at least
+    ``(n + 1)(1 - alpha / 2)``.
+
+    >>> r = np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0])
+    >>> [round(float(np.exp(q)), 2) for q in conformal_quantiles(r, 0.5)]
+    [0.8, 1.2]
+    >>> [round(float(np.exp(q)), 2) for q in conformal_quantiles(r, 0.5, weights=np.array([1.5, 1.5, 1, 1, 1, 0.5, 0.5]))]
+    [0.5, 1.1]
+    """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie strictly between 0 and 1 (0.2: an 80% interval), got {alpha}")
-    r = np.sort(np.asarray(residuals, dtype=float))
-    n = r.size
-    lo_rank = math.floor((n + 1) * alpha / 2)
-    hi_rank = math.ceil((n + 1) * (1 - alpha / 2))
-    low = r[lo_rank - 1] if lo_rank >= 1 else -np.inf
-    high = r[hi_rank - 1] if hi_rank <= n else np.inf
+    r = np.asarray(residuals, dtype=float)
+    w = np.ones(r.size) if weights is None else np.asarray(weights, dtype=float)
+    order = np.argsort(r, kind="stable")
+    r, rank = r[order], np.cumsum(w[order])  # rank in weight: 1, 2, .., n when unweighted
+    slack = 1e-9 * max(r.size, 1)
+    below = np.flatnonzero(rank <= (r.size + 1) * alpha / 2 + slack)
+    above = np.flatnonzero(rank >= (r.size + 1) * (1 - alpha / 2) - slack)
+    low = r[below[-1]] if below.size else -np.inf
+    high = r[above[0]] if above.size else np.inf
     return float(low), float(high)
 
 
-def interval(pred: np.ndarray, residuals: np.ndarray, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)`` around the predictions ``pred`` at level ``1 - alpha``."""
-    q_lo, q_hi = conformal_quantiles(residuals, alpha)
+def interval(pred: np.ndarray, residuals: np.ndarray, alpha: float = ALPHA,
+             weights: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` around the predictions ``pred`` at level ``1 - alpha`` (``weights``:
+    :func:`conformal_quantiles`)."""
+    q_lo, q_hi = conformal_quantiles(residuals, alpha, weights)
     pred = np.asarray(pred, dtype=float)
     with np.errstate(over="ignore"):
         return pred * np.exp(q_lo), pred * np.exp(q_hi)
