@@ -23,7 +23,8 @@ sources, not of rows, so one big source must not set the interval alone. This is
 (Dunn, Wasserman & Ramdas 2023, "Distribution-free prediction sets for two-layer hierarchical
 models", JASA, arXiv 1809.07441): asymptotic coverage for a new group, where pooling the rows
 covers a new row of the big group. Left out in turn, each shared published source's 80% interval
-covered 56-95% of its rows with rows pooled and 70-92% with groups weighed alike (`hybrid`).
+(``hybrid``, leaderboard of 2026-11-27) covered 56-95% of its rows with rows pooled, 71-92% with
+sources weighed alike.
 
 >>> import numpy as np
 >>> low, high = interval(np.array([100.0]), np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0]), alpha=0.5)
