@@ -40,7 +40,7 @@ from typing import Any, Mapping, Optional
 
 from perfzoo import accelerators, models
 from perfzoo._cli import UsageError
-from perfzoo.vocabulary import FRAMEWORKS, is_missing, normalize_precision
+from perfzoo.vocabulary import FRAMEWORKS, is_missing, normalize_precision, precision_format
 
 
 class ConfigError(UsageError, ValueError):
@@ -249,9 +249,14 @@ def accelerator_spec(name: str) -> accelerators.AcceleratorSpec:
 
 def check_precision(precision: str, spec: accelerators.AcceleratorSpec) -> None:
     """A :class:`ConfigError` unless ``spec`` computes in ``precision`` (fp8 needs fp8 tensor
-    cores; mxfp8 and nvfp4 need block-scaled formats, which come with an fp4 peak: Blackwell)."""
+    cores; mxfp8 and nvfp4 need block-scaled formats, which come with an fp4 peak: Blackwell; bf16
+    needs a device whose row names no other 16-bit format: V100 runs fp16 only)."""
     cls = normalize_precision(precision)
     need = "fp4" if precision in ("mxfp8", "nvfp4") else cls
+    fmt, sixteen = precision_format(precision), sorted(spec.formats & {"fp16", "bf16"})
+    if cls == "bf16" and sixteen and fmt not in sixteen:  # the table names the one 16-bit format it runs
+        raise ConfigError(f"precision={precision}: {spec.name}'s matrix units run {sixteen[0]} only (16-bit), "
+                          f"not {fmt}; choose precision={sixteen[0]}")
     if need not in spec.peak_flops:
         has = ", ".join(p for p in accelerators.PRECISIONS if p in spec.peak_flops)
         raise ConfigError(f"precision={precision}: {spec.name} has no {need} peak in the accelerator table "

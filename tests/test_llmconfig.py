@@ -68,3 +68,16 @@ def test_search_checks_what_set_fixes_for_an_llm_space(capsys):
                  "--n-samples", "50", "--top-k", "2", "--set", "hardware.acelerator=cpu"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "unknown key 'acelerator' (did you mean accelerator" in err[-1]
+
+
+def test_a_device_that_runs_one_16_bit_format_refuses_the_other():
+    from perfzoo import accelerators
+
+    v100, a100 = accelerators.spec("V100"), accelerators.spec("A100-80GB")
+    llmconfig.check_precision("fp16", v100)  # Volta's tensor cores run fp16
+    llmconfig.check_precision("bf16", a100)  # Ampere's run both
+    llmconfig.check_precision("fp16", a100)
+    with pytest.raises(ConfigError, match=r"precision=bf16: V100's matrix units run fp16 only .*choose precision=fp16"):
+        llmconfig.check_precision("bf16", v100)
+    with pytest.raises(ConfigError, match="precision=bf16: V100"):
+        check({"accelerator": "V100", "precision": "bf16"}, require=False)

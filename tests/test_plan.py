@@ -139,6 +139,8 @@ def test_a_model_that_fits_nowhere_says_so_and_by_how_much():
     (lambda: Cluster(gpus=0, accelerator=H100), "--gpus 0: give a whole number of GPUs"),
     (lambda: plan(SMALL, Cluster(gpus=8, accelerator="A100-80GB"), seq_len=4096, global_batch=8, precisions=("fp8",)),
      "precision=fp8: A100-80GB has no fp8 peak"),
+    (lambda: plan(SMALL, Cluster(gpus=8, accelerator="V100"), seq_len=4096, global_batch=8, precisions=("bf16",)),
+     "precision=bf16: V100's matrix units run fp16 only"),
     (lambda: plan({"n_layers": 8, "hidden_dim": 512}, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=8),
      "the model gives no n_heads, vocab_size"),
     (lambda: plan(SMALL, Cluster(gpus=8, accelerator=H100), seq_len=-1, global_batch=8), r"seq_len=-1: must be 1 or more"),

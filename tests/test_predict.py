@@ -184,6 +184,7 @@ def _override(items, **changes):
     ({"tp": "3", "dp": "8", "n_gpus": "8"}, ("pp",), "tp x pp x cp x dp = 3 x 1 x 1 x 8 = 24 but n_gpus = 8"),
     ({"seq_lenn": "8192"}, ("seq_len",), r"unknown key 'seq_lenn' \(did you mean seq_len\?\)"),
     ({"precision": "fp8", "accelerator": "A100-80GB"}, (), "precision=fp8: A100-80GB has no fp8 peak"),
+    ({"precision": "bf16", "accelerator": "V100"}, (), "precision=bf16: V100's matrix units run fp16 only .*fp16"),
     ({}, ("seq_len", "n_gpus"), "cannot price this config: it gives no seq_len .*n_gpus"),
 ])
 def test_each_config_perfzoo_cannot_price_is_one_line_and_exit_2(synthetic, capsys, changes, drop, message):
