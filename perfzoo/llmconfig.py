@@ -370,22 +370,39 @@ def _check_degrees(cfg: dict) -> None:
         raise ConfigError(f"n_heads = {a} is not divisible by tp = {tp}: tensor parallelism splits the heads")
     if kv is not None and kv % tp and tp % kv:
         raise ConfigError(f"n_kv_heads = {kv} and tp = {tp}: one must divide the other")
-    ep, E = cfg.get("ep", 1), cfg.get("n_experts")
-    if ep > 1:
+    ep, etp, E = cfg.get("ep", 1), cfg.get("etp", 1), cfg.get("n_experts")
+    if ep > 1 or etp > 1:
         if E is None or E < 2:
-            raise ConfigError(f"ep = {ep} needs a mixture-of-experts model (n_experts > 1)")
+            key, value = ("ep", ep) if ep > 1 else ("etp", etp)
+            raise ConfigError(f"{key} = {value} needs a mixture-of-experts model (n_experts > 1)")
         if E % ep:
             raise ConfigError(f"n_experts = {E} is not divisible by ep = {ep}")
-        if "dp" in cfg and (cfg["dp"] * cp) % ep:
-            raise ConfigError(f"ep = {ep} does not divide dp x cp = {cfg['dp']} x {cp}: experts are spread over the "
-                              "data-parallel ranks")
+        # Megatron-Core's MoE parallel folding: the expert layers lay their ep x etp ranks (times the
+        # expert-data-parallel degree) over the tp x cp x dp ranks of a pipeline stage
+        if "dp" in cfg and (tp * cp * cfg["dp"]) % (ep * etp):
+            raise ConfigError(f"ep x etp = {ep} x {etp} does not divide tp x cp x dp = {tp} x {cp} x {cfg['dp']}: "
+                              "the expert layers fold their ranks into a pipeline stage's")
     L = cfg.get("n_layers")
     if L is not None and pp > L:
         raise ConfigError(f"pp = {pp} is more than the {L} layers")
 
 
+# trainers that cut each device's share of the global batch into micro-batches of the given size,
+# the last one partial: Composer's ``device_train_microbatch_size`` (llm-foundry's tables: MPT-13b,
+# 8 GPUs, batch 2048, micro batch 12 -> 22 micro-batches of 256 sequences per device)
+PARTIAL_MICROBATCH_FRAMEWORKS = ("llm-foundry",)
+
+
 def _check_batch(cfg: dict) -> None:
     B, b, m, dp = (cfg.get(k) for k in ("global_batch_size", "micro_batch_size", "grad_accum", "dp"))
+    if cfg.get("framework") in PARTIAL_MICROBATCH_FRAMEWORKS and None not in (B, dp):
+        if B % dp:
+            raise ConfigError(f"global_batch_size = {B} is not divisible by dp = {dp}: every device takes as many "
+                              "sequences")
+        if None not in (b, m) and m != math.ceil(B // dp / b):
+            raise ConfigError(f"grad_accum = {m} but {B // dp} sequences per device in micro-batches of {b} take "
+                              f"{math.ceil(B // dp / b)}")
+        return
     if None not in (B, b, m, dp) and b * m * dp != B:
         raise ConfigError(f"micro_batch_size x grad_accum x dp = {b} x {m} x {dp} = {b * m * dp} but "
                           f"global_batch_size = {B}")

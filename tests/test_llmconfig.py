@@ -35,6 +35,10 @@ def test_prefixed_keys_and_missing_values_are_read():
      "ep = 2 needs a mixture-of-experts model"),
     ({"model": "mixtral-8x7b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "ep": 3},
      "n_experts = 8 is not divisible by ep = 3"),
+    ({"model": "mixtral-8x7b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "tp": 2, "ep": 8, "etp": 2},
+     r"ep x etp = 8 x 2 does not divide tp x cp x dp = 2 x 1 x 4"),
+    ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "etp": 2},
+     "etp = 2 needs a mixture-of-experts model"),
     ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "vp": 2}, "vp = 2 needs pipeline"),
     ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "tp": 3}, "does not divide n_gpus = 8"),
     ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "global_batch_size": 12,
@@ -81,3 +85,21 @@ def test_a_device_that_runs_one_16_bit_format_refuses_the_other():
         llmconfig.check_precision("bf16", v100)
     with pytest.raises(ConfigError, match="precision=bf16: V100"):
         check({"accelerator": "V100", "precision": "bf16"}, require=False)
+
+
+def test_published_layouts_that_were_refused_are_accepted():
+    # Megatron-Bridge, Qwen3-235B-A22B on 64 GB200: tp 2, ep 64 over dp 32 (MoE parallel folding:
+    # ep x etp divides tp x cp x dp, not dp alone)
+    qwen = {"model": "qwen3-235b-a22b", "n_gpus": 64, "seq_len": 4096, "accelerator": "GB200", "tp": 2, "pp": 1,
+            "ep": 64, "global_batch_size": 1024, "micro_batch_size": 1}
+    assert check(qwen)["dp"] == 32
+    # llm-foundry, MPT-13b on 8 GPUs: 256 sequences per device in 22 micro-batches of 12, the last partial
+    mpt = {"model": "mpt-13b", "n_gpus": 8, "seq_len": 2048, "accelerator": "H100", "global_batch_size": 2048,
+           "micro_batch_size": 12, "grad_accum": 22}
+    assert check({**mpt, "framework": "llm-foundry"})["grad_accum"] == 22
+    with pytest.raises(ConfigError, match=r"micro_batch_size x grad_accum x dp = 12 x 22 x 8 = 2112"):
+        check(mpt)  # a trainer that needs whole micro-batches
+    with pytest.raises(ConfigError, match=r"grad_accum = 21 but 256 sequences per device in micro-batches of 12 take 22"):
+        check({**mpt, "framework": "llm-foundry", "grad_accum": 21})
+    with pytest.raises(ConfigError, match=r"global_batch_size = 2050 is not divisible by dp = 8"):
+        check({**mpt, "framework": "llm-foundry", "global_batch_size": 2050, "grad_accum": None})
