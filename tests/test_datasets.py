@@ -377,3 +377,16 @@ def test_negative_measurement_is_rejected_with_its_field(tmp_path, write_publish
     path = write_published(tmp_path / "neg.csv", [published_row(mfu="-0.3")])
     with pytest.raises(RecordError, match=r"neg\.csv, line 2: .*field 'metrics\.mfu' = -0\.3"):
         load_dataset(str(path))
+
+
+def test_a_row_that_contradicts_itself_is_kept_and_reported(tmp_path, write_published):
+    rows = [published_row(), published_row(grad_accum="4"),  # 1 x 4 x 64 = 256 sequences, not the 64 published
+            published_row(tp="2", dp="64")]  # 2 x 64 = 128 ranks on 64 GPUs
+    ds = load_dataset(str(write_published(tmp_path / "untidy.csv", rows)))
+    assert len(ds) == 3 and (ds.frame["status"] == "ok").all()  # nothing dropped, nothing rewritten
+    assert ds.frame["config.grad_accum"].iloc[1] == 4 and ds.frame["config.tp"].iloc[2] == 2
+    (report,) = ds.load_reports
+    assert [line for line, _ in report.contradictions] == [3, 4]
+    assert "micro_batch_size x grad_accum x dp = 1 x 4 x 64 = 256 but global_batch_size = 64" in report.contradictions[0][1]
+    assert "tp x pp x cp x dp = 2 x 1 x 1 x 64 = 128 but n_gpus = 64" in report.contradictions[1][1]
+    assert "line 3: micro_batch_size" in str(report) and report.to_dict()["contradicting_rows"]["4"].startswith("tp x pp")

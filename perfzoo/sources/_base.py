@@ -37,7 +37,10 @@ class LoadReport:
     ``superseded`` counts rows a later document version replaced; ``null_cells`` and
     ``unreadable_cells`` count, per column, cells read as unknown. ``derivation_check`` is the
     median of derived / published tokens/s over the rows that publish both (None without).
-    ``undated`` lists the lines of rows kept without a date (left out of temporal splits only).
+    ``undated`` lists the lines of rows kept without a date (left out of temporal splits only);
+    ``contradictions`` the rows kept as published whose layout or batch contradict themselves (by
+    the rules ``predict`` checks a config with, :func:`perfzoo.llmconfig.check`), each with its
+    line and the rule.
     """
 
     file: str
@@ -52,6 +55,7 @@ class LoadReport:
     unreadable_cells: Counter = field(default_factory=Counter)
     flop_convention: str = ""
     undated: list[int] = field(default_factory=list)
+    contradictions: list[tuple[int, str]] = field(default_factory=list)
     derivation_ratios: list[float] = field(default_factory=list, repr=False)
 
     @property
@@ -66,7 +70,8 @@ class LoadReport:
                 "skipped_rows": {str(line): why for line, why in self.skipped},
                 "null_cells": dict(self.null_cells), "unreadable_cells": dict(self.unreadable_cells),
                 "flop_convention": self.flop_convention, "derivation_check": self.derivation_check,
-                "undated_lines": list(self.undated)}
+                "undated_lines": list(self.undated),
+                "contradicting_rows": {str(line): why for line, why in self.contradictions}}
 
     def __str__(self) -> str:
         parts = [f"{self.file}: {self.rows} rows read: {self.labelled} labelled "
@@ -81,6 +86,8 @@ class LoadReport:
             parts.append(f"derived/published tokens/s on rows giving both: median {self.derivation_check:.3f}")
         for line, why in self.skipped:
             parts.append(f"skipped line {line}: {why}")
+        for line, why in self.contradictions:
+            parts.append(f"kept as published, though it contradicts itself: line {line}: {why}")
         if self.undated:
             parts.append(f"no date, kept (left out of temporal splits): {len(self.undated)} rows, lines "
                          f"{_lines(self.undated)}")

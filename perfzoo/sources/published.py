@@ -28,7 +28,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic, models
+from perfzoo import analytic, llmconfig, models
 from perfzoo.accelerators import spec as accelerator_spec
 from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES,
                                 INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
@@ -370,6 +370,20 @@ def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[O
         f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})"), hardware_flops
 
 
+def _contradiction(config: dict, hardware: dict) -> Optional[str]:
+    """Why the row's layout or batch contradict themselves by the rules ``predict`` checks a config
+    with (:func:`perfzoo.llmconfig.check`: degrees that do not multiply to the GPU count, a batch
+    the micro-batches do not make, experts that do not fold into a pipeline stage), or None."""
+    # the shape is filled in already: no catalog lookup of the model's name
+    given = {k: v for k, v in {**config, **hardware}.items()
+             if k in llmconfig.KEYS and k != "model_name" and v is not None}
+    try:
+        llmconfig.check(given, require=False)
+    except llmconfig.ConfigError as err:
+        return str(err)
+    return None
+
+
 def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple[bool, bool], convention: str,
                       report: LoadReport) -> JobRecord:
     row, per_gpu, derived, label = p.row, p.per_gpu, list(p.derived), "published"
@@ -401,6 +415,10 @@ def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple
         published, per_gpu = per_gpu, None
         label = ("unlabelled: model unknown (no shape, no n_params), so its tokens/s cannot be priced; "
                  "the published figure is kept in published_tokens_per_gpu")
+    if not sizeless:  # a model with no shape is reported as such (above)
+        contradiction = _contradiction(config, p.hardware)
+        if contradiction is not None:
+            report.contradictions.append((row.line, contradiction))
     report.oom += p.oom
     report.labelled += per_gpu is not None
     report.unlabelled += not p.oom and per_gpu is None
