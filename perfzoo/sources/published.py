@@ -375,8 +375,7 @@ def _contradiction(config: dict, hardware: dict) -> Optional[str]:
     with (:func:`perfzoo.llmconfig.check`: degrees that do not multiply to the GPU count, a batch
     the micro-batches do not make, experts that do not fold into a pipeline stage), or None."""
     # the shape is filled in already: no catalog lookup of the model's name
-    given = {k: v for k, v in {**config, **hardware}.items()
-             if k in llmconfig.KEYS and k != "model_name" and v is not None}
+    given = {k: v for k, v in {**config, **hardware}.items() if k in llmconfig.KEYS and k != "model_name"}
     try:
         llmconfig.check(given, require=False)
     except llmconfig.ConfigError as err:
