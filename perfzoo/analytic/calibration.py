@@ -15,7 +15,8 @@ one layer's kernels, one blocking collective's latency). The calibrated step is
 of the step time (``scipy.optimize.nnls``), so every job weighs the same whatever its size. A
 term no training job exercises keeps a neutral factor: the median compute factor for an unseen
 precision (its speed-up over the others is then the peak table's) and for unseen memory-bound
-kernels, 1 for unseen communication, 0 for unseen per-call costs; a calibration saved before a term existed prices it the same way.
+kernels, 1 for unseen communication, 0 for unseen per-call costs; a calibration saved before a
+term existed prices it the same way.
 
 >>> import pandas as pd
 >>> jobs = pd.DataFrame({"n_layers": [24, 24, 48], "hidden_dim": [1024, 2048, 2048], "n_heads": 16,

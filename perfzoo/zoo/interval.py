@@ -69,7 +69,12 @@ def fold_labels(X: pd.DataFrame, groups: Optional[Any], folds: int, seed: int) -
     >>> sorted(set(fold[:20].tolist())), sorted(set(fold[20:40].tolist())), sorted(set(fold[40:].tolist()))
     ([0], [1], [0, 1])
     """
-    codes, uniques = pd.factorize(pd.Series(units(X, groups), dtype=object))
+    return _deal(units(X, groups), folds, seed)
+
+
+def _deal(keys: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """:func:`fold_labels` of the rows' :func:`units`."""
+    codes, uniques = pd.factorize(pd.Series(keys, dtype=object))
     is_group = pd.Series(uniques, dtype=object).str.startswith("group:").to_numpy(dtype=bool)
     k = min(int(folds), int(is_group.sum()) if is_group.any() else len(uniques))
     if k < 2:
@@ -90,7 +95,12 @@ def group_weights(X: pd.DataFrame, groups: Optional[Any]) -> np.ndarray:
     >>> [round(float(w[i] * n), 1) for i, n in ((0, 30), (30, 20), (50, 10))]  # each group's total weight
     [20.0, 20.0, 20.0]
     """
-    kind = pd.Series(units(X, groups), dtype=object)
+    return _weights(units(X, groups))
+
+
+def _weights(keys: np.ndarray) -> np.ndarray:
+    """:func:`group_weights` of the rows' :func:`units`."""
+    kind = pd.Series(keys, dtype=object)
     kind = kind.where(kind.str.startswith("group:"), "config")
     weight = 1.0 / kind.map(kind.value_counts()).to_numpy(dtype=float)
     return weight * len(weight) / weight.sum()
@@ -105,7 +115,8 @@ def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Op
     keep = np.isfinite(y) & (y > 0)
     X, y = X.loc[keep].reset_index(drop=True), y[keep]
     groups = None if groups is None else np.asarray(groups, dtype=object)[keep]
-    fold = fold_labels(X, groups, folds, seed)
+    keys = units(X, groups)
+    fold = _deal(keys, folds, seed)
     residuals = np.empty(len(y))
     for k in np.unique(fold):
         out = fold == k
@@ -116,7 +127,7 @@ def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Op
     if not np.isfinite(residuals).all():
         raise ValueError(f"{getattr(model, 'name', type(model).__name__)}: a non-positive prediction; "
                          "a log-throughput interval needs throughput predictions above 0")
-    return residuals, group_weights(X, groups)
+    return residuals, _weights(keys)
 
 
 def conformal_quantiles(residuals: np.ndarray, alpha: float,
@@ -131,7 +142,8 @@ def conformal_quantiles(residuals: np.ndarray, alpha: float,
     >>> r = np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0])
     >>> [round(float(np.exp(q)), 2) for q in conformal_quantiles(r, 0.5)]
     [0.8, 1.2]
-    >>> [round(float(np.exp(q)), 2) for q in conformal_quantiles(r, 0.5, weights=np.array([1.5, 1.5, 1, 1, 1, 0.5, 0.5]))]
+    >>> w = np.array([1.5, 1.5, 1, 1, 1, 0.5, 0.5])
+    >>> [round(float(np.exp(q)), 2) for q in conformal_quantiles(r, 0.5, weights=w)]
     [0.5, 1.1]
     """
     if not 0 < alpha < 1:
