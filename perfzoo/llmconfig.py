@@ -248,19 +248,23 @@ def accelerator_spec(name: str) -> accelerators.AcceleratorSpec:
 
 
 def check_precision(precision: str, spec: accelerators.AcceleratorSpec) -> None:
-    """A :class:`ConfigError` unless ``spec`` computes in ``precision`` (fp8 needs fp8 tensor
-    cores; mxfp8 and nvfp4 need block-scaled formats, which come with an fp4 peak: Blackwell; bf16
-    needs a device whose row names no other 16-bit format: V100 runs fp16 only)."""
-    cls = normalize_precision(precision)
-    need = "fp4" if precision in ("mxfp8", "nvfp4") else cls
-    fmt, sixteen = precision_format(precision), sorted(spec.formats & {"fp16", "bf16"})
+    """A :class:`ConfigError` unless ``spec``'s matrix units run ``precision``: its class needs a
+    peak in the accelerator table (fp8: fp8 tensor cores) and its format a place in the row's
+    ``formats`` (mxfp8 and nvfp4: Blackwell; AMD's CDNA 4 runs mxfp8 and mxfp4, not nvfp4); bf16
+    needs a device whose row names no other 16-bit format (V100 runs fp16 only)."""
+    cls, fmt = normalize_precision(precision), precision_format(precision)
+    sixteen = sorted(spec.formats & {"fp16", "bf16"})
     if cls == "bf16" and sixteen and fmt not in sixteen:  # the table names the one 16-bit format it runs
         raise ConfigError(f"precision={precision}: {spec.name}'s matrix units run {sixteen[0]} only (16-bit), "
                           f"not {fmt}; choose precision={sixteen[0]}")
-    if need not in spec.peak_flops:
+    if cls not in spec.peak_flops:
         has = ", ".join(p for p in accelerators.PRECISIONS if p in spec.peak_flops)
-        raise ConfigError(f"precision={precision}: {spec.name} has no {need} peak in the accelerator table "
+        raise ConfigError(f"precision={precision}: {spec.name} has no {cls} peak in the accelerator table "
                           f"(it lists {has}); choose a precision it runs")
+    if spec.peak(fmt) is None:
+        runs = ", ".join(sorted(spec.formats - {"fp16", "bf16"})) or "none"
+        raise ConfigError(f"precision={precision}: {spec.name}'s matrix units do not run {fmt} (its low-precision "
+                          f"formats in the accelerator table: {runs}); choose a precision it runs")
 
 
 def preset(name: str) -> dict[str, Any]:

@@ -562,7 +562,7 @@ def test_the_accelerator_table_covers_public_tables_with_a_source_each():
     from perfzoo import accelerators
 
     wanted = ["V100", "A100 40GB", "A100 80GB", "H100 SXM", "H100 PCIe", "H200", "B200", "B300", "GB200",
-              "GB300", "MI250X", "MI300X", "MI325X", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "Gaudi 2",
+              "GB300", "MI250X", "MI300X", "MI325X", "MI350X", "MI355X", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "Gaudi 2",
               "Gaudi 3", "L40S"]
     found = {name: accelerators.spec(name) for name in wanted}
     assert all(found.values()), [n for n, s in found.items() if s is None]
@@ -575,6 +575,16 @@ def test_the_accelerator_table_covers_public_tables_with_a_source_each():
     assert found["A100 80GB"].flops("fp8") is None and found["A100 80GB"].peak("fp8") is None
     assert found["H100 SXM"].peak("fp8") == 1979e12 and found["H100 SXM"].peak("mxfp8") is None
     assert found["H100 SXM"].peak("nvfp4") is None and found["B200"].peak("nvfp4") == 9e15
+    # CDNA 4 doubles CDNA 3's matrix rate per clock and adds the OCP MX formats, not NVIDIA's NVFP4
+    assert found["MI355X"].flops("bf16") > 1.9 * found["MI325X"].flops("bf16")
+    assert found["MI355X"].peak("mxfp4") == 2 * found["MI355X"].peak("fp8") and found["MI355X"].peak("nvfp4") is None
+    assert found["MI350X"].flops("bf16") < found["MI355X"].flops("bf16")
+    qwen = {"model_name": None, "n_layers": 28, "hidden_dim": 3584, "ffn_dim": 18944, "n_heads": 28, "n_kv_heads": 4,
+            "seq_len": 4096, "global_batch_size": 64, "micro_batch_size": 8, "n_gpus": 8, "accelerator": "MI355X",
+            "framework": "megatron-lm"}
+    tokens = {p: A.throughput({**qwen, "precision": p}) for p in ("bf16", "fp8", "mxfp4")}
+    assert tokens["bf16"] < tokens["fp8"] < tokens["mxfp4"]
+    assert np.isnan(A.throughput({**qwen, "precision": "nvfp4"}))  # no NVFP4 on CDNA 4: no price
     assert A.throughput({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024, "global_batch_size": 16,
                          "micro_batch_size": 2, "n_gpus": 8, "accelerator": "TPU v5p"}) > 0
 

@@ -48,6 +48,12 @@ def test_prefixed_keys_and_missing_values_are_read():
     ({"model": "llama3-8b", "compile": "maybe"}, "compile='maybe': expected true or false"),
     ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "precision": "nvfp4"},
      "precision=nvfp4: H100-80GB has no fp4 peak"),
+    # an fp4 peak is not every fp4 format: AMD's CDNA 4 runs the OCP MX formats, not NVIDIA's NVFP4
+    ({"model": "qwen2.5-7b", "n_gpus": 8, "seq_len": 4096, "accelerator": "MI355X", "precision": "nvfp4"},
+     r"precision=nvfp4: MI355X's matrix units do not run nvfp4 \(its low-precision formats in the accelerator "
+     r"table: fp8, mxfp4, mxfp8\)"),
+    ({"model": "llama3-8b", "n_gpus": 8, "seq_len": 8192, "accelerator": "H100", "precision": "mxfp8"},
+     "precision=mxfp8: H100-80GB's matrix units do not run mxfp8"),
     ({"model": "llama-9"}, "unknown model 'llama-9'"),
     ({"n_layers": 2, "hidden_dim": 64, "n_heads": 3}, "hidden_dim = 64 is not divisible by n_heads = 3"),
     ({"model": "llama3-8b", "precision": "nvfp4", "bf16_layers": 40}, "bf16_layers = 40 is more than the model's n_layers = 32"),
