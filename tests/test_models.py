@@ -51,7 +51,9 @@ def test_the_catalog_covers_every_public_architecture_the_shared_tables_and_plan
               "mixtral-8x22b", "deepseek-v3", "kimi-k2", "qwen3-8b", "qwen3-30b-a3b", "qwen3-235b-a22b",
               "gpt-oss-20b", "gpt-oss-120b", "nemotron4-15b", "nemotron4-340b", "nemotron-3-nano",
               "gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "gpt3-175b",
-              "mpt-125m", "mpt-350m", "mpt-760m", "mpt-1b", "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b"]
+              "mpt-125m", "mpt-350m", "mpt-760m", "mpt-1b", "mpt-3b", "mpt-7b", "mpt-13b", "mpt-30b", "mpt-70b",
+              "llama3.2-1b", "llama3.2-3b", "llama4-scout", "qwen2.5-3b", "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b",
+              "qwen2.5-72b", "qwen3-4b", "qwen3-14b", "qwen3-32b", "deepseek-v2-lite", "deepseek-v2"]
     assert set(wanted) <= set(models.names())
     table = models.catalog().set_index("name")
     assert table["verified"].isin(["yes", "partly", "no"]).all()
@@ -59,6 +61,7 @@ def test_the_catalog_covers_every_public_architecture_the_shared_tables_and_plan
     for name in ("LLAMA3_8B", "LLAMA3_70B", "LLAMA3.1_405B", "DeepSeekV3", "GPT OSS 120B", "Qwen3_30B_a3B",
                  "Qwen3_235B_a22B", "Kimi_K2", "Nemotron_3_Nano"):
         assert models.lookup(name) is not None, name
+    assert models.get("Llama 4 Scout (MoE)")["model_name"] == "llama4-scout"  # torchtitan's name for it
 
 
 def test_catalog_shapes_give_the_published_parameter_counts():
