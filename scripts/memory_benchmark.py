@@ -165,9 +165,12 @@ def published_section() -> None:
               f"checked), {len(bad)} called infeasible")
         for i, row in bad.iterrows():
             device = est.loc[i, "memory_bytes"] / est.loc[i, "memory_fraction"] / GIB
-            why = (f"; the model state alone ({state[i]:.0f} GiB) with full recompute's activations needs "
-                   f"{least[i]:.0f} GiB of {device:.0f}: the layout as published cannot be all that ran"
-                   if least[i] > device else "")
+            if least[i] > device:
+                why = (f"; the model state alone ({state[i]:.0f} GiB) with full recompute's activations needs "
+                       f"{least[i]:.0f} GiB of {device:.0f}: the layout as published cannot be all that ran")
+            else:
+                why = (f"; activations {est.loc[i, 'activation_bytes'] / GIB:.0f} GiB, with full recompute "
+                       f"{least[i]:.0f} GiB of {device:.0f}: its checkpointing with its micro batch, as published, cannot be all that ran")
             print(f"  {row['config.model_name']} on {row['config.n_gpus']:.0f} {row['hardware.accelerator']} "
                   f"tp{row['config.tp']} pp{row['config.pp']} cp{row['config.cp']} ep{row['config.ep']} "
                   f"mb{row['config.micro_batch_size']} {row['config.precision']} ac={row['config.activation_checkpointing']}"
