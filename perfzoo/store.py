@@ -105,7 +105,7 @@ class RecordStore:
         if not self.path.exists():
             if not create:
                 raise FileNotFoundError(f"no record store at {self.path}: the directory does not exist")
-            self.path.mkdir(parents=True)
+            self.path.mkdir(parents=True, exist_ok=True)  # another collect may create it between check and mkdir
         self.file = self.path / RECORDS_FILE
         self._lock = FileLock(str(self.path / LOCK_FILE))
         self._offset = 0  # bytes of records.jsonl already parsed (whole lines only)

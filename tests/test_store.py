@@ -40,6 +40,21 @@ def test_append_then_read_back_in_order(tmp_path):
     assert len(fresh) == 5
 
 
+def test_a_store_directory_another_process_creates_after_the_check_is_opened(tmp_path, monkeypatch):
+    # two collects of one sweep both find no directory, then both create it: the second must open
+    # the store the first made (a race CI hit), not fail with "File exists"
+    from pathlib import Path
+
+    path = tmp_path / "store"
+    path.mkdir()
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda self: False if self == path else real_exists(self))
+    store = RecordStore(path)
+    store.append(record(0))
+    monkeypatch.undo()
+    assert len(RecordStore(path)) == 1
+
+
 def test_duplicate_job_id_is_not_written_twice(tmp_path):
     store = RecordStore(tmp_path)
     assert store.append(record(1)) is True
