@@ -139,23 +139,13 @@ def memory_section() -> None:
               f"{r['oom_called_feasible']}, ok called infeasible {r['ok_called_infeasible']}")
 
 
-def _least_memory(frame: pd.DataFrame) -> pd.Series:
-    """memory_fraction with the stated checkpointing, or the least over the modes where none is stated."""
-    stated = analytic.estimate(frame)["memory_fraction"]
-    unknown = frame["config.activation_checkpointing"].isna()
-    if not unknown.any():
-        return stated
-    full = analytic.estimate(frame.assign(**{"config.activation_checkpointing": "full"}))["memory_fraction"]
-    return stated.where(~unknown, np.minimum(stated, full))
-
-
 def published_section() -> None:
     print("\n== published layouts called infeasible on their own hardware (ok rows) ==")
     for name, path in published_tables().items():
         frame = load_dataset(str(path)).frame
         ok = frame[frame["status"] == "ok"]
         stated = ok[["config.tp", "config.pp"]].notna().all(axis=1)  # a layout, not perfzoo's guess of one
-        fraction = _least_memory(ok)
+        fraction = analytic.least_memory_fraction(ok)
         known = fraction.notna() & stated
         bad = ok[known & (fraction > 1.0)]
         est = analytic.estimate(bad)
@@ -170,7 +160,8 @@ def published_section() -> None:
                        f"{least[i]:.0f} GiB of {device:.0f}: the layout as published cannot be all that ran")
             else:
                 why = (f"; activations {est.loc[i, 'activation_bytes'] / GIB:.0f} GiB, with full recompute "
-                       f"{least[i]:.0f} GiB of {device:.0f}: its checkpointing with its micro batch, as published, cannot be all that ran")
+                       f"{least[i]:.0f} GiB of {device:.0f}: its checkpointing with its micro batch, as "
+                       "published, cannot be all that ran")
             print(f"  {row['config.model_name']} on {row['config.n_gpus']:.0f} {row['hardware.accelerator']} "
                   f"tp{row['config.tp']} pp{row['config.pp']} cp{row['config.cp']} ep{row['config.ep']} "
                   f"mb{row['config.micro_batch_size']} {row['config.precision']} ac={row['config.activation_checkpointing']}"

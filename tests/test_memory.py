@@ -206,9 +206,7 @@ def test_no_published_layout_is_called_infeasible_by_less_than_the_models_own_er
         frame = load_dataset(str(path)).frame
         rows = frame[(frame["status"] == "ok") & frame[["config.tp", "config.pp"]].notna().all(axis=1)]
         est = A.estimate(rows)
-        full = A.estimate(rows.assign(**{"config.activation_checkpointing": "full"}))
-        unstated = rows["config.activation_checkpointing"].isna()
-        fraction = est["memory_fraction"].where(~unstated, est["memory_fraction"].clip(upper=full["memory_fraction"]))
+        fraction = A.least_memory_fraction(rows)
         device = est["memory_bytes"] / est["memory_fraction"]
         state = est["param_bytes"] + est["grad_bytes"] + est["optimizer_bytes"]
         priced = fraction.notna()

@@ -68,3 +68,23 @@ def throughput(cfg: Frame, per_device: bool = False):
     """Analytic throughput: tokens/s (LLM) or queries/s (fsdp workload), global or per device."""
     est = estimate(cfg)
     return est["throughput_per_device" if per_device else "throughput"]
+
+
+def least_memory_fraction(frame: pd.DataFrame) -> pd.Series:
+    """``memory_fraction`` under each row's stated activation checkpointing, and where a row states
+    none, the lesser of that and full recompute's: a published layout that leaves its checkpointing
+    out fits if any mode would.
+
+    >>> cfg = pd.DataFrame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "seq_len": 8192,
+    ...                      "micro_batch_size": 4, "n_gpus": 8, "accelerator": "H100"}])
+    >>> bool(least_memory_fraction(cfg)[0] < estimate(cfg)["memory_fraction"][0])
+    True
+    """
+    key = "config.activation_checkpointing" if "config.activation_checkpointing" in frame else "activation_checkpointing"
+    stated = estimate(frame)["memory_fraction"]
+    unknown = frame[key].isna() if key in frame else pd.Series(True, index=frame.index)
+    if not unknown.any():
+        return stated
+    full = estimate(frame.assign(**{key: "full"}))["memory_fraction"]
+    return stated.where(~unknown, np.minimum(stated, full))
+
