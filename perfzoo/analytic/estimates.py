@@ -80,11 +80,11 @@ def least_memory_fraction(frame: pd.DataFrame) -> pd.Series:
     >>> bool(least_memory_fraction(cfg)[0] < estimate(cfg)["memory_fraction"][0])
     True
     """
-    key = "config.activation_checkpointing" if "config.activation_checkpointing" in frame else "activation_checkpointing"
+    key = "activation_checkpointing"
+    key = f"config.{key}" if f"config.{key}" in frame else key  # a record frame's column, or a bare config's
     stated = estimate(frame)["memory_fraction"]
     unknown = frame[key].isna() if key in frame else pd.Series(True, index=frame.index)
     if not unknown.any():
         return stated
     full = estimate(frame.assign(**{key: "full"}))["memory_fraction"]
     return stated.where(~unknown, np.minimum(stated, full))
-
