@@ -180,38 +180,30 @@ class FeatureEncoder:
     max_onehot : int
         ``onehot`` only: numeric columns with more distinct values are cut into this many
         quantile bins.
-    exclude : config keys that are not features themselves; a frame still needs them where they
-        are required (the analytic estimates read them). ``hybrid`` leaves out a model's dense
-        dimensions (:data:`perfzoo.models.DENSE_SHAPE_KEYS`).
 
     Attributes (after ``fit``)
     --------------------------
     input_columns_ : the frame columns used; ``kinds_``: column -> numeric / categorical;
     categories_ : column -> fitted categories; ``feature_names_``: the output columns;
-    optional_ : the input columns that may be missing at predict time; ``excluded_``: the frame's
-    columns ``exclude`` names.
+    optional_ : the input columns that may be missing at predict time.
     """
 
-    def __init__(self, encoding: str = "native", analytic: bool = True, log_sizes: bool = True, max_onehot: int = 32,
-                 exclude: Sequence[str] = ()):
+    def __init__(self, encoding: str = "native", analytic: bool = True, log_sizes: bool = True, max_onehot: int = 32):
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {encoding!r}; choose one of {ENCODINGS}")
         self.encoding = encoding
         self.analytic = analytic
         self.log_sizes = log_sizes
         self.max_onehot = max_onehot
-        self.exclude = tuple(exclude)
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X: pd.DataFrame) -> "FeatureEncoder":
         X = check_frame(X)
         cols = [c for c in X.columns if str(c).startswith(("config.", "hardware."))] or list(X.columns)
         cols = [c for c in cols if X[c].notna().any()]
-        self.excluded_ = [c for c in cols if base_key(c) in self.exclude]
-        cols = [c for c in cols if c not in self.excluded_]
         self.input_columns_ = cols
         self.kinds_ = {c: _column_kind(X[c]) for c in cols}
-        self.optional_ = {c for c in cols + self.excluded_ if is_optional(c) or X[c].isna().any()}
+        self.optional_ = {c for c in cols if is_optional(c) or X[c].isna().any()}
         data = Columns.of(X)
         self.categories_: dict[str, list[str]] = {}
         self.bins_: dict[str, np.ndarray] = {}
@@ -271,7 +263,7 @@ class FeatureEncoder:
         if not hasattr(self, "feature_names_"):
             raise RuntimeError("FeatureEncoder is not fitted yet: call fit(X) first")
         data = as_columns(X)
-        missing = [c for c in self.input_columns_ + self.excluded_ if c not in data]
+        missing = [c for c in self.input_columns_ if c not in data]
         required = [c for c in missing if c not in self.optional_]
         if required:
             raise ValueError(

@@ -45,9 +45,6 @@ SHAPE_KEYS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_
               "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window", "n_sliding_layers",
               "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim", "mamba_state_dim",
               "mamba_groups")
-# the dimensions of a dense transformer: with the vocabulary and parameter count they name the model
-# more than they describe how it runs (``hybrid``'s correction does not split on them)
-DENSE_SHAPE_KEYS = SHAPE_KEYS[:8]
 _COLUMN_KEYS = {"gated": "gated_mlp"}  # catalog column -> config key, where they differ
 _BOOL_KEYS = {"gated_mlp", "tie_embeddings"}
 
@@ -198,4 +195,4 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
 
 
 __all__ = ["UnknownModelError", "catalog", "names", "lookup", "get", "close_names", "from_hf_config",
-           "SHAPE_KEYS", "DENSE_SHAPE_KEYS", "CATALOG_FILE"]
+           "SHAPE_KEYS", "CATALOG_FILE"]

@@ -193,18 +193,3 @@ def test_the_mlp_holds_each_feature_to_its_training_range():
     np.testing.assert_allclose(model.predict(far), model.predict(edge))
     inside = model.predict(X)
     assert np.isfinite(inside).all() and (inside > 0).all() and not np.allclose(inside, inside[0])
-
-
-def test_hybrid_corrects_the_physics_without_splitting_on_the_model_s_dense_dimensions(vtrain):
-    # split on hidden_dim, vocab_size and the like, the correction learned the efficiency one
-    # published source got for one model and carried it to another source's runs of that model
-    X, y, X_test, _ = vtrain
-    model = zoo.make("hybrid", n_estimators=50).fit(X, y)
-    dense = {f"config.{k}" for k in zoo.boosting.DENSE_SHAPE_KEYS}
-    names = set(model.encoder_.feature_names_)
-    assert dense & set(X.columns) and not names & (dense | {f"log.{c}" for c in dense})
-    assert any(n.startswith("analytic.") for n in names)  # the physics still reads them
-    wider = X_test.assign(**{"config.hidden_dim": X_test["config.hidden_dim"] * 2})
-    assert np.median(model.predict(wider) / model.predict(X_test)) < 0.9  # the physics prices the width
-    with pytest.raises(ValueError, match="config.hidden_dim"):  # still required where it is
-        model.predict(X_test.drop(columns="config.hidden_dim"))

@@ -9,8 +9,6 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo.features import FeatureEncoder
-from perfzoo.models import DENSE_SHAPE_KEYS
 from perfzoo.zoo.base import EncodedPredictor
 
 
@@ -245,12 +243,8 @@ class HybridPredictor(LightGBMPredictor):
     measured to analytic throughput (``target='log_ratio'``), so the prediction inherits the
     analytic model's scaling in GPUs, model size and hardware where the trees have seen
     nothing, and the trees only learn the (bounded) efficiency. Shallower, more regularised
-    trees than ``lightgbm``: the correction should be smooth. The trees do not see a model's
-    dense dimensions (:data:`perfzoo.models.DENSE_SHAPE_KEYS`; the analytic features price
-    them): split on them, the correction learns the efficiency one source got for one model and
-    carries it to another source's runs of that model (leaving one published source out, mean
-    MAPE 16.1% with them, 14.8% without, over 5 seeds). Configs with no analytic estimate
-    (unknown hardware) fall back to a plain log-throughput fit.
+    trees than ``lightgbm``: the correction should be smooth. Configs with no analytic
+    estimate (unknown hardware) fall back to a plain log-throughput fit.
 
     Parameters as :class:`LightGBMPredictor`, plus ``per_device`` (see
     :class:`perfzoo.targets.TargetTransform`).
@@ -274,9 +268,6 @@ class HybridPredictor(LightGBMPredictor):
         self.random_state = random_state
 
     target = "log_ratio"  # fixed for this member, not a parameter
-
-    def _encoder(self) -> FeatureEncoder:
-        return FeatureEncoder(self.encoding, exclude=DENSE_SHAPE_KEYS)
 
 
 class HybridRooflinePredictor(HybridPredictor):
