@@ -41,6 +41,9 @@ _ANALYTIC = {
     "analytic.log_state_bytes": ("log", _STATE),
 }
 ANALYTIC_FEATURES = tuple(_ANALYTIC)
+# whether a config fits, not how fast it runs: a learned correction that splits on them learns
+# where each source's recipes put their memory use (``hybrid`` leaves them out)
+MEMORY_FEATURES = ("analytic.memory_fraction", "analytic.log_memory_bytes")
 
 
 def estimates(X) -> dict[str, np.ndarray]:

@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import workloads
-from perfzoo.analytic_features import analytic_features
+from perfzoo.analytic_features import ANALYTIC_FEATURES, analytic_features
 from perfzoo.columns import Columns, repeat_to
 
 ENCODINGS = ("native", "numeric", "scaled", "onehot")
@@ -180,6 +180,9 @@ class FeatureEncoder:
     max_onehot : int
         ``onehot`` only: numeric columns with more distinct values are cut into this many
         quantile bins.
+    exclude_analytic : analytic features (:data:`~perfzoo.analytic_features.ANALYTIC_FEATURES`)
+        to leave out; ``hybrid`` leaves out the memory estimates
+        (:data:`~perfzoo.analytic_features.MEMORY_FEATURES`).
 
     Attributes (after ``fit``)
     --------------------------
@@ -188,13 +191,18 @@ class FeatureEncoder:
     optional_ : the input columns that may be missing at predict time.
     """
 
-    def __init__(self, encoding: str = "native", analytic: bool = True, log_sizes: bool = True, max_onehot: int = 32):
+    def __init__(self, encoding: str = "native", analytic: bool = True, log_sizes: bool = True, max_onehot: int = 32,
+                 exclude_analytic: Sequence[str] = ()):
         if encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {encoding!r}; choose one of {ENCODINGS}")
+        unknown = sorted(set(exclude_analytic) - set(ANALYTIC_FEATURES))
+        if unknown:
+            raise ValueError(f"exclude_analytic: {unknown} are not analytic features; choose from {ANALYTIC_FEATURES}")
         self.encoding = encoding
         self.analytic = analytic
         self.log_sizes = log_sizes
         self.max_onehot = max_onehot
+        self.exclude_analytic = tuple(exclude_analytic)
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X: pd.DataFrame) -> "FeatureEncoder":
@@ -231,7 +239,8 @@ class FeatureEncoder:
                     self.log_columns_.append(c)
         self.use_analytic_ = bool(self.analytic) and not onehot
         an = analytic_features(data) if self.use_analytic_ else {}
-        self.analytic_columns_: list[str] = [c for c, v in an.items() if np.isfinite(v).any()]
+        self.analytic_columns_: list[str] = [c for c, v in an.items()
+                                             if np.isfinite(v).any() and c not in self.exclude_analytic]
         num = self._numeric_block(data)
         if self.encoding in ("numeric", "scaled"):
             self.medians_ = {k: (float(np.nanmedian(v)) if np.isfinite(v).any() else 0.0) for k, v in num.items()}

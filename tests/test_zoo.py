@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 
 from perfzoo import zoo
+from perfzoo.analytic_features import MEMORY_FEATURES, estimates
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation.splits import random_split
+from perfzoo.features import FeatureEncoder
 from perfzoo.testing import check_predictor
 from perfzoo.zoo import interval
 
@@ -193,3 +195,17 @@ def test_the_mlp_holds_each_feature_to_its_training_range():
     np.testing.assert_allclose(model.predict(far), model.predict(edge))
     inside = model.predict(X)
     assert np.isfinite(inside).all() and (inside > 0).all() and not np.allclose(inside, inside[0])
+
+
+def test_hybrid_does_not_learn_throughput_from_whether_a_config_fits(vtrain):
+    # split on the memory estimates, the correction learned where each published source's recipes
+    # put their memory use and carried that source's efficiency to another's runs
+    X, y, X_test, _ = vtrain
+    model = zoo.make("hybrid", n_estimators=50).fit(X, y)
+    assert not set(model.encoder_.feature_names_) & set(MEMORY_FEATURES)
+    assert "analytic.log_throughput" in model.encoder_.feature_names_
+    roomier = X_test.assign(**{"hardware.accelerator_memory_gib": 160.0})  # same card, twice the memory
+    assert not np.allclose(estimates(roomier)["memory_fraction"], estimates(X_test)["memory_fraction"])
+    np.testing.assert_allclose(model.predict(roomier), model.predict(X_test))
+    with pytest.raises(ValueError, match="not analytic features"):
+        FeatureEncoder("native", exclude_analytic=["analytic.memory_fractions"])
