@@ -22,7 +22,7 @@ from perfzoo.features import FeatureEncoder
 from perfzoo.models import SHAPE_KEYS
 from perfzoo.zoo.boosting import HybridPredictor
 
-DENSE = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "head_dim", "vocab_size")
+DENSE = SHAPE_KEYS[:8]  # n_params, n_layers, hidden_dim, ffn_dim, n_heads, n_kv_heads, head_dim, vocab_size
 # variant -> (the memory estimates among the features, what else the trees do not see)
 VARIANTS = {"memory": (True, ()), "fraction": (True, ("analytic.memory_fraction",)), "hybrid": (False, ()),
             "dense": (False, DENSE), "shape": (False, SHAPE_KEYS)}
@@ -66,10 +66,10 @@ def main() -> None:
     files = ds.frame["annotations.file"].astype(str).to_numpy()
     rows = []
     for variant in args.variants.split(","):
+        memory, drop = VARIANTS[variant]
         for seed in range(args.seeds):
             for source in np.unique(files):
                 test = files == source
-                memory, drop = VARIANTS[variant]
                 model = Without(memory, drop, random_state=seed).fit(X[~test], y[~test])
                 model.fit_interval(X[~test], y[~test], groups=files[~test])
                 pred = model.predict(X[test])
