@@ -397,6 +397,21 @@ def test_expert_all_to_all_splits_between_nvlink_and_the_network():
     assert est["ep_time_s"] == pytest.approx(max(sent * 7 / 15 / 450e9, sent * 8 / 15 * 0.75 / 50e9))
 
 
+def test_expert_gradients_reduce_over_the_expert_data_parallel_group():
+    # 16 H100 in 2 nodes, dp=16, ep=8: the dense parameters (GPT_N less the 24 dense MLPs, plus
+    # the routers: 100,859,904) reduce over all 16 ranks, 8 per node sharing 8 rails
+    # (min(450, 8 x 50) = 400 GB/s); each device's 24 x 8/8 experts (201,326,592 parameters)
+    # reduce over the 16/8 = 2 ranks holding the same experts, 8 ranks apart: one per node, on
+    # the device's own rail (50 GB/s). Distributed optimizer: reduce-scatter + all-gather of fp32
+    # gradients, 2 x (n-1)/n x params x 4 B
+    moe = {**GPT, "ffn_dim": 4096, "n_experts": 8, "experts_per_token": 2, "global_batch_size": 16,
+           "micro_batch_size": 1, "n_gpus": 16, "dp": 16, "ep": 8, "accelerator": "H100-80GB"}
+    dense, expert = 2 * 15 / 16 * 100_859_904 * 4, 2 * 1 / 2 * 201_326_592 * 4
+    est = A.estimate(moe)
+    assert est["comm_dp_bytes"] == pytest.approx(dense + expert)
+    assert est["dp_time_s"] == pytest.approx(dense / 400e9 + expert / 50e9)
+
+
 def test_moe_shape_of_deepseek_v3_by_hand():
     # DeepSeek-V3 (the catalog's row, MTP off): MLA attention per layer
     #   query d*ql + ql*a*(nope+rope) = 7168*1536 + 1536*128*192 = 11,010,048 + 37,748,736

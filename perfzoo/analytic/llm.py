@@ -48,8 +48,10 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   one domain sharing their rails (:func:`~perfzoo.analytic.hardware.group_bandwidth`,
   :func:`~perfzoo.analytic.hardware.alltoall_seconds`: an MoE token crosses the network once per
   destination domain): TP ``(tp, 1)``, CP ``(cp, tp)``, EP
-  ``(ep, etp)``, DP ``(dp, tp*cp)``; PP's point-to-point sends cross the network when the job spans
-  domains.
+  ``(ep, etp)``, DP ``(dp, tp*cp)`` for the dense parameters and ``(dp*cp*tp/(ep*etp), ep*etp)``
+  for the routed experts, whose gradients reduce over the ranks holding the same experts (with EP
+  inside an 8-GPU board, one rank per board: the device's own rail); PP's point-to-point sends
+  cross the network when the job spans domains.
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
   precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax
@@ -228,20 +230,7 @@ class LLMCost:
     # communication ---------------------------------------------------------------------
     def comm_bytes(self) -> dict[str, np.ndarray]:
         sh = self.shape
-        dense, expert = self.memory.local_params
-        local = dense + expert
-        D = self.dp * self.cp
-        ring = np.where(D > 1, (D - 1.0) / np.maximum(D, 1.0), 0.0)
-        p_wire = self.act_bytes  # parameters gathered in the compute dtype
-        g_wire = self.memory.bytes_per_param()[1]
-        s = self.sharding
-        full = is_code(s, SHARDINGS, "full_shard", "hybrid_shard")
-        dp = np.select(
-            [self.memory.pipelined_fsdp, full, is_code(s, SHARDINGS, "shard_grad_op")],
-            [ring * local * (p_wire + g_wire), self.m * ring * local * (2.0 * p_wire + g_wire),
-             self.m * ring * local * (p_wire + g_wire)],
-            2.0 * ring * local * g_wire,
-        )
+        dp = sum(self.dp_bytes())
         t = self.tp
         tokens = self.b * sh.s / self.cp  # one micro-batch's tokens on this device
         act = tokens * sh.d * self.act_bytes
@@ -259,6 +248,33 @@ class LLMCost:
                       passes * moe_layers * 4.0 * (self.ep - 1.0) / np.maximum(self.ep, 1.0) * routed, 0.0)
         return {"comm_dp_bytes": dp, "comm_tp_bytes": tp, "comm_pp_bytes": pp, "comm_cp_bytes": cp,
                 "comm_ep_bytes": ep}
+
+    def dp_bytes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(dense, expert) bytes each device sends per step to reduce gradients and gather
+        parameters: the dense parameters over the ``dp*cp`` ranks of their group, the routed
+        experts over their expert-data-parallel group (:meth:`expert_dp_group`)."""
+        p_wire = self.act_bytes  # parameters gathered in the compute dtype
+        g_wire = self.memory.bytes_per_param()[1]
+        s = self.sharding
+        full = is_code(s, SHARDINGS, "full_shard", "hybrid_shard")
+        per_param = np.select(
+            [self.memory.pipelined_fsdp, full, is_code(s, SHARDINGS, "shard_grad_op")],
+            [p_wire + g_wire, self.m * (2.0 * p_wire + g_wire), self.m * (p_wire + g_wire)],
+            2.0 * g_wire,
+        )
+        dense, expert = self.memory.local_params
+
+        def ring(size):
+            return np.where(size > 1, (size - 1.0) / np.maximum(size, 1.0), 0.0)
+
+        return ring(self.dp * self.cp) * dense * per_param, ring(self.expert_dp_group()[0]) * expert * per_param
+
+    def expert_dp_group(self) -> tuple[np.ndarray, np.ndarray]:
+        """(size, stride) of the routed experts' data-parallel group: the ``tp*cp*dp`` ranks of a
+        pipeline stage regrouped as ETP x EP x expert-DP, ETP innermost (Megatron-Core's
+        ``expert_tensor_model_pipeline`` rank order), so its members sit ``ep*etp`` ranks apart."""
+        width = np.maximum(self.ep * self.etp, 1.0)
+        return np.maximum(self.dp * self.cp * self.tp / width, 1.0), width
 
     def call_counts(self) -> dict[str, np.ndarray]:
         """What fixed per-call costs multiply: ``layer_passes`` (forward + backward of one layer
@@ -298,7 +314,9 @@ class LLMCost:
         t_tp = np.where(self.tp_overlap, np.maximum(0.0, t_tp - t_compute), t_tp)  # only the excess shows
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
         t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp, self.shape.moe.K)
-        t_dp = comm["comm_dp_bytes"] / group_bandwidth(hw, self.dp, self.tp * self.cp)
+        dense_dp, expert_dp = self.dp_bytes()
+        t_dp = (dense_dp / group_bandwidth(hw, self.dp, self.tp * self.cp)
+                + expert_dp / group_bandwidth(hw, *self.expert_dp_group()))
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
                 + np.maximum(0.0, t_dp + t_cp - busy))

@@ -178,7 +178,7 @@ class Memory:
         D = c.dp * c.cp
         hybrid = is_code(c.sharding, SHARDINGS, "hybrid_shard")
         dense = np.where(hybrid, np.minimum(D, c.hw.node_size), D)
-        expert = np.maximum(dense * c.tp / np.maximum(c.ep * c.etp, 1.0), 1.0)
+        expert = np.maximum(dense * c.tp / c.expert_dp_group()[1], 1.0)
         return np.maximum(dense, 1.0), expert
 
     def state_bytes(self) -> dict[str, np.ndarray]:
