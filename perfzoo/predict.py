@@ -66,7 +66,7 @@ from perfzoo.zoo.base import NotFittedError, Predictor
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
 SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
 BREAKDOWN = ("compute_time_s", "comm_time_s", "host_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
-             "comm_cp_bytes", "memory_bytes", "memory_fraction", "step_time_s", "throughput_per_device")
+             "comm_cp_bytes", "comm_ep_bytes", "memory_bytes", "memory_fraction", "step_time_s", "throughput_per_device")
 
 
 @dataclass(frozen=True)
@@ -285,7 +285,8 @@ def _show(table: pd.DataFrame) -> str:
         lines.append(f"  analytic: compute {row['analytic.compute_time_s']:.3g} s, communication "
                      f"{row['analytic.comm_time_s']:.3g} s (dp {row['analytic.comm_dp_bytes'] / 2**30:.2f} GiB, "
                      f"tp {row['analytic.comm_tp_bytes'] / 2**30:.2f} GiB, pp {row['analytic.comm_pp_bytes'] / 2**30:.2f} "
-                     f"GiB, cp {row['analytic.comm_cp_bytes'] / 2**30:.2f} GiB), waiting on the host "
+                     f"GiB, cp {row['analytic.comm_cp_bytes'] / 2**30:.2f} GiB, ep {row['analytic.comm_ep_bytes'] / 2**30:.2f} "
+                     f"GiB), waiting on the host "
                      f"{row['analytic.host_time_s']:.3g} s, bubble {row['analytic.bubble']:.1%}, "
                      f"memory {mem:,.1f} GiB per device ({fits}); ideal step {row['analytic.step_time_s']:.3g} s")
         if row["unknown_inputs"]:

@@ -84,6 +84,8 @@ def test_a_layer_pass_shorter_than_the_host_time_is_warned_about(published):
     assert "per layer pass (forward and backward, one micro-batch) is 2.0 ms" in table["warnings"].iloc[0]
     # the breakdown shows the wait the estimate prices for it: 5 ms per pass less the GPU's 2 ms
     assert (table["analytic.host_time_s"] > 0).tolist() == host
+    # and the experts' all-to-all, which only the MoE rows (ep=8) send
+    assert (table["analytic.comm_ep_bytes"] > 0).tolist() == [True, True, False, False]
 
 
 def test_missing_columns_are_unknowns_not_errors(published):
@@ -107,7 +109,7 @@ def test_the_command_prints_the_breakdown_and_json(tmp_path, capsys):
     argv = ["--predictor", "ridge", "--set", *[f"{k}={v}" for k, v in cfg.items()]]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "tokens/s" in out and "analytic: compute" in out and "bubble" in out
+    assert "tokens/s" in out and "analytic: compute" in out and "bubble" in out and "ep 0.00 GiB" in out
     path = tmp_path / "c.jsonl"
     path.write_text(json.dumps({"config": cfg}) + "\n")
     assert main(["--predictor", "ridge", "--configs", str(path), "--json"]) == 0
