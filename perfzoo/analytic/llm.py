@@ -272,7 +272,8 @@ class LLMCost:
     def expert_dp_group(self) -> tuple[np.ndarray, np.ndarray]:
         """(size, stride) of the routed experts' data-parallel group: the ``tp*cp*dp`` ranks of a
         pipeline stage regrouped as ETP x EP x expert-DP, ETP innermost (Megatron-Core's
-        ``expert_tensor_model_pipeline`` rank order), so its members sit ``ep*etp`` ranks apart."""
+        ``expert_decoder_rank_generator``, order tp-ep-dp-pp, expert-DP size ``world/(etp*ep*pp)``),
+        so its members sit ``ep*etp`` ranks apart."""
         width = np.maximum(self.ep * self.etp, 1.0)
         return np.maximum(self.dp * self.cp * self.tp / width, 1.0), width
 
