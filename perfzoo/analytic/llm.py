@@ -95,6 +95,7 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -230,7 +231,7 @@ class LLMCost:
     # communication ---------------------------------------------------------------------
     def comm_bytes(self) -> dict[str, np.ndarray]:
         sh = self.shape
-        dp = sum(self.dp_bytes())
+        dp = sum(self.dp_bytes)
         t = self.tp
         tokens = self.b * sh.s / self.cp  # one micro-batch's tokens on this device
         act = tokens * sh.d * self.act_bytes
@@ -249,6 +250,7 @@ class LLMCost:
         return {"comm_dp_bytes": dp, "comm_tp_bytes": tp, "comm_pp_bytes": pp, "comm_cp_bytes": cp,
                 "comm_ep_bytes": ep}
 
+    @cached_property
     def dp_bytes(self) -> tuple[np.ndarray, np.ndarray]:
         """(dense, expert) bytes each device sends per step to reduce gradients and gather
         parameters: the dense parameters over the ``dp*cp`` ranks of their group, the routed
@@ -315,7 +317,7 @@ class LLMCost:
         t_tp = np.where(self.tp_overlap, np.maximum(0.0, t_tp - t_compute), t_tp)  # only the excess shows
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
         t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp, self.shape.moe.K)
-        dense_dp, expert_dp = self.dp_bytes()
+        dense_dp, expert_dp = self.dp_bytes
         t_dp = (dense_dp / group_bandwidth(hw, self.dp, self.tp * self.cp)
                 + expert_dp / group_bandwidth(hw, *self.expert_dp_group()))
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
