@@ -24,7 +24,7 @@ A tiny end-to-end check into a scratch store::
 Your own job against the config you run today (``mine.json``: one config of the space, or a JSONL
 of configs tried in order until one runs), raced with the loop's champion::
 
-    python -m perfzoo.tune --space examples/fsdp2-cpu/space.toml --store runs/mine-tune --n-random 12 \
+    python -m perfzoo.tune --space examples/fsdp2/space.toml --store runs/mine-tune --n-random 12 \
         --rounds 2 --top-k 4 --predictor ridge --baseline mine.json --confirm 3
 
 It ends with the champion's config and its speedup over each baseline (and over random search

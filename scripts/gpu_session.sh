@@ -5,10 +5,14 @@
 #   bash scripts/gpu_session.sh smoke WORK RET     # env, CUDA path (inprocess, torchrun, OOM, timeout), MFU
 #   bash scripts/gpu_session.sh sweep WORK RET N SEED COMPILE SECONDS   # N random llm-gpu jobs
 #   bash scripts/gpu_session.sh capacity WORK RET SECONDS   # a larger card: beyond 80 GB, repeats, sweep
+#   bash scripts/gpu_session.sh titan WORK RET SECONDS      # torchtitan's debug model through collect (exit 1
+#                                                           # when its first job does not run: the log says why)
+#   bash scripts/gpu_session.sh example WORK RET SECONDS    # examples/fsdp2/cuda.toml, 24 random configs
 #
 # Every record is fsynced into a store under WORK as its job ends; at the end of the phase each
 # store's records.jsonl is copied flat into RET (a folder that comes back with few files).
-# Missing Python packages (pydantic) travel as wheels in .whl/ (scripts/gpu_wheels.sh fetches them).
+# Missing Python packages (pydantic) travel as wheels in .whl/, torchtitan's in .tt/ (scripts/gpu_wheels.sh
+# fetches them).
 set -u
 phase=$1; out=$2; ret=$3; shift 3
 mkdir -p "$out" "$ret"
@@ -102,6 +106,49 @@ capacity)
     --timeout 150 --out "$out/store" --sweep-id gpu-sweep-s0
   summary "$out/beyond" "$out/repeat" "$out/store" --brief
   cp "$out/env.txt" "$ret/"; finish
+  ;;
+titan)
+  # torchtitan 0.3.0 from the wheels in .tt/, run from a folder laid out as its checkout: the test
+  # tokenizer from .tt/ and, for its offline c4_test data set, synthetic text (what the words are
+  # does not change a step's time: every sample is packed to seq_len tokens)
+  seconds=$1; t0=$SECONDS; repo=$PWD; run="$out/titan-run"
+  environment "$out/env.txt"; cp "$out/env.txt" "$ret/"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/titan .tt/wheels/*.whl
+  mkdir -p "$run/tests/assets/c4_test" && cp -r .tt/tokenizer "$run/tests/assets/"
+  python3 - "$run/tests/assets/c4_test/data.json" "$out/titan.jsonl" <<'PY'
+import json, random, sys
+from perfzoo.spaces import file
+rng = random.Random(0)
+words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(5000)]
+with open(sys.argv[1], "w") as f:
+    for _ in range(2000):
+        f.write(json.dumps({"text": " ".join(rng.choice(words) for _ in range(400))}) + "\n")
+# one GPU: nproc = tp = 1; bf16 (float8 needs torchao, not on the image); uncompiled jobs first
+space = file.load("examples/torchtitan/space.toml")
+one = [c for c in space.sample(2000, seed=0) if c["nproc"] == 1 and c["tp"] == 1 and c["model_config"] == "llama3_debugmodel"]
+one.sort(key=lambda c: c["compile"] == "enable")
+with open(sys.argv[2], "w") as f:
+    for c in one[:40]:
+        f.write(json.dumps(c) + "\n")
+PY
+  titan() { (cd "$run" && HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONPATH="/tmp/titan:$PYTHONPATH" timeout --signal=TERM "$1" python3 -m perfzoo.collect \
+    --space "$repo/examples/torchtitan/space.toml" --metric-parser torchtitan --device cuda --configs "$2" \
+    --steps 6 --warmup 2 --timeout 100 --out "$out/titan" --sweep-id gpu-titan); }
+  head -1 "$out/titan.jsonl" > "$out/titan-first.jsonl"
+  titan 120 "$out/titan-first.jsonl"
+  summary "$out/titan"; finish
+  if ! grep -q '"status":"ok"' "$out/titan/records.jsonl" 2>/dev/null; then
+    python3 -c "import json, sys; [print(json.loads(l).get('failure')) for l in open(sys.argv[1])]" "$out/titan/records.jsonl"
+    exit 1
+  fi
+  titan $((seconds - (SECONDS - t0))) "$out/titan.jsonl"
+  summary "$out/titan"; finish
+  ;;
+example)
+  seconds=$1
+  timeout --signal=TERM "$seconds" python3 -m perfzoo.collect --space examples/fsdp2/cuda.toml --device cuda --n 24 --seed 0 \
+    --steps 6 --warmup 2 --timeout 90 --out "$out/fsdp2-cuda" --sweep-id gpu-fsdp2-cuda
+  summary "$out/fsdp2-cuda"; finish
   ;;
 esac
 exit 0

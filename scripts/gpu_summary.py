@@ -30,10 +30,11 @@ def main(argv: list[str]) -> int:
             events = (m.step_time_mean_s or 0) * (m.step_time_n or 0)
             wall = a.get("rank0_measure_s")
             shape = (f"L{c.get('n_layers')} d{c.get('hidden_dim')} s{c.get('seq_len')} b{c.get('micro_batch_size')} "
-                     f"{c.get('precision')} ac={c.get('activation_checkpointing')} compile={c.get('compile')}")
+                     f"{c.get('precision')} ac={c.get('activation_checkpointing')} compile={c.get('compile')}"
+                     if r.workload == "llm" else " ".join(f"{k}={v}" for k, v in sorted(c.items())))
             if r.status == "ok":
-                print(f"  ok      {shape}: {m.throughput:10,.0f} tok/s  MFU {m.mfu or 0:.3f}  "
-                      f"peak {m.peak_memory_gib or 0:5.1f} GiB  step p50 {m.step_time_p50_s:.4f} s  "
+                print(f"  ok      {shape}: {m.throughput:10,.0f} /s  MFU {m.mfu or 0:.3f}  "
+                      f"peak {m.peak_memory_gib or 0:5.1f} GiB  step p50 {m.step_time_p50_s or 0:.4f} s  "
                       f"events/wall {events / wall if wall else float('nan'):.3f}  job {m.wall_time_s:.1f} s")
             else:
                 msg = (r.failure.message if r.failure else "").strip().splitlines()

@@ -17,7 +17,7 @@ from perfzoo.spaces.file import Expression
 from perfzoo.store import RecordStore
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "fsdp2-cpu" / "space.toml"
+EXAMPLE = ROOT / "examples" / "fsdp2" / "space.toml"
 
 SPACE = """\
 name = "toy"
@@ -141,6 +141,63 @@ def test_the_torchtitan_example_space_renders_its_entry_point_flags():
                           "--config llama3_debugmodel_float8 --training.steps 12 --metrics.log-freq 1")
     assert "--parallelism.tensor-parallel-degree 2" in cmd and cmd.endswith("--compile.enable activation-checkpoint:full")
 
+
+def _example_script_args(argv: list[str]):
+    """examples/fsdp2/train.py's own argument parser on ``argv`` (the script is not a package module)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fsdp2_train", ROOT / "examples" / "fsdp2" / "train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    old, sys.argv = sys.argv, ["train.py", *argv]
+    try:
+        return module.parse_args()
+    finally:
+        sys.argv = old
+
+
+def test_the_gpu_example_space_renders_commands_its_script_accepts():
+    space = get(str(ROOT / "examples" / "fsdp2" / "cuda.toml"))
+    configs = space.sample(6, seed=0)
+    assert {c["nproc"] for c in configs} == {1} and all(c["width"] * c["depth"] <= 65536 for c in configs)
+    for config in configs:
+        cmd = render(space.command, config, {"total_steps": 8, "space_dir": "examples/fsdp2"})
+        assert cmd.startswith("torchrun --standalone --nproc-per-node 1 examples/fsdp2/train.py --device cuda ")
+        args = _example_script_args(cmd.split("train.py ", 1)[1].split())
+        assert (args.device, args.dtype, args.batch, args.width, args.depth, args.steps) == \
+            ("cuda", config["dtype"], config["batch"], config["width"], config["depth"], 8)
+        assert args.reshard == ("true" if config["reshard"] else "false")
+
+
+@pytest.mark.slow
+def test_the_fsdp2_example_trains_in_bf16_on_two_cpu_ranks(tmp_path):
+    import os
+    import subprocess
+
+    metrics = tmp_path / "metrics.jsonl"
+    env = {**os.environ, "PERFZOO_METRICS_FILE": str(metrics), "OMP_NUM_THREADS": "1"}
+    subprocess.run(["torchrun", "--standalone", "--nproc-per-node", "2", str(ROOT / "examples" / "fsdp2" / "train.py"),
+                    "--dtype", "bf16", "--batch", "16", "--width", "256", "--depth", "2", "--steps", "3"],
+                   env=env, check=True, capture_output=True, timeout=120)
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3] and all(r["samples_per_step"] == 32 for r in rows)
+    assert all(r["step_time_s"] > 0 and 0 < r["loss"] < 10 for r in rows) and "peak_memory_gib" not in rows[0]
+    assert rows[-1]["loss"] < rows[0]["loss"]  # AdamW at lr 1e-3 on a fixed batch: the loss falls
+
+
+def test_the_gpu_example_dataset_is_what_its_space_and_script_reported():
+    """datasets/fsdp2-h200: 23 jobs of examples/fsdp2/cuda.toml on one H200 (its card says how)."""
+    space = get(str(ROOT / "examples" / "fsdp2" / "cuda.toml"))
+    records = RecordStore(ROOT / "datasets" / "fsdp2-h200", create=False).records()
+    assert len(records) == 23 and all(r.status == "ok" and r.workload == "command" for r in records)
+    for r in records:
+        assert space.validate(r.config) == r.config and r.annotations["space"] == "fsdp2-cuda-example"
+        assert r.hardware.accelerator == "H200-141GB" and r.software.torch.startswith("2.11.0+cu")
+        steps = [float(t) for t in r.annotations["step_times_s"].split()]
+        assert len(steps) == r.metrics.step_time_n == 6  # --steps 6 after 2 warm-up steps
+        rates = sorted(r.config["global_batch"] / t for t in steps)
+        assert rates[0] <= r.metrics.throughput <= rates[-1]  # the p90 of per-step samples/s
+        assert 0.05 < r.metrics.peak_memory_gib < 139.8  # torch.cuda.max_memory_allocated, reported by the script
 
 def test_regex_parser_and_its_validation():
     assert parse_regex("it/s=12.5 x\nnothing\nit/s=13", r"it/s=(?P<throughput>[\d.]+)") == [

@@ -223,7 +223,7 @@ def test_a_command_job_runs_as_two_slurm_tasks_that_meet_at_one_rendezvous(slurm
                 "--master-addr {master_addr} --master-port {master_port} {space_dir}/train.py --batch {batch} "
                 "--width {width} --depth {depth} --reshard {reshard} --steps {total_steps}")
     config = {"batch": 16, "width": 256, "depth": 2, "reshard": True}
-    assert main(["--space", str(REPO / "examples" / "fsdp2-cpu" / "space.toml"), "--command", template,
+    assert main(["--space", str(REPO / "examples" / "fsdp2" / "space.toml"), "--command", template,
                  "--configs", write_configs(tmp_path / "c.jsonl", [config]), "--out", str(store), "--steps", "3",
                  "--warmup", "1", "--no-progress", "--launcher", "slurm", "--poll", "0.5",
                  "--tasks-per-node", "2"]) == 0

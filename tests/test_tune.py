@@ -274,7 +274,7 @@ def test_a_bad_config_field_is_named(fields, message, tmp_path):
 
 # --- your own job: a TOML space, your baseline, the champion and its speedups -------------------
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2-cpu" / "space.toml"
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fsdp2" / "space.toml"
 
 
 class FakeCommandJob(FakeLauncher):
