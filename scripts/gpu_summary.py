@@ -12,6 +12,11 @@ import numpy as np
 from perfzoo.store import RecordStore
 
 
+def _mfu(value) -> str:
+    """MFU to three places, or '-' where the job reported none (a command workload without it)."""
+    return "-" if value is None else f"{value:.3f}"
+
+
 def main(argv: list[str]) -> int:
     brief = "--brief" in argv
     for path in [a for a in argv if not a.startswith("--")]:
@@ -33,7 +38,7 @@ def main(argv: list[str]) -> int:
                      f"{c.get('precision')} ac={c.get('activation_checkpointing')} compile={c.get('compile')}"
                      if r.workload == "llm" else " ".join(f"{k}={v}" for k, v in sorted(c.items())))
             if r.status == "ok":
-                print(f"  ok      {shape}: {m.throughput:10,.0f} /s  MFU {m.mfu or 0:.3f}  "
+                print(f"  ok      {shape}: {m.throughput:10,.0f} /s  MFU {_mfu(m.mfu)}  "
                       f"peak {m.peak_memory_gib or 0:5.1f} GiB  step p50 {m.step_time_p50_s or 0:.4f} s  "
                       f"events/wall {events / wall if wall else float('nan'):.3f}  job {m.wall_time_s:.1f} s")
             else:
@@ -45,7 +50,8 @@ def main(argv: list[str]) -> int:
         ok = [r for r in records if r.status == "ok"]
         if ok:
             wall = [r.metrics.wall_time_s for r in records if r.metrics.wall_time_s]
-            print(f"  MFU max {max(r.metrics.mfu or 0 for r in ok):.3f}; job wall time median "
+            best = max((r.metrics.mfu for r in ok if r.metrics.mfu is not None), default=None)
+            print(f"  MFU max {_mfu(best)}; job wall time median "
                   f"{np.median(wall):.1f} s, total {sum(wall) / 60:.1f} min")
     return 0
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -144,8 +147,6 @@ def test_the_torchtitan_example_space_renders_its_entry_point_flags():
 
 def _example_script_args(argv: list[str]):
     """examples/fsdp2/train.py's own argument parser on ``argv`` (the script is not a package module)."""
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location("fsdp2_train", ROOT / "examples" / "fsdp2" / "train.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -171,9 +172,6 @@ def test_the_gpu_example_space_renders_commands_its_script_accepts():
 
 @pytest.mark.slow
 def test_the_fsdp2_example_trains_in_bf16_on_two_cpu_ranks(tmp_path):
-    import os
-    import subprocess
-
     metrics = tmp_path / "metrics.jsonl"
     env = {**os.environ, "PERFZOO_METRICS_FILE": str(metrics), "OMP_NUM_THREADS": "1"}
     subprocess.run(["torchrun", "--standalone", "--nproc-per-node", "2", str(ROOT / "examples" / "fsdp2" / "train.py"),
