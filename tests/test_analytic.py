@@ -604,6 +604,30 @@ def test_the_accelerator_table_covers_public_tables_with_a_source_each():
                          "micro_batch_size": 2, "n_gpus": 8, "accelerator": "TPU v5p"}) > 0
 
 
+def test_export_variants_keep_the_compute_and_lose_the_nvlink():
+    """H800 and A800: the H100's and A100's compute and memory, NVLink at 400 GB/s bidirectional
+    (200 per direction, against 450 and 300): one GPU runs the same, TP over NVLink slower, and a
+    PCIe or 40 GB variant matches no row (refused, never priced as the SXM part)."""
+    for variant, base in (("H800", "H100 SXM"), ("A800", "A100 80GB")):
+        v, b = accelerator_spec(variant), accelerator_spec(base)
+        assert (v.flops("bf16"), v.flops("fp8"), v.memory_gib, v.hbm_bw) == (b.flops("bf16"), b.flops("fp8"),
+                                                                           b.memory_gib, b.hbm_bw)
+        assert v.intra_bw == 200e9 < b.intra_bw and v.inter_bw == b.inter_bw
+    llama = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
+             "n_kv_heads": 8, "vocab_size": 128256, "seq_len": 8192, "global_batch_size": 64, "micro_batch_size": 1,
+             "precision": "bf16", "framework": "megatron-lm"}
+    one = {**llama, "n_layers": 2, "n_gpus": 1, "tp": 1, "pp": 1, "global_batch_size": 4}
+    assert A.throughput({**one, "accelerator": "H800"}) == pytest.approx(A.throughput({**one, "accelerator": "H100"}))
+    tp8 = {**llama, "n_gpus": 64, "tp": 8, "pp": 1}
+    h800 = A.estimate({**tp8, "accelerator": "H800"})
+    h100 = A.estimate({**tp8, "accelerator": "H100"})
+    assert h800["tp_time_s"] == pytest.approx(h100["tp_time_s"] * 450 / 200)
+    assert h800["compute_time_s"] == pytest.approx(h100["compute_time_s"])
+    assert h800["throughput"] < h100["throughput"]
+    with pytest.warns(UserWarning, match="unknown accelerator"):
+        assert accelerator_spec("H800 PCIe") is None and accelerator_spec("A800 40GB") is None
+
+
 def test_the_fsdp_cost_model_counts_the_parameters_of_each_tower_layer_and_reads_the_live_tensor_budget():
     from harness.workloads.fsdp_shapes import tower_layer_params
     from perfzoo import spaces
