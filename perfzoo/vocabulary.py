@@ -171,17 +171,23 @@ def is_adapter_tuning(task: Any) -> float:
 
 _SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([MBT])(?![a-zA-Z])")
 _SIZE_UNITS = {"M": 1e6, "B": 1e9, "T": 1e12}
+# experts x size (8x7B), an active size (A3B, a22B), or the word MoE
+_MOE_NAME = re.compile(r"\d+\s*x\s*\d|(?<![a-z])a\d+(?:\.\d+)?[mbt](?![a-z])|(?<![a-z])moe(?![a-z])", re.IGNORECASE)
 
 
 def params_from_name(name: Any) -> float:
     """The parameter count a model name states (``GPT3-5B`` -> 5e9, ``Nemotron-340B`` ->
     3.4e11, ``125M`` -> 1.25e8; the last size in the name wins); ``NaN`` when it states none.
-    MoE names like ``8x7B`` give ``NaN`` (total and active counts differ).
+    A name that says the model is a mixture of experts gives ``NaN``: its total and active
+    counts differ and the name does not give the shape that prices them (``8x7B``, an active
+    size ``80B-A3B``, ``MoE``).
 
     >>> params_from_name("GPT3-20B"), params_from_name("LLAMA3-8B"), params_from_name("Mixtral-8x7B")
     (20000000000.0, 8000000000.0, nan)
+    >>> params_from_name("Qwen3-Next-80B-A3B"), params_from_name("Some MoE 132B")
+    (nan, nan)
     """
-    if is_missing(name) or re.search(r"\d+\s*x\s*\d", str(name)):
+    if is_missing(name) or _MOE_NAME.search(str(name)):
         return math.nan
     sizes = _SIZE.findall(str(name))
     if not sizes:
