@@ -1,8 +1,9 @@
 """Mixture-of-experts layers: their parameters, the tokens each expert rank computes, and the
 tokens expert parallelism moves.
 
-An MoE layer (``n_experts`` ``E`` > 1) replaces the dense MLP of all but its first
-``n_dense_layers`` FFN layers (DeepSeek-V3: 3, Kimi-K2: 1) with ``E`` routed experts of width
+An MoE layer (``n_experts`` ``E`` > 1) replaces the dense MLP of all but ``n_dense_layers`` FFN
+layers (DeepSeek-V3's first 3, Kimi-K2's first; every other one in Llama 4 Maverick: the cost
+counts them, wherever they sit) with ``E`` routed experts of width
 ``moe_ffn_dim`` ``fe`` (default the dense ``ffn_dim``: Mixtral's convention), of which each token
 visits ``K = experts_per_token``, plus always-on shared experts of total width
 ``shared_ffn_dim`` (default ``n_shared_experts * fe``) and a router, a ``d x E`` matrix

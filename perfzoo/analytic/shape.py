@@ -13,8 +13,8 @@ Keys (the config vocabulary of ``docs/architecture.md``; unknown -> the default 
   Standard attention: ``d*a*h + 2*d*k*h + a*h*d``.
 * Mixture of experts (``n_experts`` ``E`` > 1): ``experts_per_token`` ``K``, ``moe_ffn_dim``
   ``fe`` (one expert's width; -> ``f``), shared experts ``n_shared_experts`` of total width
-  ``shared_ffn_dim`` (-> ``n_shared_experts*fe``), ``n_dense_layers`` leading layers with a
-  dense MLP of width ``f``; see :mod:`.moe`.
+  ``shared_ffn_dim`` (-> ``n_shared_experts*fe``), ``n_dense_layers`` layers with a dense
+  MLP of width ``f`` (the first ones, or interleaved: only their count is priced); see :mod:`.moe`.
 * Multi-token prediction: ``mtp_layers`` extra blocks (one attention + one FFN of the last
   layer's kind each, an ``eh_proj`` of ``2d*d`` and another pass of the LM head), as DeepSeek-V3
   trains them (Megatron-Core's ``mtp_num_layers``).
