@@ -121,16 +121,16 @@ def get(name: str) -> dict[str, Any]:
 
 # Hugging Face config.json keys -> perfzoo config keys (the first present wins)
 _HF_KEYS: dict[str, tuple[str, ...]] = {
-    "n_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "n_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
     "hidden_dim": ("hidden_size", "n_embd", "d_model"),
-    "ffn_dim": ("intermediate_size", "n_inner", "ffn_dim"),
-    "n_heads": ("num_attention_heads", "n_head"),
-    "n_kv_heads": ("num_key_value_heads",),
+    "ffn_dim": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
+    "n_heads": ("num_attention_heads", "n_head", "n_heads"),
+    "n_kv_heads": ("num_key_value_heads", "kv_n_heads"),
     "head_dim": ("head_dim",),
     "vocab_size": ("vocab_size",),
     "tie_embeddings": ("tie_word_embeddings",),
-    "n_experts": ("num_local_experts", "n_routed_experts", "num_experts"),
-    "experts_per_token": ("num_experts_per_tok", "experts_per_token"),
+    "n_experts": ("num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "experts_per_token", "moe_top_k"),
     "moe_ffn_dim": ("moe_intermediate_size",),
     "n_shared_experts": ("n_shared_experts",),
     "shared_ffn_dim": ("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"),
@@ -155,8 +155,11 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
     """The config keys of a Hugging Face ``config.json`` on disk (no hub access).
 
     Mixtral-style configs give the expert width as ``intermediate_size`` and no dense MLP:
-    that width becomes ``moe_ffn_dim``. Raises ``ValueError`` naming the file when it is not a
-    model config (no layer count or width).
+    that width becomes ``moe_ffn_dim``. Llama 4 interleaves dense layers (``intermediate_size_mlp``
+    wide) with MoE layers (every ``interleave_moe_layer_step``-th, or those ``moe_layers`` lists),
+    each MoE layer with one shared expert; DBRX nests its keys in ``attn_config`` and
+    ``ffn_config``. Raises ``ValueError`` naming the file when it is not a model config (no layer
+    count or width).
     """
     path = Path(path)
     try:
@@ -165,7 +168,9 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
         raise ValueError(f"{path}: not a readable JSON model config ({exc})") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: not a model config (expected a JSON object)")
-    raw = {**raw.get("text_config", {}), **raw} if isinstance(raw.get("text_config"), dict) else raw
+    for nested in ("text_config", "attn_config", "ffn_config"):  # Llama 4's text model, DBRX's blocks
+        if isinstance(raw.get(nested), dict):
+            raw = {**raw[nested], **raw}
     keys: dict[str, Any] = {}
     for key, names_ in _HF_KEYS.items():
         value = next((raw[n] for n in names_ if raw.get(n) is not None), None)
@@ -176,6 +181,13 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
                          "(num_hidden_layers, hidden_size)")
     if keys.get("n_experts", 0) and "moe_ffn_dim" not in keys and "ffn_dim" in keys:
         keys["moe_ffn_dim"] = keys.pop("ffn_dim")
+    if keys.get("n_experts", 0) and str(raw.get("model_type", "")).startswith("llama4"):
+        moe_layers, step = raw.get("moe_layers"), raw.get("interleave_moe_layer_step") or 1
+        n_moe = len(moe_layers) if isinstance(moe_layers, list) else keys["n_layers"] // int(step)
+        keys.setdefault("n_shared_experts", 1)
+        if n_moe < keys["n_layers"]:
+            keys["n_dense_layers"] = keys["n_layers"] - n_moe
+            keys["ffn_dim"] = raw.get("intermediate_size_mlp", keys.get("ffn_dim"))
     layer_types = raw.get("layer_types")
     if isinstance(layer_types, list) and keys.get("sliding_window"):  # GPT-OSS: alternating windows
         keys["n_sliding_layers"] = sum("sliding" in str(t) for t in layer_types)

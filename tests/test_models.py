@@ -112,6 +112,23 @@ def test_a_hugging_face_config_reads_mla_mtp_windows_and_hybrid_patterns(tmp_pat
     (tmp_path / "oss.json").write_text(json.dumps(oss))
     keys = models.from_hf_config(tmp_path / "oss.json")
     assert keys["sliding_window"] == 128 and keys["n_sliding_layers"] == 2 and keys["moe_ffn_dim"] == 2880
+    maverick = {"model_type": "llama4", "text_config": {
+        "model_type": "llama4_text", "num_hidden_layers": 48, "hidden_size": 5120, "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 202048, "num_local_experts": 128, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+        "hidden_act": "silu", "tie_word_embeddings": False}}
+    dbrx = {"model_type": "dbrx", "d_model": 6144, "n_layers": 40, "n_heads": 48, "vocab_size": 100352,
+            "attn_config": {"kv_n_heads": 8, "clip_qkv": 8}, "tie_word_embeddings": False,
+            "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4,
+                           "ffn_act_fn": {"name": "silu"}}}
+    for name, config, compared in (
+            ("llama4-maverick", maverick, ("n_layers", "ffn_dim", "moe_ffn_dim", "n_experts", "n_shared_experts",
+                                           "n_dense_layers", "head_dim", "gated_mlp")),
+            ("dbrx", dbrx, ("n_layers", "hidden_dim", "n_heads", "n_kv_heads", "moe_ffn_dim", "n_experts",
+                            "experts_per_token"))):
+        (tmp_path / f"{name}.json").write_text(json.dumps(config))
+        keys, preset = models.from_hf_config(tmp_path / f"{name}.json"), models.get(name)
+        assert {k: keys.get(k) for k in compared} == {k: preset[k] for k in compared}, name
     qwen = {"num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8, "sliding_window": 4096,
             "use_sliding_window": False}
     (tmp_path / "qwen.json").write_text(json.dumps(qwen))
