@@ -479,6 +479,36 @@ def test_calibration_recovers_the_efficiency_factors():
     assert A.calibrate_throughput(jobs, tput).factors["compute_fp8"] == pytest.approx(3.0, rel=1e-6)
 
 
+def test_a_cost_the_link_cannot_explain_is_not_scaled_by_a_slower_link():
+    # one node's jobs whose pipeline sends cost 300x NVLink's time (what vTrain's single-node
+    # Megatron-DeepSpeed jobs fit to): within the node the calibration reproduces them, but the
+    # link keeps its datasheet figure (the jobs cannot tell its time from a cost per GB) and the
+    # rest is a cost per GB, so the same job across two nodes pays the network's time once, not
+    # 300 times
+    rng = np.random.default_rng(1)
+    n = 40
+    jobs = pd.DataFrame({"n_layers": 16, "hidden_dim": rng.choice([1024, 2048, 4096], n), "n_heads": 16,
+                         "seq_len": 2048, "global_batch_size": rng.choice([16, 64], n), "micro_batch_size": 1,
+                         "n_gpus": 8, "tp": 1, "pp": rng.choice([2, 4, 8], n), "accelerator": "A100-80GB"})
+    jobs["dp"] = 8 // jobs["pp"]
+    truth = dict.fromkeys(A.calibration.TERMS, 0.0)
+    truth.update(compute_bf16=2.0, memory=1.0, pipeline_comm=300.0, per_layer_pass=2e-4)
+    weights = np.array([truth[t] for t in A.calibration.TERMS])
+    cal = A.calibrate(jobs, A.calibration.estimate_step_terms(jobs) @ weights)
+    assert cal.factors["pipeline_comm"] == pytest.approx(1.0, abs=1e-3) and cal.factors["per_pipeline_gb"] > 0
+    in_node = A.calibration.estimate_step_terms(jobs) @ weights
+    assert np.allclose(cal.step_time(jobs), in_node, rtol=1e-6)
+    across = jobs.assign(n_gpus=16, dp=16 // jobs["pp"], global_batch_size=2 * jobs["global_batch_size"])
+    unbounded = A.calibration.estimate_step_terms(across) @ weights  # 300x the network's time
+    added = cal.step_time(across) - cal.step_time(jobs)  # the network's time over NVLink's, once
+    assert (added > 0).all() and (added < (unbounded - in_node) / 100).all()
+    # where jobs on both links tell the link's time apart, its factor still stops at the bound
+    both = pd.concat([jobs, across], ignore_index=True)
+    slow = dict(truth, pipeline_comm=20.0)
+    fitted = A.calibrate(both, A.calibration.estimate_step_terms(both) @ np.array([slow[t] for t in A.calibration.TERMS]))
+    assert fitted.factors["pipeline_comm"] == pytest.approx(A.calibration.MAX_LINK_FACTOR)
+
+
 def test_unknown_hardware_is_nan_not_an_error():
     cfg = {**GPT, "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "dp": 4}
     with pytest.warns(UserWarning, match="unknown accelerator 'TPU v99'"):

@@ -8,15 +8,24 @@ FLOPs and the softmax, scaled by the pipeline bubble), the memory-bound kernels
 (``memory``: what the GEMMs, elementwise kernels and loss move through HBM, scaled by the bubble,
 and the optimizer step), the critical-path communication (TP and EP, also scaled by the
 bubble), the pipeline's point-to-point traffic, the data- and context-parallel traffic
-that the kernels do not hide, and the host's wait where it paces the step (``host``); and two
-counts whose factors are seconds per call (fixed costs the roofline has no figure for: launching
-one layer's kernels, one blocking collective's latency). The calibrated step is
+that the kernels do not hide, and the host's wait where it paces the step (``host``); and three
+counts whose factors are fixed costs the roofline has no figure for: seconds per call (launching
+one layer's kernels, one blocking collective's latency) and seconds per GB the pipeline hands
+from stage to stage whatever the link (``per_pipeline_gb``). The calibrated step is
 ``sum_k c_k * term_k``; the non-negative factors ``c_k`` minimise the squared *relative* error
-of the step time (``scipy.optimize.nnls``), so every job weighs the same whatever its size. A
-term no training job exercises keeps a neutral factor: the median compute factor for an unseen
-precision (its speed-up over the others is then the peak table's) and for unseen memory-bound
-kernels, 1 for unseen communication, 0 for unseen per-call costs; a calibration saved before a
-term existed prices it the same way.
+of the step time (``scipy.optimize.lsq_linear``), so every job weighs the same whatever its
+size. A communication factor is at most :data:`MAX_LINK_FACTOR`: a link moves the megabytes of a
+training collective at a quarter of its datasheet bandwidth or better, so a cost beyond that is
+not the link's and must not grow with a slower one. Fitted on one node, where the pipeline's
+sends cross NVLink, an unbounded factor once priced them at 357x NVLink's time (vTrain's
+Megatron-DeepSpeed jobs: 0.8 GB/s), and so at 357x the network's time on a job across nodes; the
+cost now goes to ``per_pipeline_gb``, which is the same over either link (where the jobs cannot
+tell a link's time from a cost per GB, a weak prior keeps the link at its datasheet figure,
+factor 1, and the rest is per GB). A term no training job
+exercises keeps a neutral factor: the median compute factor for an unseen precision (its speed-up
+over the others is then the peak table's) and for unseen memory-bound kernels, 1 for unseen
+communication, 0 for unseen fixed costs; a calibration saved before a term existed prices it the
+same way.
 
 >>> import pandas as pd
 >>> jobs = pd.DataFrame({"n_layers": [24, 24, 48], "hidden_dim": [1024, 2048, 2048], "n_heads": 16,
@@ -34,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
+from scipy.optimize import lsq_linear
 
 from perfzoo.analytic._frame import coded, compact
 from perfzoo.analytic.estimates import estimate_arrays
@@ -42,12 +51,15 @@ from perfzoo.vocabulary import PRECISIONS, normalize_precision
 
 COMPUTE_TERMS = tuple(f"compute_{p}" for p in PRECISIONS)
 TERMS = (*COMPUTE_TERMS, "memory", "critical_comm", "pipeline_comm", "exposed_dp_comm", "host", "per_layer_pass",
-         "per_collective")
+         "per_collective", "per_pipeline_gb")
+LINK_TERMS = ("critical_comm", "pipeline_comm", "exposed_dp_comm")
+MAX_LINK_FACTOR = 4.0  # a link's time at most 4x its datasheet figure: the rest is not the link (module docstring)
+LINK_PRIOR_WEIGHT = 1e-9  # pull of a link factor toward 1: so weak that it decides only a tie
 
 
 def estimate_step_terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """The step time's terms, one column per :data:`TERMS`: seconds (these add up to
-    ``step_time_s``), then the two call counts."""
+    ``step_time_s``), then the counts (layer passes, blocking collectives, GB through the pipeline)."""
     precision, compute, rest = _terms(df, est)
     n = len(df)
     terms = np.zeros((n, len(TERMS)))
@@ -72,7 +84,7 @@ def _terms(df: pd.DataFrame, est: dict[str, np.ndarray] | None) -> tuple[np.ndar
     exposed = np.maximum(est["step_time_s"] - compute - memory - critical - pipeline - host, 0.0)
     precision = coded(df, "precision", normalize_precision, PRECISIONS)
     return precision, compute, [memory, critical, pipeline, exposed, host, est["layer_passes"] * stretch,
-                                est["collective_calls"] * stretch]
+                                est["collective_calls"] * stretch, np.nan_to_num(est["comm_pp_bytes"]) / 1e9]
 
 
 @dataclass
@@ -119,8 +131,14 @@ def calibrate(df: pd.DataFrame, measured_step_s: np.ndarray, est: dict[str, np.n
     A, used = terms[ok] / t[ok, None], (terms[ok] > 0).any(axis=0)
     factors = np.array([0.0 if name.startswith("per_") else 1.0 for name in TERMS])
     if ok.sum() >= 2 and used.any():
-        fitted, _ = nnls(A[:, used], np.ones(int(ok.sum())))
-        factors[used] = fitted
+        link = np.array([name in LINK_TERMS for name in TERMS])[used]
+        upper = np.where(link, MAX_LINK_FACTOR, np.inf)
+        # the prior: a link at its datasheet figure (factor 1) where the jobs cannot tell its time
+        # from a cost per GB (every job on one link)
+        prior = np.sqrt(LINK_PRIOR_WEIGHT) * np.eye(int(used.sum()))[link]
+        fitted = lsq_linear(np.vstack([A[:, used], prior]), np.concatenate([np.ones(int(ok.sum())), prior.sum(axis=1)]),
+                            bounds=(0.0, upper), method="bvls").x
+        factors[used] = np.clip(fitted, 0.0, upper)
     compute = [j for j, name in enumerate(TERMS) if name in COMPUTE_TERMS and used[j] and factors[j] > 0]
     neutral = float(np.median(factors[compute])) if compute else 1.0
     for j, name in enumerate(TERMS):
