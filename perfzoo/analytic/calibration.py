@@ -21,11 +21,10 @@ sends cross NVLink, an unbounded factor once priced them at 357x NVLink's time (
 Megatron-DeepSpeed jobs: 0.8 GB/s), and so at 357x the network's time on a job across nodes; the
 cost now goes to ``per_pipeline_gb``, which is the same over either link (where the jobs cannot
 tell a link's time from a cost per GB, a weak prior keeps the link at its datasheet figure,
-factor 1, and the rest is per GB). A term no training job
-exercises keeps a neutral factor: the median compute factor for an unseen precision (its speed-up
-over the others is then the peak table's) and for unseen memory-bound kernels, 1 for unseen
-communication, 0 for unseen fixed costs; a calibration saved before a term existed prices it the
-same way.
+factor 1, and the rest is per GB). A term no training job exercises keeps a neutral factor: the
+median compute factor for an unseen precision (its speed-up over the others is then the peak
+table's) and for unseen memory-bound kernels, 1 for unseen communication, 0 for unseen fixed
+costs; a calibration saved before a term existed prices it the same way.
 
 >>> import pandas as pd
 >>> jobs = pd.DataFrame({"n_layers": [24, 24, 48], "hidden_dim": [1024, 2048, 2048], "n_heads": 16,
