@@ -134,10 +134,10 @@ def calibrate(df: pd.DataFrame, measured_step_s: np.ndarray, est: dict[str, np.n
         upper = np.where(link, MAX_LINK_FACTOR, np.inf)
         # the prior: a link at its datasheet figure (factor 1) where the jobs cannot tell its time
         # from a cost per GB (every job on one link)
-        prior = np.sqrt(LINK_PRIOR_WEIGHT) * np.eye(int(used.sum()))[link]
-        fitted = lsq_linear(np.vstack([A[:, used], prior]), np.concatenate([np.ones(int(ok.sum())), prior.sum(axis=1)]),
-                            bounds=(0.0, upper), method="bvls").x
-        factors[used] = np.clip(fitted, 0.0, upper)
+        weight = np.sqrt(LINK_PRIOR_WEIGHT)
+        prior = weight * np.eye(int(used.sum()))[link]
+        target = np.concatenate([np.ones(int(ok.sum())), np.full(len(prior), weight)])
+        factors[used] = lsq_linear(np.vstack([A[:, used], prior]), target, bounds=(0.0, upper), method="bvls").x
     compute = [j for j, name in enumerate(TERMS) if name in COMPUTE_TERMS and used[j] and factors[j] > 0]
     neutral = float(np.median(factors[compute])) if compute else 1.0
     for j, name in enumerate(TERMS):
