@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation import hardware
@@ -32,6 +33,27 @@ def test_each_card_is_scored_by_members_fitted_on_the_other(tmp_path):
     assert "## fit on llm-h100, score on llm-h200" in text and "Shipped pick of llm-h100: **ridge (best)**" in text
     assert f"Best member by Kendall: **{best}**" in text
     assert "Shipped pick of llm-h200" not in text  # best.json names none: said on stderr, not made up
+    assert "## The same configs on both cards" in text and "| llm-h100 step (s) | configs | measured | analytic |" in text
+
+
+def test_the_configs_both_cards_ran_are_set_side_by_side():
+    h100, h200 = load_dataset("llm-h100"), load_dataset("llm-h200")
+    table = hardware.paired_ratios(h100, h200)
+    ok100, ok200 = (ds.frame[ds.frame["status"] == "ok"] for ds in (h100, h200))
+    dims = ["config.n_layers", "config.hidden_dim", "config.seq_len", "config.micro_batch_size",
+            "config.precision", "config.activation_checkpointing", "config.compile"]  # the llm-gpu space
+    shared = set(map(tuple, ok100[dims].astype(str).to_numpy())) & set(map(tuple, ok200[dims].astype(str).to_numpy()))
+    assert table["step_s"].iloc[-1] == "all" and table["configs"].iloc[-1] == len(shared) > 100
+    assert table["configs"].iloc[:-1].sum() == len(shared)
+    # one config by hand: the H200's tokens/s over the H100's
+    key = sorted(shared)[0]
+    pick = lambda ok: ok[(ok[dims].astype(str) == list(key)).all(axis=1)]["metrics.throughput"].iloc[0]
+    one = hardware.paired_ratios(h100.subset((h100.frame[dims].astype(str) == list(key)).all(axis=1).to_numpy()), h200)
+    assert one["configs"].iloc[-1] == 1 and one["measured"].iloc[-1] == pytest.approx(pick(ok200) / pick(ok100))
+    # the analytic model: the H200's 4.8 TB/s against 3.35 speeds up the long steps, never slows a job
+    assert (table["analytic"] >= 1.0 - 1e-9).all() and table["analytic"].iloc[-2] > 1.1
+    with pytest.raises(ValueError, match="no config ran ok on both"):
+        hardware.paired_ratios(h100, load_dataset("fsdp-cpu"))
 
 
 def test_no_table_without_both_cards(tmp_path):

@@ -5,8 +5,10 @@ perfzoo's own GPU datasets measure one space under one protocol on two cards (``
 and scores it on the second, the way a user prices a card they have no jobs on
 (:func:`perfzoo.evaluation.cross.cross_scores`): Kendall tau, MAPE and the 80% interval's
 coverage on the other card. The training card's shipped pick (its ``best.json`` member) is
-marked, and so are the members best by Kendall and by MAPE. A full bench run writes
-``hardware.md`` and ``hardware.csv`` beside the leaderboard (:func:`write`).
+marked, and so are the members best by Kendall and by MAPE. Beside the scores,
+:func:`paired_ratios` sets the configs that ran on both cards side by side: how much faster the
+second card ran them, by the first card's step time, against what the analytic model says. A full
+bench run writes ``hardware.md`` and ``hardware.csv`` beside the leaderboard (:func:`write`).
 
 >>> from perfzoo.datasets import load_dataset
 >>> rows = pair_scores(load_dataset("llm-h100"), load_dataset("llm-h200"), ["analytic"])   # doctest: +SKIP
@@ -21,14 +23,16 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
+import numpy as np
 import pandas as pd
 
-from perfzoo import zoo
+from perfzoo import analytic, zoo
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation.cross import BEST, cross_scores, cross_specs
 
 PAIRS = (("llm-h100", "llm-h200"), ("llm-h200", "llm-h100"))  # (fit on, score on)
 COLUMNS = ("kendall", "mape", "mdape", "ratio_median", "coverage")  # what each row shows
+STEP_BINS = (0.0, 0.1, 0.2, 0.4, 1.0, np.inf)  # the first card's step time (s) the paired configs are binned by
 
 
 def pair_scores(train: Dataset, test: Dataset, members: Sequence[str],
@@ -36,6 +40,39 @@ def pair_scores(train: Dataset, test: Dataset, members: Sequence[str],
     """One row per member (``best``: the training card's shipped pick in ``leaderboard``, labelled
     ``<member> (best)``, which then stands for that member), fitted on ``train`` and scored on ``test``."""
     return cross_scores(train, test, cross_specs(list(members), train.name, leaderboard))
+
+
+def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
+    """The configs that ran ok on both cards (the first ok job of each config on each), binned by the
+    first card's median step time: ``configs``, the measured ``second / first`` tokens/s (median,
+    ``measured``) and the analytic model's (``analytic``), and a last row ``all``.
+
+    >>> from perfzoo.datasets import load_dataset
+    >>> paired_ratios(load_dataset("llm-h100"), load_dataset("llm-h200"))["configs"].iloc[-1]   # doctest: +SKIP
+    176
+    """
+    def ok_by_config(ds: Dataset) -> pd.DataFrame:
+        frame = ds.frame[ds.frame["status"] == "ok"]
+        keys = frame[sorted(c for c in frame.columns if c.startswith("config."))].astype(str).agg("|".join, axis=1)
+        return frame.assign(_key=keys.to_numpy()).drop_duplicates("_key").set_index("_key")
+
+    a, b = ok_by_config(first), ok_by_config(second)
+    both = a.index.intersection(b.index)
+    if both.empty:
+        raise ValueError(f"no config ran ok on both {first.name} and {second.name}: nothing to pair")
+    a, b = a.loc[both], b.loc[both]
+    target = first.target
+    pairs = pd.DataFrame({
+        "step_s": a["metrics.step_time_p50_s"].astype(float).to_numpy(),
+        "measured": b[target].astype(float).to_numpy() / a[target].astype(float).to_numpy(),
+        "analytic": np.asarray(analytic.estimate(b)["throughput"]) / np.asarray(analytic.estimate(a)["throughput"]),
+    })
+    edges = pd.cut(pairs["step_s"], STEP_BINS, right=False)
+    rows = [{"step_s": str(interval), "configs": len(g), "measured": g["measured"].median(), "analytic": g["analytic"].median()}
+            for interval, g in pairs.groupby(edges, observed=True)]
+    rows.append({"step_s": "all", "configs": len(pairs), "measured": pairs["measured"].median(),
+                 "analytic": pairs["analytic"].median()})
+    return pd.DataFrame(rows)
 
 
 def to_markdown(rows: pd.DataFrame) -> str:
@@ -82,6 +119,14 @@ def write(datasets: Sequence[Dataset], members: Sequence[str], out: Path) -> lis
             "all the jobs of one card and scored on the other card's (same space, same protocol).", ""]
     for _, rows in table.groupby(["train", "test"], sort=False):
         text += [to_markdown(rows), ""]
+    first, second = (by_name[n] for n in pairs[0])
+    ratios = paired_ratios(first, second)
+    text += ["## The same configs on both cards", "",
+             f"Configs that ran ok on both, by {first.name}'s median step time: {second.name} / {first.name} "
+             "tokens/s, measured (median) and as the analytic model prices the two cards.", "",
+             f"| {first.name} step (s) | configs | measured | analytic |", "|---|---|---|---|"]
+    text += [f"| {r.step_s} | {r.configs} | {r.measured:.3f} | {r.analytic:.3f} |" for r in ratios.itertuples()]
+    text.append("")
     md, csv = out / "hardware.md", out / "hardware.csv"
     md.write_text("\n".join(text))
     table.to_csv(csv, index=False, float_format="%.6g")
