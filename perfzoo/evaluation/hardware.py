@@ -49,11 +49,12 @@ def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
 
     >>> from perfzoo.datasets import load_dataset
     >>> paired_ratios(load_dataset("llm-h100"), load_dataset("llm-h200"))["configs"].iloc[-1]   # doctest: +SKIP
-    176
+    158
     """
     def ok_by_config(ds: Dataset) -> pd.DataFrame:
         frame = ds.frame[ds.frame["status"] == "ok"]
-        keys = frame[sorted(c for c in frame.columns if c.startswith("config."))].astype(str).agg("|".join, axis=1)
+        config = frame[sorted(c for c in frame.columns if c.startswith("config."))]
+        keys = config.astype(object).fillna("-").astype(str).agg("|".join, axis=1)  # a missing key is a value too
         return frame.assign(_key=keys.to_numpy()).drop_duplicates("_key").set_index("_key")
 
     a, b = ok_by_config(first), ok_by_config(second)
