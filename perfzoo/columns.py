@@ -130,6 +130,18 @@ class Columns:
 _NAN = np.array([np.nan])
 
 
+def row_keys(frame: pd.DataFrame) -> np.ndarray:
+    """One key per row, equal for rows whose values are equal (a missing value equals a missing
+    value): what "the same configuration" means when rows are compared or deduplicated.
+
+    >>> keys = row_keys(pd.DataFrame({"tp": [1, 1, 2, None, None], "p": ["bf16", "bf16", "bf16", "fp8", "fp8"]}))
+    >>> bool(keys[0] == keys[1]), bool(keys[0] == keys[2]), bool(keys[3] == keys[4])
+    (True, False, True)
+    """
+    text = frame.astype(object).where(frame.notna(), None).astype(str)
+    return pd.util.hash_pandas_object(text, index=False).to_numpy()
+
+
 def repeat_to(values: Any, n: int) -> Any:
     """A column of length 1 (a constant) repeated to ``n`` rows; one of ``n`` rows as it is."""
     if len(values) == n:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, zoo
+from perfzoo.columns import row_keys
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation.cross import BEST, cross_scores, cross_specs
 
@@ -53,9 +54,8 @@ def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
     """
     def ok_by_config(ds: Dataset) -> pd.DataFrame:
         frame = ds.frame[ds.frame["status"] == "ok"]
-        config = frame[sorted(c for c in frame.columns if c.startswith("config."))]
-        keys = config.astype(object).fillna("-").astype(str).agg("|".join, axis=1)  # a missing key is a value too
-        return frame.assign(_key=keys.to_numpy()).drop_duplicates("_key").set_index("_key")
+        keys = row_keys(frame[sorted(c for c in frame.columns if c.startswith("config."))])
+        return frame.assign(_key=keys).drop_duplicates("_key").set_index("_key")
 
     a, b = ok_by_config(first), ok_by_config(second)
     both = a.index.intersection(b.index)

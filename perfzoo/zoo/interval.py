@@ -40,6 +40,8 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from perfzoo.columns import row_keys
+
 ALPHA = 0.2  # the default interval: 80%
 FOLDS = 5  # cross-fitting folds (fewer when there are fewer groups)
 MIN_GROUP_ROWS = 20  # a smaller group is dealt over the folds configuration by configuration
@@ -49,8 +51,7 @@ def units(X: pd.DataFrame, groups: Optional[Any]) -> np.ndarray:
     """What each row is held out with: ``"group:<label>"`` for a group of at least
     :data:`MIN_GROUP_ROWS` rows (where there are two such groups), else ``"config:<hash>"``, its
     configuration (rows with equal features)."""
-    config = pd.util.hash_pandas_object(X.astype(object).where(X.notna(), None).astype(str), index=False)
-    config = config.astype(str).radd("config:").to_numpy(dtype=object)
+    config = pd.Series(row_keys(X)).astype(str).radd("config:").to_numpy(dtype=object)
     if groups is None:
         return config
     labels = pd.Series(np.asarray(groups, dtype=object).astype(str), dtype=object).radd("group:")
