@@ -1,0 +1,57 @@
+"""How much of a step is memory-bound, read from the configs that ran on both an H100 and an H200.
+
+    python docs/studies/h200-memory-share-1128/memory_share.py
+
+The two cards have the same dense peak FLOP/s (989 TFLOP/s BF16) and differ in HBM bandwidth
+(3.35 and 4.8 TB/s), so the measured H200 / H100 throughput of one config tells how much of its
+step waited on memory. With ``m`` the share of the H100 step the analytic model prices as
+memory-bound (HBM traffic and the optimizer step), the model's ratio is ``1 / (1 - m + m / 1.433)``;
+the printed ``scale`` is the factor on ``m`` that would give the measured ratio. Only configs with
+an H100 step of at least 0.4 s, where the hosts' pace does not show (docs/studies/host-pace-1127).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfzoo import analytic
+from perfzoo.columns import row_keys
+from perfzoo.datasets import load_dataset
+
+BANDWIDTH_RATIO = 4.8 / 3.35  # H200 / H100 HBM, datasheets (perfzoo/data/accelerators.csv)
+MIN_STEP_S = 0.4
+
+
+def ok_by_config(name: str) -> pd.DataFrame:
+    ds = load_dataset(name)
+    frame = ds.frame[ds.frame["status"] == "ok"]
+    keys = row_keys(frame[sorted(c for c in frame.columns if c.startswith("config."))])
+    return frame.assign(_key=keys).drop_duplicates("_key").set_index("_key")
+
+
+def main() -> None:
+    h100, h200 = ok_by_config("llm-h100"), ok_by_config("llm-h200")
+    both = h100.index.intersection(h200.index)
+    h100, h200 = h100.loc[both], h200.loc[both]
+    target = load_dataset("llm-h100").target
+    est100, est200 = analytic.estimate(h100), analytic.estimate(h200)
+    step = np.asarray(est100["step_time_s"])
+    pairs = pd.DataFrame({
+        "compile": h100["config.compile"].astype(str).to_numpy(),
+        "precision": h100["config.precision"].astype(str).to_numpy(),
+        "measured": h200[target].astype(float).to_numpy() / h100[target].astype(float).to_numpy(),
+        "analytic": step / np.asarray(est200["step_time_s"]),
+        "memory_share": (np.asarray(est100["memory_time_s"]) + np.asarray(est100["optimizer_time_s"])) / step,
+    })[h100["metrics.step_time_p50_s"].astype(float).to_numpy() >= MIN_STEP_S]
+    pairs["scale"] = (1 - 1 / pairs["measured"]) / (pairs["memory_share"] * (1 - 1 / BANDWIDTH_RATIO))
+    rows = [{"jobs": "all", "configs": len(pairs), **pairs[["measured", "analytic", "memory_share", "scale"]].median()}]
+    for (compile_, precision), g in pairs.groupby(["compile", "precision"]):
+        rows.append({"jobs": f"compile {compile_}, {precision}", "configs": len(g),
+                     **g[["measured", "analytic", "memory_share", "scale"]].median()})
+    print(f"configs run ok on both cards, H100 step >= {MIN_STEP_S} s; medians\n")
+    print(pd.DataFrame(rows).round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
