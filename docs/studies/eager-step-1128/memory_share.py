@@ -1,6 +1,6 @@
 """How much of a step is memory-bound, read from the configs that ran on both an H100 and an H200.
 
-    python docs/studies/h200-memory-share-1128/memory_share.py
+    python docs/studies/eager-step-1128/memory_share.py
 
 The two cards have the same dense peak FLOP/s (989 TFLOP/s BF16) and differ in HBM bandwidth
 (3.35 and 4.8 TB/s), so the measured H200 / H100 throughput of one config tells how much of its
