@@ -46,7 +46,10 @@ class AcceleratorSpec:
     within the scale-up domain (NVLink, Infinity Fabric, ICI), ``inter_bw`` over the network
     (all of a device's NICs). ``node_size`` is the devices of one host, ``nvlink_domain`` the
     devices one scale-up link joins (8 on an HGX board; 72 on an NVL72 rack, across 18 hosts).
-    ``hbm_bw`` is the memory bandwidth (bytes/s), ``exp_rate`` the exponentials the special-function
+    ``hbm_bw`` is the memory bandwidth (bytes/s); ``eager_bw`` what eager PyTorch's elementwise
+    kernels reach where it was measured (None: not measured, they are priced at ``hbm_bw``; an H100
+    2.1 of its 3.35 TB/s, an H200 2.6 of 4.8: one kernel per op, few bytes in flight per thread, so
+    a faster HBM helps them little). ``exp_rate`` the exponentials the special-function
     units compute per second (what a softmax costs beside its matmuls; None: not known).
     ``fa2_slowdown``: how many times longer an attention core takes in a FlashAttention-2-generation
     kernel (Ampere's ``mma.sync``; PyTorch SDPA's flash backend, the flash-attn 2 package) than in
@@ -64,6 +67,7 @@ class AcceleratorSpec:
     formats: frozenset = frozenset()
     exp_rate: Optional[float] = None
     fa2_slowdown: float = 1.0
+    eager_bw: Optional[float] = None
     source: str = ""
 
     def flops(self, precision: str) -> Optional[float]:
@@ -102,7 +106,7 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
             intra_bw=_number(row["intra_gb_s"], 1e9), inter_bw=_number(row["inter_gb_s"], 1e9),
             node_size=int(row["devices_per_node"]), nvlink_domain=int(row["nvlink_domain"]),
             formats=frozenset(f for f in row["formats"].split("|") if f), exp_rate=_number(row["exp_tera_s"], 1e12),
-            fa2_slowdown=_number(row["fa2_slowdown"]) or 1.0,
+            fa2_slowdown=_number(row["fa2_slowdown"]) or 1.0, eager_bw=_number(row["eager_tb_s"], 1e12),
             source=row["source"])))
     return tuple(rows)
 

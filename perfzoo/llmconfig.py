@@ -125,6 +125,9 @@ KEYS: dict[str, Key] = dict([
     _k("precision", "choice", "", "training precision of the matmuls", choices=PRECISION_VALUES),
     _k("bf16_layers", "int", "layers", "decoder layers whose linear layers stay in BF16 in a low-precision run "
        "(default 0)", low=0),
+    _k("low_precision_backward", "bool", "yes/no", "a low-precision run's backward GEMMs are low precision too "
+       "(default yes: Transformer Engine, torchao; no in perfzoo's llm workload, whose FP8 linears quantize the "
+       "forward GEMM only)"),
     _k("activation_checkpointing", "choice", "", "recompute activations", choices=CHECKPOINTING_VALUES),
     _k("sequence_parallel", "bool", "yes/no", "Megatron sequence parallelism with tp"),
     _k("flash_attention", "bool", "yes/no", "fused attention (no s x s scores kept)"),

@@ -260,6 +260,18 @@ def open_store(path: str, flag: str):
                          "e.g. runs/my-sweep") from None
 
 
+def job_identity(workload: workloads.WorkloadSpec, cfg: dict) -> dict:
+    """A config as its job id sees it: without the keys its workload's harness implies (a record
+    that predates such a key keeps its id, so a resumed sweep still skips it).
+
+    >>> llm = workloads.get("llm")
+    >>> job_identity(llm, {"precision": "fp8", "low_precision_backward": False})
+    {'precision': 'fp8'}
+    """
+    said = workload.implied(cfg) if workload.implied else {}
+    return {k: v for k, v in cfg.items() if not (k in said and said[k] == v)}
+
+
 def _sweep_id(config: CollectConfig, space_name: str, configs: list[dict]) -> str:
     if config.sweep_id:
         return config.sweep_id
@@ -348,7 +360,7 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
     # drift over the sweep then reaches every config's repeats alike
     for r in range(config.repeat):
         for cfg, nproc, key in zip(configs, nprocs, keys):
-            jid = job_id_for(config.workload, cfg, key, r)
+            jid = job_id_for(config.workload, job_identity(workload, cfg), key, r)
             if jid in done_ids:
                 skipped += 1
                 continue

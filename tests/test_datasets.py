@@ -394,3 +394,27 @@ def test_a_row_that_contradicts_itself_is_kept_and_reported(tmp_path, write_publ
     assert "micro_batch_size x grad_accum x dp = 1 x 4 x 64 = 256 but global_batch_size = 64" in report.contradictions[0][1]
     assert "tp x pp x cp x dp = 2 x 1 x 1 x 64 = 128 but n_gpus = 64" in report.contradictions[1][1]
     assert "line 3: micro_batch_size" in str(report) and report.to_dict()["contradicting_rows"]["4"].startswith("tp x pp")
+
+
+def test_measured_llm_records_read_with_the_fp8_recipe_their_harness_ran():
+    """harness.workloads.llm quantizes the forward GEMM only: its FP8 records, stored before the
+    config said so, read with ``low_precision_backward`` false (perfzoo.workloads.llm.harness_recipe),
+    the stored lines as they were; a config the llm-gpu space draws says it too, and its job id is
+    the one a record without the key has (a resumed sweep skips it)."""
+    from perfzoo import spaces, workloads
+    from perfzoo.datasets import bundled_dir
+    from perfzoo.sweep import job_identity
+
+    path = bundled_dir() / "llm-h100" / "records.jsonl"
+    before = path.read_bytes()
+    frame = load_dataset("llm-h100").frame
+    fp8 = (frame["config.precision"] == "fp8").to_numpy()
+    assert fp8.sum() > 100 and (frame.loc[fp8, "config.low_precision_backward"] == False).all()  # noqa: E712
+    assert frame.loc[~fp8, "config.low_precision_backward"].isna().all()
+    assert path.read_bytes() == before and b"low_precision_backward" not in before
+    drawn = spaces.get("llm-gpu").sample(20, seed=0)
+    assert {c["precision"]: c.get("low_precision_backward") for c in drawn} == {"fp8": False, "bf16": None}
+    stored = next(json.loads(line)["config"] for line in before.decode().splitlines()
+                  if json.loads(line)["config"]["precision"] == "fp8")
+    llm = workloads.get("llm")
+    assert job_identity(llm, {**stored, **llm.implied(stored)}) == stored

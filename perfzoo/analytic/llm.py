@@ -73,7 +73,13 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   however small the layer (against the GPU's time alone, micro batch 1 ran at 0.31 of the ideal and
   16 at 0.69; with the host priced, 0.57 and 0.69: ``python scripts/efficiency_table.py --dataset
   llm-h100 --by micro_batch_size``); llm-foundry's smallest MPTs take ~10 ms, Megatron-Bridge's
-  dropless MoE at micro batch 1 ~9 ms.
+  dropless MoE at micro batch 1 ~9 ms. In eager PyTorch (``compile`` false) the host's time per pass
+  grows with what it runs (:meth:`LLMCost.host_pass_factor`): the recomputed forward under
+  ``torch.utils.checkpoint`` (:data:`HOST_RECOMPUTE`, full 1.73x, PyTorch's selective policy, a
+  Python callback on every operator, 2.2x) and eager low-precision casts (:data:`HOST_EAGER_CASTS`,
+  1.31x), the medians of the host-paced jobs of ``llm-h100`` against its BF16 jobs without
+  checkpointing (``docs/studies/eager-step-1128``, ``host_per_pass.py``; the H200 machine's jobs,
+  not used, give 1.45x, 2.05x and 1.27x).
 * TP communication overlap (``tp_comm_overlap``; default on for NeMo and Megatron-Bridge with
   ``tp > 1`` and sequence parallelism, whose performance recipes turn on Transformer Engine's
   userbuffers overlap, ``tp_comm_overlap=True``; off elsewhere, Megatron-LM's ``--tp-comm-overlap``
@@ -103,8 +109,8 @@ import pandas as pd
 
 from perfzoo.analytic._frame import Frame, as_frame, coded, column, is_code, mapped, num, wrap, wrap_frame
 from perfzoo.analytic.hardware import alltoall_seconds, device_figures, group_bandwidth, link_bandwidth
-from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
-from perfzoo.analytic.precision import compute_seconds, precision_codes
+from perfzoo.analytic.memory import EAGER, FP32_BYTES, MIXED_BYTES, Memory
+from perfzoo.analytic.precision import compute_seconds, format_width, precision_codes
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
 from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
@@ -114,6 +120,8 @@ from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, MEGATRON_FRAMEWORKS, 
 FA2_FRAMEWORKS = ("pytorch", "torchtitan", "llm-foundry")  # attention in a FlashAttention-2 kernel (module docstring)
 TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron-bridge")  # TP communication overlapped by default (module docstring)
 HOST_PASS_S = 5e-3  # the host's time per layer pass, the least a pass takes where it shows (module docstring)
+HOST_RECOMPUTE = {"full": 1.73, "selective": 2.2}  # eager PyTorch: a pass's host time with checkpointing, x
+HOST_EAGER_CASTS = 1.31  # eager PyTorch: a pass's host time with eager low-precision casts, x
 
 
 class LLMCost:
@@ -180,6 +188,10 @@ class LLMCost:
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
         # the share of the blocks' linear layers a low-precision recipe keeps in BF16 (:mod:`.precision`)
         self.bf16_share = np.clip(num(df, "bf16_layers", 0.0) / self.shape.L, 0.0, 1.0)
+        # its backward GEMMs: in the format too (Transformer Engine, torchao: the default), or in BF16
+        # (``low_precision_backward`` false: perfzoo's llm workload, whose FP8 linears quantize the forward only)
+        backward = mapped(df, "low_precision_backward", to_bool, dtype=float)
+        self.forward_only = (backward == 0) & (format_width(self.precision, self.format) < 2.0)
         fa2 = is_code(self.framework, FRAMEWORKS, *FA2_FRAMEWORKS) & (self.flash > 0)
         self.attention_x = np.where(fa2, self.hw.fa2_slowdown, 1.0)  # the attention kernel's slowdown
         self.memory = Memory(self)
@@ -302,7 +314,16 @@ class LLMCost:
         parts = self.flops_parts(causal=True, recompute=True, executed=True)
         per_device = {k: v * self.tokens_per_step() / self.n_gpus for k, v in parts.items()}
         per_device["attention"] = per_device["attention"] * self.attention_x
-        return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16, self.bf16_share)
+        return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16, self.linear_bf16_share())
+
+    def linear_bf16_share(self) -> np.ndarray:
+        """The share of the blocks' linear FLOPs that runs at the 16-bit peak: the layers a recipe keeps
+        in BF16 and, where only the forward GEMM is low precision, the backward GEMMs (2 of every 3
+        passes; a recomputed forward is low precision too)."""
+        full = is_code(self.ac, CHECKPOINTING, "full")
+        forward = (2.0 + 2.0 * full) / (self.weight_passes() + 2.0 * full)
+        q = self.bf16_share
+        return np.where(self.forward_only, q + (1.0 - q) * (1.0 - forward), q)
 
     def step_time(self, comm: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
         """The step's time terms: ``compute_time_s``, ``softmax_time_s``, ``memory_time_s``,
@@ -323,10 +344,26 @@ class LLMCost:
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
                 + np.maximum(0.0, t_dp + t_cp - busy))
-        host = np.where(self.host_shows(), np.maximum(0.0, self.call_counts()["layer_passes"] * HOST_PASS_S - step), 0.0)
+        floor = self.call_counts()["layer_passes"] * HOST_PASS_S * self.host_pass_factor()
+        host = np.where(self.host_shows(), np.maximum(0.0, floor - step), 0.0)
         return {"compute_time_s": t_compute, **kernels, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
                 "pp_time_s": t_pp, "dp_time_s": t_dp, "comm_time_s": t_tp + t_cp + t_ep + t_pp + t_dp,
                 "host_time_s": host, "step_time_s": step + host}
+
+    def host_pass_factor(self) -> np.ndarray:
+        """How many times :data:`HOST_PASS_S` the host takes per layer pass: 1, and in eager PyTorch on
+        a GPU more with checkpointing and with low-precision casts (module docstring; measured there).
+
+        >>> row = {"n_layers": 4, "hidden_dim": 256, "n_heads": 4, "seq_len": 128, "compile": False,
+        ...        "activation_checkpointing": "full", "precision": "fp8", "accelerator": "H100-80GB"}
+        >>> round(float(LLMCost(pd.DataFrame([row])).host_pass_factor()[0]), 4)  # 1.73 x 1.31
+        2.2663
+        """
+        full = is_code(self.ac, CHECKPOINTING, "full")
+        selective = is_code(self.ac, CHECKPOINTING, "selective")
+        recompute = np.where(full, HOST_RECOMPUTE["full"], np.where(selective, HOST_RECOMPUTE["selective"], 1.0))
+        casts = np.where(format_width(self.precision, self.format) < 2.0, HOST_EAGER_CASTS, 1.0)
+        return np.where((self.memory.profile == EAGER) & ~self.hw.cpu, recompute * casts, 1.0)
 
     def host_shows(self) -> np.ndarray:
         """Whether the host's time per layer pass can pace the step: in any framework but

@@ -18,7 +18,10 @@ stay in BF16, so that a step's compute time is each part's FLOPs at its own peak
   A recipe may keep whole decoder layers in BF16 (``bf16_layers``: Megatron's
   ``num_layers_at_start_in_bf16`` / ``num_layers_at_end_in_bf16``; torchtitan's
   ``llama3_8b_nvfp4_mixed``, the last 15% of the layers, after "Pretraining LLMs with NVFP4"): that
-  share of the blocks' linear FLOPs runs at the BF16 peak.
+  share of the blocks' linear FLOPs runs at the BF16 peak. A recipe may quantize the forward GEMM
+  only (``low_precision_backward`` false: perfzoo's llm workload, ``harness.workloads.llm``): the data-
+  and weight-gradient GEMMs, 4 of every 6 linear FLOPs (4 of 8 with full recompute), run at the BF16
+  peak too (:meth:`perfzoo.analytic.llm.LLMCost.linear_bf16_share`).
 * The peak of a format is the accelerator table's (:mod:`perfzoo.accelerators`): FP8 and MXFP8 run
   at the FP8 peak, NVFP4 and MXFP4 at the FP4 peak. A device without the format (MXFP8 or NVFP4 on
   H100, FP8 on A100) has no peak for it: the estimate is NaN, never a fallback (the

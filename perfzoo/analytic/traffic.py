@@ -24,10 +24,16 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   "Pretraining large language models with NVFP4", section 2): ``2e + 2`` and ``4 + 2e``, 8 per
   element. MXFP8's block scales need no such pass; FP8's per-tensor scales are taken as delayed
   (the previous step's amax, one pass): the recipes' ``fp8`` rows do not say which. Layers a
-  recipe keeps in BF16 (``bf16_layers``) move ``3 x 2`` and cast nothing. The LM head and the
+  recipe keeps in BF16 (``bf16_layers``) move ``3 x 2`` and cast nothing. A recipe that quantizes
+  the forward GEMM only (``low_precision_backward`` false: perfzoo's llm workload, whose FP8 linears
+  run both backward GEMMs in BF16 on the saved 16-bit input) moves ``(e + 10) / 2`` in its GEMMs and
+  casts the forward input (half of ``K + N``) and, each micro-batch, the weights. A cast in eager
+  PyTorch (``compile`` false: ``abs``, ``amax``, ``float``, ``mul``, ``clamp``, ``to``) moves
+  :data:`EAGER_CAST` = 33 bytes per element where a fused one moves ``2 + e``. The casts are
+  elementwise kernels (:meth:`Traffic.cast_bytes`). The LM head and the
   router stay 16-bit. Weights: each micro-batch reads the local weights twice
-  (forward, data gradient) at the format's width and accumulates the weight gradient into the
-  gradient buffer (read and write at its width, :mod:`.memory`). Per layer: attention
+  (forward, data gradient) at the format's width (forward only: ``e + 2``) and accumulates the
+  weight gradient into the gradient buffer (read and write at its width, :mod:`.memory`). Per layer: attention
   ``q,k,v``: ``K = d``, ``N = (a + 2k)h/tp``; output ``K = a*h/tp``, ``N = d``; MLA's down- and
   up-projections likewise; MLP ``d -> g'f/tp -> d`` (``g' = 2`` gated); routed experts the same at
   ``fe/etp`` for each of the ``Ts*K*CF`` routed copies (few tokens per expert make the weight
@@ -77,7 +83,13 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
 ``memory_time`` = micro-batches x (GEMM operand + elementwise + loss bytes) / HBM bandwidth; these
 kernels run between the GEMMs on the same stream, so the step adds them to the compute time
 (:mod:`.llm`). Absolute bandwidth efficiency (70-90% of the datasheet figure) is left to
-calibration, like the FLOP/s efficiency.
+calibration, like the FLOP/s efficiency, with one exception: eager PyTorch's elementwise kernels
+(``compile`` false) run one kernel per op with few bytes in flight per thread and reach a share of
+the HBM bandwidth that falls as the HBM gets faster, so where the accelerator table has the figure
+they move their bytes at its measured ``eager_tb_s`` (an H100 2.1 of 3.35 TB/s, an H200 2.6 of 4.8:
+profiled llm-gpu jobs, ``scripts/kernel_profile.py``; the same jobs' GEMMs ran as fast on both
+cards, their elementwise kernels 1.22x faster on the H200, their loss 1.48x and their optimizer
+1.38x: ``docs/studies/eager-step-1128``).
 
 >>> import pandas as pd
 >>> from perfzoo.analytic.llm import LLMCost
@@ -103,6 +115,7 @@ from perfzoo.vocabulary import CHECKPOINTING, FORMATS
 EAGER_NORM, EAGER_ROPE, EAGER_SWIGLU = 36.0, 48.0, 10.0  # forward bytes per element, eager PyTorch
 FUSED_NORM, FUSED_ROPE, FUSED_SWIGLU, GELU, RESIDUAL = 4.0, 4.0, 6.0, 4.0, 6.0
 ROUTER_BYTES, PERMUTE_BYTES = 12.0, 8.0  # per expert logit per token; per routed copy and element of d
+EAGER_CAST = 33.0  # bytes per element of a low-precision cast in eager PyTorch (Traffic.cast_bytes)
 LOSS_FUSED, LOSS_TORCH = 4.0, 40.0  # per vocabulary entry and token, forward + backward
 BACKWARD = 2.0  # a backward pass moves twice the forward's elementwise bytes
 SOFTMAX_OPS = (3.5, 4.0)  # fp32 vector operations per attention score: FlashAttention-2 forward, backward
@@ -151,29 +164,57 @@ class Traffic:
         mlp = sh.L_ffn - sh.moe.L_moe + np.where(sh.moe.L_moe > 0, 0.0, sh.mtp)
         return {"attention": (sh.L_attn + sh.mtp) / pp, "mlp": mlp / pp, "moe": moe / pp, "mamba": sh.L_mamba / pp}
 
-    def gemm_bytes(self) -> np.ndarray:
-        """Bytes the GEMMs of one micro-batch read and write on a device (operands, casts, weights)."""
+    def linear_elements(self) -> np.ndarray:
+        """``K + N`` elements summed over one micro-batch's tokens and the blocks' linear layers on a
+        device, times the passes over them / 3 (1 in training, 2/3 for adapter tuning)."""
         c, sh = self.c, self.sh
         T, Ts = self.tokens
         n = self.layer_counts
         k = self.gemm_act_elements()
-        passes = c.weight_passes() / 2.0  # 3 GEMMs per linear layer (2 for adapter tuning)
-        e = self.width
-        # bytes per element of the three GEMMs: 3e at 16 and 32 bits; low precision 2e + 2 plus 2 + 2e of casts,
-        # NVFP4 2 more: the amax pass its per-tensor scale needs before any block is quantized
-        amax = 2.0 * is_code(c.format, FORMATS, "nvfp4")
-        q = c.bf16_share  # layers a low-precision recipe keeps in BF16: 16-bit operands, no casts
-        linear = np.where(e >= 2.0, 3.0 * e, (1.0 - q) * (4.0 * e + 4.0 + amax) + q * 6.0)
         per_token = n["attention"] * k["attention"] + n["mlp"] * k["mlp"] + n["moe"] * k["shared"] + n["mamba"] * k["mamba"]
         routed = Ts * sh.moe.K * sh.moe.capacity * n["moe"] * k["routed"]
-        blocks = passes / 3.0 * linear * (T * per_token + routed)
+        return c.weight_passes() / 6.0 * (T * per_token + routed)
+
+    def gemm_bytes(self) -> np.ndarray:
+        """Bytes the GEMMs of one micro-batch read and write on a device (operands and weights; the
+        quantization casts are :meth:`cast_bytes`)."""
+        c, sh = self.c, self.sh
+        T, Ts = self.tokens
+        n = self.layer_counts
+        e = self.width
+        # bytes per element of the three GEMMs: 3e at 16 and 32 bits, 2e + 2 in low precision (16-bit
+        # outputs), (e + 10) / 2 where only the forward GEMM is low precision (its input e, the rest 16-bit)
+        low = np.where(c.forward_only, (e + 10.0) / 2.0, 2.0 * e + 2.0)
+        q = c.bf16_share  # layers a low-precision recipe keeps in BF16: 16-bit operands
+        linear = np.where(e >= 2.0, 3.0 * e, (1.0 - q) * low + q * 6.0)
         # the LM head and the router stay 16-bit (fp32 in fp32 training): act_bytes per element and pass
         lm_head = np.where(sh.V > 0, T * (sh.d + sh.V / c.tp) * (1.0 + sh.mtp) / c.pp, 0.0)
         head = lm_head + Ts * n["moe"] * (sh.d + sh.moe.E)
         dense, expert = c.memory.local_params
         grad_b = c.memory.bytes_per_param()[1]
-        weights = (dense + expert) * (2.0 * e + 2.0 * grad_b)
-        return blocks + passes * c.act_bytes * head + weights
+        reads = np.where(c.forward_only, e + 2.0, 2.0 * e)  # the weights, forward and data gradient
+        weights = (dense + expert) * (reads + 2.0 * grad_b)
+        return linear * self.linear_elements() + c.weight_passes() / 2.0 * c.act_bytes * head + weights
+
+    def cast_bytes(self) -> np.ndarray:
+        """Bytes the quantization casts of one micro-batch move on a device: per element cast, its
+        16-bit read and its write in the format (``2 + e``), in eager PyTorch :data:`EAGER_CAST`
+        (``abs``, ``amax``, ``float``, ``mul``, ``clamp``, ``to``: 2+2, 2, 2+4, 4+4, 4+4, 4+1).
+        All GEMMs low precision: the forward input and the backward output gradient, plus their
+        transposed copies (``e``; NVFP4's amax pass 2 more), per element of ``K + N``. Forward
+        GEMM only: its input (half of ``K + N``) and, each micro-batch, the weights, again in a
+        recomputed forward (:meth:`recomputed_forwards`)."""
+        c, e = self.c, self.width
+        cast = np.where(self.profile == EAGER, EAGER_CAST, 2.0 + e)
+        amax = 2.0 * is_code(c.format, FORMATS, "nvfp4")
+        # a recomputed forward casts its input and weights again (priced for the forward-only recipe,
+        # whose jobs measured it: docs/studies/eager-step-1128)
+        again = np.where(c.forward_only, self.recomputed_forwards(), 0.0)
+        per_element = np.where(c.forward_only, cast / 2.0 * (1.0 + again), cast + e + amax)
+        dense, expert = c.memory.local_params
+        weights = np.where(c.forward_only, cast * (1.0 + again) * (dense + expert), 0.0)
+        low = (1.0 - c.bf16_share) * (per_element * self.linear_elements() + weights)
+        return np.where(e >= 2.0, 0.0, low)
 
     # elementwise kernels ---------------------------------------------------------------
     def elementwise_forward_bytes(self) -> np.ndarray:
@@ -217,10 +258,10 @@ class Traffic:
         per_v = np.where(self.c.memory.fused_loss, LOSS_FUSED, LOSS_TORCH)
         return T * per_v * sh.V / c.tp * (1.0 + sh.mtp) / c.pp * c.act_bytes / 2.0
 
-    def micro_batch_bytes(self) -> np.ndarray:
-        """Everything one micro-batch moves on a device: GEMM operands, elementwise kernels, loss."""
-        fwd = self.elementwise_forward_bytes()
-        return self.gemm_bytes() + fwd * (1.0 + BACKWARD + self.recomputed_forwards()) + self.loss_bytes()
+    def elementwise_bytes(self) -> np.ndarray:
+        """What one micro-batch's elementwise kernels move on a device: forward, backward, recompute,
+        and the quantization casts."""
+        return self.elementwise_forward_bytes() * (1.0 + BACKWARD + self.recomputed_forwards()) + self.cast_bytes()
 
     def optimizer_bytes(self) -> np.ndarray:
         """What the optimizer step reads and writes: twice the state the device holds."""
@@ -248,5 +289,8 @@ class Traffic:
         exps, ops = self.softmax_work()
         softmax = np.where(np.isnan(hw.exp_rate), 0.0,
                            c.m * c.attention_x * (exps / hw.exp_rate + ops / hw.vector_rate))
-        return {"memory_time_s": c.m * self.micro_batch_bytes() / hw.hbm_bw,
+        # eager PyTorch's elementwise kernels at the bandwidth they reach (the accelerator table's eager_tb_s)
+        elementwise_bw = np.where(self.profile == EAGER, hw.eager_bw, hw.hbm_bw)
+        moved = (self.gemm_bytes() + self.loss_bytes()) / hw.hbm_bw + self.elementwise_bytes() / elementwise_bw
+        return {"memory_time_s": c.m * moved,
                 "optimizer_time_s": self.optimizer_bytes() / hw.hbm_bw, "softmax_time_s": softmax}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from perfzoo.sources._base import DataError, Load, Source
+from perfzoo.records import JobRecord
 from perfzoo.store import RECORDS_FILE, RecordStore
 
 METADATA_FILE = "dataset.json"
@@ -41,7 +42,7 @@ class RecordStoreSource(Source):
         records = RecordStore(directory, create=False).records()
         if not records:
             raise DataError(f"{directory / RECORDS_FILE}: holds no job records")
-        return Load(records, [])
+        return Load([with_implied(r) for r in records], [])
 
     def metadata(self, paths: Sequence[Path]) -> dict[str, Any]:
         """The fields of ``dataset.json``, the card, and by default the folder's name and
@@ -51,6 +52,28 @@ class RecordStoreSource(Source):
         return {"name": directory.name, "provenance": f"record store {directory}",
                 "card": card_file.read_text(encoding="utf-8") if card_file.is_file() else "",
                 **read_metadata(directory / METADATA_FILE)}
+
+
+def with_implied(record: JobRecord) -> JobRecord:
+    """A measured record with the config keys its workload's harness implies (``WorkloadSpec.implied``)
+    that it predates: a copy, the stored line unchanged.
+
+    >>> from perfzoo.datasets import bundled_dir
+    >>> r = next(r for r in RecordStore(bundled_dir() / "llm-h100", create=False) if r.config["precision"] == "fp8")
+    >>> "low_precision_backward" in r.config, with_implied(r).config["low_precision_backward"]
+    (False, False)
+    """
+    implied = _implied(record.workload)
+    if record.source != "measured" or implied is None:
+        return record
+    missing = {k: v for k, v in implied(record.config).items() if k not in record.config}
+    return record.model_copy(update={"config": {**record.config, **missing}}) if missing else record
+
+
+def _implied(workload: str):
+    from perfzoo import workloads
+
+    return workloads.get(workload).implied if workload in workloads.names() else None
 
 
 def _folder(paths: Sequence[Path]) -> Path:

@@ -62,6 +62,9 @@ class WorkloadSpec:
     size_keys: frozenset[str] = frozenset()  # config keys features also give as log2 (sizes, counts)
     optional_keys: frozenset[str] = frozenset()  # config keys a config may leave out
     baselines: Mapping[str, Baseline] = field(default_factory=dict)  # loop phase -> its baseline
+    # config keys the harness's build implies for a config (e.g. the llm workload's FP8 recipe): its
+    # spaces derive them, and a record store's measured records that predate a key get it when read
+    implied: Optional[Callable[[dict], dict]] = None
 
     def __post_init__(self):
         if (self.cost is None) != (self.claims is None):

@@ -4,10 +4,9 @@
 
 The two cards have the same dense peak FLOP/s (989 TFLOP/s BF16) and differ in HBM bandwidth
 (3.35 and 4.8 TB/s), so the measured H200 / H100 throughput of one config tells how much of its
-step waited on memory. With ``m`` the share of the H100 step the analytic model prices as
-memory-bound (HBM traffic and the optimizer step), the model's ratio is ``1 / (1 - m + m / 1.433)``;
-the printed ``scale`` is the factor on ``m`` that would give the measured ratio. Only configs with
-an H100 step of at least 0.4 s, where the hosts' pace does not show (docs/studies/host-pace-1127).
+step waited on memory. Printed: the measured ratio, the analytic model's, and the share of the H100
+step the model prices as memory-bound (HBM traffic and the optimizer step), medians. Only configs
+with an H100 step of at least 0.4 s, where the hosts' pace does not show (docs/studies/host-pace-1127).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from perfzoo import analytic
 from perfzoo.columns import row_keys
 from perfzoo.datasets import load_dataset
 
-BANDWIDTH_RATIO = 4.8 / 3.35  # H200 / H100 HBM, datasheets (perfzoo/data/accelerators.csv)
 MIN_STEP_S = 0.4
 
 
@@ -44,11 +42,10 @@ def main() -> None:
         "analytic": step / np.asarray(est200["step_time_s"]),
         "memory_share": (np.asarray(est100["memory_time_s"]) + np.asarray(est100["optimizer_time_s"])) / step,
     })[h100["metrics.step_time_p50_s"].astype(float).to_numpy() >= MIN_STEP_S]
-    pairs["scale"] = (1 - 1 / pairs["measured"]) / (pairs["memory_share"] * (1 - 1 / BANDWIDTH_RATIO))
-    rows = [{"jobs": "all", "configs": len(pairs), **pairs[["measured", "analytic", "memory_share", "scale"]].median()}]
+    columns = ["measured", "analytic", "memory_share"]
+    rows = [{"jobs": "all", "configs": len(pairs), **pairs[columns].median()}]
     for (compile_, precision), g in pairs.groupby(["compile", "precision"]):
-        rows.append({"jobs": f"compile {compile_}, {precision}", "configs": len(g),
-                     **g[["measured", "analytic", "memory_share", "scale"]].median()})
+        rows.append({"jobs": f"compile {compile_}, {precision}", "configs": len(g), **g[columns].median()})
     print(f"configs run ok on both cards, H100 step >= {MIN_STEP_S} s; medians\n")
     print(pd.DataFrame(rows).round(3).to_string(index=False))
 

@@ -45,8 +45,8 @@ import pandas as pd
 from perfzoo.analytic._frame import num
 from perfzoo.analytic.llm import LLMCost
 from perfzoo.workloads._base import WorkloadSpec
-from perfzoo.workloads.llm.spaces import (GPU_HEAD_DIM, LLM_GPU, LLM_SMALL, MEGATRON_A100, llm_derived, llm_gpu_derived,
-                                          megatron_space)
+from perfzoo.workloads.llm.spaces import (GPU_HEAD_DIM, LLM_GPU, LLM_SMALL, MEGATRON_A100, harness_recipe, llm_derived,
+                                          llm_gpu_derived, megatron_space)
 
 
 def claims(df: pd.DataFrame) -> np.ndarray:
@@ -81,9 +81,10 @@ SPEC = WorkloadSpec(
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window",
         "n_sliding_layers", "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim",
         "mamba_state_dim", "mamba_groups", "moe_capacity_factor", "moe_token_drop", "etp", "framework", "bf16_layers",
-        "fused_loss",
+        "fused_loss", "low_precision_backward",
     }),
+    implied=harness_recipe,
 )
 
-__all__ = ["GPU_HEAD_DIM", "LLM_GPU", "LLM_SMALL", "MEGATRON_A100", "SPEC", "claims", "cost", "llm_derived",
-           "llm_gpu_derived", "megatron_space"]
+__all__ = ["GPU_HEAD_DIM", "LLM_GPU", "LLM_SMALL", "MEGATRON_A100", "SPEC", "claims", "cost", "harness_recipe",
+           "llm_derived", "llm_gpu_derived", "megatron_space"]

@@ -20,6 +20,7 @@ from typing import Optional
 
 from harness.workloads.llm_shapes import param_counts  # pure arithmetic, no torch
 from perfzoo.spaces import Categorical, Constraint, Integer, Space, SpaceError
+from perfzoo.vocabulary import normalize_precision
 
 def _tokens_at_most(name: str, limit: int, per: str, why: str) -> Constraint:
     """At most ``limit`` tokens (micro batch x sequence) per ``per``."""
@@ -96,12 +97,24 @@ LLM_SMALL = Space(
 GPU_HEAD_DIM = 128
 
 
+def harness_recipe(c: dict) -> dict:
+    """What the harness's llm build implies for a config: its FP8 linears quantize the forward GEMM
+    only and run both backward GEMMs in BF16 (``harness.workloads.llm._Fp8Matmul``), so a
+    low-precision config has ``low_precision_backward`` false; nothing for the others.
+
+    >>> harness_recipe({"precision": "fp8"}), harness_recipe({"precision": "bf16"})
+    ({'low_precision_backward': False}, {})
+    """
+    low = c.get("precision") is not None and normalize_precision(c["precision"]) in ("fp8", "fp4")
+    return {"low_precision_backward": False} if low else {}
+
+
 def llm_gpu_derived(c: dict) -> dict:
     """The Llama-style shape that follows from depth and width (head dim 128, SwiGLU width
-    ``8/3 d`` rounded up to 256, as Llama's), then :func:`llm_derived`."""
+    ``8/3 d`` rounded up to 256, as Llama's), then :func:`llm_derived` and :func:`harness_recipe`."""
     d = int(c["hidden_dim"])
     shape = {"n_heads": d // GPU_HEAD_DIM, "ffn_dim": -(-(8 * d // 3) // 256) * 256}
-    return {**shape, **llm_derived({**c, **shape})}
+    return {**shape, **llm_derived({**c, **shape}), **harness_recipe(c)}
 
 
 LLM_GPU = Space(
