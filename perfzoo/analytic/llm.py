@@ -71,7 +71,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   needs each expert's token count on the host to size the all-to-all.
   :data:`HOST_PASS_S` = 5 ms is what perfzoo's H100 jobs (eager PyTorch, FSDP2) took per pass
   however small the layer (against the GPU's time alone, micro batch 1 ran at 0.31 of the ideal and
-  16 at 0.69; with the host priced, 0.57 and 0.69: ``python scripts/efficiency_table.py --dataset
+  16 at 0.69; with the host priced, 0.57 and 0.69, and with the factors below and the eager kernels
+  at their measured bandwidth, 0.78 and 0.88: ``python scripts/efficiency_table.py --dataset
   llm-h100 --by micro_batch_size``); llm-foundry's smallest MPTs take ~10 ms, Megatron-Bridge's
   dropless MoE at micro batch 1 ~9 ms. In eager PyTorch (``compile`` false) the host's time per pass
   grows with what it runs (:meth:`LLMCost.host_pass_factor`): the recomputed forward under
