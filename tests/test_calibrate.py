@@ -124,3 +124,17 @@ def test_source_labels_only_where_there_are_several_sources():
     assert calibrate.source_labels(frame).tolist() == ["a.csv", "b.csv", "a.csv"]
     assert calibrate.source_labels(frame.iloc[[0, 2]]) is None
     assert calibrate.source_labels(pd.DataFrame({"x": [1]})) is None
+
+
+def test_measured_jobs_are_grouped_by_collection_session():
+    # perfzoo's own GPU jobs came from lent machines, one session each: the interval is cross-fitted
+    # over sessions (the checkout the harness ran and the day), so it is sized for a machine never seen
+    from perfzoo.datasets import load_dataset
+
+    labels = pd.Series(calibrate.source_labels(load_dataset("llm-h100").frame)).value_counts()
+    assert labels.tolist() == [211, 90] and all("@2026-11-2" in label for label in labels.index)
+    # one session (llm-cpu), or rows not all measured, give no groups
+    assert calibrate.source_labels(load_dataset("llm-cpu").frame) is None
+    mixed = pd.DataFrame({"source": ["measured", "published"], "software.git_commit": ["a", "b"],
+                          "started_at": pd.to_datetime(["2026-11-23", "2026-11-27"])})
+    assert calibrate.collection_sessions(mixed) is None and calibrate.source_labels(mixed) is None

@@ -11,7 +11,8 @@ with the jackknife+", arXiv 1905.02928, for the cross-fitted variant). The tails
 separately, so a member that under-predicts a kind of job gets an interval that leans up.
 
 What a fold holds decides what the interval covers. Rows of one group (``groups``: e.g. the
-published source a row came from) stay in one fold, so the residuals are those of predicting a
+published source a row came from, or the collection session of a measured job:
+:func:`perfzoo.calibrate.source_labels`) stay in one fold, so the residuals are those of predicting a
 source never seen, the error a user meets on their own cluster. A group of fewer than
 :data:`MIN_GROUP_ROWS` rows (a user's few calibration runs) is too small to be held out against
 the rest, or to train on alone: its configurations are dealt over the folds of the large groups.
