@@ -6,7 +6,8 @@ B (:func:`without`: a job scored must not have been fitted on) and scored on B i
 (:func:`in_target_of`); with K shots, K configurations of B drawn by seed join the training data
 (:func:`perfzoo.calibrate.join`, the same join as ``predict --calibrate``) and the rest of B is
 scored, over several draws. Throughput members also calibrate their 80% interval on the training
-side (folds by published source where it has several), so each row holds its coverage on B.
+side (folds by published source, or by collection session for measured jobs, where it has several:
+:func:`perfzoo.calibrate.source_labels`), so each row holds its coverage on B.
 
 >>> from perfzoo.datasets import load_dataset                                      # doctest: +SKIP
 >>> rows = cross_scores(load_dataset("published-llm"), load_dataset("published-torchtitan"),
@@ -196,8 +197,8 @@ def cross_tasks(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpe
                 ids: Optional[dict[str, Any]] = None) -> list[Task]:
     """One task per throughput or score member: fit on every labelled row of ``train``, score on
     every labelled row of ``test`` (``ids``: more labels for the result rows). A throughput member
-    also calibrates its 80% interval (folds by published source where ``train`` has several), so
-    the result holds its coverage on ``test``.
+    also calibrates its 80% interval (folds by published source or collection session where ``train``
+    has several), so the result holds its coverage on ``test``.
 
     The test rows are given the training dataset's feature columns (a column the test file
     lacks is missing, which predictors handle as an unknown optional field).
