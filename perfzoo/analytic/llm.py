@@ -192,7 +192,8 @@ class LLMCost:
         # its backward GEMMs: in the format too (Transformer Engine, torchao: the default), or in BF16
         # (``low_precision_backward`` false: perfzoo's llm workload, whose FP8 linears quantize the forward only)
         backward = mapped(df, "low_precision_backward", to_bool, dtype=float)
-        self.forward_only = (backward == 0) & (format_width(self.precision, self.format) < 2.0)
+        self.width = format_width(self.precision, self.format)  # bytes per element of the quantized GEMM inputs
+        self.forward_only = (backward == 0) & (self.width < 2.0)
         fa2 = is_code(self.framework, FRAMEWORKS, *FA2_FRAMEWORKS) & (self.flash > 0)
         self.attention_x = np.where(fa2, self.hw.fa2_slowdown, 1.0)  # the attention kernel's slowdown
         self.memory = Memory(self)
@@ -363,7 +364,7 @@ class LLMCost:
         full = is_code(self.ac, CHECKPOINTING, "full")
         selective = is_code(self.ac, CHECKPOINTING, "selective")
         recompute = np.where(full, HOST_RECOMPUTE["full"], np.where(selective, HOST_RECOMPUTE["selective"], 1.0))
-        casts = np.where(format_width(self.precision, self.format) < 2.0, HOST_EAGER_CASTS, 1.0)
+        casts = np.where(self.width < 2.0, HOST_EAGER_CASTS, 1.0)
         return np.where((self.memory.profile == EAGER) & ~self.hw.cpu, recompute * casts, 1.0)
 
     def host_shows(self) -> np.ndarray:

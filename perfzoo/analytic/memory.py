@@ -101,7 +101,6 @@ from functools import cached_property
 import numpy as np
 
 from perfzoo.analytic._frame import GIB, is_code
-from perfzoo.analytic.precision import format_width
 from perfzoo.vocabulary import CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS
 
 FP32_BYTES = (4.0, 4.0, 8.0, 4.0)  # params, grads, optimizer, activations
@@ -142,7 +141,7 @@ class Memory:
         self.fp32 = is_code(cost.precision, PRECISIONS, "fp32")
         # bytes per element of the matmul inputs backward keeps: Transformer Engine's low-precision
         # recipes keep the quantized copy (fused kernels), PyTorch's float8 the 16-bit tensor
-        width = format_width(cost.precision, cost.format)
+        width = cost.width
         self.kept = np.where((self.profile == FUSED) & (width < 2.0), width, 2.0)
         self.bf16_grads = is_code(cost.framework, FRAMEWORKS, "megatron-bridge")
         self.torchtitan = is_code(cost.framework, FRAMEWORKS, "torchtitan")

@@ -109,7 +109,6 @@ import numpy as np
 
 from perfzoo.analytic._frame import is_code
 from perfzoo.analytic.memory import EAGER, FUSED
-from perfzoo.analytic.precision import format_width
 from perfzoo.vocabulary import CHECKPOINTING, FORMATS
 
 EAGER_NORM, EAGER_ROPE, EAGER_SWIGLU = 36.0, 48.0, 10.0  # forward bytes per element, eager PyTorch
@@ -127,7 +126,7 @@ class Traffic:
     def __init__(self, cost):
         self.c = cost
         self.sh = cost.shape
-        self.width = format_width(cost.precision, cost.format)
+        self.width = cost.width
         self.profile = cost.memory.profile
 
     # GEMM operands ---------------------------------------------------------------------

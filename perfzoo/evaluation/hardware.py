@@ -43,15 +43,9 @@ def pair_scores(train: Dataset, test: Dataset, members: Sequence[str],
     return cross_scores(train, test, cross_specs(list(members), train.name, leaderboard))
 
 
-def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
-    """The configs that ran ok on both cards (the first ok job of each config on each), binned by the
-    first card's median step time: ``configs``, the measured ``second / first`` tokens/s (median,
-    ``measured``) and the analytic model's (``analytic``), and a last row ``all``.
-
-    >>> from perfzoo.datasets import load_dataset
-    >>> paired_ratios(load_dataset("llm-h100"), load_dataset("llm-h200"))["configs"].iloc[-1]   # doctest: +SKIP
-    158
-    """
+def paired_jobs(first: Dataset, second: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The first ok job of every config that ran ok on both cards: two frames, row by row the same
+    config (indexed by its :func:`~perfzoo.columns.row_keys` key)."""
     def ok_by_config(ds: Dataset) -> pd.DataFrame:
         frame = ds.frame[ds.frame["status"] == "ok"]
         keys = row_keys(frame[sorted(c for c in frame.columns if c.startswith("config."))])
@@ -61,7 +55,19 @@ def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
     both = a.index.intersection(b.index)
     if both.empty:
         raise ValueError(f"no config ran ok on both {first.name} and {second.name}: nothing to pair")
-    a, b = a.loc[both], b.loc[both]
+    return a.loc[both], b.loc[both]
+
+
+def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
+    """The configs that ran ok on both cards (:func:`paired_jobs`), binned by the first card's
+    median step time: ``configs``, the measured ``second / first`` tokens/s (median,
+    ``measured``) and the analytic model's (``analytic``), and a last row ``all``.
+
+    >>> from perfzoo.datasets import load_dataset
+    >>> paired_ratios(load_dataset("llm-h100"), load_dataset("llm-h200"))["configs"].iloc[-1]   # doctest: +SKIP
+    158
+    """
+    a, b = paired_jobs(first, second)
     target = first.target
     pairs = pd.DataFrame({
         "step_s": a["metrics.step_time_p50_s"].astype(float).to_numpy(),

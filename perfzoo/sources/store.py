@@ -11,6 +11,7 @@ optionally ``dataset.json`` (metadata, :func:`read_metadata`) and ``README.md`` 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -70,7 +71,9 @@ def with_implied(record: JobRecord) -> JobRecord:
     return record.model_copy(update={"config": {**record.config, **missing}}) if missing else record
 
 
+@lru_cache(maxsize=None)
 def _implied(workload: str):
+    """The workload's ``implied`` hook, looked up once per workload name (None for an unknown one)."""
     from perfzoo import workloads
 
     return workloads.get(workload).implied if workload in workloads.names() else None

@@ -15,24 +15,16 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic
-from perfzoo.columns import row_keys
 from perfzoo.datasets import load_dataset
+from perfzoo.evaluation.hardware import paired_jobs
 
 MIN_STEP_S = 0.4
 
 
-def ok_by_config(name: str) -> pd.DataFrame:
-    ds = load_dataset(name)
-    frame = ds.frame[ds.frame["status"] == "ok"]
-    keys = row_keys(frame[sorted(c for c in frame.columns if c.startswith("config."))])
-    return frame.assign(_key=keys).drop_duplicates("_key").set_index("_key")
-
-
 def main() -> None:
-    h100, h200 = ok_by_config("llm-h100"), ok_by_config("llm-h200")
-    both = h100.index.intersection(h200.index)
-    h100, h200 = h100.loc[both], h200.loc[both]
-    target = load_dataset("llm-h100").target
+    h100_set = load_dataset("llm-h100")
+    h100, h200 = paired_jobs(h100_set, load_dataset("llm-h200"))
+    target = h100_set.target
     est100, est200 = analytic.estimate(h100), analytic.estimate(h200)
     step = np.asarray(est100["step_time_s"])
     pairs = pd.DataFrame({
