@@ -112,8 +112,8 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "external-data folder",
         "PyTorch torchtitan Llama 2/3/3.1 8B..405B benchmarks with FSDP2/TP/PP/CP, "
         "torch.compile, Float8/MXFP8/NVFP4 on 4-512 GPUs, 2024-04 to 2026-08, OOM rows "
-        "included (60 rows; the 6 whose model no table describes, a doc's 'dense model (unspecified)' and "
-        "Llama 4 Scout, are kept unscored). Target: tokens/s per GPU. Scale split: <=64 GPUs predict 128-512."),
+        "included (60 rows; the 4 whose model the doc leaves unspecified, 'dense model (unspecified)', "
+        "are kept unscored). Target: tokens/s per GPU. Scale split: <=64 GPUs predict 128-512."),
     "published-nemo": ExternalSpec(
         "published", ("nvidia_nemo_perf_summary_2024.csv",), PUBLISHED_SCALE,
         "compiled from the NVIDIA NeMo performance summary tables (https://github.com/NVIDIA/NeMo, "
