@@ -121,7 +121,9 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "external-data folder",
         "NVIDIA NeMo performance summary 2024-08 to 2025-04: DGX-H100 FP8 pre-training, SFT and "
         "LoRA of GPT-3, Llama 2/3 and Nemotron, plus long-context CP rows on H100 and B200 (71 "
-        "rows; the CP rows publish TFLOP/s only, their tokens/s is derived). Target: tokens/s per GPU."),
+        "rows; the CP rows publish TFLOP/s only, their tokens/s is derived; the SFT and LoRA rows' "
+        "figures count attention over short samples packed into each sequence, read into "
+        "packed_sample_len). Target: tokens/s per GPU."),
     "published-megatron": ExternalSpec(
         "published", ("megatron_lm_readme_scaling.csv",), PUBLISHED_SCALE,
         "compiled from the scaling tables of the NVIDIA/Megatron-LM README "

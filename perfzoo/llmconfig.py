@@ -109,6 +109,8 @@ KEYS: dict[str, Key] = dict([
     _k("mamba_groups", "int", "groups", "Mamba-2 groups", low=1, family="mamba"),
     _k("task", "str", "name", "pre-training (default), SFT, or LoRA / PEFT (adapter tuning)"),
     _k("seq_len", "int", "tokens", "tokens per sequence", low=1),
+    _k("packed_sample_len", "int", "tokens", "mean tokens per sample where shorter samples are packed into each "
+       "sequence and attend within themselves (variable-length attention; default: a sequence is one sample)", low=1),
     _k("global_batch_size", "int", "sequences", "sequences per optimizer step, all ranks together", low=1),
     _k("micro_batch_size", "int", "sequences", "sequences per forward/backward on one data-parallel rank", low=1),
     _k("grad_accum", "int", "micro-batches", "micro-batches per optimizer step", low=1),
@@ -401,6 +403,10 @@ PARTIAL_MICROBATCH_FRAMEWORKS = ("llm-foundry",)
 
 
 def _check_batch(cfg: dict) -> None:
+    S, s = cfg.get("packed_sample_len"), cfg.get("seq_len")
+    if None not in (S, s) and S > s:
+        raise ConfigError(f"packed_sample_len = {S} exceeds seq_len = {s}: samples packed into a sequence are no "
+                          "longer than it; leave packed_sample_len out for one sample per sequence")
     B, b, m, dp = (cfg.get(k) for k in ("global_batch_size", "micro_batch_size", "grad_accum", "dp"))
     if cfg.get("framework") in PARTIAL_MICROBATCH_FRAMEWORKS and None not in (B, dp):
         if B % dp:

@@ -456,6 +456,22 @@ def test_sliding_windows_and_hybrid_mamba_layers():
     assert A.flops_per_token(hybrid) == 6 * (2 * mamba + attention + mlp) + 2 * 3 * 7 * 4096 * 128 + 6 * 8192 * 8 * 256
 
 
+def test_packed_samples_attend_within_themselves():
+    # 16 samples of 512 tokens packed into 8,192: every attention layer's context is a 512-token
+    # sequence's (model FLOPs: 512, not 8,192); the linear layers still run all 8,192 tokens
+    base = {"n_layers": 4, "hidden_dim": 1024, "n_heads": 8, "seq_len": 8192}
+    packed = {**base, "packed_sample_len": 512}
+    assert A.flops_per_token(packed) == pytest.approx(A.flops_per_token(base) - 4 * 6 * (8192 - 512) * 8 * 256)
+    assert A.flops_per_token({**base, "seq_len": 512}) == pytest.approx(A.flops_per_token(packed))  # per token
+    one = {"n_gpus": 1, "accelerator": "H100-80GB", "global_batch_size": 1}
+    full, short = A.estimate({**base, **one}), A.estimate({**packed, **one})
+    core = lambda c: (6 * (128 + 128) + 2 * 128) * c * 8  # causal, per layer and token, FlashAttention's backward
+    assert (full["compute_time_s"] - short["compute_time_s"]) * 989e12 / 8192 == pytest.approx(
+        4 * (core(4096) - core(256)), rel=1e-9)
+    assert short["memory_bytes"] == full["memory_bytes"]  # FlashAttention keeps no s x s scores either way
+    assert A.flops_per_token({**base, "packed_sample_len": 8192}) == A.flops_per_token(base)
+
+
 def test_calibration_recovers_the_efficiency_factors():
     rng = np.random.default_rng(0)
     n = 60

@@ -78,6 +78,33 @@ def test_the_file_flop_convention_is_read_off_rows_that_give_both(tmp_path, writ
     assert load.records[1].metrics.throughput_per_device == pytest.approx(4000, rel=1e-3)
 
 
+def test_a_row_whose_flops_count_attention_over_short_samples_is_read_as_packed(tmp_path, write_published):
+    """A row whose TFLOP/s and tokens/s imply fewer FLOPs per token than its sequence's attention
+    needs, down to what short samples need, packed short samples (NeMo's SFT and LoRA rows); the
+    file's other rows of the model count the whole sequence, so the count is the file's own."""
+    cfg = load_rows(tmp_path, write_published, [published_row()], "probe.csv").records[0].config
+    whole = analytic.flops_per_token(cfg)
+    packed = analytic.flops_per_token({**cfg, "packed_sample_len": 512})
+    assert packed < 0.9 * whole  # Llama 3 8B at 8,192 tokens: attention is over a tenth of its FLOPs
+    # two pre-training rows count the whole sequence (and so set the file's convention)
+    rows = [published_row(tflops_per_gpu=f"{4000 * whole / 1e12:.3f}")] * 2 + [
+        published_row(task="SFT", tokens_per_sec_per_gpu="5000", tflops_per_gpu=f"{5000 * packed / 1e12:.3f}")]
+    load = load_rows(tmp_path, write_published, rows)
+    *pre, sft = load.records
+    assert [r.config.get("packed_sample_len") for r in pre] == [None, None]
+    assert sft.config["packed_sample_len"] == pytest.approx(512, abs=2)
+    assert "packed_sample_len=" in sft.annotations["perfzoo_derived"]
+    assert load.reports[0].derived["packed_sample_len from the published FLOPs per token"] == 1
+    # the same SFT row alone: no row shows that the file counts this model's FLOPs as perfzoo does
+    alone = load_rows(tmp_path, write_published, rows[2:], "alone.csv").records[0]
+    assert alone.config.get("packed_sample_len") is None
+    # a count half the attention short (a causal count) is no packing
+    causal = analytic.flops_per_token(cfg, causal=True)
+    half = load_rows(tmp_path, write_published, rows[:2] + [published_row(tflops_per_gpu=f"{4000 * causal / 1e12:.3f}")],
+                     "causal.csv").records[2]
+    assert half.config.get("packed_sample_len") is None
+
+
 def test_a_row_without_a_usable_target_is_an_unlabelled_config(tmp_path, write_published):
     path = write_published(tmp_path / "lab.csv", [
         published_row(),

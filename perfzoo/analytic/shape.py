@@ -20,6 +20,11 @@ Keys (the config vocabulary of ``docs/architecture.md``; unknown -> the default 
   trains them (Megatron-Core's ``mtp_num_layers``).
 * Sliding-window attention: ``n_sliding_layers`` of the attention layers see only the last
   ``sliding_window`` tokens (GPT-OSS alternates 128-token windows with full attention).
+* Packed samples: ``packed_sample_len`` ``S < s`` tokens per sample, several packed into each
+  sequence, each attending only within itself (variable-length attention: FlashAttention's
+  ``cu_seqlens``, Transformer Engine's THD layout), so an attention layer's context is that of an
+  ``S``-token sequence; everything else still runs on ``s`` tokens (fine-tuning on short samples:
+  NeMo's SFT and LoRA benchmarks, whose published FLOPs per token count almost no attention).
 * Hybrid Mamba models (Nemotron-H, Nemotron-3 Nano): ``n_mamba_layers`` Mamba-2 mixers and
   ``n_attention_layers`` attention mixers among the ``L`` layers, the rest FFN (MoE) layers; a
   Mamba-2 layer of ``mamba_heads`` x ``mamba_head_dim`` (``di`` = their product), state
@@ -40,11 +45,17 @@ by where they run (:mod:`.precision` prices each part at its peak):
   kernels execute adds a FlashAttention backward's recomputed scores, ``2*ctx*a*h_qk``), where the
   context ``ctx`` is ``s`` in the model-FLOPs convention (PaLM, MosaicML, Megatron's MFU: no causal
   discount), ``s/2`` causal (what a FlashAttention kernel computes, and Megatron-Bridge's
-  convention), and ``w - w(w-1)/(2s)`` in a sliding window ``w < s``; plus the Mamba scans.
+  convention), and ``w - w(w-1)/(2s)`` in a sliding window ``w < s``, with ``s`` the packed sample
+  ``S`` where samples are packed; plus the Mamba scans.
 
 >>> shape = ModelShape(pd.DataFrame([{"n_layers": 2, "hidden_dim": 64, "n_heads": 4, "ffn_dim": 256}]))
 >>> float(shape.total_params[0])  # 2 x (4*64^2 attention + 2*64*256 MLP)
 98304.0
+>>> packed = ModelShape(pd.DataFrame([{"n_layers": 2, "hidden_dim": 64, "n_heads": 4, "seq_len": 4096},
+...                                   {"n_layers": 2, "hidden_dim": 64, "n_heads": 4, "seq_len": 4096,
+...                                    "packed_sample_len": 256}]))
+>>> packed.attention_context(causal=True).tolist()  # 2 layers x s/2: 4,096-token samples, then 256-token ones
+[4096.0, 256.0]
 """
 
 from __future__ import annotations
@@ -112,6 +123,7 @@ class ModelShape:
         self.L_attn = np.where(hybrid, num(df, "n_attention_layers", 0.0), self.L)
         self.L_ffn = np.where(hybrid, self.L - self.L_attn - self.L_mamba, self.L)
         self.window = num(df, "sliding_window")
+        self.sample = num(df, "packed_sample_len")
         self.L_window = np.where(np.isnan(self.window), 0.0, np.minimum(num(df, "n_sliding_layers", 0.0), self.L_attn))
         self.mtp = num(df, "mtp_layers", 0.0)
         self.moe = MoE(df, self.d, self.f, self.g, self.L_ffn)
@@ -195,7 +207,7 @@ class ModelShape:
     # FLOPs per token -------------------------------------------------------------------
     def attention_context(self, causal: bool) -> np.ndarray:
         """Mean tokens each query attends to, summed over the attention layers (MTP's included)."""
-        s, w = self.s, self.window
+        s, w = np.fmin(self.s, self.sample), self.window  # a packed sample is the span attention sees
         full = s / 2.0 if causal else s
         windowed = np.where(w < s, w - w * (w - 1.0) / (2.0 * s), full) if causal else np.minimum(w, s)
         windowed = np.where(np.isnan(w), full, windowed)

@@ -25,10 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional, Sequence
 
-import numpy as np
 import pandas as pd
 
-from perfzoo import analytic, llmconfig, models
+from perfzoo import llmconfig, models
 from perfzoo.accelerators import spec as accelerator_spec
 from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES,
                                 INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
@@ -37,6 +36,7 @@ from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DE
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
+from perfzoo.sources._flops import CONVENTIONS, flops_per_token_published, packed_sample_len
 from perfzoo.sources._llm import RecordBuilder, llm_config
 
 PUBLISHED_COLUMNS = (
@@ -147,46 +147,6 @@ SUPERSEDED = re.compile(r"superseded|removed_in_later|earlier_version|previous_v
 _LOCAL_BATCH = re.compile(r"local batch", re.IGNORECASE)
 # a row whose FLOP figures count activation recomputation (hardware FLOPs, "HFU-like")
 _HARDWARE_FLOPS = re.compile(r"HFU-like|includes activation recomputation|recompute FLOPs counted", re.IGNORECASE)
-
-
-# FLOP conventions a source may count by: (hardware FLOPs, causal attention)
-CONVENTIONS = ((False, False), (False, True), (True, False), (True, True))
-
-
-def flops_per_token_published(configs: Sequence[dict]) -> list[dict[tuple[bool, bool], tuple[Optional[float], str]]]:
-    """Training FLOPs per token of published rows, computed for all rows at once, and the
-    convention used (for the record), keyed by :data:`CONVENTIONS`: whether the source counts
-    hardware FLOPs, and whether it counts causal attention (half the core, Megatron-Bridge's).
-
-    ``6N + 12*L*d*s`` (:func:`perfzoo.analytic.flops_per_token`; ``6N + 6*L*d*s`` causal), plus
-    the recomputed forward for hardware FLOPs (full recompute unless the row says selective);
-    ``6N`` (``8N``) alone when only ``n_params`` is known; None when neither the shape nor
-    ``n_params`` is.
-
-    >>> cfg = llm_config(n_layers=24, hidden_dim=1024, n_heads=16, seq_len=1024)
-    >>> flops_per_token_published([cfg])[0][False, False]
-    (2113929216.0, 'model FLOPs 6N+12Lds')
-    """
-    frame = pd.DataFrame(list(configs))
-    checkpointing = frame["activation_checkpointing"]
-    recomputed = frame.assign(activation_checkpointing=checkpointing.where(
-        checkpointing.notna() & (checkpointing != "none"), "full"))
-    shaped = frame[["n_layers", "hidden_dim", "seq_len"]].notna().all(axis=1).to_numpy()  # nothing guessed
-    params = pd.to_numeric(frame["n_params"], errors="coerce").to_numpy(float)
-    counted = {(hw, causal): np.where(shaped, analytic.flops_per_token(recomputed if hw else frame, recompute=hw,
-                                                                       causal=causal).to_numpy(float), np.nan)
-               for hw, causal in CONVENTIONS}
-    return [{conv: _with_convention(counted[conv][i], n, *conv) for conv in CONVENTIONS}
-            for i, n in enumerate(params)]
-
-
-def _with_convention(value: float, n_params: float, hardware: bool, causal: bool) -> tuple[Optional[float], str]:
-    kind = "hardware FLOPs" if hardware else "model FLOPs"
-    if not math.isnan(value):
-        return float(value), f"{kind} 6N+{'6Lds (causal)' if causal else '12Lds'}" + ("+recompute" if hardware else "")
-    if not math.isnan(n_params) and n_params > 0:
-        return (8.0 if hardware else 6.0) * float(n_params), f"{kind} {'8N' if hardware else '6N'} (shape unknown)"
-    return None, ""
 
 
 def _gpu_count(row: Row) -> tuple[Optional[int], bool, Optional[str]]:
@@ -345,6 +305,20 @@ def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], st
                   f"{medians[False, False]:.2f}x 6N+12Lds ({medians[best]:.2f}x the chosen count)")
 
 
+def _read_packing(rows: Sequence[_Parsed], convention: tuple[bool, bool], report: LoadReport) -> None:
+    """``packed_sample_len`` for the rows whose tokens/s and TFLOP/s count attention over samples
+    much shorter than their sequences (:func:`perfzoo.sources._flops.packed_sample_len`)."""
+    published = [p.tflops * 1e12 / p.per_gpu if p.tflops and p.per_gpu else math.nan for p in rows]
+    for p, sample, flops in zip(rows, packed_sample_len([p.config for p in rows], published, convention), published):
+        if sample is None:
+            continue
+        p.config["packed_sample_len"] = sample
+        p.flops_by_convention = flops_per_token_published([p.config])[0]
+        p.derived.append(f"packed_sample_len={sample}: the published FLOPs per token ({flops:.4g}) count attention "
+                         f"over {sample}-token samples, not the {p.config['seq_len']}-token sequence")
+        report.derived["packed_sample_len from the published FLOPs per token"] += 1
+
+
 def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str, bool]:
     """(tokens/s per GPU, kind, how, whether the figures count recomputed FLOPs) from TFLOP/s per
     GPU, else MFU; (None, None, why not, False)."""
@@ -481,6 +455,11 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
     * A ``micro_batch_size`` cell that gives a rank's local batch (``32 (local batch)``) is no micro
       batch: under torchtitan it is split into ``pp`` micro-batches, two stages per rank when
       ``other_opts`` names an interleaved schedule (torchtitan's defaults); elsewhere it is unknown.
+    * A row that gives tokens/s and TFLOP/s whose FLOPs per token fall short of its sequence's by
+      what its attention costs, down to what a short sample's would, while the file's other rows of
+      the model count the whole sequence, trained on short samples packed into each sequence:
+      ``packed_sample_len`` (:func:`perfzoo.sources._flops.packed_sample_len`; NeMo's SFT and LoRA
+      rows, 20-180 tokens per sample).
     * A model known by neither table nor catalog, whose name states its size (``GPT3-5B``), gets
       ``n_params`` from the name once its target is settled (listed in ``perfzoo_derived``):
       predictors see no model name.
@@ -514,6 +493,7 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
             for p, flops in zip(parsed, flops_per_token_published([p.config for p in parsed])):
                 p.flops_by_convention = flops
         file_convention, report.flop_convention = file_flop_convention(parsed)
+        _read_packing(parsed, file_convention, report)
         records.extend(_published_record(p, builder, file_convention, report.flop_convention, report)
                        for p in parsed)
         reports.append(report)
