@@ -95,6 +95,10 @@ def test_a_row_whose_flops_count_attention_over_short_samples_is_read_as_packed(
     assert sft.config["packed_sample_len"] == pytest.approx(512, abs=2)
     assert "packed_sample_len=" in sft.annotations["perfzoo_derived"]
     assert load.reports[0].derived["packed_sample_len from the published FLOPs per token"] == 1
+    # the same configuration published twice with figures rounded apart: one sample length for both
+    again = published_row(task="SFT", tokens_per_sec_per_gpu="5000", tflops_per_gpu=f"{5000 * packed * 1.002 / 1e12:.3f}")
+    copies = load_rows(tmp_path, write_published, rows[:2] * 2 + rows[2:] + [again], "copies.csv").records[4:]
+    assert copies[0].config == copies[1].config  # one configuration, as the splits must see it
     # the same SFT row alone: no row shows that the file counts this model's FLOPs as perfzoo does
     alone = load_rows(tmp_path, write_published, rows[2:], "alone.csv").records[0]
     assert alone.config.get("packed_sample_len") is None

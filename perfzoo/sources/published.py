@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -309,9 +310,16 @@ def _read_packing(rows: Sequence[_Parsed], convention: tuple[bool, bool], report
     """``packed_sample_len`` for the rows whose tokens/s and TFLOP/s count attention over samples
     much shorter than their sequences (:func:`perfzoo.sources._flops.packed_sample_len`)."""
     published = [p.tflops * 1e12 / p.per_gpu if p.tflops and p.per_gpu else math.nan for p in rows]
-    for p, sample, flops in zip(rows, packed_sample_len([p.config for p in rows], published, convention), published):
+    samples = packed_sample_len([p.config for p in rows], published, convention)
+    # copies of one configuration (a table re-published) get one sample length: the median of theirs
+    copies: dict[str, list[int]] = {}
+    for p, sample in zip(rows, samples):
+        if sample is not None:
+            copies.setdefault(repr(sorted(p.config.items())), []).append(sample)
+    for p, sample, flops in zip(rows, samples, published):
         if sample is None:
             continue
+        sample = int(statistics.median_low(copies[repr(sorted(p.config.items()))]))
         p.config["packed_sample_len"] = sample
         p.flops_by_convention = flops_per_token_published([p.config])[0]
         p.derived.append(f"packed_sample_len={sample}: the published FLOPs per token ({flops:.4g}) count attention "
