@@ -50,7 +50,8 @@ def timed(fn, device: str, repeats: int) -> float:
 
 
 def gemms(device: str, smoke: bool):
-    shapes = [(256, 256, 256)] if smoke else [(8192, 8192, 8192), (16384, 4096, 14336), (16384, 14336, 4096)]
+    shapes = [(256, 256, 256)] if smoke else [(8192, 8192, 8192), (16384, 4096, 14336), (16384, 14336, 4096),
+                                              (16384, 8192, 28672), (16384, 28672, 8192), (16384, 4096, 6144)]
     for m, k, n in shapes:
         a = torch.randn(m, k, device=device, dtype=torch.bfloat16)
         b = torch.randn(n, k, device=device, dtype=torch.bfloat16)
@@ -58,8 +59,13 @@ def gemms(device: str, smoke: bool):
         if device == "cuda":
             a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
             one = torch.ones((), device=device)
+            rows, cols = torch.ones(m, 1, device=device), torch.ones(1, n, device=device)
             yield ({"kernel": "gemm", "dtype": "fp8", "m": m, "k": k, "n": n},
                    lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+                   2 * m * k * n)
+            # per-row scales (torchao's Float8 "rowwise" recipe): one scale per row of A and column of B
+            yield ({"kernel": "gemm", "dtype": "fp8", "scaling": "rowwise", "m": m, "k": k, "n": n},
+                   lambda: torch._scaled_mm(a8, b8.t(), scale_a=rows, scale_b=cols, out_dtype=torch.bfloat16),
                    2 * m * k * n)
 
 
@@ -118,13 +124,14 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--families", default="gemms,attention,grouped", help="which kernels (comma-separated)")
     args = ap.parse_args()
     device = "cpu" if args.smoke else "cuda"
     with open(args.out, "w") as out:
         head = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
                 "cudnn": torch.backends.cudnn.version()}
         out.write(json.dumps({"kernel": "environment", **head}) + "\n")
-        for family in (gemms, attention, grouped):
+        for family in (f for f in (gemms, attention, grouped) if f.__name__ in args.families.split(",")):
             for rec, fn, flops in family(device, args.smoke):
                 try:
                     seconds = timed(fn, device, args.repeats)

@@ -78,6 +78,16 @@ def main() -> None:
     print()
     print(e.pivot_table(index=["model", "experts"], columns="tokens_per_expert", values="vs GEMM").round(2).to_string())
 
+    scaled = Path(args.rates).with_name("rates-h100-gemms.jsonl")  # a second call: FP8 with per-row scales
+    if scaled.exists():
+        r = pd.DataFrame([json.loads(line) for line in open(scaled)][1:])
+        r["scaling"] = r["scaling"].fillna("tensorwise")
+        r["recipe"] = r.dtype + " " + r.scaling
+        table = r.pivot_table(index=["m", "k", "n"], columns="recipe", values="tflops")
+        table["rowwise / tensorwise"] = table["fp8 rowwise"] / table["fp8 tensorwise"]
+        print(f"\n4. FP8 GEMMs with per-row scales ({scaled.name}, TFLOP/s)\n")
+        print(table.round(2).to_string())
+
 
 if __name__ == "__main__":
     main()
