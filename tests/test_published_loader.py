@@ -158,6 +158,9 @@ def test_rows_that_cannot_be_jobs_are_skipped_and_listed(tmp_path, write_publish
     assert report.rows == 3 and report.labelled == 1
     assert [line for line, _ in report.skipped] == [3, 4]
     assert "no GPU count" in report.skipped[0][1] and "no accelerator" in report.skipped[1][1]
+    # a file of nothing but such rows reads as no records, each row listed
+    records, (report,) = load_rows(tmp_path, write_published, [published_row(gpu_type="-")], "none.csv")
+    assert records == [] and report.rows == 1 and len(report.skipped) == 1
 
 
 def test_an_unreadable_optional_cell_is_kept_as_text_and_reported(tmp_path, write_published):

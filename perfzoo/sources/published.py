@@ -309,6 +309,8 @@ def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], st
 def _read_packing(rows: Sequence[_Parsed], convention: tuple[bool, bool], report: LoadReport) -> None:
     """``packed_sample_len`` for the rows whose tokens/s and TFLOP/s count attention over samples
     much shorter than their sequences (:func:`perfzoo.sources._flops.packed_sample_len`)."""
+    if not rows:
+        return
     published = [p.tflops * 1e12 / p.per_gpu if p.tflops and p.per_gpu else math.nan for p in rows]
     samples = packed_sample_len([p.config for p in rows], published, convention)
     # copies of one configuration (a table re-published) get one sample length: the median of theirs
@@ -467,7 +469,7 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       what its attention costs, down to what a short sample's would, while the file's other rows of
       the model count the whole sequence, trained on short samples packed into each sequence:
       ``packed_sample_len`` (:func:`perfzoo.sources._flops.packed_sample_len`; NeMo's SFT and LoRA
-      rows, 20-180 tokens per sample).
+      rows, 20-173 tokens per sample).
     * A model known by neither table nor catalog, whose name states its size (``GPT3-5B``), gets
       ``n_params`` from the name once its target is settled (listed in ``perfzoo_derived``):
       predictors see no model name.
