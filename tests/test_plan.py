@@ -144,6 +144,8 @@ def test_a_model_that_fits_nowhere_says_so_and_by_how_much():
     (lambda: plan({"n_layers": 8, "hidden_dim": 512}, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=8),
      "the model gives no n_heads, vocab_size"),
     (lambda: plan(SMALL, Cluster(gpus=8, accelerator=H100), seq_len=-1, global_batch=8), r"seq_len=-1: must be 1 or more"),
+    (lambda: plan({**SMALL, "packed_sample_len": 8192}, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=8),
+     "packed_sample_len = 8192 exceeds seq_len = 4096"),
     (lambda: plan({**SMALL, "n_layers": 1, "n_heads": 1, "n_kv_heads": 1}, Cluster(gpus=16, accelerator=H100),
                   seq_len=2048, global_batch=3), "no layout of toy-1b on 16 x H100-80GB .* divides the global batch of 3"),
 ])

@@ -204,7 +204,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     """
     log = log or (lambda _msg: None)
     shape = resolve_model(model)
-    workload = llmconfig.check({"seq_len": seq_len, "global_batch_size": global_batch}, require=False)
+    # checked with the model's keys: a packed sample must fit the sequence
+    workload = llmconfig.check({**shape, "seq_len": seq_len, "global_batch_size": global_batch}, require=False)
     precisions = tuple(dict.fromkeys(llmconfig.check({"precision": p}, require=False)["precision"]
                                      for p in (precisions or ())))
     if not precisions:
