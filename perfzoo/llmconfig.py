@@ -316,6 +316,7 @@ def check(config: Mapping[str, Any], require: bool = True) -> dict[str, Any]:
     _check_hardware(out)
     _check_shape(out)
     _check_degrees(out)
+    _check_sequence(out)
     _check_batch(out)
     if require:
         missing = [k for k in REQUIRED if k not in out]
@@ -402,11 +403,14 @@ def _check_degrees(cfg: dict) -> None:
 PARTIAL_MICROBATCH_FRAMEWORKS = ("llm-foundry",)
 
 
-def _check_batch(cfg: dict) -> None:
+def _check_sequence(cfg: dict) -> None:
     S, s = cfg.get("packed_sample_len"), cfg.get("seq_len")
     if None not in (S, s) and S > s:
         raise ConfigError(f"packed_sample_len = {S} exceeds seq_len = {s}: samples packed into a sequence are no "
                           "longer than it; leave packed_sample_len out for one sample per sequence")
+
+
+def _check_batch(cfg: dict) -> None:
     B, b, m, dp = (cfg.get(k) for k in ("global_batch_size", "micro_batch_size", "grad_accum", "dp"))
     if cfg.get("framework") in PARTIAL_MICROBATCH_FRAMEWORKS and None not in (B, dp):
         if B % dp:

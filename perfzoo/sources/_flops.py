@@ -56,37 +56,35 @@ def _with_convention(value: float, n_params: float, hardware: bool, causal: bool
 PACKING_TOLERANCE = 0.02  # a FLOP count this far off is the figures' rounding, not the row's samples
 
 
-def packed_sample_len(configs: Sequence[dict], flops_per_token: Sequence[float],
+def packed_sample_len(configs: Sequence[dict], flops_per_token: Sequence[float], whole: Sequence[float],
                       convention: tuple[bool, bool]) -> list[Optional[int]]:
     """The tokens per sample of rows whose published FLOPs per token (``flops_per_token``: TFLOP/s
     over tokens/s; NaN where a row does not give both) count attention over samples much shorter
-    than the sequence, packed into it; None for every other row.
+    than the sequence, packed into it; None for every other row. ``whole``: each row's count over
+    its whole sequence in the file's ``convention`` (:func:`flops_per_token_published`; NaN unknown).
 
-    Under the file's ``convention`` the attention core's FLOPs grow linearly with a sample's
-    context, so the published count, between a count without attention (1-token samples) and the
-    count over the whole sequence, places the sample: ``S = 1 + (s - 1)(published - none) /
-    (whole - none)``. Only a count more than :data:`PACKING_TOLERANCE` below the whole sequence's
-    and within the attention term is read so, and only where it puts the samples under a quarter of
-    the sequence (a causal count read as a full one would put them at half), and only for a model
-    another row of which counts its whole sequence (the file counts that model as perfzoo does;
-    where it does not, the shortfall is its formula, not the samples). NeMo's SFT and LoRA
-    rows of Llama 2 (SQuAD's short samples packed into 4,096-token sequences) count 0-5% of the
-    attention their sequences would.
+    Under that convention the attention core's FLOPs grow linearly with a sample's context, so the
+    published count, between a count without attention (1-token samples) and the count over the
+    whole sequence, places the sample: ``S = 1 + (s - 1)(published - none) / (whole - none)``. Only
+    a count more than :data:`PACKING_TOLERANCE` below the whole sequence's and within the attention
+    term is read so, and only where it puts the samples under a quarter of the sequence (a causal
+    count read as a full one would put them at half), and only for a model another row of which
+    counts its whole sequence (the file counts that model as perfzoo does; where it does not, the
+    shortfall is its formula, not the samples). NeMo's SFT and LoRA rows of Llama 2 (SQuAD's short
+    samples packed into 4,096-token sequences) count 0-5% of the attention their sequences would.
 
     >>> from perfzoo.sources._llm import llm_config
     >>> cfg = llm_config(model_name="LLAMA2-7B", n_layers=32, hidden_dim=4096, n_heads=32, ffn_dim=11008,
     ...                  vocab_size=32000, seq_len=4096)
     >>> whole = flops_per_token_published([cfg])[0][False, False][0]
-    >>> packed_sample_len([cfg, cfg], [0.865 * whole, whole], (False, False))  # NeMo's Llama 2 7B SFT, pre-training
+    >>> packed_sample_len([cfg, cfg], [0.865 * whole, whole], [whole, whole], (False, False))  # SFT, pre-training
     [140, None]
-    >>> packed_sample_len([cfg], [0.865 * whole], (False, False))  # no row of the model counts its sequence
+    >>> packed_sample_len([cfg], [0.865 * whole], [whole], (False, False))  # no row of the model counts its sequence
     [None]
     """
-    def count(rows: Sequence[dict]) -> np.ndarray:
-        return np.array([np.nan if f[convention][0] is None else f[convention][0]
-                         for f in flops_per_token_published(rows)], dtype=float)
-
-    whole, none = count(configs), count([{**c, "packed_sample_len": 1} for c in configs])  # 1-token samples
+    whole = np.asarray(whole, dtype=float)
+    none = np.array([np.nan if f[convention][0] is None else f[convention][0]  # 1-token samples
+                     for f in flops_per_token_published([{**c, "packed_sample_len": 1} for c in configs])], dtype=float)
     published = np.asarray(flops_per_token, dtype=float)
     frame = pd.DataFrame(list(configs))
     s = pd.to_numeric(frame["seq_len"], errors="coerce").to_numpy(float)

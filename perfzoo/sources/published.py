@@ -312,21 +312,24 @@ def _read_packing(rows: Sequence[_Parsed], convention: tuple[bool, bool], report
     if not rows:
         return
     published = [p.tflops * 1e12 / p.per_gpu if p.tflops and p.per_gpu else math.nan for p in rows]
-    samples = packed_sample_len([p.config for p in rows], published, convention)
+    whole = [math.nan if p.flops(*convention)[0] is None else p.flops(*convention)[0] for p in rows]
+    found = [(p, sample, flops) for p, sample, flops
+             in zip(rows, packed_sample_len([p.config for p in rows], published, whole, convention), published)
+             if sample is not None]
     # copies of one configuration (a table re-published) get one sample length: the median of theirs
+    keys = [repr(sorted(p.config.items())) for p, _, _ in found]
     copies: dict[str, list[int]] = {}
-    for p, sample in zip(rows, samples):
-        if sample is not None:
-            copies.setdefault(repr(sorted(p.config.items())), []).append(sample)
-    for p, sample, flops in zip(rows, samples, published):
-        if sample is None:
-            continue
-        sample = int(statistics.median_low(copies[repr(sorted(p.config.items()))]))
+    for key, (_, sample, _) in zip(keys, found):
+        copies.setdefault(key, []).append(sample)
+    for key, (p, _, flops) in zip(keys, found):
+        sample = int(statistics.median_low(copies[key]))
         p.config["packed_sample_len"] = sample
-        p.flops_by_convention = flops_per_token_published([p.config])[0]
         p.derived.append(f"packed_sample_len={sample}: the published FLOPs per token ({flops:.4g}) count attention "
                          f"over {sample}-token samples, not the {p.config['seq_len']}-token sequence")
         report.derived["packed_sample_len from the published FLOPs per token"] += 1
+    if found:  # their counts, now over the samples, in one pass
+        for (p, _, _), counts in zip(found, flops_per_token_published([p.config for p, _, _ in found])):
+            p.flops_by_convention = counts
 
 
 def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str, bool]:
