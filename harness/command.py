@@ -26,7 +26,10 @@ How the job reports (:class:`MetricSource`):
 Steps numbered at or below the warm-up (the first ``warmup`` rows when unnumbered) are left
 out; throughput is then the p90 over steps, as for every job (:mod:`harness.timing`).
 
-Outcomes: a job past its time limit is ``timeout``; a non-zero exit is ``oom`` when the output
+Outcomes: a job past its time limit is ``timeout``; a job that reported every step (or its
+summary) and then exited non-zero is ``ok``, with the exit code and the output's end in
+``annotations.teardown_exit_code`` / ``teardown_output`` (as for a built-in job whose ranks all
+reported before a failed teardown); else a non-zero exit is ``oom`` when the output
 says so (CUDA out of memory, ``MemoryError``, ``std::bad_alloc``, ...) or a process was killed
 by SIGKILL (the kernel's or a cgroup's OOM killer), else ``failed`` with the output's tail; an
 exit 0 with no metrics is ``failed`` (``no_metrics``), with a message that says where the
@@ -260,13 +263,22 @@ def report_of(rows: list[dict], source: MetricSource, spec: JobSpec, notes: list
     return report
 
 
+def _reached_the_last_step(rows: list[dict], spec: JobSpec) -> bool:
+    """Whether the job reported its summary or its last step (``{total_steps}``, numbered or counted)."""
+    if any(r.get("summary") for r in rows):
+        return True
+    steps = [r["step"] for r in rows if isinstance(r.get("step"), (int, float))]
+    return bool(rows) and (max(steps) if steps else len(rows)) >= spec.warmup + spec.steps
+
+
 def outcome_of(spec: JobSpec, job_dir: Path, output: str, *, exit_code: Optional[int], timed_out: bool,
                started_at: datetime, ended_at: datetime, wall_time_s: float, launcher: str) -> JobOutcome:
     """Decide a command job's status from its exit, its output and its metrics."""
+    source = MetricSource(**spec.metrics)
     out = JobOutcome(spec=spec, status="failed", started_at=started_at, ended_at=ended_at,
                      wall_time_s=wall_time_s, exit_code=exit_code, launcher=launcher,
                      annotations={"command_template": spec.command,
-                                  "metric_source": MetricSource(**spec.metrics).describe()})
+                                  "metric_source": source.describe()})
     limit = {"limit_gib": spec.config.get("memory_budget_gib")}
     if timed_out:
         out.status = "timeout"
@@ -274,7 +286,20 @@ def outcome_of(spec: JobSpec, job_dir: Path, output: str, *, exit_code: Optional
                        "message": f"killed after the wall-clock limit of {spec.timeout_s:g} s; output tail:\n"
                                   + tail(output, 3900)}
         return out
-    if exit_code not in (0, None):
+    if source.parser == "file":
+        rows, notes = read_metrics_file(job_dir / METRICS_FILE)
+    else:
+        rows, notes = (parse_torchtitan(output) if source.parser == "torchtitan" else parse_regex(output, source.regex)), []
+    crashed = exit_code not in (0, None)
+    report, missing = None, None
+    # a job that exited non-zero after reporting its last step (a racy teardown, a failed save)
+    # keeps its measurement, as a built-in job whose ranks all reported does; the exit is kept
+    if not crashed or _reached_the_last_step(rows, spec):
+        try:
+            report = report_of(rows, source, spec, notes)
+        except NoMetrics as exc:
+            missing = exc
+    if report is None and crashed:
         killed = exit_code in (-9, 137) or bool(_SIGKILL.search(output))
         if memory.text_mentions_oom(output) or killed:
             out.status = "oom"
@@ -285,19 +310,14 @@ def outcome_of(spec: JobSpec, job_dir: Path, output: str, *, exit_code: Optional
             out.failure = {"kind": "crash", "rank": None, "exit_code": exit_code, "memory": limit,
                            "message": tail(output or f"exited with code {exit_code} and printed nothing")}
         return out
-    source = MetricSource(**spec.metrics)
-    if source.parser == "file":
-        rows, notes = read_metrics_file(job_dir / METRICS_FILE)
-    else:
-        rows, notes = (parse_torchtitan(output) if source.parser == "torchtitan" else parse_regex(output, source.regex)), []
-    try:
-        report = report_of(rows, source, spec, notes)
-    except NoMetrics as exc:
+    if report is None:
         out.failure = {"kind": "no_metrics", "rank": None, "exit_code": exit_code, "memory": limit,
-                       "message": tail(f"{exc}\noutput tail:\n{output}")}
+                       "message": tail(f"{missing}\noutput tail:\n{output}")}
         return out
     out.status = "ok"
     out.ranks = [report]
+    if crashed:
+        out.annotations.update(teardown_exit_code=exit_code, teardown_output=tail(output, 1000))
     if notes:
         out.annotations["metrics_lines_skipped"] = "; ".join(notes)[:500]
     return out

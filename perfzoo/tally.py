@@ -6,6 +6,7 @@ jobs (:class:`Tally`, fed one record at a time by :func:`perfzoo.sweep.run_sweep
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter, defaultdict
 
@@ -35,9 +36,24 @@ def failure_reason(record: JobRecord) -> str:
     return f"crash (killed by signal {-code})" if code < 0 else f"crash (exit {code})"
 
 
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1][:120] if lines else ""
+# a raised exception's line ("RuntimeError: ...", "[rank1]: torch.OutOfMemoryError: ..."), not the
+# launcher's own ChildFailedError that only says a rank failed
+_RAISED = re.compile(r"\b(?!ChildFailedError)[A-Z]\w*(Error|Exception)\b:")
+
+
+def telling_line(text: str) -> str:
+    """The line of a failed job's output that says why: the first raised exception (under torchrun,
+    the rank that failed first prints first), else the last line with a word in it (a launcher's
+    ``=====`` banner says nothing); 120 characters at most.
+
+    >>> telling_line("[rank1]: RuntimeError: Connection closed by peer\\nChildFailedError: \\n=====")
+    '[rank1]: RuntimeError: Connection closed by peer'
+    >>> telling_line("bash: trainx: command not found\\n")
+    'bash: trainx: command not found'
+    """
+    lines = [line.strip() for line in (text or "").splitlines() if re.search(r"\w", line)]
+    raised = [line for line in lines if _RAISED.search(line)]
+    return (raised[0] if raised else lines[-1] if lines else "")[:120]
 
 
 class Tally:
@@ -51,14 +67,19 @@ class Tally:
         self.raced = 0  # jobs whose record another collect of the same sweep stored first
         self.runs: dict[str, list] = defaultdict(list)  # per config: (status, throughput) of each run
         self.reasons = Counter()  # why the jobs that did not finish ok failed (failure_reason)
-        self.example: dict[str, str] = {}  # per reason: the last line of the first such job's message
+        self.example: dict[str, str] = {}  # per reason: the telling line of the first such job's message
+        self.teardown = 0  # ok jobs that exited non-zero after their last step (annotations.teardown_exit_code)
+        self.teardown_example = ""
 
     def add(self, rec: JobRecord) -> None:
         self.status[rec.status] += 1
         if rec.status != "ok":
             reason = failure_reason(rec)
             self.reasons[reason] += 1
-            self.example.setdefault(reason, _last_line(rec.failure.message if rec.failure else ""))
+            self.example.setdefault(reason, telling_line(rec.failure.message if rec.failure else ""))
+        elif rec.annotations.get("teardown_exit_code") is not None:
+            self.teardown += 1
+            self.teardown_example = self.teardown_example or telling_line(rec.annotations.get("teardown_output", ""))
         m = rec.metrics
         self.runs[canonical_json(rec.config)].append((rec.status, m.throughput))
         if rec.status == "ok" and m.throughput is not None:
@@ -101,6 +122,9 @@ class Tally:
         if self.raced:
             rows.append(("run, but stored first by another collect", f"{self.raced}"))
         rows += [(f"  {k}", f"{self.status[k]}") for k in STATUSES]
+        if self.teardown:
+            example = f"  e.g. {self.teardown_example!r}" if self.teardown_example else ""
+            rows.append(("ok, exited non-zero after its last step", f"{self.teardown}{example}"))
         for i, (reason, count) in enumerate(self.reasons.most_common()):
             example = f"  e.g. {self.example[reason]!r}" if self.example[reason] else ""
             rows.append(("failure reasons" if i == 0 else "", f"{count} {reason}{example}"))

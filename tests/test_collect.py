@@ -226,6 +226,19 @@ nproc = 1
     assert "jobs/hour" not in out  # no job completed: a rate of jobs that failed at once means nothing
 
 
+# how torchrun 2.13 ends when a rank raises: the rank's traceback, then its own, then a banner
+TORCHRUN_CRASH = """[rank1]: Traceback (most recent call last):
+[rank1]:   File "train.py", line 3, in <module>
+[rank1]: RuntimeError: Gloo connectFullMesh failed
+[rank0]: RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:44450.
+Traceback (most recent call last):
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
 def test_the_summary_table_of_a_tally():
     from datetime import datetime, timezone
 
@@ -244,7 +257,7 @@ def test_the_summary_table_of_a_tally():
             ("ok", None, None, 10.0, ""), ("ok", None, None, 30.0, ""), ("oom", None, "oom", None, "MemoryError"),
             ("failed", 127, "crash", None, "sh: 1: x: not found"),
             ("failed", 127, "crash", None, "sh: 1: y: not found"),
-            ("failed", -11, "crash", None, "Segmentation fault\n"), ("failed", 1, "crash", None, ""),
+            ("failed", -11, "crash", None, "Segmentation fault\n"), ("failed", 1, "crash", None, TORCHRUN_CRASH),
             ("timeout", None, "timeout", None, "")]):
         tally.add(record(i, status, exit_code, kind, qps, message))
     table = tally.table(3600.0, 0, "runs/x")
@@ -253,5 +266,6 @@ def test_the_summary_table_of_a_tally():
     column = lines[0].rindex(" ") + 1  # where the values start ("jobs stored   8")
     assert [line[column:] for line in lines[start:start + 5]] == [
         "2 command not found (exit 127)  e.g. 'sh: 1: x: not found'", "1 oom  e.g. 'MemoryError'",
-        "1 crash (killed by signal 11)  e.g. 'Segmentation fault'", "1 crash (exit 1)", "1 timeout"]
+        "1 crash (killed by signal 11)  e.g. 'Segmentation fault'",
+        "1 crash (exit 1)  e.g. '[rank1]: RuntimeError: Gloo connectFullMesh failed'", "1 timeout"]
     assert "3,600.0 s  (2 completed jobs/hour)" in table

@@ -42,8 +42,10 @@ def main() -> None:
     cuda = args.device == "cuda"
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    dist.init_process_group("nccl" if cuda else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    # torchrun's key-value store, held here so that the ranks can also meet outside the backend (finish)
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world, is_master=False)
+    dist.init_process_group("nccl" if cuda else "gloo", store=store, rank=rank, world_size=world)
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     if not cuda:
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -79,7 +81,19 @@ def main() -> None:
                     f.write(json.dumps(row) + "\n")
             else:
                 print(row, flush=True)
-    dist.barrier()  # no rank tears the process group down while another is still in a collective
+    finish(store, rank, world)
+
+
+def finish(store: dist.Store, rank: int, world: int) -> None:
+    """Tear the process group down once every rank is out of its last collective.
+
+    A gloo rank that closes its connections while a peer is still finishing the last collective
+    can fail that peer ("Connection closed by peer": pytorch/gloo#155, open), and a barrier
+    cannot prevent it, being one more collective. The store can: each rank marks itself done
+    there, after its last collective, and waits for every other rank's mark.
+    """
+    store.set(f"finished/{rank}", "1")
+    store.wait([f"finished/{r}" for r in range(world)])
     dist.destroy_process_group()
 
 
