@@ -69,6 +69,42 @@ def gemms(device: str, smoke: bool):
                    2 * m * k * n)
 
 
+# the linear layers (K, N) of Llama 3 8B and 70B whole and sharded 8 ways (TP), torchtitan's
+# separate w1 / w3: what an FP8 recipe's three GEMMs per linear run at
+LINEARS = {"8b.qkv": (4096, 6144), "8b.o": (4096, 4096), "8b.w1": (4096, 14336), "8b.w2": (14336, 4096),
+           "70b.qkv": (8192, 10240), "70b.o": (8192, 8192), "70b.w1": (8192, 28672), "70b.w2": (28672, 8192),
+           "70b-tp8.qkv": (8192, 1280), "70b-tp8.o": (1024, 8192), "70b-tp8.w1": (8192, 3584),
+           "70b-tp8.w2": (3584, 8192)}
+
+
+def recipes(device: str, smoke: bool):
+    """Each linear's forward, data-gradient and weight-gradient GEMM (``m x k @ k x n``:
+    ``(T, K, N)``, ``(T, N, K)``, ``(N, T, K)`` for ``T`` tokens) in BF16 and in FP8 with per-tensor,
+    per-row and 128-blockwise scales (1 x 128 on the left operand, 128 x 128 on the right)."""
+    tokens = (256,) if smoke else (8192, 16384)
+    linears = {"tiny": (256, 256)} if smoke else LINEARS
+    for t in tokens:
+        for name, (k_in, n_out) in linears.items():
+            for gemm, (m, k, n) in {"fprop": (t, k_in, n_out), "dgrad": (t, n_out, k_in),
+                                     "wgrad": (n_out, t, k_in)}.items():
+                rec = {"kernel": "gemm", "linear": name, "gemm": gemm, "m": m, "k": k, "n": n}
+                a = torch.randn(m, k, device=device, dtype=torch.bfloat16)
+                b = torch.randn(n, k, device=device, dtype=torch.bfloat16)
+                yield rec | {"dtype": "bf16"}, lambda a=a, b=b: a @ b.t(), 2 * m * k * n
+                if device != "cuda":
+                    continue
+                a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+                scales = {"tensorwise": (torch.ones((), device=device), torch.ones((), device=device)),
+                          "rowwise": (torch.ones(m, 1, device=device), torch.ones(1, n, device=device)),
+                          "blockwise": (torch.ones(m, k // 128, device=device),
+                                        torch.ones(k // 128, n // 128, device=device))}
+                for scaling, (sa, sb) in scales.items():
+                    yield (rec | {"dtype": "fp8", "scaling": scaling},
+                           lambda a8=a8, b8=b8, sa=sa, sb=sb: torch._scaled_mm(a8, b8.t(), scale_a=sa, scale_b=sb,
+                                                                              out_dtype=torch.bfloat16),
+                           2 * m * k * n)
+
+
 def attention(device: str, smoke: bool):
     backends = {"cudnn": "CUDNN_ATTENTION", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION"}
     if device != "cuda":
@@ -124,14 +160,15 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU")
     ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--families", default="gemms,attention,grouped", help="which kernels (comma-separated)")
+    ap.add_argument("--families", default="gemms,attention,grouped", help="which kernels (comma-separated; "
+                    "also recipes: each linear's three GEMMs under each FP8 scaling)")
     args = ap.parse_args()
     device = "cpu" if args.smoke else "cuda"
     with open(args.out, "w") as out:
         head = {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
                 "cudnn": torch.backends.cudnn.version()}
         out.write(json.dumps({"kernel": "environment", **head}) + "\n")
-        for family in (f for f in (gemms, attention, grouped) if f.__name__ in args.families.split(",")):
+        for family in (f for f in (gemms, recipes, attention, grouped) if f.__name__ in args.families.split(",")):
             for rec, fn, flops in family(device, args.smoke):
                 try:
                     seconds = timed(fn, device, args.repeats)

@@ -17,6 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from perfzoo.accelerators import spec
@@ -87,6 +88,24 @@ def main() -> None:
         table["rowwise / tensorwise"] = table["fp8 rowwise"] / table["fp8 tensorwise"]
         print(f"\n4. FP8 GEMMs with per-row scales ({scaled.name}, TFLOP/s)\n")
         print(table.round(2).to_string())
+
+    recipes = Path(args.rates).with_name("rates-h200-recipes.jsonl")  # a third call, on an H200
+    if recipes.exists():
+        r = pd.DataFrame([json.loads(line) for line in open(recipes)][1:])
+        r = r[r["linear"].notna() & r["tflops"].notna()]
+        fp8 = r[r.dtype == "fp8"].pivot_table(index=["linear", "gemm", "m", "k", "n"], columns="scaling",
+                                              values="seconds").reset_index()
+        fp8["layers"] = fp8.linear.str.split(".").str[0]
+        fp8["tokens"] = np.where(fp8.gemm == "wgrad", fp8.k, fp8.m)
+        whole = fp8.groupby(["layers", "tokens"])[["tensorwise", "rowwise"]].sum()
+        whole["rowwise / tensorwise"] = whole.tensorwise / whole.rowwise
+        print(f"\n5. Each linear's three FP8 GEMMs (forward, data and weight gradient) per scaling, summed over "
+              f"the model's linears ({recipes.name}; rate of rowwise over tensorwise)\n")
+        print(whole["rowwise / tensorwise"].unstack().round(3).to_string())
+        each = fp8.tensorwise / fp8.rowwise
+        print(f"   per GEMM: median {each.median():.2f}, range {each.min():.2f}-{each.max():.2f} over {len(each)}; "
+              f"blockwise: {r.scaling.eq('blockwise').sum()} timed "
+              f"({sum('blockwise' in line for line in open(recipes))} tried)")
 
 
 if __name__ == "__main__":
