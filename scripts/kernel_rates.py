@@ -80,7 +80,8 @@ LINEARS = {"8b.qkv": (4096, 6144), "8b.o": (4096, 4096), "8b.w1": (4096, 14336),
 def recipes(device: str, smoke: bool):
     """Each linear's forward, data-gradient and weight-gradient GEMM (``m x k @ k x n``:
     ``(T, K, N)``, ``(T, N, K)``, ``(N, T, K)`` for ``T`` tokens) in BF16 and in FP8 with per-tensor,
-    per-row and 128-blockwise scales (1 x 128 on the left operand, 128 x 128 on the right)."""
+    per-row and 128-blockwise scales (1 x 128 on the left operand, 128 x 128 on the right; torch
+    2.11's ``_scaled_mm`` refused these blockwise scale shapes on an H200: each is written as an error)."""
     tokens = (256,) if smoke else (8192, 16384)
     linears = {"tiny": (256, 256)} if smoke else LINEARS
     for t in tokens:
