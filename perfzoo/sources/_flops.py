@@ -56,12 +56,13 @@ def _with_convention(value: float, n_params: float, hardware: bool, causal: bool
 PACKING_TOLERANCE = 0.02  # a FLOP count this far off is the figures' rounding, not the row's samples
 
 
-def packed_sample_len(configs: Sequence[dict], flops_per_token: Sequence[float], whole: Sequence[float],
+def packed_sample_len(configs: Sequence[dict], flops_per_token: Sequence[float], whole: Sequence[Optional[float]],
                       convention: tuple[bool, bool]) -> list[Optional[int]]:
     """The tokens per sample of rows whose published FLOPs per token (``flops_per_token``: TFLOP/s
     over tokens/s; NaN where a row does not give both) count attention over samples much shorter
     than the sequence, packed into it; None for every other row. ``whole``: each row's count over
-    its whole sequence in the file's ``convention`` (:func:`flops_per_token_published`; NaN unknown).
+    its whole sequence in the file's ``convention`` (:func:`flops_per_token_published`; None or NaN
+    unknown).
 
     Under that convention the attention core's FLOPs grow linearly with a sample's context, so the
     published count, between a count without attention (1-token samples) and the count over the

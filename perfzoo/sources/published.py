@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -312,15 +313,14 @@ def _read_packing(rows: Sequence[_Parsed], convention: tuple[bool, bool], report
     if not rows:
         return
     published = [p.tflops * 1e12 / p.per_gpu if p.tflops and p.per_gpu else math.nan for p in rows]
-    whole = [math.nan if p.flops(*convention)[0] is None else p.flops(*convention)[0] for p in rows]
-    found = [(p, sample, flops) for p, sample, flops
-             in zip(rows, packed_sample_len([p.config for p in rows], published, whole, convention), published)
-             if sample is not None]
+    whole = [p.flops(*convention)[0] for p in rows]
+    samples = packed_sample_len([p.config for p in rows], published, whole, convention)
+    found = [(p, sample, flops) for p, sample, flops in zip(rows, samples, published) if sample is not None]
     # copies of one configuration (a table re-published) get one sample length: the median of theirs
     keys = [repr(sorted(p.config.items())) for p, _, _ in found]
-    copies: dict[str, list[int]] = {}
+    copies: defaultdict[str, list[int]] = defaultdict(list)
     for key, (_, sample, _) in zip(keys, found):
-        copies.setdefault(key, []).append(sample)
+        copies[key].append(sample)
     for key, (p, _, flops) in zip(keys, found):
         sample = int(statistics.median_low(copies[key]))
         p.config["packed_sample_len"] = sample
