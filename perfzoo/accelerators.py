@@ -51,9 +51,11 @@ class AcceleratorSpec:
     2.1 of its 3.35 TB/s, an H200 2.6 of 4.8: one kernel per op, few bytes in flight per thread, so
     a faster HBM helps them little). ``exp_rate`` the exponentials the special-function
     units compute per second (what a softmax costs beside its matmuls; None: not known).
-    ``fa2_slowdown``: how many times longer an attention core takes in a FlashAttention-2-generation
-    kernel (Ampere's ``mma.sync``; PyTorch SDPA's flash backend, the flash-attn 2 package) than in
-    one written for the device, which the roofline prices (1: the same kernel; Hopper: 2.14).
+    ``fa2_slowdown``: how many times longer an attention core takes in a FlashAttention-2 kernel
+    (Ampere's ``mma.sync``; PyTorch SDPA's flash backend, the flash-attn 2 package) than the roofline
+    prices it (Hopper: 2.14; A100: 1.27); ``flash_slowdown`` the same for the device's own flash
+    kernel, what Transformer Engine and every other framework run (1 on Hopper, FlashAttention-3 or
+    cuDNN's; on an A100 FlashAttention-2 is that kernel: 1.27).
     """
 
     name: str
@@ -67,6 +69,7 @@ class AcceleratorSpec:
     formats: frozenset = frozenset()
     exp_rate: Optional[float] = None
     fa2_slowdown: float = 1.0
+    flash_slowdown: float = 1.0
     eager_bw: Optional[float] = None
     source: str = ""
 
@@ -99,6 +102,9 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
     lines = [line for line in TABLE.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
     rows = []
     for row in csv.DictReader(lines):
+        if None in row:  # a source text with an unquoted comma: its tail would be lost
+            raise ValueError(f"{TABLE.name}: row {row['name']!r} has {len(row) - 1 + len(row[None])} fields, "
+                             f"the header {len(row) - 1}; quote its source text")
         peaks = {p: _number(row[f"{p}_tflops"], 1e12) for p in PRECISIONS}
         rows.append((re.compile(row["match"]), AcceleratorSpec(
             name=row["name"], peak_flops={p: v for p, v in peaks.items() if v is not None},
@@ -106,7 +112,8 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
             intra_bw=_number(row["intra_gb_s"], 1e9), inter_bw=_number(row["inter_gb_s"], 1e9),
             node_size=int(row["devices_per_node"]), nvlink_domain=int(row["nvlink_domain"]),
             formats=frozenset(f for f in row["formats"].split("|") if f), exp_rate=_number(row["exp_tera_s"], 1e12),
-            fa2_slowdown=_number(row["fa2_slowdown"]) or 1.0, eager_bw=_number(row["eager_tb_s"], 1e12),
+            fa2_slowdown=_number(row["fa2_slowdown"]) or 1.0,
+            flash_slowdown=_number(row["flash_slowdown"]) or 1.0, eager_bw=_number(row["eager_tb_s"], 1e12),
             source=row["source"])))
     return tuple(rows)
 

@@ -56,6 +56,7 @@ class DeviceFigures:
     exp_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # exponentials/s (NaN: not priced)
     vector_rate: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # fp32 vector operations/s
     fa2_slowdown: np.ndarray = field(default_factory=lambda: np.array(1.0))  # a FlashAttention-2 kernel's attention time x
+    flash_slowdown: np.ndarray = field(default_factory=lambda: np.array(1.0))  # the device's own flash kernel's, x
     eager_bw: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # bytes/s eager PyTorch's elementwise kernels reach
     cpu: np.ndarray = field(default_factory=lambda: np.array(False))  # CPU ranks (no kernel launches to wait on)
 
@@ -82,10 +83,10 @@ def _tables(names: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         for j, cls in enumerate(PRECISIONS):
             peak_t[i, j] = spec.flops(cls) or np.nan
         supported[i] = [spec.supports(f) for f in FORMATS]
-    attrs = np.array([[np.nan] * 9 + [1.0, np.nan] if s is None else
+    attrs = np.array([[np.nan] * 9 + [1.0, 1.0, np.nan] if s is None else
                       [s.memory_gib * VISIBLE_MEMORY, s.intra_bw, s.inter_bw, float(s.node_size),
                        float(s.nvlink_domain), float(s.name == "cpu"), 1.0, s.hbm_bw,
-                       np.nan if s.exp_rate is None else s.exp_rate, s.fa2_slowdown,
+                       np.nan if s.exp_rate is None else s.exp_rate, s.fa2_slowdown, s.flash_slowdown,
                        s.hbm_bw if s.eager_bw is None else s.eager_bw]
                       for s in specs], dtype=float)
     for table in (peak_t, supported, attrs):
@@ -101,9 +102,9 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     codes, names = _specs(df)
     peak_t, supported, attrs = _tables(names)
     if not names:  # no known accelerator in the frame: constants, no per-row work
-        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, eager = (np.array(v) for v in attrs[0])
+        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, flash, eager = (np.array(v) for v in attrs[0])
     else:
-        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, eager = attrs[codes].T
+        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, flash, eager = attrs[codes].T
     cpu = cpu == 1.0
     known = known == 1.0
     peak = peak_t[codes, precision]
@@ -126,7 +127,8 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     spans_hosts = domain > attrs[codes, 3] if names else domain > np.array(attrs[0, 3])
     domain = np.where(cpu, node, np.where(spans_hosts, domain, np.minimum(domain, node)))
     vector = peak_t[codes, PRECISIONS.index("fp32")] / 2.0  # an FMA is 2 of the fp32 FLOPs, one operation
-    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate, vector, fa2, eager, cpu)
+    return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate, vector, fa2, flash,
+                         eager, cpu)
 
 
 def link_bandwidth(figures: DeviceFigures, span: np.ndarray) -> np.ndarray:

@@ -95,7 +95,11 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   flash backend and the flash-attn 2 package (:data:`FA2_FRAMEWORKS`: torchtitan, llm-foundry,
   plain PyTorch) run FlashAttention-2, written for Ampere's ``mma.sync``: on a Hopper GPU it reaches
   35% of the peak (Shah et al. 2024, arXiv 2407.08608), so its matmuls and softmax take the
-  accelerator table's ``fa2_slowdown`` times as long (75/35 = 2.14; 1 on Ampere, its own kernel).
+  accelerator table's ``fa2_slowdown`` times as long (75/35 = 2.14). On an A100 FlashAttention-2 is
+  every framework's flash kernel and reaches 50-73% of the peak (Dao 2023, arXiv 2307.08691) where
+  the roofline prices a head-width-128 core at 78%: the table's ``flash_slowdown`` (the device's own
+  kernel, whatever the framework) and ``fa2_slowdown`` are both 78/61.5 = 1.27 there
+  (``docs/studies/fa2-ampere-1128``). Without a flash kernel (``flash_attention`` false) no factor applies.
 * A row that cannot be priced (no shape, an unknown accelerator, a precision the device lacks) gets
   NaN, never a default that looks like a number.
 """
@@ -194,8 +198,9 @@ class LLMCost:
         backward = mapped(df, "low_precision_backward", to_bool, dtype=float)
         self.width = format_width(self.precision, self.format)  # bytes per element of the quantized GEMM inputs
         self.forward_only = (backward == 0) & (self.width < 2.0)
-        fa2 = is_code(self.framework, FRAMEWORKS, *FA2_FRAMEWORKS) & (self.flash > 0)
-        self.attention_x = np.where(fa2, self.hw.fa2_slowdown, 1.0)  # the attention kernel's slowdown
+        fa2 = is_code(self.framework, FRAMEWORKS, *FA2_FRAMEWORKS)
+        kernel = np.where(fa2, self.hw.fa2_slowdown, self.hw.flash_slowdown)
+        self.attention_x = np.where(self.flash > 0, kernel, 1.0)  # the flash kernel's slowdown (module docstring)
         self.memory = Memory(self)
         self.traffic = Traffic(self)
         self._parts: dict[tuple[bool, bool, bool], dict[str, np.ndarray]] = {}
