@@ -280,9 +280,20 @@ def test_flashattention2_on_hopper_takes_the_table_slowdown():
     for cfg in ({**A100_DDP, "framework": "llm-foundry"}, {**h100, "framework": "torchtitan", "flash_attention": False}):
         est, base = A.estimate(cfg), A.estimate({**cfg, "framework": "megatron-lm"})
         assert est["step_time_s"] - est["host_time_s"] == pytest.approx(base["step_time_s"], rel=1e-12)
-    # (an A100 without a flash kernel: the causal core at the roofline, no recomputed scores)
+    # an A100 without a flash kernel: batched GEMMs over the whole score matrix (ctx = s = 1,024, not
+    # s/2: 2 x 150,994,944 FLOPs per token), no recomputed scores, no kernel factor; the scores they
+    # materialise, 4,096 tokens x 16 heads x 1,024 x 24 layers, move 13 B forward + 19 B backward each
     eager = A.estimate({**A100_DDP, "flash_attention": False})
-    assert eager["compute_time_s"] == pytest.approx(4096 * (1_811_939_328 + 150_994_944) / 312e12, rel=1e-12)
+    assert eager["compute_time_s"] == pytest.approx(4096 * (1_811_939_328 + 2 * 150_994_944) / 312e12, rel=1e-12)
+    scores = 4096 * 16 * 1024 * 24
+    assert eager["memory_time_s"] - A100_MEMORY == pytest.approx(scores * 32 / 2.039e12, rel=1e-9)
+    # a recomputed forward moves its 13 B again; fp32 training twice the bytes
+    full = A.estimate({**A100_DDP, "flash_attention": False, "activation_checkpointing": "full"})
+    with_flash = A.estimate({**A100_DDP, "activation_checkpointing": "full"})
+    assert full["memory_time_s"] - with_flash["memory_time_s"] == pytest.approx(scores * 45 / 2.039e12, rel=1e-9)
+    fp32 = {**A100_DDP, "precision": "fp32"}
+    assert (A.estimate({**fp32, "flash_attention": False})["memory_time_s"] - A.estimate(fp32)["memory_time_s"]
+            == pytest.approx(scores * 64 / 2.039e12, rel=1e-9))
 
 
 def test_tp_communication_overlaps_the_gemms_in_nemo_and_megatron_bridge():

@@ -23,6 +23,9 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   the attention cores' forward. What the kernels execute (the compute time) adds the MoE padding
   and a FlashAttention backward's recomputed scores (``flash_attention`` true or unknown),
   ``2*ctx*a*h_qk`` per attention layer (:mod:`.shape`); no publisher's FLOP count includes them.
+  Without a flash kernel (``flash_attention`` false) the attention matmuls are batched GEMMs over
+  the whole ``s x s`` score matrix, the causal mask applied after: ``ctx = s``, no recomputed
+  scores; the scores they materialise move through HBM (:mod:`.traffic`).
 * FLOPs per device per step = ``B*s*flops_per_token(+recompute) / n_gpus`` (TP, PP, CP, EP and DP
   split the work evenly; the pipeline bubble costs time, not FLOPs).
 * Communication bytes sent per device per step (ring collectives: an all-reduce of ``X`` bytes sends
@@ -228,8 +231,10 @@ class LLMCost:
             selective = is_code(self.ac, CHECKPOINTING, "selective")
             fwd = self.shape.flops_per_token(2.0, causal, executed, forward=True)  # one forward of everything
             parts = {k: v + np.where(full | (selective & (k == "attention")), fwd[k], 0.0) for k, v in parts.items()}
-        if executed:
-            parts["attention"] = parts["attention"] + self.flash * self.shape.flash_recompute_flops_per_token(causal)
+        if executed:  # a flash kernel recomputes the scores; batched GEMMs compute the masked half too
+            whole = self.flops_parts(False, recompute)["attention"]
+            flash = parts["attention"] + self.shape.flash_recompute_flops_per_token(causal)
+            parts["attention"] = np.where(self.flash > 0, flash, whole)
         return parts
 
     def flops_per_token(self, causal: bool = False) -> np.ndarray:

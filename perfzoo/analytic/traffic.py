@@ -66,6 +66,17 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   device's shard (:mod:`.memory`; 36 B per parameter in Megatron's mixed precision, 32 in torch
   FSDP's: a few bytes over, for the gradient that is only read, and under, for the norm of
   gradient clipping).
+* **Materialised attention scores** (no flash kernel, ``flash_attention`` false: Megatron-LM before
+  FlashAttention, PyTorch's math attention): separate kernels write and read the ``s x s`` scores of
+  every head, ``T * (a/tp) * s`` per attention layer (:data:`SCORE_BYTES`). Forward: the ``QK^T``
+  GEMM writes them (2 B), Megatron's fused scale-mask-softmax reads them and writes the
+  probabilities (4), dropout reads those and writes its mask and output (5), the ``PV`` GEMM reads
+  that (2): 13 B per score. Backward: the ``dV`` GEMM reads the dropout output (2), the ``dP`` GEMM
+  writes its gradient (2), dropout's backward reads it and the mask and writes (5), the softmax's
+  reads the probabilities and that and writes ``dS`` (6), the ``dQ`` and ``dK`` GEMMs read ``dS``
+  (4): 19 B. A recomputed forward moves 13 more. The attention dropout is the one the memory
+  model's ``5as`` score activations already hold (Korthikanti et al. 2022, arXiv 2205.05198:
+  softmax output, dropout mask and output).
 * **The softmax** beside the attention core's matmuls: one exponential per attention score in
   the forward and one more in a FlashAttention backward (it recomputes the probabilities from the
   saved log-sum-exp), one more per recomputed forward, at the accelerator's special-function
@@ -118,6 +129,7 @@ EAGER_CAST = 33.0  # bytes per element of a low-precision cast in eager PyTorch 
 LOSS_FUSED, LOSS_TORCH = 4.0, 40.0  # per vocabulary entry and token, forward + backward
 BACKWARD = 2.0  # a backward pass moves twice the forward's elementwise bytes
 SOFTMAX_OPS = (3.5, 4.0)  # fp32 vector operations per attention score: FlashAttention-2 forward, backward
+SCORE_BYTES = (13.0, 19.0)  # bytes per materialised attention score at 16 bits: forward, backward (no flash kernel)
 
 
 class Traffic:
@@ -275,6 +287,17 @@ class Traffic:
         T, _ = self.tokens
         return T * sh.a / c.tp * sh.attention_context(True) / c.pp
 
+    def score_bytes(self) -> np.ndarray:
+        """Bytes one micro-batch's materialised attention scores move on a device where no flash
+        kernel keeps them on chip (``flash_attention`` false; module docstring): every score of the
+        ``s x s`` matrix, forward, backward and a recomputed forward."""
+        c, sh = self.c, self.sh
+        T, _ = self.tokens
+        scores = T * sh.a / c.tp * sh.attention_context(False) / c.pp
+        forwards = 1.0 + is_code(c.ac, CHECKPOINTING, "full", "selective")
+        per_score = (forwards * SCORE_BYTES[0] + SCORE_BYTES[1]) * c.act_bytes / 2.0
+        return np.where(c.flash > 0, 0.0, scores * per_score)
+
     def softmax_work(self) -> tuple[np.ndarray, np.ndarray]:
         """(exponentials, fp32 vector operations) of one micro-batch's softmaxes (module docstring)."""
         c = self.c
@@ -290,6 +313,7 @@ class Traffic:
                            c.m * c.attention_x * (exps / hw.exp_rate + ops / hw.vector_rate))
         # eager PyTorch's elementwise kernels at the bandwidth they reach (the accelerator table's eager_tb_s)
         elementwise_bw = np.where(self.profile == EAGER, hw.eager_bw, hw.hbm_bw)
-        moved = (self.gemm_bytes() + self.loss_bytes()) / hw.hbm_bw + self.elementwise_bytes() / elementwise_bw
+        moved = (self.gemm_bytes() + self.loss_bytes() + self.score_bytes()) / hw.hbm_bw \
+            + self.elementwise_bytes() / elementwise_bw
         return {"memory_time_s": c.m * moved,
                 "optimizer_time_s": self.optimizer_bytes() / hw.hbm_bw, "softmax_time_s": softmax}
