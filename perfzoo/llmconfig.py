@@ -135,6 +135,8 @@ KEYS: dict[str, Key] = dict([
     _k("flash_attention", "bool", "yes/no", "fused attention (no s x s scores kept)"),
     _k("tp_comm_overlap", "bool", "yes/no", "TP communication overlapped with the GEMMs (default: on for NeMo and "
        "Megatron-Bridge with tp > 1)"),
+    _k("fp8_param_gather", "bool", "yes/no", "FSDP gathers the FP8 linears' weights in FP8 (torchao's float8 "
+       "all-gather; default: on for torchtitan's FP8 with tensorwise scales, its presets' setting)"),
     _k("compile", "bool", "yes/no", "torch.compile"),
     _k("fused_loss", "bool", "yes/no", "the cross entropy runs as fused kernels, no fp32 copy of the logits (default: "
        "yes where compile is unknown, the fused-kernel frameworks; no in PyTorch)"),

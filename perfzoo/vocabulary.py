@@ -271,6 +271,10 @@ FRAMEWORK_RULES = (  # most specific first: "pytorch/torchtitan" is torchtitan, 
 # (Transformer Engine's userbuffers, what perfzoo.analytic.llm prices as tp_comm_overlap). torchtitan's
 # "async TP" is not read as it: its published pairs gain 4-16% where hiding the TP time would gain 29-41%
 TP_OVERLAP_RULES = ((True, ("tp comm overlap",)),)
+# FSDP's parameter all-gather in FP8, as a precision cell says it: torchao's float8 all-gather casts the
+# Float8Linear weights before FSDP gathers them (torchtitan's llama3 presets set
+# float8.enable_fsdp_float8_all_gather; docs/float8.md), for tensorwise scales only: rowwise has none
+FP8_GATHER_RULES = ((False, ("rowwise",)), (True, ("fsdp all gather", "tensorwise", "float8 linears")))
 # a pipeline schedule with several stages per rank, as a table's options column names it
 INTERLEAVED_RULES = ((True, ("interleaved",)),)
 TORCHTITAN_STAGES_PER_RANK = 2  # torchtitan's default for a multi-stage schedule without split points

@@ -113,6 +113,16 @@ def test_comm_bytes():
     assert A.comm_bytes_per_device({**cfg, "fsdp": "full_shard"})["comm_dp_bytes"] == 905_969_664
     # SHARD_GRAD_OP: m * 3/4 * N_local * (2 + 4) = 679,477,248
     assert A.comm_bytes_per_device({**cfg, "fsdp": "shard_grad_op"})["comm_dp_bytes"] == 679_477_248
+    # torchtitan's FP8 gathers the blocks' linears in FP8 (its presets' float8 all-gather; GPT has no
+    # vocabulary, so every local parameter is a block's): 0.75 * 150,994,944 * (2*1 + 4) = 679,477,248;
+    # rowwise scales (fp8_param_gather false), BF16 or another framework gather in BF16
+    fp8 = {**cfg, "fsdp": "full_shard", "precision": "fp8"}
+    assert A.comm_bytes_per_device({**fp8, "framework": "torchtitan"})["comm_dp_bytes"] == 679_477_248
+    for other in ({**fp8, "framework": "torchtitan", "fp8_param_gather": False}, {**fp8, "framework": "megatron-lm"},
+                  {**fp8, "framework": "torchtitan", "precision": "bf16"}):
+        assert A.comm_bytes_per_device(other)["comm_dp_bytes"] == 905_969_664
+    assert A.comm_bytes_per_device({**fp8, "framework": "megatron-lm", "fp8_param_gather": True})["comm_dp_bytes"] \
+        == 679_477_248
     # TP: activations b*s*d*2 B = 4*1024*1024*2 = 8,388,608; 2 all-reduces per sublayer
     # (attention, MLP), each 2*(t-1)/t = 1 x that; x 48 sublayers x m=1 -> 805,306,368
     got = A.comm_bytes_per_device(cfg)

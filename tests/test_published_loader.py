@@ -220,6 +220,21 @@ def test_a_bf16_tail_keeps_torchtitans_last_layers_in_bf16(tmp_path, write_publi
     assert tail > full
 
 
+def test_torchtitans_tensorwise_fp8_gathers_its_weights_in_fp8(tmp_path, write_published):
+    # torchtitan's Float8Linear with tensorwise scales gathers its weights in FP8 (its llama3 presets
+    # set float8.enable_fsdp_float8_all_gather); rowwise scales have no float8 all-gather; a BF16 row
+    # or another lab's FP8 row says nothing of it
+    titan = dict(source="pytorch/torchtitan docs & benchmarks", n_gpus="64", dp="64", fsdp="FSDP2 (full shard, 1D)")
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(**titan, precision="FP8 (Float8 linears) + BF16"),
+        published_row(**titan, precision="FP8 float8 rowwise"), published_row(**titan, precision="BF16"),
+        published_row(precision="FP8 (Float8 linears) + BF16")])
+    assert [r.config.get("fp8_param_gather") for r in rows] == [True, False, None, None]
+    assert report.derived["fp8_param_gather from the precision (torchtitan)"] == 2
+    sent = [analytic.comm_bytes_per_device({**r.config, "accelerator": "H100-80GB"})["comm_dp_bytes"] for r in rows[:2]]
+    assert sent[0] < sent[1]
+
+
 def test_torchtitan_runs_a_compiled_loss_from_april_2025(tmp_path, write_published):
     # torchtitan compiles its cross entropy with the model since 2025-04-02: a compiled row from then on
     # has a fused loss; an earlier one, an eager run, or another lab's compiled row says nothing of it

@@ -30,21 +30,25 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   split the work evenly; the pipeline bubble costs time, not FLOPs).
 * Communication bytes sent per device per step (ring collectives: an all-reduce of ``X`` bytes sends
   ``2*(g-1)/g*X``, an all-gather or reduce-scatter ``(g-1)/g*X``). Parameters travel in the compute
-  dtype (2 B; fp32 4 B), gradients as the model state holds them (:mod:`.memory`: 4 B in torch FSDP
-  and Megatron mixed precision, fp32 reduction). DP (``none``, ``no_shard``, ``zero1``): one gradient
-  all-reduce per step (Megatron's distributed optimizer: reduce-scatter + all-gather, the same bytes);
-  ``shard_grad_op``: per micro-batch one parameter all-gather + one gradient reduce-scatter;
+  dtype (2 B; fp32 4 B), the blocks' dense linears of an FP8 run in FP8 (1 B) where FSDP gathers
+  them cast (``fp8_param_gather``: torchao's float8 all-gather, on in torchtitan's presets and its
+  default here for FP8, tensorwise scales only; Megatron's ``--fp8-param-gather``), gradients as the
+  model state holds them (:mod:`.memory`: 4 B in torch FSDP and Megatron mixed precision, fp32
+  reduction). DP (``none``, ``no_shard``, ``zero1``): one gradient all-reduce per step (Megatron's
+  distributed optimizer: reduce-scatter + all-gather, the same bytes); ``shard_grad_op``: per
+  micro-batch one parameter all-gather + one gradient reduce-scatter;
   ``full_shard``/``hybrid_shard``: per micro-batch two all-gathers + one reduce-scatter (no gradient
   traffic for adapter tuning); under torchtitan's pipeline once per step, one all-gather + one
   reduce-scatter (the stage's parameters stay gathered, ``reshard_after_forward=False``, and
   ``torch.distributed.pipelining`` reduces the gradients after the last micro-batch:
-  :mod:`.memory`). TP: per sublayer (attention, MLP or MoE, Mamba) and micro-batch two
-  all-reduces of ``b*s*d`` activations (sequence parallelism moves the same bytes as all-gather +
+  :mod:`.memory`). TP: per sublayer (attention, MLP or MoE, Mamba) and micro-batch two all-reduces
+  of ``b*s*d`` activations (sequence parallelism moves the same bytes as all-gather +
   reduce-scatter), three with full recompute. PP: each micro-batch's activation forward and gradient
-  backward at each of the ``vp`` stage boundaries it crosses on the device, ``2*vp*(pp-1)/pp*b*s*d``.
-  CP (ring attention): ``3*(cp-1)*b*(s/cp)*kv*(h_qk + h_v)/tp`` per attention layer (K, V forward;
-  K, V and their gradients backward; TP shards the heads). EP: :mod:`.moe` (4 all-to-alls per MoE layer of the ``K*CF`` routed
-  copies of the ``b*s/(cp*tp)`` local tokens, ``(ep-1)/ep`` leaving the device).
+  backward at each of the ``vp`` stage boundaries it crosses on the device,
+  ``2*vp*(pp-1)/pp*b*s*d``. CP (ring attention): ``3*(cp-1)*b*(s/cp)*kv*(h_qk + h_v)/tp`` per
+  attention layer (K, V forward; K, V and their gradients backward; TP shards the heads). EP:
+  :mod:`.moe` (4 all-to-alls per MoE layer of the ``K*CF`` routed copies of the ``b*s/(cp*tp)``
+  local tokens, ``(ep-1)/ep`` leaving the device).
 * Where a group lands (Megatron's rank order: TP innermost, then CP, DP, PP; experts folded as
   ETP-EP): a group of ``size`` ranks ``stride`` apart uses the scale-up link (NVLink) while it fits
   the device's domain (:mod:`.hardware`: 8 on HGX, 72 on NVL72), else the network, its members in
@@ -121,7 +125,7 @@ from perfzoo.analytic.memory import EAGER, FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, format_width, precision_codes
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
-from perfzoo.vocabulary import (CHECKPOINTING, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
+from perfzoo.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
                                 is_adapter_tuning, normalize_checkpointing, normalize_framework, normalize_sharding,
                                 to_bool)
 
@@ -191,6 +195,8 @@ class LLMCost:
         overlap = mapped(df, "tp_comm_overlap", to_bool, dtype=float)
         recipes = is_code(self.framework, FRAMEWORKS, *TP_OVERLAP_FRAMEWORKS)
         self.tp_overlap = np.where(np.isnan(overlap), recipes, overlap > 0) & (self.tp > 1) & (self.sp > 0)
+        gather = mapped(df, "fp8_param_gather", to_bool, dtype=float)  # torchtitan's presets: on (module docstring)
+        self.fp8_gather = np.where(np.isnan(gather), is_code(self.framework, FRAMEWORKS, "torchtitan"), gather > 0)
         is32 = is_code(self.precision, PRECISIONS, "fp32")
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
@@ -279,21 +285,27 @@ class LLMCost:
         """(dense, expert) bytes each device sends per step to reduce gradients and gather
         parameters: the dense parameters over the ``dp*cp`` ranks of their group, the routed
         experts over their expert-data-parallel group (:meth:`expert_dp_group`)."""
-        p_wire = self.act_bytes  # parameters gathered in the compute dtype
         g_wire = self.memory.bytes_per_param()[1]
         s = self.sharding
         full = is_code(s, SHARDINGS, "full_shard", "hybrid_shard")
-        per_param = np.select(
-            [self.memory.pipelined_fsdp, full, is_code(s, SHARDINGS, "shard_grad_op")],
-            [p_wire + g_wire, self.m * (2.0 * p_wire + g_wire), self.m * (p_wire + g_wire)],
-            2.0 * g_wire,
-        )
         dense, expert = self.memory.local_params
+
+        def per_param(p_wire):
+            return np.select([self.memory.pipelined_fsdp, full, is_code(s, SHARDINGS, "shard_grad_op")],
+                             [p_wire + g_wire, self.m * (2.0 * p_wire + g_wire), self.m * (p_wire + g_wire)],
+                             2.0 * g_wire)
 
         def ring(size):
             return np.where(size > 1, (size - 1.0) / np.maximum(size, 1.0), 0.0)
 
-        return ring(self.dp * self.cp) * dense * per_param, ring(self.expert_dp_group()[0]) * expert * per_param
+        # parameters gathered in the compute dtype; the blocks' dense linears in FP8 with a float8 all-gather
+        sh = self.shape
+        blocks = (sh.block_params - sh.expert_params) / self.pp / self.tp
+        fp8 = self.fp8_gather & is_code(self.format, FORMATS, "fp8") & (dense > 0)
+        in_fp8 = np.where(fp8, blocks / np.where(dense > 0, dense, 1.0), 0.0)
+        dense_wire = self.act_bytes - (self.act_bytes - 1.0) * in_fp8
+        return (ring(self.dp * self.cp) * dense * per_param(dense_wire),
+                ring(self.expert_dp_group()[0]) * expert * per_param(self.act_bytes))
 
     def expert_dp_group(self) -> tuple[np.ndarray, np.ndarray]:
         """(size, stride) of the routed experts' data-parallel group: the ``tp*cp*dp`` ranks of a

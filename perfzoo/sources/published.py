@@ -31,10 +31,10 @@ import pandas as pd
 
 from perfzoo import llmconfig, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, FRAMEWORK_RULES,
-                                INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
-                                TORCHTITAN_STAGES_PER_RANK, TP_OVERLAP_RULES, model_variant, params_from_name,
-                                phrase_rules)
+from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FP8_GATHER_RULES, FRAMEWORK_DEFAULTS,
+                                FRAMEWORK_RULES, INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE,
+                                TORCHTITAN_LOW_PRECISION_LAYERS, TORCHTITAN_STAGES_PER_RANK, TP_OVERLAP_RULES,
+                                model_variant, params_from_name, phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
@@ -244,13 +244,20 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
 
 def _torchtitan_recipe(config: dict, row: Row, derived: list[str], report: LoadReport) -> None:
     """What a torchtitan row leaves to its recipe: a compiled run from 2025-04-02 on compiles its
-    loss too (``fused_loss``), and an ``NVFP4 (bf16 tail)`` run keeps the last 15% of its layers in
-    BF16 (``bf16_layers``)."""
+    loss too (``fused_loss``), an ``NVFP4 (bf16 tail)`` run keeps the last 15% of its layers in
+    BF16 (``bf16_layers``), and an FP8 run gathers its Float8Linear weights in FP8 where its scales
+    are tensorwise, not where they are rowwise (``fp8_param_gather``)."""
     if config.get("compile") is True and config.get("fused_loss") is None \
             and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
         config["fused_loss"] = True
         derived.append(f"fused_loss=True: torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}")
         report.derived["fused_loss from compile (torchtitan since 2025-04)"] += 1
+    gather = phrase_rules(row.text("precision") or "", FP8_GATHER_RULES)
+    if config.get("precision") == "fp8" and config.get("fp8_param_gather") is None and gather is not None:
+        config["fp8_param_gather"] = gather
+        derived.append(f"fp8_param_gather={gather}: torchtitan's float8 all-gather "
+                       f"({'tensorwise scales: its presets turn it on' if gather else 'none for rowwise scales'})")
+        report.derived["fp8_param_gather from the precision (torchtitan)"] += 1
     layers = config.get("n_layers")
     if layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
         config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
@@ -465,6 +472,9 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       torchtitan compiles its cross entropy with the model since then; before, it did not).
     * A precision cell that names a ``bf16 tail`` under torchtitan sets ``bf16_layers``: its NVFP4
       recipe converts the leading 85% of the decoder layers (rounded down) and keeps the rest in BF16.
+    * A torchtitan FP8 row's precision cell sets ``fp8_param_gather``
+      (:data:`perfzoo.vocabulary.FP8_GATHER_RULES`): Float8Linear with tensorwise scales gathers its
+      weights in FP8 under FSDP (the presets' float8 all-gather), rowwise scales do not.
     * A ``micro_batch_size`` cell that gives a rank's local batch (``32 (local batch)``) is no micro
       batch: under torchtitan it is split into ``pp`` micro-batches, two stages per rank when
       ``other_opts`` names an interleaved schedule (torchtitan's defaults); elsewhere it is unknown.
