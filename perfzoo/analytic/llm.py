@@ -238,9 +238,10 @@ class LLMCost:
             fwd = self.shape.flops_per_token(2.0, causal, executed, forward=True)  # one forward of everything
             parts = {k: v + np.where(full | (selective & (k == "attention")), fwd[k], 0.0) for k, v in parts.items()}
         if executed:  # a flash kernel recomputes the scores; batched GEMMs compute the masked half too
-            whole = self.flops_parts(False, recompute)["attention"]
-            flash = parts["attention"] + self.shape.flash_recompute_flops_per_token(causal)
-            parts["attention"] = np.where(self.flash > 0, flash, whole)
+            parts["attention"] = parts["attention"] + self.shape.flash_recompute_flops_per_token(causal)
+            if np.any(self.flash <= 0):
+                parts["attention"] = np.where(self.flash > 0, parts["attention"],
+                                              self.flops_parts(False, recompute)["attention"])
         return parts
 
     def flops_per_token(self, causal: bool = False) -> np.ndarray:
@@ -299,13 +300,11 @@ class LLMCost:
             return np.where(size > 1, (size - 1.0) / np.maximum(size, 1.0), 0.0)
 
         # parameters gathered in the compute dtype; the blocks' dense linears in FP8 with a float8 all-gather
-        sh = self.shape
-        blocks = (sh.block_params - sh.expert_params) / self.pp / self.tp
-        fp8 = self.fp8_gather & is_code(self.format, FORMATS, "fp8") & (dense > 0)
-        in_fp8 = np.where(fp8, blocks / np.where(dense > 0, dense, 1.0), 0.0)
-        dense_wire = self.act_bytes - (self.act_bytes - 1.0) * in_fp8
-        return (ring(self.dp * self.cp) * dense * per_param(dense_wire),
-                ring(self.expert_dp_group()[0]) * expert * per_param(self.act_bytes))
+        blocks = self.memory.local_blocks
+        block_wire = np.where(self.fp8_gather & is_code(self.format, FORMATS, "fp8"), 1.0, self.act_bytes)
+        dense_sent = blocks * per_param(block_wire) + (dense - blocks) * per_param(self.act_bytes)
+        expert_sent = expert * per_param(self.act_bytes)
+        return ring(self.dp * self.cp) * dense_sent, ring(self.expert_dp_group()[0]) * expert_sent
 
     def expert_dp_group(self) -> tuple[np.ndarray, np.ndarray]:
         """(size, stride) of the routed experts' data-parallel group: the ``tp*cp*dp`` ranks of a

@@ -155,14 +155,19 @@ class Memory:
 
     # model state -----------------------------------------------------------------------
     @cached_property
+    def local_blocks(self) -> np.ndarray:
+        """The blocks' dense parameters a device holds of one pipeline stage (no embedding, LM head
+        or routed experts), before data-parallel sharding."""
+        sh = self.shape
+        return (sh.block_params - sh.expert_params) / self.c.pp / self.c.tp
+
+    @cached_property
     def local_params(self) -> tuple[np.ndarray, np.ndarray]:
         """(dense, expert) parameters on the heaviest pipeline stage, before data-parallel sharding."""
         c, sh = self.c, self.shape
-        experts = sh.expert_params
-        blocks = sh.block_params - experts
         ends = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params)  # embedding / LM head stage
-        dense = (blocks / c.pp + ends) / c.tp
-        return dense, experts / (c.pp * np.maximum(c.ep * c.etp, 1.0))
+        dense = self.local_blocks + ends / c.tp
+        return dense, sh.expert_params / (c.pp * np.maximum(c.ep * c.etp, 1.0))
 
     def bytes_per_param(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p, g, o = (np.where(self.fp32, x32, np.where(self.torch_fsdp, xf, xm))

@@ -281,22 +281,21 @@ class Traffic:
         return 2.0 * (state["param_bytes"] * trains + state["grad_bytes"] + state["optimizer_bytes"])
 
     # the softmax -------------------------------------------------------------------------
-    def scores(self) -> np.ndarray:
-        """Attention scores one device computes per micro-batch and forward pass."""
+    def scores(self, causal: bool = True) -> np.ndarray:
+        """Attention scores one device computes per micro-batch and forward pass (``causal`` false:
+        the whole ``s x s`` matrix, what batched GEMMs compute)."""
         c, sh = self.c, self.sh
         T, _ = self.tokens
-        return T * sh.a / c.tp * sh.attention_context(True) / c.pp
+        return T * sh.a / c.tp * sh.attention_context(causal) / c.pp
 
     def score_bytes(self) -> np.ndarray:
         """Bytes one micro-batch's materialised attention scores move on a device where no flash
         kernel keeps them on chip (``flash_attention`` false; module docstring): every score of the
         ``s x s`` matrix, forward, backward and a recomputed forward."""
-        c, sh = self.c, self.sh
-        T, _ = self.tokens
-        scores = T * sh.a / c.tp * sh.attention_context(False) / c.pp
+        c = self.c
         forwards = 1.0 + is_code(c.ac, CHECKPOINTING, "full", "selective")
         per_score = (forwards * SCORE_BYTES[0] + SCORE_BYTES[1]) * c.act_bytes / 2.0
-        return np.where(c.flash > 0, 0.0, scores * per_score)
+        return np.where(c.flash > 0, 0.0, self.scores(causal=False) * per_score)
 
     def softmax_work(self) -> tuple[np.ndarray, np.ndarray]:
         """(exponentials, fp32 vector operations) of one micro-batch's softmaxes (module docstring)."""
