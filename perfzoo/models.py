@@ -151,6 +151,27 @@ _HF_KEYS: dict[str, tuple[str, ...]] = {
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
+def _window_layers(raw: dict, keys: dict) -> dict[str, Any]:
+    """``sliding_window`` and ``n_sliding_layers`` of a Hugging Face config (both absent without a
+    window, or with one the config does not use: Qwen's ``use_sliding_window`` false). Which layers
+    slide: those ``layer_types`` names (GPT-OSS, newer Gemma configs); else all but every
+    ``sliding_window_pattern``-th (Gemma 3: five local layers to each global one); else every other
+    one in Gemma 2 (its even layers); else every layer (Mistral)."""
+    window, n = keys.pop("sliding_window", None), keys["n_layers"]
+    if not window or not raw.get("use_sliding_window", True):
+        return {}
+    layer_types, pattern = raw.get("layer_types"), raw.get("sliding_window_pattern")
+    if isinstance(layer_types, list):
+        sliding = sum("sliding" in str(t) for t in layer_types)
+    elif isinstance(pattern, int) and pattern > 1:
+        sliding = n - n // pattern
+    elif str(raw.get("model_type", "")).lower() == "gemma2":
+        sliding = (n + 1) // 2
+    else:
+        sliding = n
+    return {"sliding_window": window, "n_sliding_layers": sliding}
+
+
 def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
     """The config keys of a Hugging Face ``config.json`` on disk (no hub access).
 
@@ -171,6 +192,7 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
     for nested in ("text_config", "attn_config", "ffn_config"):  # Llama 4's text model, DBRX's blocks
         if isinstance(raw.get(nested), dict):
             raw = {**raw[nested], **raw}
+    model_type = str(raw.get("model_type", "")).lower()
     keys: dict[str, Any] = {}
     for key, names_ in _HF_KEYS.items():
         value = next((raw[n] for n in names_ if raw.get(n) is not None), None)
@@ -181,27 +203,21 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
                          "(num_hidden_layers, hidden_size)")
     if keys.get("n_experts", 0) and "moe_ffn_dim" not in keys and "ffn_dim" in keys:
         keys["moe_ffn_dim"] = keys.pop("ffn_dim")
-    if keys.get("n_experts", 0) and str(raw.get("model_type", "")).startswith("llama4"):
+    if keys.get("n_experts", 0) and model_type.startswith("llama4"):
         moe_layers, step = raw.get("moe_layers"), raw.get("interleave_moe_layer_step") or 1
         n_moe = len(moe_layers) if isinstance(moe_layers, list) else keys["n_layers"] // int(step)
         keys.setdefault("n_shared_experts", 1)
         if n_moe < keys["n_layers"]:
             keys["n_dense_layers"] = keys["n_layers"] - n_moe
             keys["ffn_dim"] = raw.get("intermediate_size_mlp", keys.get("ffn_dim"))
-    layer_types = raw.get("layer_types")
-    if isinstance(layer_types, list) and keys.get("sliding_window"):  # GPT-OSS: alternating windows
-        keys["n_sliding_layers"] = sum("sliding" in str(t) for t in layer_types)
-    elif keys.get("sliding_window") and raw.get("use_sliding_window", True):  # Mistral: every layer
-        keys["n_sliding_layers"] = keys["n_layers"]
-    else:  # no window, or one the config does not use (Qwen's use_sliding_window = false)
-        keys.pop("sliding_window", None)
+    keys.update(_window_layers(raw, keys))
     pattern = raw.get("hybrid_override_pattern")
     if isinstance(pattern, str) and pattern:
         counts = {kind: sum(_PATTERN.get(c) == kind for c in pattern) for kind in _PATTERN.values()}
         keys.update(n_layers=len(pattern), n_mamba_layers=counts["mamba"], n_attention_layers=counts["attention"])
-    act = str(raw.get("hidden_act", raw.get("activation_function", ""))).lower()
-    if act:
-        keys["gated_mlp"] = act in ("silu", "swiglu", "geglu") or "glu" in act
+    act = str(raw.get("hidden_act", raw.get("hidden_activation", raw.get("activation_function", "")))).lower()
+    if act:  # Gemma's MLP is gated whatever its GELU is called (GeGLU: gate, up and down projections)
+        keys["gated_mlp"] = act in ("silu", "swiglu", "geglu") or "glu" in act or model_type.startswith("gemma")
     keys["model_name"] = str(raw.get("_name_or_path") or raw.get("model_type") or path.parent.name)
     return keys
 

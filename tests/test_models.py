@@ -144,6 +144,29 @@ def test_a_hugging_face_config_reads_mla_mtp_windows_and_hybrid_patterns(tmp_pat
         assert keys[key] == preset[key], key
 
 
+def test_gemma_configs_read_as_gated_mlps_with_their_window_patterns(tmp_path):
+    # Gemma's GELU MLP is gated (GeGLU), though its activation name has no "glu"; Gemma 2 slides
+    # every other layer, Gemma 3 five of every six (sliding_window_pattern), as the catalog rows
+    gemma2 = {"model_type": "gemma2", "num_hidden_layers": 46, "hidden_size": 4608, "intermediate_size": 36864,
+              "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "vocab_size": 256000,
+              "sliding_window": 4096, "hidden_activation": "gelu_pytorch_tanh", "hidden_act": "gelu_pytorch_tanh"}
+    gemma3 = {"model_type": "gemma3", "text_config": {
+        "model_type": "gemma3_text", "num_hidden_layers": 62, "hidden_size": 5376, "intermediate_size": 21504,
+        "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "vocab_size": 262208,
+        "sliding_window": 1024, "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh"}}
+    compared = ("n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "gated_mlp",
+                "sliding_window", "n_sliding_layers")
+    for name, config in (("gemma2-27b", gemma2), ("gemma3-27b", gemma3)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(config))
+        keys, preset = models.from_hf_config(tmp_path / f"{name}.json"), models.get(name)
+        assert {k: keys.get(k) for k in compared} == {k: preset[k] for k in compared}, name
+    assert models.get("gemma3-27b")["n_sliding_layers"] == 52 and models.get("gemma2-27b")["gated_mlp"] is True
+    starcoder = {"model_type": "starcoder2", "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
+                 "hidden_act": "gelu_pytorch_tanh"}  # a GELU MLP of two matrices stays ungated
+    (tmp_path / "starcoder.json").write_text(json.dumps(starcoder))
+    assert models.from_hf_config(tmp_path / "starcoder.json")["gated_mlp"] is False
+
+
 def test_every_shape_key_is_optional_for_llm_configs():
     """A preset's shape keys can be left out of a config (dense rows have no expert keys)."""
     from perfzoo import workloads
