@@ -151,13 +151,13 @@ _HF_KEYS: dict[str, tuple[str, ...]] = {
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
-def _window_layers(raw: dict, keys: dict) -> dict[str, Any]:
-    """``sliding_window`` and ``n_sliding_layers`` of a Hugging Face config (both absent without a
-    window, or with one the config does not use: Qwen's ``use_sliding_window`` false). Which layers
+def _window_layers(raw: dict, window: Any, n: int) -> dict[str, Any]:
+    """``sliding_window`` and ``n_sliding_layers`` of a Hugging Face config ``raw`` whose window is
+    ``window`` and whose layers number ``n`` (neither without a window, or with one the config does
+    not use: Qwen's ``use_sliding_window`` false). Which layers
     slide: those ``layer_types`` names (GPT-OSS, newer Gemma configs); else all but every
     ``sliding_window_pattern``-th (Gemma 3: five local layers to each global one); else every other
     one in Gemma 2 (its even layers); else every layer (Mistral)."""
-    window, n = keys.pop("sliding_window", None), keys["n_layers"]
     if not window or not raw.get("use_sliding_window", True):
         return {}
     layer_types, pattern = raw.get("layer_types"), raw.get("sliding_window_pattern")
@@ -210,7 +210,7 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
         if n_moe < keys["n_layers"]:
             keys["n_dense_layers"] = keys["n_layers"] - n_moe
             keys["ffn_dim"] = raw.get("intermediate_size_mlp", keys.get("ffn_dim"))
-    keys.update(_window_layers(raw, keys))
+    keys.update(_window_layers(raw, keys.pop("sliding_window", None), keys["n_layers"]))
     pattern = raw.get("hybrid_override_pattern")
     if isinstance(pattern, str) and pattern:
         counts = {kind: sum(_PATTERN.get(c) == kind for c in pattern) for kind in _PATTERN.values()}
