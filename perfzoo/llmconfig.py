@@ -406,7 +406,11 @@ PARTIAL_MICROBATCH_FRAMEWORKS = ("llm-foundry",)
 
 
 def _check_sequence(cfg: dict) -> None:
-    S, s = cfg.get("packed_sample_len"), cfg.get("seq_len")
+    S, s, cp = cfg.get("packed_sample_len"), cfg.get("seq_len"), cfg.get("cp", 1)
+    if s is not None and cp > 1 and s % (2 * cp):
+        raise ConfigError(f"seq_len = {s} is not divisible by 2 x cp = {2 * cp}: context parallelism cuts each "
+                          "sequence into 2 x cp chunks, two per rank, so that causal attention's work balances "
+                          "(Megatron-Core and Transformer Engine, PyTorch's context_parallel)")
     if None not in (S, s) and S > s:
         raise ConfigError(f"packed_sample_len = {S} exceeds seq_len = {s}: samples packed into a sequence are no "
                           "longer than it; leave packed_sample_len out for one sample per sequence")

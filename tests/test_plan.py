@@ -292,6 +292,20 @@ def test_the_published_layout_for_the_same_model_and_cluster_is_the_baseline(ext
     assert abs(base["predicted_tokens_per_s_per_device"] / base["measured_tokens_per_s_per_device"] - 1) < 0.15
 
 
+def test_a_published_baseline_in_a_precision_the_plan_did_not_search_says_so(external):
+    from perfzoo.plan.command import PlanConfig, run
+    from perfzoo.plan.report import table
+
+    result = run(PlanConfig(model="llama3-70b", gpus=64, accelerator=H100, seq_len=8192, global_batch=256,
+                            precision="bf16", external_dir=str(external)), log=lambda _m: None)
+    base = result.plan.baselines.iloc[0]
+    assert base["precision"] == "fp8" and base["gain"] < 0  # the FP8 recipe beats every BF16 layout
+    text = table(result.plan)
+    assert f"the top pick is predicted {-base['gain']:.1%} slower (the baseline runs fp8, which this plan did " \
+           "not search: --precision fp8)" in text
+    assert "% faster" not in text.split("baseline (")[1].splitlines()[2]
+
+
 def test_a_hugging_face_config_or_the_shape_in_set_is_the_model(tmp_path):
     from perfzoo.plan import resolve_model
 

@@ -184,6 +184,7 @@ def _override(items, **changes):
     ({"seq_len": "abc"}, (), r"seq_len='abc': expected a whole number of tokens"),
     ({"seq_len": "-1"}, (), r"seq_len=-1: must be 1 or more \(tokens\)"),
     ({"packed_sample_len": "16384"}, (), "packed_sample_len = 16384 exceeds seq_len = 8192"),
+    ({"cp": "2", "seq_len": "8190"}, (), r"seq_len = 8190 is not divisible by 2 x cp = 4"),
     ({"tp": "3", "dp": "8", "n_gpus": "8"}, ("pp",), "tp x pp x cp x dp = 3 x 1 x 1 x 8 = 24 but n_gpus = 8"),
     ({"seq_lenn": "8192"}, ("seq_len",), r"unknown key 'seq_lenn' \(did you mean seq_len\?\)"),
     ({"precision": "fp8", "accelerator": "A100-80GB"}, (), "precision=fp8: A100-80GB has no fp8 peak"),

@@ -291,7 +291,7 @@ def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.Da
             cfg = {c: row[c] for c in published.columns if c.startswith(("config.", "hardware."))}
             frames.append(as_run(pd.DataFrame([cfg])))
             labels.append(f"published: {row['label']}" + ("" if row.get("same_batch", True) else
-                                                           f" (global batch {row.get('config.global_batch_size')})"))
+                                                           f" (global batch {row.get('config.global_batch_size'):,.0f})"))
             measured.append(row["measured_tokens_per_s_per_device"])
     if not frames:
         return pd.DataFrame()
