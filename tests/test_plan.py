@@ -217,6 +217,8 @@ def test_a_layout_whose_layer_pass_is_shorter_than_the_host_time_is_marked():
     (["--model", "llama3-8b", "--gpus", "8", "--accelerator", "FOO-9000", "--seq-len", "4096", "--global-batch", "8"],
      "unknown accelerator 'FOO-9000'"),
     (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--global-batch", "8"], "give --seq-len"),
+    (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "0", "--global-batch", "8"],
+     "--seq-len 0: give a whole number of tokens, 1 or more"),
     (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",
       "--set", "seq_lenn=1"], r"unknown key 'seq_lenn' \(did you mean seq_len\?\)"),
     (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",

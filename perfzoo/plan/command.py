@@ -82,6 +82,10 @@ class PlanConfig:
                             ("--global-batch", self.global_batch)):
             if value is None:
                 raise UsageError(f"give {flag}: a plan is for one cluster and one training job")
+        for flag, value, unit in (("--seq-len", self.seq_len, "tokens"), ("--global-batch", self.global_batch,
+                                                                          "sequences")):
+            if value < 1:
+                raise UsageError(f"{flag} {value}: give a whole number of {unit}, 1 or more")
         assignments(self.knobs, "--set")
         for key, value in assignments(self.baseline, "--baseline").items():
             if key not in LAYOUT_KNOBS:
