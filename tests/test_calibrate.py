@@ -119,6 +119,28 @@ def test_bench_shots_print_one_line_per_count(labs, capsys):
     assert zero["mape"] == pytest.approx(50.0, rel=0.05)
 
 
+def test_bench_reads_an_untidy_test_table_and_says_what_it_read(labs, capsys):
+    # a throughput published with thousands separators is read as the number; the test file's load
+    # report goes to stderr, so the user sees which rows were scored and which were left out
+    public, runs = labs
+    table = pd.read_csv(runs, dtype=str, keep_default_na=False)
+    measured = table["tokens_per_sec_per_gpu"] != ""
+    first = table.index[measured][0]
+    value = float(table.loc[first, "tokens_per_sec_per_gpu"])
+    table.loc[first, "tokens_per_sec_per_gpu"] = f"{value:,.3f}"
+    assert "," in table.loc[first, "tokens_per_sec_per_gpu"]
+    untidy = runs.with_name("untidy_runs.csv")
+    table.to_csv(untidy, index=False)
+    ds = load_dataset(str(untidy))
+    row = ds.frame[ds.frame["annotations.line"] == first + 2].iloc[0]
+    assert row["metrics.throughput_per_device"] == pytest.approx(value)
+    assert row["annotations.tokens_per_sec_per_gpu_raw"] == f"{value:,.3f}"  # the text as published is kept
+    rc = bench.main(["--train", str(public), "--test", str(untidy), "--predictor", "analytic", "--json", "--jobs", "1"])
+    out = capsys.readouterr()
+    assert rc == 0 and json.loads(out.out.splitlines()[0])["n_test"] == 8
+    assert "perfzoo bench: test data untidy_runs.csv: 10 rows read: 8 labelled" in out.err
+
+
 def test_source_labels_only_where_there_are_several_sources():
     frame = pd.DataFrame({calibrate.SOURCE_COLUMN: ["a.csv", "b.csv", "a.csv"]})
     assert calibrate.source_labels(frame).tolist() == ["a.csv", "b.csv", "a.csv"]

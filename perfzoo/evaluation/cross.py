@@ -80,6 +80,8 @@ def cross(config: CrossConfig) -> list[dict[str, Any]]:
     one row per shots count and member (:func:`perfzoo.evaluation.cross.cross_scores`). What was
     left out or converted goes to stderr."""
     tr, te = (load_dataset(name, external_dir=config.external_dir or None) for name in (config.train, config.test))
+    for report in te.load_reports:  # what the scored rows are: read, derived, left unscored, and why
+        print(f"perfzoo bench: test data {report}", file=sys.stderr)
     specs = cross_specs(config.predictors, tr.name, config.leaderboard)
     return cross_scores(tr, te, specs, config.shots, config.shot_seeds, jobs=config.jobs or cpu_cores())
 

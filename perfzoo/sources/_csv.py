@@ -81,17 +81,22 @@ def is_null(text: Optional[str], numeric: bool = False) -> bool:
     return (text or "").strip().lower() in (NUMERIC_NULL_SPELLINGS if numeric else NULL_SPELLINGS)
 
 
-_NUMBER = re.compile(r"\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)(\s*\(.*\)|\s+[^\d\s].*)?\s*")
+# a number, its thousands optionally grouped by commas (1,639), then optionally a comment
+_NUMBER = re.compile(r"\s*([-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
+                     r"(\s*\(.*\)|\s+[^\d\s].*)?\s*")
 
 
 def split_number(text: str) -> tuple[Optional[float], str]:
     """``(number, comment)`` for a cell: a number optionally followed by a comment.
 
     A blank cell, or a null spelling (:func:`is_null`: ``n/a``, ``-``, ...), gives ``(None, '')``;
-    text that does not start with a number raises ValueError.
+    text that does not start with a number raises ValueError. Commas group thousands (``1,639``);
+    a comma anywhere else (``1,5``) is not a number.
 
     >>> split_number("256 (doc text also says 512)"), split_number("33.71"), split_number("n/a")
     ((256.0, '(doc text also says 512)'), (33.71, ''), (None, ''))
+    >>> split_number("1,639 tok/s"), split_number("12,345.5")
+    ((1639.0, 'tok/s'), (12345.5, ''))
     >>> split_number("fast")
     Traceback (most recent call last):
     ValueError: 'fast' is not a number
@@ -101,7 +106,7 @@ def split_number(text: str) -> tuple[Optional[float], str]:
     match = _NUMBER.fullmatch(text)
     if not match:
         raise ValueError(f"{text!r} is not a number")
-    return float(match.group(1)), (match.group(2) or "").strip()
+    return float(match.group(1).replace(",", "")), (match.group(2) or "").strip()
 
 
 class Row:
@@ -159,7 +164,7 @@ class Row:
             if required:
                 raise self.error(column, "is blank; every row needs a value here")
             return None
-        if comment:
+        if comment or "," in text:  # the text as published, where it was more than the number
             self.raw[column] = text.strip()
         return int(value) if whole else value
 
