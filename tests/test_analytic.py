@@ -719,6 +719,9 @@ def test_export_variants_keep_the_compute_and_lose_the_nvlink():
     assert h800["throughput"] < h100["throughput"]
     with pytest.warns(UserWarning, match="unknown accelerator"):
         assert accelerator_spec("H800 PCIe") is None and accelerator_spec("A800 40GB") is None
+    with pytest.warns(UserWarning, match="unknown accelerator"):  # Microsoft's Maia 100 is no A100
+        assert accelerator_spec("Maia 100") is None
+    assert accelerator_spec("DGX A100").name == "A100-80GB" and accelerator_spec("A100-SXM4-40GB").name == "A100-40GB"
 
 
 def test_the_fsdp_cost_model_counts_the_parameters_of_each_tower_layer_and_reads_the_live_tensor_budget():

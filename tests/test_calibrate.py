@@ -141,6 +141,20 @@ def test_bench_reads_an_untidy_test_table_and_says_what_it_read(labs, capsys):
     assert "perfzoo bench: test data untidy_runs.csv: 10 rows read: 8 labelled" in out.err
 
 
+def test_bench_leaves_rows_it_cannot_price_out_of_the_score(labs, capsys):
+    # an accelerator the table does not have: predict refuses the config, so the bench scores no
+    # member's guess for it (the analytic member's training median, the hybrid's plain fit)
+    public, runs = labs
+    table = pd.read_csv(runs, dtype=str, keep_default_na=False)
+    table.loc[0, "gpu_type"] = "Trainium2"
+    odd = runs.with_name("odd_runs.csv")
+    table.to_csv(odd, index=False)
+    rc = bench.main(["--train", str(public), "--test", str(odd), "--predictor", "analytic,ridge", "--json", "--jobs", "1"])
+    out = capsys.readouterr()
+    assert rc == 0 and [json.loads(line)["n_test"] for line in out.out.splitlines()] == [7, 7]
+    assert "1 of odd-runs's 10 rows cannot be priced (lines 2; accelerator Trainium2): left out of scoring" in out.err
+
+
 def test_source_labels_only_where_there_are_several_sources():
     frame = pd.DataFrame({calibrate.SOURCE_COLUMN: ["a.csv", "b.csv", "a.csv"]})
     assert calibrate.source_labels(frame).tolist() == ["a.csv", "b.csv", "a.csv"]

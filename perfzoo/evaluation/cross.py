@@ -24,10 +24,12 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
 from harness.environment import cpu_cores
 from perfzoo import calibrate, zoo
+from perfzoo.analytic.estimates import claimed, estimate_arrays
 from perfzoo._cli import UsageError
 from perfzoo.calibrate import source_labels
 from perfzoo.dataset import Dataset
@@ -120,7 +122,7 @@ def cross_scores(train: Dataset, test: Dataset, predictors: Sequence[PredictorSp
     """One row per shots count and member: :data:`CROSS_METRICS` averaged over ``shot_seeds`` draws
     (one without shots), ``kendall_std`` / ``mape_std`` their spread, ``draws``, ``n_train``,
     ``n_test`` and the first ``error``. Says on stderr what it left out or converted."""
-    tr, te = without(train, test), in_target_of(train, test)
+    tr, te = without(train, test), priced(in_target_of(train, test))
     shared_features(tr, te)
     labelled = te.labelled()
     tasks = []
@@ -160,6 +162,34 @@ def without(train: Dataset, test: Dataset) -> Dataset:
     print(f"perfzoo bench: {int(shared.sum())} of {train.name}'s {len(train)} jobs are {test.name}'s; "
           "left out of training", file=sys.stderr)
     return replace(left, name=f"{train.name}-minus-{test.name}")
+
+
+def priced(test: Dataset) -> Dataset:
+    """``test`` less the rows a cost model claims but cannot price (an accelerator the table does
+    not have, a precision the device does not run, no shape): ``predict`` refuses such a config, so
+    no score may rest on a member's guess for it; said on stderr, with the rows' lines.
+
+    Rows no cost model claims (a workload without one) stay: their members predict from features."""
+    X = test.X.reset_index(drop=True)
+    claims = np.zeros(len(X), dtype=bool)
+    for _, mask in claimed(X):
+        claims |= mask
+    if not claims.any():
+        return test
+    unpriced = claims & ~np.isfinite(np.asarray(estimate_arrays(X)["throughput"], dtype=float))
+    if not unpriced.any():
+        return test
+    if unpriced.all():
+        raise ValueError(f"no row of {test.name} can be priced (the cost model has no estimate for any: see the load "
+                         "report's rows that contradict themselves): nothing to score")
+    frame = test.frame.reset_index(drop=True)
+    lines = frame.get("annotations.line", pd.Series(frame.index + 2)).loc[unpriced]
+    accel = sorted(frame.get("hardware.accelerator", pd.Series("?", index=frame.index)).loc[unpriced]
+                   .astype(str).unique())
+    print(f"perfzoo bench: {int(unpriced.sum())} of {test.name}'s {len(frame)} rows cannot be priced (lines "
+          f"{', '.join(str(int(v)) for v in lines.head(10))}{', ...' if len(lines) > 10 else ''}; accelerator "
+          f"{', '.join(accel)}): left out of scoring, as predict refuses them", file=sys.stderr)
+    return test.subset(~unpriced)
 
 
 def in_target_of(train: Dataset, test: Dataset) -> Dataset:
