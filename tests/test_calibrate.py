@@ -152,7 +152,7 @@ def test_bench_leaves_rows_it_cannot_price_out_of_the_score(labs, capsys):
     rc = bench.main(["--train", str(public), "--test", str(odd), "--predictor", "analytic,ridge", "--json", "--jobs", "1"])
     out = capsys.readouterr()
     assert rc == 0 and [json.loads(line)["n_test"] for line in out.out.splitlines()] == [7, 7]
-    assert "1 of odd-runs's 10 rows cannot be priced (lines 2; accelerator Trainium2): left out of scoring" in out.err
+    assert "1 of odd-runs's 10 rows cannot be priced (lines 2; accelerator Trainium2): the cost model lacks" in out.err
 
 
 def test_source_labels_only_where_there_are_several_sources():

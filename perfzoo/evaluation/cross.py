@@ -29,8 +29,8 @@ import pandas as pd
 
 from harness.environment import cpu_cores
 from perfzoo import calibrate, zoo
-from perfzoo.analytic.estimates import claimed, estimate_arrays
 from perfzoo._cli import UsageError
+from perfzoo.analytic.estimates import claimed, estimate_arrays
 from perfzoo.calibrate import source_labels
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
@@ -188,7 +188,8 @@ def priced(test: Dataset) -> Dataset:
                    .astype(str).unique())
     print(f"perfzoo bench: {int(unpriced.sum())} of {test.name}'s {len(frame)} rows cannot be priced (lines "
           f"{', '.join(str(int(v)) for v in lines.head(10))}{', ...' if len(lines) > 10 else ''}; accelerator "
-          f"{', '.join(accel)}): left out of scoring, as predict refuses them", file=sys.stderr)
+          f"{', '.join(accel)}): the cost model lacks their accelerator, precision or shape (the load report "
+          "says which); left out of scoring, as predict refuses them", file=sys.stderr)
     return test.subset(~unpriced)
 
 

@@ -113,9 +113,10 @@ def table(plan: Plan, k: int = 10) -> str:
             lines.append(line("", row) + f"  ({fits})")
             rank = _plain(row.get("rank"))
             gain = _plain(row.get("gain"))
-            verdict = (f"  ranks {rank:,} of {c['scored']:,}; the top pick is predicted {abs(gain):.1%} "
-                       + ("faster" if gain >= 0 else "slower") if rank is not None and gain is not None
-                       else "  not priced")
+            verdict = "  not priced"
+            if rank is not None and gain is not None:
+                verdict = (f"  ranks {rank:,} of {c['scored']:,}; the top pick is predicted {abs(gain):.1%} "
+                           + ("faster" if gain >= 0 else "slower"))
             precision = row.get("precision")
             if isinstance(precision, str) and precision not in plan.precisions:
                 verdict += f" (the baseline runs {precision}, which this plan did not search: --precision {precision})"
