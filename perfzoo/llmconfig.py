@@ -405,9 +405,20 @@ def _check_degrees(cfg: dict) -> None:
 PARTIAL_MICROBATCH_FRAMEWORKS = ("llm-foundry",)
 
 
+def cp_splits(seq_len: int, cp: int) -> bool:
+    """Whether context parallelism over ``cp`` ranks can cut a ``seq_len``-token sequence into
+    ``2 x cp`` equal chunks, two per rank, so that causal attention's work balances (Megatron-Core
+    and Transformer Engine, PyTorch's context_parallel).
+
+    >>> cp_splits(8192, 4), cp_splits(8190, 2)
+    (True, False)
+    """
+    return cp <= 1 or seq_len % (2 * cp) == 0
+
+
 def _check_sequence(cfg: dict) -> None:
     S, s, cp = cfg.get("packed_sample_len"), cfg.get("seq_len"), cfg.get("cp", 1)
-    if s is not None and cp > 1 and s % (2 * cp):
+    if s is not None and not cp_splits(s, cp):
         raise ConfigError(f"seq_len = {s} is not divisible by 2 x cp = {2 * cp}: context parallelism cuts each "
                           "sequence into 2 x cp chunks, two per rank, so that causal attention's work balances "
                           "(Megatron-Core and Transformer Engine, PyTorch's context_parallel)")
@@ -439,4 +450,4 @@ def as_columns(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["ConfigError", "HARDWARE_KEYS", "KEYS", "Key", "REQUIRED", "accelerator_spec", "as_columns", "check",
-           "check_precision", "help_text", "known_accelerator", "preset", "unknown_key_error"]
+           "check_precision", "cp_splits", "help_text", "known_accelerator", "preset", "unknown_key_error"]

@@ -101,10 +101,9 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     support for ``peak`` to be known."""
     codes, names = _specs(df)
     peak_t, supported, attrs = _tables(names)
-    if not names:  # no known accelerator in the frame: constants, no per-row work
-        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, flash, eager = (np.array(v) for v in attrs[0])
-    else:
-        mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, flash, eager = attrs[codes].T
+    # no known accelerator in the frame: constants, no per-row work
+    columns = (np.array(v) for v in attrs[0]) if not names else attrs[codes].T
+    mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, flash, eager = columns
     cpu = cpu == 1.0
     known = known == 1.0
     peak = peak_t[codes, precision]

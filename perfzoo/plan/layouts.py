@@ -151,7 +151,7 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     tps = [t for t in divisors(N) if t <= tp_max and a % t == 0 and (kv % t == 0 or t % kv == 0)]
     pps = [p for p in divisors(N) if L % p == 0]
     vps = [v for v in VIRTUAL_STAGES if v == 1 or any(L % (p * v) == 0 for p in pps if p > 1)]
-    cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and seq_len % (2 * c) == 0 and seq_len // c >= MIN_CP_TOKENS]
+    cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and llmconfig.cp_splits(seq_len, c) and seq_len // c >= MIN_CP_TOKENS]
     cps = sorted(set(cps) | {1})
     eps = [e for e in divisors(N) if E % e == 0] if E > 1 else [1]
     mbs = [b for b in MICRO_BATCHES if b <= global_batch]
