@@ -7,7 +7,8 @@ Where datasets come from (:func:`list_datasets`, :func:`load_dataset`):
 * **external files**, read in place from the external-data directory: the ``external_dir``
   argument, else ``$PERFZOO_EXTERNAL_DATA``, else ``../shared/external`` beside the checkout.
   Registered: ``vtrain-a100``, ``published-mosaicml``, ``published-torchtitan``,
-  ``published-nemo``, ``published-megatron``, ``published-megatron-bridge`` and ``published-llm``
+  ``published-nemo``, ``published-megatron``, ``published-megatron-bridge``, ``published-dgxc`` and
+  ``published-llm``
   (every published-table CSV there together: :func:`published_tables` names them). Any other CSV there in
   either layout is listed under its file name (``megatron_runs.csv`` -> ``megatron-runs``).
 * **bundled record stores** ``datasets/<name>/`` (``records.jsonl``, ``dataset.json``,
@@ -143,12 +144,24 @@ EXTERNAL: dict[str, ExternalSpec] = {
         "FP8, MXFP8 and NVFP4 (129 rows, half of them MoE; MoE rows force-balance the experts' "
         "load; shapes from model_architectures.csv, then perfzoo's model catalog). Target: "
         "tokens/s per GPU. Scale split: <=64 GPUs predict 128-1,024."),
+    "published-dgxc": ExternalSpec(
+        "published", ("nvidia_dgxc_benchmarking_perf_tables.csv",), PUBLISHED_SCALE,
+        "compiled from the 'Expected performance' tables of NVIDIA's DGX Cloud benchmarking recipes "
+        "(https://github.com/NVIDIA/dgxc-benchmarking, the recipe READMEs of releases v24.11.1 to v25.05.05) "
+        "into the published-table schema of SOURCES.md in the shared external-data folder",
+        "NVIDIA DGX Cloud benchmarking recipes, releases 24.11 to 25.05: NeMo / Megatron-Core pre-training "
+        "of Llama 3.1 8B/70B/405B, Nemotron-4 15B/340B, GPT-3 175B, Grok-1, DeepSeek-V3, Llama 4 Maverick "
+        "and Nemotron-H 56B, NeMo SFT and LoRA of Llama 3, JAX MaxText and Paxml rows, on H100 and GB200 "
+        "(8-2,304 GPUs) in BF16 and FP8 (332 rows; the same slot re-measured release after release, "
+        "earlier figures marked superseded; '(proxy, N layers)' rows are the full model cut to N layers). "
+        "Target: tokens/s per GPU. Its releases make a temporal split."),
     "published-llm": ExternalSpec(
         "published", (), PUBLISHED_SCALE,
         "any CSV whose header is the published-table schema of SOURCES.md in the shared "
         "external-data folder",
         "Every published-table CSV in the external-data directory together (MosaicML, "
-        "torchtitan, NeMo, Megatron-LM, Megatron-Bridge, and any file in that schema added later). Target: tokens/s per GPU. "
+        "torchtitan, NeMo, Megatron-LM, Megatron-Bridge, DGX Cloud recipes, and any file in that schema "
+        "added later). Target: tokens/s per GPU. "
         "Scale split: <=64 GPUs predict more."),
 }
 
@@ -184,8 +197,11 @@ def published_tables(external_dir: Optional[PathLike] = None) -> dict[str, Path]
     """``name -> path`` of every published-table CSV in the external directory, each a dataset
     of its own (registered or found); ``published-llm`` is their union.
 
-    >>> sorted(published_tables())[:2]
-    ['published-megatron', 'published-megatron-bridge']
+    Whatever files the directory holds, each is a table of its own (the union is not one):
+
+    >>> tables = published_tables()
+    >>> all(path.is_file() and path.suffix == ".csv" for path in tables.values()), "published-llm" in tables
+    (True, False)
     """
     directory = external_data_dir(external_dir)
     by_file = {spec.files[0]: name for name, spec in EXTERNAL.items() if len(spec.files) == 1}

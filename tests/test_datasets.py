@@ -119,7 +119,10 @@ def test_published_row_counts_and_the_union():
     assert {s.split(" (")[0].split(" long")[0] for s in union.frame["annotations.source"]} >= {
         "MosaicML llm-foundry MPT training benchmarks", "pytorch/torchtitan docs & benchmarks",
         "NVIDIA NeMo performance summary", "NVIDIA/Megatron-LM README scaling tables"}
-    for ds in (mosaic, titan, nemo, megatron, union):
+    dgxc = load_dataset("published-dgxc")  # registered under a short name, not its file's
+    assert len(dgxc) == 332 and tables["published-dgxc"].name == "nvidia_dgxc_benchmarking_perf_tables.csv"
+    assert "nvidia-dgxc-benchmarking-perf-tables" not in list_datasets()
+    for ds in (mosaic, titan, nemo, megatron, dgxc, union):
         assert (ds.target, ds.target_unit) == ("metrics.throughput_per_device", "tokens/s")
         assert (ds.scale_column, ds.scale_threshold) == ("config.n_gpus", 64)
         assert ds.group_columns == ("config.model_name", "hardware.accelerator", "annotations.file")
