@@ -145,8 +145,8 @@ class BenchConfig:
         return Path(self.out or self.preset.out)
 
 
-JSON_FIELDS = ("predictor", "train", "test", "shots", "draws", "n_train", "n_test", *CROSS_METRICS,
-               "kendall_std", "mape_std", "error")
+JSON_FIELDS = ("predictor", "train", "test", "shots", "draws", "n_train", "n_test", "groups", "groups_skipped",
+               *CROSS_METRICS, "kendall_std", "mape_std", "error")
 
 
 def _csv(text: str) -> list[str]:
@@ -201,6 +201,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--shots", type=_shots, metavar="0,1,3,10",
                    help="cross-dataset: few-shot calibration, this many jobs of --test join the training data "
                         f"(default: {CrossConfig.shots[0]})")
+    p.add_argument("--shots-within", action="store_true",
+                   help="cross-dataset: draw the shots inside each group of --test (same model shape, accelerator, "
+                        "precision, task, framework); they anchor the member, the group's other rows are scored "
+                        "(groups of K rows or fewer are skipped and counted)")
     p.add_argument("--shot-seeds", type=_seed_count, metavar="N",
                    help=f"cross-dataset: draws of the shots per count (default: {CrossConfig.shot_seeds})")
     p.add_argument("--leaderboard", metavar="DIR",
@@ -251,7 +255,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
 
         return guarded("perfzoo bench", cross_body)
-    given = [flag for flag in ("--shots", "--shot-seeds", "--leaderboard", "--json") if flag in argv
+    given = [flag for flag in ("--shots", "--shots-within", "--shot-seeds", "--leaderboard", "--json") if flag in argv
              and not (flag == "--json" and args.list_tasks)]
     if given:
         parser.error(f"{given[0]} goes with --train and --test")
@@ -475,6 +479,12 @@ def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
               f"{_num(r['kendall'])} {_num(r['kendall_std'], 3, 6)} {_num(r['grouped_kendall'])} "
               f"{_num(r['mape'], 1, 7)} {_num(r['mape_std'], 1, 6)} {_num(r['mdape'], 1, 7)} "
               f"{_num(r['ratio_median'], 2, 9)} {_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)}")
+    if config.shots_within:
+        for r in rows:
+            if r["shots"]:
+                print(f"shots within: {r['shots']} per group anchor {r['predictor']} in {_num(r['groups'], 0, 1)} groups "
+                      f"of {r['test']}; {_num(r['groups_skipped'], 0, 1)} groups of {r['shots']} rows or fewer skipped; "
+                      f"n_test = rows scored per draw (shots ranked nothing: Kendall is not scored)")
 
 
 def _clean(v: Any) -> Any:

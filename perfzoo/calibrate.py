@@ -1,11 +1,19 @@
-"""Few-shot calibration: a few jobs measured on the user's own cluster join the training data.
+"""Few-shot calibration: a few jobs measured on the user's own cluster move the predictions.
 
-The user's situation: a predictor fitted on public measurements, and a handful of their own
-runs. :func:`join` adds those runs (any file or folder :func:`perfzoo.datasets.load_dataset`
-reads: a published-table CSV, a record store) to a training Dataset, and says what it did;
-:func:`fit_with_interval` fits a member on the joined data together with its prediction
-interval. ``python -m perfzoo.predict --calibrate my_runs.csv`` and ``python -m perfzoo.bench
---train A --test B --shots K`` (K jobs of B drawn by seed) both go through :func:`join`.
+The user's situation: a predictor fitted on public measurements, and one or a handful of their
+own runs (any file or folder :func:`perfzoo.datasets.load_dataset` reads: a runs CSV in the keys
+``predict`` takes, a published-table CSV, a record store that ``collect`` wrote). Two things are
+learnt from them (:func:`calibrated`, what ``predict``, ``plan`` and ``search --calibrate`` do):
+
+* an **anchor** (:mod:`perfzoo.zoo.anchor`): each run's offset against the predictor, pooled by
+  model, GPU, precision, task and framework, moves every config of its group, and, shrunk
+  further, the other models on that GPU and framework. This is where a software stack's offset
+  lives, and one run measures it;
+* a **refit** (:func:`join`): the runs join the training data and the member is fitted again,
+  for the configs no run shares a GPU and framework with.
+
+``python -m perfzoo.bench --train A --test B --shots K`` (K jobs of B drawn by seed) scores the
+refit; ``--shots-within`` scores the anchor (:mod:`perfzoo.evaluation.anchored`).
 
 >>> from perfzoo.datasets import load_dataset                                  # doctest: +SKIP
 >>> joined = join(load_dataset("published-llm"), load_dataset("my_runs.csv"))  # doctest: +SKIP
@@ -21,9 +29,11 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
 from perfzoo.dataset import Dataset
 from perfzoo.sources import DataError
+from perfzoo.zoo.anchor import Anchored
 from perfzoo.zoo.base import Predictor
 
 CALIBRATION_COLUMN = "annotations.calibration"  # True on the rows a join added
@@ -115,3 +125,87 @@ def fit_with_interval(model: Predictor, dataset: Dataset) -> Predictor:
     if model.output == "throughput":
         model.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame))
     return model
+
+
+def run_names(runs: Dataset) -> list[str]:
+    """A name per run a user can find it by: ``file line N`` where the run came from a table,
+    else ``record <id>``."""
+    f = runs.frame
+    if {"annotations.file", "annotations.line"} <= set(f.columns):
+        return [f"{a} line {int(b)}" if pd.notna(b) else str(r)
+                for a, b, r in zip(f["annotations.file"], f["annotations.line"], f["record_id"])]
+    return [f"record {str(r)[:12]}" for r in f["record_id"]]
+
+
+@dataclass
+class Calibrated:
+    """A predictor calibrated with the user's runs (:func:`calibrated`): anchored where a run shares
+    a config's GPU and framework, refitted with the runs joined elsewhere. It predicts like a zoo
+    member (``predict``, ``predict_interval``, ``input_columns_``) and says what moved each
+    prediction (:meth:`explain`)."""
+
+    base: Predictor  # fitted without the runs: the anchors' offsets are measured against it
+    refit: Predictor  # fitted with the runs joined: for configs no run anchors
+    anchored: Anchored
+    joined: Joined
+    runs: str
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def input_columns_(self) -> list[str]:
+        return list(self.base.input_columns_)
+
+    def _levels(self, X: pd.DataFrame) -> np.ndarray:
+        return self.anchored.levels(X)
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        anchored = self._levels(X) != "none"
+        return np.where(anchored, self.anchored.predict(X), self.refit.predict(X))
+
+    def predict_interval(self, X: pd.DataFrame, alpha: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+        anchored = self._levels(X) != "none"
+        a_low, a_high = self.anchored.predict_interval(X, alpha=alpha)
+        r_low, r_high = self.refit.predict_interval(X, alpha=alpha)
+        return np.where(anchored, a_low, r_low), np.where(anchored, a_high, r_high)
+
+    def explain(self, X: pd.DataFrame) -> list[str]:
+        """Per row: which runs anchor it and by how much they moved it, or that the refit priced it."""
+        return [text or f"no run of yours on this GPU and framework: the predictor refitted with your runs"
+                for text in self.anchored.explain(X)]
+
+    def describe(self) -> str:
+        """What was done with the runs: anchors, runs left out and why, the refit."""
+        used = len(self.anchored.used_names)
+        text = f"calibrated with {used} of your runs from {self.runs} (anchors; and refitted with them joined)"
+        for run in self.anchored.left_out:
+            text += f"; left out {run.name}: {run.left_out}"
+        return text
+
+
+def calibrated(base: Predictor, training: Dataset, runs: Dataset, runs_name: str) -> Calibrated:
+    """``base`` (fitted on ``training``) calibrated with ``runs``: anchored on their offsets against
+    ``base`` (its spread of offsets from ``fit_interval``, run on ``training`` where ``base`` has
+    none), and a fresh copy of its member refitted with them joined (:func:`join`). Runs without a
+    measurement, or whose config the cost model cannot price, are left out and named
+    (:meth:`Calibrated.describe`), never used.
+
+    Raises :class:`perfzoo.sources.DataError` when no run can anchor: each was left out."""
+    if getattr(base, "interval_spread_", None) is None:
+        ok = training.labelled()
+        base.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame))
+    joined = join(training, runs)
+    if runs.target != training.target and training.target not in runs.frame.columns:
+        raise DataError(f"{runs.name} has no column {training.target!r}; give runs that measure it")
+    y = pd.to_numeric(runs.frame[training.target], errors="coerce").to_numpy(dtype=float)
+    y = np.where(runs.failed, np.nan, y)
+    X = runs.frame.reindex(columns=list(training.feature_columns))
+    anchored = Anchored(base, X, y, names=run_names(runs))
+    if not anchored.used_names:
+        reasons = "; ".join(f"{r.name}: {r.left_out}" for r in anchored.left_out[:5])
+        raise DataError(f"--calibrate {runs_name}: no run can anchor a prediction ({reasons}); give finished runs "
+                        "of configs predict can price")
+    refit = fit_with_interval(clone(base), joined.dataset)
+    return Calibrated(base, refit, anchored, joined, runs_name)

@@ -52,7 +52,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
 from perfzoo._cli import UsageError, assignments, config_from_args, field_defaults, guarded
@@ -263,6 +262,8 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
             w.append(f"the predictor does not read {', '.join(given)} (never stated in its training data): "
                      "only the analytic breakdown uses it")
     out["warnings"] = ["; ".join(w) for w in warned]
+    if isinstance(predictor, calibrate.Calibrated):  # which of the user's runs moved each prediction
+        out["calibration"] = predictor.explain(X)
     out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
     out.attrs["dataset"] = training.name
     return out
@@ -289,6 +290,8 @@ def _show(table: pd.DataFrame) -> str:
                      f"GiB), waiting on the host "
                      f"{row['analytic.host_time_s']:.3g} s, bubble {row['analytic.bubble']:.1%}, "
                      f"memory {mem:,.1f} GiB per device ({fits}); ideal step {row['analytic.step_time_s']:.3g} s")
+        if row.get("calibration"):
+            lines.append(f"  calibration: {row['calibration']}")
         if row["unknown_inputs"]:
             lines.append(f"  unknown inputs (treated as missing): {row['unknown_inputs']}")
         if row["warnings"]:
@@ -337,20 +340,22 @@ def run(config: PredictConfig) -> pd.DataFrame:
     configs = config.load_configs()
     training = load_dataset(config.dataset, external_dir=config.external_dir)
     configs = checked_configs(configs, training)  # before any fit: a bad config fails fast
-    joined = None
-    if config.calibrate:  # the member (the best one's, a named one, a saved one's) refitted with the runs
-        joined = calibrate.join(training, load_dataset(config.calibrate, external_dir=config.external_dir))
-        training = joined.dataset
+    runs = load_dataset(config.calibrate, external_dir=config.external_dir) if config.calibrate else None
     predictor = None
     if Path(config.predictor).is_dir():
         predictor = zoo.load(config.predictor)
-        predictor = calibrate.fit_with_interval(clone(predictor), training) if joined else predictor
-    elif config.predictor != "best" or joined:
-        name, params = zoo.best_member(config.dataset) if config.predictor == "best" else (config.predictor, {})
-        predictor = calibrate.fit_with_interval(zoo.make(name, **params), training)
+    elif config.predictor != "best":
+        predictor = calibrate.fit_with_interval(zoo.make(config.predictor), training)
+    elif runs is not None:
+        try:
+            predictor = zoo.load_best(training)
+        except (FileNotFoundError, KeyError):
+            predictor = calibrate.fit_with_interval(zoo.make("ridge"), training)
+    if runs is not None:  # anchored on the runs, and refitted with them (perfzoo.calibrate.calibrated)
+        predictor = calibrate.calibrated(predictor, training, runs, config.calibrate)
     table = predict_frame(configs, training, predictor)
-    if joined:
-        table.attrs["calibration"] = joined.describe(config.calibrate)
+    if runs is not None:
+        table.attrs["calibration"] = predictor.describe()
     return table
 
 

@@ -63,6 +63,7 @@ class CrossConfig:
     test: str  # score on this dataset (name or path)
     predictors: Optional[list[str]] = None  # zoo members or 'best' (default: CROSS_DEFAULT)
     shots: tuple[int, ...] = (0,)  # few-shot calibration: this many jobs of test join the training data
+    shots_within: bool = False  # the shots are drawn inside each group of test and anchor it (evaluation.anchored)
     shot_seeds: int = 5  # draws of the shots per count above 0
     json: bool = False  # one JSON object per line instead of the table
     external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
@@ -85,6 +86,8 @@ def cross(config: CrossConfig) -> list[dict[str, Any]]:
     for report in te.load_reports:  # what the scored rows are: read, derived, left unscored, and why
         print(f"perfzoo bench: test data {report}", file=sys.stderr)
     specs = cross_specs(config.predictors, tr.name, config.leaderboard)
+    if config.shots_within:
+        return within_scores(tr, te, specs, config.shots, config.shot_seeds, jobs=config.jobs or cpu_cores())
     return cross_scores(tr, te, specs, config.shots, config.shot_seeds, jobs=config.jobs or cpu_cores())
 
 
@@ -147,6 +150,41 @@ def cross_scores(train: Dataset, test: Dataset, predictors: Sequence[PredictorSp
                "error": None if runs["error"].isna().all() else str(runs["error"].dropna().iloc[0])}
         rows.append(row)
     return rows
+
+
+def within_scores(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpec], shots: Sequence[int] = (0,),
+                  shot_seeds: int = 5, jobs: int = 1) -> list[dict[str, Any]]:
+    """``--shots-within``: one row per shots count and throughput member. Each member is fitted once
+    on ``train`` (with its interval); K = 0 scores it on every row of ``test``; K > 0 draws K shots inside
+    each group of ``test`` (model shape, accelerator, precision, task, framework), anchors the member on
+    them (:mod:`perfzoo.zoo.anchor`) and scores the group's other rows, ``shot_seeds`` draws
+    (:func:`perfzoo.evaluation.anchored.shots_within`). ``n_test`` is the rows scored per draw,
+    ``groups`` and ``groups_skipped`` the groups used and those of K rows or fewer."""
+    tr, te = without(train, test), priced(in_target_of(train, test))
+    shared_features(tr, te)
+    labelled = te.labelled()
+    anchor = tuple(k for k in shots if k > 0)
+    tasks = [replace(t, interval=True, anchor_shots=anchor, anchor_draws=shot_seeds)
+             for t in cross_tasks(tr, labelled, [p for p in predictors if p.output == "throughput"], 0)]
+    results, _, _ = run_tasks(tasks, jobs=jobs, progress=False)
+    rows = []
+    for result in results:
+        for k in shots:
+            own = {m: result.get(m, float("nan")) for m in CROSS_METRICS}
+            if k:
+                own.update({m: result.get(f"{m}_within_{k}", float("nan")) for m in WITHIN_METRICS})
+                own.update({m: float("nan") for m in CROSS_METRICS if m not in WITHIN_METRICS and m not in TIMES})
+            rows.append({"predictor": result["predictor"], "train": tr.name, "test": te.name, "shots": int(k),
+                         "draws": shot_seeds if k else 1, "n_train": int(result["n_train"]),
+                         "n_test": int(result.get(f"scored_within_{k}", result["n_test"])) if k else int(result["n_test"]),
+                         "groups": result.get(f"groups_within_{k}", float("nan")) if k else float("nan"),
+                         "groups_skipped": result.get(f"groups_skipped_within_{k}", float("nan")) if k else float("nan"),
+                         **own, "kendall_std": float("nan"), "mape_std": float("nan"), "error": result.get("error")})
+    return rows
+
+
+WITHIN_METRICS = ("mape", "mdape", "coverage", "interval_width")  # what an anchored row is scored on
+TIMES = ("fit_time_s", "predict_time_s")
 
 
 def without(train: Dataset, test: Dataset) -> Dataset:

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
+from perfzoo.evaluation.anchored import shots_within, within_columns
 from perfzoo.evaluation.splits import CURVE_SIZES
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, fits
@@ -84,6 +85,9 @@ def _execute(task: Task) -> dict[str, Any]:
             est.fit_interval(task.X_train, task.y_train, groups=task.interval_groups, seed=int(task.ids["seed"]))
             low, high = est.predict_interval(task.X_test, alpha=1 - M.INTERVAL_LEVEL)
             out.update(M.interval_scores(task.y_test, low, high))
+            if task.anchor_shots:
+                out.update(within_columns(shots_within(est, task.X_test, task.y_test, task.anchor_shots,
+                                                       draws=task.anchor_draws, seed=int(task.ids["seed"]))))
         if task.keep_predictions:
             out["y_true"] = [float(v) for v in task.y_test]
             out["y_pred"] = [float(v) if np.isfinite(v) else None for v in pred]

@@ -41,6 +41,7 @@ import perfzoo.features
 import perfzoo.targets
 import perfzoo.vocabulary
 import perfzoo.workloads
+import perfzoo.zoo.anchor
 import perfzoo.zoo.base
 import perfzoo.zoo.interval
 from perfzoo import accelerators
@@ -52,6 +53,7 @@ from perfzoo.zoo.plugin import source_files
 from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
 
+ANCHOR_SHOTS = (1, 3)  # runs of each held-out group that anchor the member (leave-one-source-out splits)
 RESULT_VERSION = 2  # bump when a task's output changes meaning: old cache entries are ignored
 DEFAULT_CACHE_DIR = ".perfzoo-cache"
 
@@ -140,6 +142,7 @@ _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.targets),
     inspect.getsourcefile(perfzoo.columns), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
     inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
+    inspect.getsourcefile(perfzoo.zoo.anchor),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),
 )
@@ -189,6 +192,8 @@ class Task:
     threads: int = 1
     interval: bool = False
     interval_groups: Optional[np.ndarray] = None
+    anchor_shots: tuple[int, ...] = ()  # with interval: also score K-shot-within anchoring (evaluation.anchored)
+    anchor_draws: int = 5  # draws of those shots
 
 
 _METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
@@ -267,8 +272,11 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
             # of the node split (its rows are the same for every seed; each interval costs 5 more fits)
             interval = (sp.name in TRANSFER_SPLITS and spec.output == "throughput"
                         and (sp.kind == "group" or seed_rank == 0))
+            # leaving a published source out: what one and three runs of each held-out model then do
+            anchor = ANCHOR_SHOTS if interval and sp.kind == "group" and sources is not None else ()
             tasks.append(_task(task.id, dname, dhash, spec, sp, X, y, tr, te, groups, failure=False, interval=interval,
-                               interval_groups=sources[tr] if interval and sources is not None else None))
+                               interval_groups=sources[tr] if interval and sources is not None else None,
+                               anchor_shots=anchor))
         # the failure classifier: every row, label = failed
         if fail_spec is not None and failed.any() and sp.kind != "curve":
             if failed[sp.train].any() and (~failed[sp.train]).any():
@@ -280,19 +288,20 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
 
 def _task(task_id: str, dname: str, dhash: str, spec: PredictorSpec, sp: Split, X: pd.DataFrame, y: np.ndarray,
           tr: np.ndarray, te: np.ndarray, groups: Optional[np.ndarray], failure: bool, interval: bool = False,
-          interval_groups: Optional[np.ndarray] = None) -> Task:
+          interval_groups: Optional[np.ndarray] = None, anchor_shots: tuple[int, ...] = ()) -> Task:
     ids = {"task": task_id, "dataset": dname, "predictor": spec.display, "output": spec.output,
            "split": sp.name, "kind": sp.kind, "fold": sp.fold, "seed": int(sp.seed)}
     key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
                        "predictor": spec.cache_identity(), "split": sp.key, "train": _rows_hash(tr),
-                       "test": _rows_hash(te), "failure": failure, "interval": interval})
+                       "test": _rows_hash(te), "failure": failure, "interval": interval,
+                       **({"anchor": list(anchor_shots)} if anchor_shots else {})})
     return Task(
         key=key, ids=ids, spec=spec,
         X_train=X.iloc[tr].reset_index(drop=True), y_train=y[tr],
         X_test=X.iloc[te].reset_index(drop=True), y_test=y[te],
         groups_test=None if groups is None else groups[te],
         failure=failure, keep_predictions=sp.kind in ("random", "temporal", "scale", "node"),
-        interval=interval, interval_groups=interval_groups,
+        interval=interval, interval_groups=interval_groups, anchor_shots=tuple(anchor_shots),
     )
 
 

@@ -25,7 +25,7 @@ the same model and cluster. One module per concept:
 
 from perfzoo.plan.layouts import Cluster, PlanError, layout_space
 from perfzoo.plan.planner import Plan, default_scorer, plan, resolve_model
-from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer, fit_with_runs
+from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 
-__all__ = ["Cluster", "MEMORY_MARGIN", "Plan", "PlanError", "Scorer", "default_scorer", "fit_with_runs",
+__all__ = ["Cluster", "MEMORY_MARGIN", "Plan", "PlanError", "Scorer", "default_scorer",
            "layout_space", "plan", "resolve_model"]

@@ -52,9 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--predictor", help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, "
                                        "or a saved predictor folder")
     p.add_argument("--dataset", help="the predictor's training data (default published-llm)")
-    p.add_argument("--calibrate", metavar="RUNS.csv",
-                   help="your measured runs (config keys + tokens_per_s_per_device): the predictor is refitted "
-                        "with them")
+    p.add_argument("--calibrate", metavar="RUNS",
+                   help="your measured runs (a CSV of config keys + tokens_per_s_per_device, a published-table CSV "
+                        "or a record store): their offset against the predictor moves every layout of their "
+                        "model and cluster (one run is enough), and the predictor is refitted with them")
     p.add_argument("--memory-margin", type=float,
                    help="fraction of device memory kept free of the memory model's estimate (default 0.1)")
     p.add_argument("--exhaustive-limit", type=int,

@@ -26,12 +26,13 @@ import pandas as pd
 
 from perfzoo import analytic, llmconfig
 from perfzoo._cli import UsageError, assignments
+from perfzoo.calibrate import calibrated
 from perfzoo.datasets import load_dataset
 from perfzoo.plan import report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, plan, resolve_model
 from perfzoo.plan.recipes import published_layouts
-from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer, fit_with_runs
+from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.predict import outside_training
 from perfzoo.search import Reinforce
 from perfzoo.search.command import resolve_predictor
@@ -63,7 +64,7 @@ class PlanConfig:
     baseline: list[str] = field(default_factory=list)  # KEY=VALUE layout knobs of your own layout (tp=4 pp=8)
     predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
     dataset: str = PUBLISHED  # the predictor's training data (a zoo member is fitted on it)
-    calibrate: Optional[str] = None  # a CSV of your measured runs: the predictor is refitted with them
+    calibrate: Optional[str] = None  # your measured runs: they anchor the predictor (perfzoo.calibrate.calibrated)
     memory_margin: float = MEMORY_MARGIN  # fraction of device memory kept free
     exhaustive_limit: int = EXHAUSTIVE_LIMIT  # the most valid layouts scored one by one (else REINFORCE)
     tp_beyond_node: bool = False  # let tensor parallelism span NVLink domains
@@ -90,8 +91,9 @@ class PlanConfig:
         for key, value in assignments(self.baseline, "--baseline").items():
             if key not in LAYOUT_KNOBS:
                 raise UsageError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
-        if self.calibrate is not None and not Path(self.calibrate).is_file():
-            raise UsageError(f"--calibrate {self.calibrate}: no such file")
+        if self.calibrate is not None and not Path(self.calibrate).exists():
+            raise UsageError(f"--calibrate {self.calibrate}: no such file or folder; give a runs CSV, a "
+                             "published-table CSV or a record store")
         for flag, path in (("--out", self.out), ("--plot", self.plot)):
             if path is not None and not Path(path).resolve().parent.is_dir():
                 raise UsageError(f"{flag} {path}: the folder {Path(path).resolve().parent} does not exist")
@@ -123,14 +125,12 @@ def scorer_for(config: PlanConfig, log) -> Scorer:
         return Scorer(model, per_device=_per_device(config.dataset, config.external_dir),
                       memory_margin=config.memory_margin)
     training = load_dataset(config.dataset, external_dir=config.external_dir)
+    model = resolve_predictor(config.predictor, training, log)
     if config.calibrate is not None:
-        member = load_best(training).name if config.predictor == "best" else config.predictor
         t = time.perf_counter()
-        model = fit_with_runs(member, training, config.calibrate)
-        log(f"predictor: {member} refitted on {training.name} plus {model.n_calibration_runs_} runs of "
-            f"{config.calibrate} in {time.perf_counter() - t:.1f} s")
-    else:
-        model = resolve_predictor(config.predictor, training, log)
+        runs = load_dataset(config.calibrate, external_dir=config.external_dir)
+        model = calibrated(model, training, runs, config.calibrate)
+        log(f"predictor: {model.describe()}, in {time.perf_counter() - t:.1f} s")
     return Scorer(model, per_device=training.target.endswith("_per_device"), memory_margin=config.memory_margin)
 
 

@@ -9,8 +9,8 @@ context, communication buffers, allocator fragmentation). :meth:`Scorer.score` t
 of layouts into the plan's columns: memory and headroom per GPU, whether it fits, predicted
 tokens/s per GPU and in all, step time, MFU and the predictor's interval where it has one.
 
-:func:`fit_with_runs` refits a predictor on its training data plus a user's own measured runs
-(``--calibrate runs.csv``).
+:func:`perfzoo.calibrate.calibrated` anchors the predictor on a user's own measured runs and
+refits it with them (``--calibrate runs.csv``); the scorer takes what it returns like any predictor.
 
 >>> import pandas as pd
 >>> from perfzoo.search import Formula
@@ -42,9 +42,6 @@ from perfzoo.search.objective import Model, input_columns
 
 MEMORY_MARGIN = 0.10
 GIB = float(2**30)
-# what a runs file may call its measurement (tokens/s per GPU, or in all)
-PER_DEVICE_COLUMNS = ("tokens_per_s_per_device", "tokens_per_sec_per_gpu")
-GLOBAL_COLUMNS = ("tokens_per_s",)
 
 
 @dataclass
@@ -129,52 +126,4 @@ def bf16_peak(frame: pd.DataFrame) -> np.ndarray:
     return names.map(peaks).to_numpy(dtype=float)
 
 
-def runs_frame(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
-    """A user's measured runs: a CSV with one run per row, its config keys (the front door's,
-    :mod:`perfzoo.llmconfig`) and its measured ``tokens_per_s_per_device`` (or
-    ``tokens_per_sec_per_gpu``, or the job's ``tokens_per_s``). Returns the predictor columns
-    and the tokens/s per GPU; a row that is no config perfzoo can price, or has no measurement,
-    is a :class:`~perfzoo.llmconfig.ConfigError` naming its line."""
-    path = Path(path)
-    if not path.is_file():
-        raise llmconfig.ConfigError(f"--calibrate {path}: no such file")
-    table = pd.read_csv(path)
-    measured_cols = [c for c in PER_DEVICE_COLUMNS + GLOBAL_COLUMNS if c in table.columns]
-    if not measured_cols:
-        raise llmconfig.ConfigError(f"--calibrate {path}: no measurement column; add one of "
-                                    f"{', '.join(PER_DEVICE_COLUMNS + GLOBAL_COLUMNS)}")
-    rows, measured = [], []
-    for i, rec in enumerate(table.to_dict("records"), 2):  # line 1 is the header
-        values = {c: rec.pop(c) for c in measured_cols}
-        try:
-            cfg = llmconfig.check(rec)
-        except llmconfig.ConfigError as exc:
-            raise llmconfig.ConfigError(f"--calibrate {path} line {i}: {exc}") from None
-        col = measured_cols[0]
-        value = pd.to_numeric(pd.Series([values[col]]), errors="coerce").iloc[0]
-        if not np.isfinite(value) or value <= 0:
-            raise llmconfig.ConfigError(f"--calibrate {path} line {i}: {col} = {values[col]!r} is no measured "
-                                        "throughput (a positive number)")
-        rows.append(llmconfig.as_columns(cfg))
-        measured.append(value if col not in GLOBAL_COLUMNS else value / cfg["n_gpus"])
-    if not rows:
-        raise llmconfig.ConfigError(f"--calibrate {path}: the file holds no runs")
-    return pd.DataFrame(rows), np.asarray(measured, dtype=float)
-
-
-def fit_with_runs(member: str, training: Dataset, runs: str | Path) -> Model:
-    """The zoo member ``member`` fitted on ``training``'s labelled successful jobs plus the
-    measured runs in ``runs`` (:func:`runs_frame`), each run weighing as one job. The fitted
-    predictor's ``n_calibration_runs_`` says how many runs joined."""
-    X_runs, per_dev = runs_frame(runs)
-    ok = training.labelled().ok()
-    per_device_target = training.target.endswith("_per_device")
-    y_runs = per_dev if per_device_target else per_dev * n_devices(X_runs)
-    X = pd.concat([ok.X, X_runs.reindex(columns=ok.X.columns)], ignore_index=True)
-    y = np.concatenate([ok.y, y_runs])
-    model = zoo.make(member).fit(X, y, dataset=training.name)
-    model.n_calibration_runs_ = len(X_runs)
-    return model
-
-
-__all__ = ["MEMORY_MARGIN", "Scorer", "bf16_peak", "fit_with_runs", "runs_frame"]
+__all__ = ["MEMORY_MARGIN", "Scorer", "bf16_peak"]

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="fixed", nargs="+", action="extend", metavar="COLUMN=VALUE",
                    help="a fixed predictor input outside the space, e.g. hardware.accelerator=cpu "
                         "(default: the dataset's most common value)")
+    p.add_argument("--calibrate", metavar="RUNS",
+                   help="your measured runs (a runs CSV, a published-table CSV or a record store) anchor the "
+                        "predictor: their offset moves the predictions of their model and cluster")
     p.add_argument("--show", type=int, default=10, help="rows of the printed table (default 10)")
     p.add_argument("--json", action="store_true", help="print the proposals as JSON lines instead of a table")
     p.add_argument("--progress", action="store_true", help="show a progress bar")

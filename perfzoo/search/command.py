@@ -28,6 +28,7 @@ import numpy as np
 from perfzoo import llmconfig, zoo
 from perfzoo._cli import UsageError, assignments, check_choice
 from perfzoo.dataset import Dataset
+from perfzoo.calibrate import calibrated
 from perfzoo.datasets import load_dataset
 from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher
 from perfzoo.search.objective import check_inputs
@@ -88,6 +89,7 @@ class SearchConfig:
     seed: int = 0  # the searcher's seed
     include_measured: bool = False  # keep the configs dataset has measured
     fixed: list[str] = field(default_factory=list)  # COLUMN=VALUE predictor inputs outside the space
+    calibrate: Optional[str] = None  # your measured runs anchor the predictor (perfzoo.calibrate.calibrated)
     progress: bool = False  # a progress bar, where the searcher has one
 
     def __post_init__(self):
@@ -219,6 +221,11 @@ def run(config: SearchConfig) -> SearchResult:
                              "cannot rank the other; give a dataset measured in this space")
     codec = SpaceCodec(space)
     predictor = resolve_predictor(config.predictor, dataset, log)
+    if config.calibrate:
+        if dataset is None:
+            raise UsageError("--calibrate needs --dataset (the data the predictor was fitted on)")
+        predictor = calibrated(predictor, dataset, load_dataset(config.calibrate), config.calibrate)
+        log(f"predictor: {predictor.describe()}")
     failure = resolve_failure(config.failure, dataset, log)
     fixed = fixed_columns(dataset, codec.knob_columns(), config.fixed)
     exclude = NO_KEYS if dataset is None or config.include_measured else codec.keys_of(measured_configs(dataset))

@@ -6,7 +6,7 @@ and group columns a dataset in its layout gets by default (:meth:`Source.metadat
 :mod:`perfzoo.datasets` finds every dataset through :data:`SOURCES`.
 
 >>> [source.name for source in SOURCES.values()]
-['store', 'vtrain', 'published']
+['store', 'vtrain', 'published', 'runs']
 >>> from perfzoo.datasets import external_data_dir
 >>> detect(external_data_dir() / "torchtitan_benchmarks.csv").name
 'published'
@@ -16,6 +16,7 @@ Sources (:data:`SOURCES`, in the order :func:`detect` asks them)
 ``store``      a record-store folder (:mod:`perfzoo.sources.store`), or its ``records.jsonl``
 ``vtrain``     the vTrain ground-truth CSV (:mod:`perfzoo.sources.vtrain`)
 ``published``  the published-table CSV of ``SOURCES.md`` (:mod:`perfzoo.sources.published`)
+``runs``       a user's measured runs in the keys ``predict`` takes (:mod:`perfzoo.sources.runs`)
 
 A new CSV layout is one module (a :class:`CsvSource` subclass: ``name``, ``title``,
 ``describe``, ``columns``, the default columns and ``read``) and one line in :data:`SOURCES`.
@@ -29,12 +30,13 @@ from perfzoo.sources._base import DataError, Load, LoadReport, Source, file_data
 from perfzoo.sources._csv import CsvSource, read_table
 from perfzoo.sources._llm import config_key
 from perfzoo.sources.published import PublishedSource, read_architectures, read_published
+from perfzoo.sources.runs import RunsSource
 from perfzoo.sources.store import RecordStoreSource
 from perfzoo.sources.vtrain import VTrainSource, read_vtrain
 
 SOURCES: dict[str, Source] = {
     source.name: source
-    for source in (RecordStoreSource(), VTrainSource(), PublishedSource())
+    for source in (RecordStoreSource(), VTrainSource(), PublishedSource(), RunsSource())
 }
 
 
@@ -68,4 +70,4 @@ def get(name: str) -> Source:
 
 __all__ = ["SOURCES", "DataError", "Load", "LoadReport", "Source", "CsvSource", "detect", "get",
            "file_dataset_name", "config_key", "read_vtrain", "read_published", "read_architectures",
-           "VTrainSource", "PublishedSource", "RecordStoreSource"]
+           "VTrainSource", "PublishedSource", "RecordStoreSource", "RunsSource"]

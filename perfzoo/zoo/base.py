@@ -62,6 +62,7 @@ import perfzoo
 from harness.environment import library_versions
 from perfzoo.features import FeatureEncoder, as_columns, check_frame
 from perfzoo.targets import TARGETS, TargetTransform
+from perfzoo.zoo import anchor as _anchor
 from perfzoo.zoo import interval as _interval
 
 MODEL_FILE = "model.joblib"
@@ -193,8 +194,14 @@ class Predictor(BaseEstimator):
         if self.output != "throughput":
             raise TypeError(f"{self.name}: its outputs are {self.output}s, not throughput; it has no interval")
         X = check_frame(X)
+        y = self._check_y(y, len(X))
         self.interval_residuals_, self.interval_weights_ = _interval.out_of_fold_residuals(
-            self, X, self._check_y(y, len(X)), groups=groups, folds=folds, seed=seed)
+            self, X, y, groups=groups, folds=folds, seed=seed)
+        # the same residuals, by group and cluster: how far one measured run can be trusted (zoo.anchor)
+        kept = np.isfinite(y) & (y > 0)
+        self.interval_spread_ = _anchor.Spread.estimate(
+            self.interval_residuals_, _anchor.keys(X.loc[kept]), None if groups is None else np.asarray(groups)[kept],
+            seed=seed)
         return self
 
     def predict_interval(self, X: pd.DataFrame, alpha: float = _interval.ALPHA) -> tuple[np.ndarray, np.ndarray]:

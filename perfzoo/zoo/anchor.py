@@ -1,0 +1,418 @@
+"""Anchored calibration: one measured run of your own model moves every prediction of its group.
+
+The situation (the CubicML premise: profiling jobs are cheap): a predictor fitted on public tables,
+and one or a few short runs of the model about to be trained, on the user's cluster and software.
+A new software stack is off by a factor (a release, a tuned submission: 1.3-1.5x), and that factor
+is shared by the layouts of one model on one cluster: one run measures it.
+
+Two levels, read off the configs (:func:`keys`):
+
+* a **group**: the same model shape, accelerator, precision, task and framework (:data:`GROUP_KEYS`);
+* a **cluster**: the same accelerator and framework (:data:`CLUSTER_KEYS`), the cluster and its software.
+
+A run's offset is ``log(measured / predicted)``. Offsets follow a nested random-effects model,
+``offset = a_cluster + b_group + e`` with ``a ~ N(0, tau_c^2)``, ``b ~ N(0, tau_g^2)``,
+``e ~ N(0, sigma^2)``, whose three variances (:class:`Spread`) are the base predictor's own:
+estimated from its out-of-fold residuals on its training data, where each published source is a
+stack it never saw (:meth:`perfzoo.zoo.base.Predictor.fit_interval` keeps them). An anchored
+prediction is ``predicted x exp(shift)``, the shift the posterior mean of the query's offset given
+the runs (partial pooling): one run moves its group by ``tau^2 / (tau^2 + sigma^2)`` of its offset (tau^2 = tau_c^2 + tau_g^2;
+6/7 in the example below),
+runs that agree move it further, other groups of the same cluster move by the cluster's share only,
+and a config no run shares a cluster with is not moved. Its interval is
+``shift +- z sqrt(posterior variance + sigma^2)``, ``z`` the quantiles of the standardised anchored
+residuals met when the same anchoring is replayed on the training residuals (:meth:`Spread.estimate`).
+
+>>> import numpy as np, pandas as pd
+>>> z = np.array([-1.3, 0.0, 1.3])
+>>> spread = Spread(between_clusters=0.04, between_groups=0.02, within=0.01, z=z, z_weights=np.ones(3),
+...                 z_cluster=z, z_cluster_weights=np.ones(3))
+>>> runs = pd.DataFrame({"config.hidden_dim": [4096], "hardware.accelerator": ["H100"], "config.precision": ["bf16"]})
+>>> queries = pd.DataFrame({"config.hidden_dim": [4096, 8192], "hardware.accelerator": ["H100", "H100"],
+...                         "config.precision": ["bf16", "bf16"]})
+>>> shift, var, level = posterior(keys(runs), np.log([1.5]), keys(queries), spread)
+>>> [round(float(np.exp(s)), 3) for s in shift], level.tolist()   # its group; the cluster's other model
+([1.416, 1.261], ['group', 'cluster'])
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import chi2
+
+from perfzoo import accelerators
+from perfzoo.vocabulary import is_missing, normalize_framework, precision_format
+from perfzoo.zoo.interval import conformal_quantiles
+
+# the model's shape: what a group shares besides the cluster, precision and task
+SHAPE_KEYS = ("config.n_layers", "config.hidden_dim", "config.ffn_dim", "config.n_heads", "config.n_kv_heads",
+              "config.vocab_size", "config.n_experts", "config.experts_per_token", "config.moe_ffn_dim")
+CLUSTER_KEYS = ("hardware.accelerator", "config.framework")
+GROUP_KEYS = (*SHAPE_KEYS, "config.precision", "config.task", *CLUSTER_KEYS)
+MIN_VARIANCE = 1e-4  # a variance component is never taken as exactly 0 (1% in log space)
+DRAWS = 3  # replays of the anchoring per group and shot count in Spread.estimate
+SHOTS = (1, 2, 3)  # anchor counts replayed in Spread.estimate
+STACK_LEVEL = 0.8  # the one-sided level of tau_c^2's upper confidence bound (new_stack_factor)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Each row's group and cluster as comparable labels (hashes of the normalised key columns)."""
+
+    group: np.ndarray
+    cluster: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.group)
+
+    def take(self, rows: Any) -> "Keys":
+        return Keys(self.group[rows], self.cluster[rows])
+
+
+def _normalised(X: pd.DataFrame, columns: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per key column, ``(codes, texts)``: each row's code into the normalised texts that equal
+    configs share (a missing column or cell: ``?``), each distinct value read once."""
+    text = {"hardware.accelerator": _accelerator,
+            "config.framework": lambda v: "?" if is_missing(v) else normalize_framework(v),
+            "config.precision": lambda v: "?" if is_missing(v) else precision_format(v),
+            "config.task": lambda v: "?" if is_missing(v) else "".join(ch for ch in str(v).lower() if ch.isalnum())}
+    number = lambda v: "?" if is_missing(v) or not np.isfinite(float(v)) else f"{float(v):.6g}"  # noqa: E731
+    out = {}
+    for c in columns:
+        if c not in X.columns:
+            out[c] = (np.zeros(len(X), dtype=np.int64), np.array(["?"], dtype=object))
+            continue
+        col = X[c] if c in text else pd.to_numeric(X[c], errors="coerce")
+        codes, uniques = pd.factorize(col, use_na_sentinel=True)
+        fn = text.get(c, number)
+        texts = np.array([fn(u) for u in uniques] + [fn(None)], dtype=object)
+        out[c] = (np.where(codes < 0, len(uniques), codes), texts)
+    return out
+
+
+def _label(parts: dict[str, tuple[np.ndarray, np.ndarray]], columns: Sequence[str]) -> np.ndarray:
+    """One uint64 per row, equal where the normalised texts of ``columns`` are: each text hashed
+    once (the same in any frame), then mixed row by row."""
+    label = np.zeros(len(next(iter(parts.values()))[0]), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in columns:
+            codes, texts = parts[c]
+            hashed = pd.util.hash_array(np.array([f"{c}={t}" for t in texts], dtype=object))
+            label = label * np.uint64(1_000_003) ^ hashed[codes]
+    return label
+
+
+def _accelerator(name: Any) -> str:
+    if is_missing(name):
+        return "?"
+    with warnings.catch_warnings():  # an unknown accelerator is refused elsewhere; here it is just text
+        warnings.simplefilter("ignore")
+        found = accelerators.spec(name)
+    return found.name if found is not None else accelerators.normalise(str(name))
+
+
+def keys(X: pd.DataFrame) -> Keys:
+    """Each row's anchoring group and cluster (:data:`GROUP_KEYS`, :data:`CLUSTER_KEYS`).
+
+    >>> k = keys(pd.DataFrame({"config.hidden_dim": [4096, 4096, 8192], "hardware.accelerator": ["H100", "DGX-H100", "H100"]}))
+    >>> bool(k.group[0] == k.group[1]), bool(k.group[0] == k.group[2]), bool(k.cluster[0] == k.cluster[2])
+    (True, False, True)
+    """
+    parts = _normalised(X, GROUP_KEYS)
+    return Keys(_label(parts, GROUP_KEYS), _label(parts, CLUSTER_KEYS))
+
+
+# --- the spread of offsets ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spread:
+    """The variance components of a predictor's log offsets (``between_clusters``: tau_c^2,
+    ``between_groups``: tau_g^2 within a cluster, ``within``: sigma^2 between the configs of a group)
+    and ``z``, the standardised anchored residuals (weights ``z_weights``) the intervals take their
+    quantiles from."""
+
+    between_clusters: float
+    between_groups: float
+    within: float
+    z: np.ndarray  # rows a run of their own group anchors
+    z_weights: np.ndarray
+    z_cluster: np.ndarray  # rows anchored by runs of their cluster only
+    z_cluster_weights: np.ndarray
+
+    @classmethod
+    def estimate(cls, residuals: np.ndarray, row_keys: Keys, sources: Optional[np.ndarray] = None,
+                 seed: int = 0) -> "Spread":
+        """The spread of out-of-fold ``residuals`` (one per training row, each predicted without its
+        source). A cluster or group of the training data is one within a source (``sources``: each
+        row's; None: one source), so a source's own offset counts as its clusters' spread.
+
+        The variances come from the method of moments of the nested one-way layout; tau_c^2, seen
+        in a handful of sources, is taken at its upper confidence bound (:func:`new_stack_factor`):
+        a new stack is one draw from a population a few sources barely describe. ``z`` comes from
+        replaying the anchoring on the training rows: K = 1, 2, 3 runs of one group predict the rest
+        of that group and the other groups of its cluster, :data:`DRAWS` draws each, every source
+        weighed alike."""
+        r = np.asarray(residuals, dtype=float)
+        src = np.zeros(len(r), dtype=np.int64) if sources is None else pd.factorize(np.asarray(sources, dtype=object))[0]
+        group = pd.factorize(pd.Series(list(zip(src, row_keys.group))))[0]
+        cluster = pd.factorize(pd.Series(list(zip(src, row_keys.cluster))))[0]
+        within, between_groups, between_clusters = _components(r, group, cluster)
+        between_clusters *= new_stack_factor(int(np.unique(src).size))
+        z = _Replay.draw(r, group, cluster, src, seed).z(between_clusters, between_groups, within)
+        return cls(between_clusters, between_groups, within, *z["group"], *z["cluster"])
+
+    def quantiles(self, alpha: float, level: str = "group") -> tuple[float, float]:
+        """The ``alpha / 2`` and ``1 - alpha / 2`` quantiles of the standardised residuals of rows
+        anchored at ``level`` (``group`` or ``cluster``; conformal ranks, weighted)."""
+        z, w = (self.z, self.z_weights) if level == "group" else (self.z_cluster, self.z_cluster_weights)
+        return conformal_quantiles(z, alpha, w)
+
+
+def new_stack_factor(sources: int, level: float = STACK_LEVEL) -> float:
+    """How much a variance seen between ``sources`` sources is raised to its upper ``level``
+    confidence bound, ``(k - 1) / chi2_{1 - level}(k - 1)`` (1 below two sources: nothing to bound).
+
+    >>> round(new_stack_factor(5), 2), round(new_stack_factor(50), 2), new_stack_factor(1)
+    (2.43, 1.21, 1.0)
+    """
+    if sources < 2:
+        return 1.0
+    return float((sources - 1) / chi2.ppf(1 - level, sources - 1))
+
+
+def _components(r: np.ndarray, group: np.ndarray, cluster: np.ndarray) -> tuple[float, float, float]:
+    """``(sigma^2, tau_g^2, tau_c^2)`` by moments: the pooled variance inside groups; the variance of
+    group means about their cluster's, less what sigma^2 puts there; the variance of cluster means,
+    less what the lower levels put there. Each floored at :data:`MIN_VARIANCE`."""
+    d = pd.DataFrame({"r": r, "g": group, "c": cluster})
+    g = d.groupby("g").agg(r=("r", "mean"), n=("r", "size"), c=("c", "first"), ss=("r", lambda v: ((v - v.mean()) ** 2).sum()))
+    dof = (g["n"] - 1).sum()
+    within = float(g["ss"].sum() / dof) if dof > 0 else MIN_VARIANCE
+    cm = g.groupby("c").agg(r=("r", "mean"), groups=("r", "size"))
+    g["dev"] = g["r"] - g["c"].map(cm["r"])
+    multi = g["c"].map(cm["groups"]) > 1
+    if multi.any():
+        k = cm["groups"][cm["groups"] > 1]
+        between_groups = float((g.loc[multi, "dev"] ** 2).sum() / (k - 1).sum()) - within * float((1 / g.loc[multi, "n"]).mean())
+    else:
+        between_groups = 0.0
+    between_groups = max(between_groups, MIN_VARIANCE)
+    if len(cm) > 1:
+        per_row = float((1 / g["n"]).mean())
+        between_clusters = float(cm["r"].var(ddof=1)) - between_groups * float((1 / cm["groups"]).mean()) - within * per_row
+    else:
+        between_clusters = 0.0
+    return max(within, MIN_VARIANCE), between_groups, max(between_clusters, MIN_VARIANCE)
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """Anchoring replayed on training residuals (:meth:`Spread.estimate`): one entry per query row
+    of every draw, its residual ``r``, the mean offset of the draw's shots ``rbar``, their count
+    ``k``, whether a run of its own group anchors it (``same``) and its source. All the shots of a
+    draw are one group's, so the posterior has a closed form (:meth:`moments`)."""
+
+    r: np.ndarray
+    rbar: np.ndarray
+    k: np.ndarray
+    same: np.ndarray
+    src: np.ndarray
+
+    @classmethod
+    def draw(cls, r: np.ndarray, group: np.ndarray, cluster: np.ndarray, src: np.ndarray, seed: int) -> "_Replay":
+        rng = np.random.default_rng(seed)
+        order = np.argsort(group, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
+        members = np.split(order, starts[1:])
+        of_cluster = pd.Series(np.arange(len(r))).groupby(cluster).apply(np.asarray)
+        parts: list[tuple] = []
+        for rows in members:
+            others = np.setdiff1d(of_cluster[cluster[rows[0]]], rows)
+            for k in SHOTS:
+                if rows.size < k or (rows.size == k and others.size == 0):
+                    continue
+                for _ in range(DRAWS):
+                    shots = rng.choice(rows, k, replace=False)
+                    query = np.concatenate([np.setdiff1d(rows, shots), others])
+                    same = np.arange(query.size) < rows.size - k
+                    parts.append((query, np.full(query.size, r[shots].mean()), np.full(query.size, k), same))
+        if not parts:
+            return cls(*([np.zeros(0)] * 2), np.zeros(0, dtype=int), np.zeros(0, dtype=bool), np.zeros(0, dtype=int))
+        query, rbar, k, same = (np.concatenate(p) for p in zip(*parts))
+        return cls(r[query], rbar, k, same, src[query])
+
+    def moments(self, tau_c: float, tau_g: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each query's posterior mean and variance (:func:`posterior` for K runs of one group)."""
+        tau = tau_c + tau_g
+        denom = self.k * tau + sigma
+        share = np.where(self.same, tau, tau_c)
+        return self.k * share / denom * self.rbar, tau - self.k * share ** 2 / denom
+
+    def z(self, tau_c: float, tau_g: float, sigma: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """``(z, weights)`` of the group-anchored and of the cluster-anchored queries."""
+        mean, var = self.moments(tau_c, tau_g, sigma)
+        z = (self.r - mean) / np.sqrt(var + sigma)
+        return {"group": _weighted(z[self.same], self.src[self.same]),
+                "cluster": _weighted(z[~self.same], self.src[~self.same])}
+
+
+def _weighted(z: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``z`` with weights that count every source alike (the Gaussian's 10% and 90% points where
+    fewer than two were replayed)."""
+    if z.size < 2:
+        return np.array([-1.2816, 1.2816]), np.ones(2)
+    s = pd.Series(sources)
+    w = 1.0 / s.map(s.value_counts()).to_numpy(dtype=float)
+    return z, w * len(w) / w.sum()
+
+
+# --- the posterior ------------------------------------------------------------------------
+
+def posterior(runs: Keys, offsets: np.ndarray, queries: Keys, spread: Spread) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(shift, variance, level)`` per query: the posterior mean and variance of its offset given the
+    runs' ``offsets`` (log measured / predicted), and ``level``, ``group`` where a run shares its group,
+    ``cluster`` where one shares only its cluster, ``none`` (shift 0, the prior variance) otherwise."""
+    offsets = np.asarray(offsets, dtype=float)
+    prior = spread.between_clusters + spread.between_groups
+    n = len(queries)
+    shift, var = np.zeros(n), np.full(n, prior)
+    level = np.full(n, "none", dtype=object)
+    if len(runs) == 0 or n == 0:
+        return shift, var, level
+    same_c = runs.cluster[:, None] == runs.cluster[None, :]
+    same_g = runs.group[:, None] == runs.group[None, :]
+    K = spread.between_clusters * same_c + spread.between_groups * same_g + spread.within * np.eye(len(runs))
+    solve = np.linalg.solve(K, np.column_stack([offsets, np.eye(len(runs))]))
+    alpha, K_inv = solve[:, 0], solve[:, 1:]
+    combos, inverse = np.unique(np.column_stack([queries.group, queries.cluster]), axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    for i, (g, c) in enumerate(combos):
+        k = spread.between_clusters * (runs.cluster == c) + spread.between_groups * (runs.group == g)
+        if not k.any():
+            continue
+        at = inverse == i
+        shift[at] = k @ alpha
+        var[at] = prior - k @ K_inv @ k
+        level[at] = "group" if (runs.group == g).any() else "cluster"
+    return shift, np.maximum(var, 0.0), level
+
+
+def widened(spread: Spread, runs: Keys, offsets: np.ndarray) -> Spread:
+    """``spread`` with tau_g^2 raised to what the runs themselves show, where they cover two or more
+    groups of one cluster: the variance of their group means about their cluster's, less what
+    sigma^2 puts there. Runs of models that disagree say their models differ more than the training
+    sources did, and each model's own runs are trusted accordingly.
+
+    >>> spread = Spread(0.01, 0.01, 0.01, *([np.zeros(2)] * 4))
+    >>> runs = Keys(np.array([1, 2, 3]), np.array([7, 7, 7]))
+    >>> round(widened(spread, runs, np.log([1.0, 1.5, 2.0])).between_groups, 3)
+    0.111
+    """
+    if len(runs) < 2:
+        return spread
+    d = pd.DataFrame({"r": offsets, "g": runs.group, "c": runs.cluster})
+    g = d.groupby("g").agg(r=("r", "mean"), n=("r", "size"), c=("c", "first"))
+    g = g[g["c"].map(g["c"].value_counts()) > 1]
+    if g.empty:
+        return spread
+    dev = g["r"] - g.groupby("c")["r"].transform("mean")
+    seen = float((dev ** 2).sum() / (len(g) - g["c"].nunique())) - spread.within * float((1 / g["n"]).mean())
+    return replace(spread, between_groups=max(spread.between_groups, seen))
+
+
+# --- an anchored predictor -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Run:
+    """One measured run offered as an anchor: its name (file and line, or record id), and why it was
+    left out (None: it anchors)."""
+
+    name: str
+    measured: float
+    predicted: float
+    left_out: Optional[str] = None
+
+
+class Anchored:
+    """A fitted throughput predictor anchored on measured runs (:func:`posterior`).
+
+    ``predictor`` must have a calibrated interval (``fit_interval``: its :class:`Spread` is kept
+    there as ``interval_spread_``). Runs the predictor cannot price (no finite positive
+    prediction) or that did not finish with a measurement are left out and named in :attr:`runs`.
+    """
+
+    def __init__(self, predictor: Any, X_runs: pd.DataFrame, y_runs: Any, names: Optional[Sequence[str]] = None):
+        spread = getattr(predictor, "interval_spread_", None)
+        if spread is None:
+            raise ValueError(f"{getattr(predictor, 'name', type(predictor).__name__)} has no spread of offsets: "
+                             "call fit_interval(X, y, groups=sources) on its training data first")
+        self.predictor, self.spread = predictor, spread
+        y = np.asarray(y_runs, dtype=float).reshape(-1)
+        names = list(names) if names is not None else [f"run {i + 1}" for i in range(len(y))]
+        pred = np.asarray(predictor.predict(X_runs), dtype=float) if len(y) else np.zeros(0)
+        self.runs = []
+        for name, m, p in zip(names, y, pred):
+            why = (None if np.isfinite(m) and m > 0 and np.isfinite(p) and p > 0 else
+                   "no measured throughput (failed or not finished)" if not (np.isfinite(m) and m > 0) else
+                   "the cost model cannot price its config")
+            self.runs.append(Run(str(name), float(m), float(p), why))
+        used = np.array([r.left_out is None for r in self.runs], dtype=bool)
+        self.keys = keys(X_runs).take(used) if len(y) else Keys(np.zeros(0), np.zeros(0))
+        self.offsets = np.log(y[used] / pred[used]) if used.any() else np.zeros(0)
+        self.spread = widened(spread, self.keys, self.offsets)
+        self.used_names = [r.name for r in self.runs if r.left_out is None]
+
+    @property
+    def left_out(self) -> list[Run]:
+        return [r for r in self.runs if r.left_out is not None]
+
+    def _posterior(self, X: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, Keys]:
+        q = keys(X)
+        return (*posterior(self.keys, self.offsets, q, self.spread), q)
+
+    def levels(self, X: pd.DataFrame) -> np.ndarray:
+        """Per row of ``X``: ``group`` where a run of its group anchors it, ``cluster`` where only runs
+        of its GPU and framework do, ``none`` where no run does."""
+        return self._posterior(X)[2]
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        shift, _, _, _ = self._posterior(X)
+        return np.asarray(self.predictor.predict(X), dtype=float) * np.exp(shift)
+
+    def predict_interval(self, X: pd.DataFrame, alpha: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+        """The anchored interval where a run anchors the row, else the predictor's own."""
+        shift, var, level, _ = self._posterior(X)
+        base = np.asarray(self.predictor.predict(X), dtype=float)
+        low, high = self.predictor.predict_interval(X, alpha=alpha)
+        sd = np.sqrt(var + self.spread.within)
+        for name in ("group", "cluster"):
+            z_lo, z_hi = self.spread.quantiles(alpha, name)
+            at = level == name
+            with np.errstate(over="ignore"):
+                low = np.where(at, base * np.exp(shift + z_lo * sd), low)
+                high = np.where(at, base * np.exp(shift + z_hi * sd), high)
+        return low, high
+
+    def explain(self, X: pd.DataFrame) -> list[str]:
+        """Per row of ``X``: which runs anchor it and by how much they moved it ('' where none does)."""
+        shift, _, level, q = self._posterior(X)
+        out = []
+        for s, lv, g, c in zip(shift, level, q.group, q.cluster):
+            if lv == "none":
+                out.append("")
+                continue
+            mine = self.keys.group == g if lv == "group" else self.keys.cluster == c
+            names = [n for n, on in zip(self.used_names, mine) if on]
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            where = "of this model, GPU, precision and framework" if lv == "group" else \
+                "on this GPU and framework (another model: shrunk further)"
+            out.append(f"anchored by {len(names)} run{'s' if len(names) > 1 else ''} {where} ({shown}): x{np.exp(s):.3f}")
+        return out
+
+
+__all__ = ["Anchored", "Keys", "Run", "Spread", "keys", "posterior", "GROUP_KEYS", "CLUSTER_KEYS"]
