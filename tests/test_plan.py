@@ -8,7 +8,7 @@ import pytest
 
 from perfzoo import analytic, models, zoo
 from perfzoo.llmconfig import ConfigError
-from perfzoo.plan import Cluster, PlanError, Scorer, default_scorer, fit_with_runs, plan
+from perfzoo.plan import Cluster, PlanError, Scorer, default_scorer, plan
 from perfzoo.plan.benchmark import score_group, summarise
 from perfzoo.plan.cli import main
 from perfzoo.plan.report import records, table, write_configs
@@ -236,26 +236,6 @@ def test_list_models(capsys):
     assert main(["--list-models"]) == 0
     out = capsys.readouterr().out
     assert "llama3-70b" in out and "mixtral-8x7b" in out and "8 (2 active)" in out
-
-
-def test_calibrate_refits_the_member_with_the_users_runs(synthetic, tmp_path):
-    from perfzoo.datasets import load_dataset
-
-    training = load_dataset(str(synthetic / "lab_benchmarks.csv"))
-    runs = tmp_path / "runs.csv"
-    pd.DataFrame([{"model": "llama3-8b", "seq_len": 8192, "global_batch_size": 64, "n_gpus": 8, "tp": 1,
-                   "micro_batch_size": 1, "precision": "bf16", "accelerator": H100, "tokens_per_s_per_device": 9000.0},
-                  {"model": "llama3-8b", "seq_len": 8192, "global_batch_size": 64, "n_gpus": 8, "tp": 2,
-                   "micro_batch_size": 1, "precision": "bf16", "accelerator": H100,
-                   "tokens_per_s_per_device": 7000.0}]).to_csv(runs, index=False)
-    model = fit_with_runs("roofline", training, runs)
-    plain = zoo.make("roofline").fit(training.labelled().ok().X, training.labelled().ok().y)
-    assert model.n_calibration_runs_ == 2 and model.n_train_ == plain.n_train_ + 2
-    bad = tmp_path / "bad.csv"
-    pd.DataFrame([{"model": "llama3-8b", "seq_len": 8192, "n_gpus": 8, "accelerator": H100,
-                   "tokens_per_s_per_device": "fast"}]).to_csv(bad, index=False)
-    with pytest.raises(ConfigError, match="line 2: tokens_per_s_per_device = 'fast' is no measured throughput"):
-        fit_with_runs("roofline", training, bad)
 
 
 def test_the_shipped_scorer_prices_layouts():

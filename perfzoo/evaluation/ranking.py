@@ -51,8 +51,8 @@ BEST_RULE = (
 )
 
 # every number a result row may hold, in leaderboard order
-RESULT_METRICS: tuple[str, ...] = (*M.THROUGHPUT_METRICS, *M.INTERVAL_METRICS, "fit_time_s", "predict_time_s",
-                                   "roc_auc")
+RESULT_METRICS: tuple[str, ...] = (*M.THROUGHPUT_METRICS, *M.INTERVAL_METRICS, *M.WITHIN_METRICS, "fit_time_s",
+                                   "predict_time_s", "roc_auc")
 
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:

@@ -32,6 +32,7 @@ from perfzoo.evaluation.ranking import (
     BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, summarize, task_id,
 )
 from perfzoo.evaluation.runner import Results
+from perfzoo.evaluation.splits import SOURCE_SPLIT
 from perfzoo.evaluation.suite import RULES
 
 # the columns of a split table: (result column, header, digits)
@@ -51,6 +52,8 @@ TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("ratio_median", "pred/meas", 2),
     ("coverage", "80% cover", 2),
     ("interval_width", "hi/lo", 2),
+    *((f"{m}_within_{k}", f"{k}-shot {h}", d) for k in M.WITHIN_SHOTS for m, h, d in
+      (("mape", "MAPE %", 1), ("coverage", "cover", 2))),
     ("fit_time_s", "fit s", 2),
     ("predict_time_s", "predict s", 3),
 )
@@ -134,7 +137,9 @@ def split_table(summary: pd.DataFrame, dataset: str, split: str) -> str:
         return ""
     s = s.sort_values("kendall_mean", ascending=False, na_position="last")
     best = pick_best(summary, dataset, split)
-    cols = [(c, h, d) for c, h, d in TABLE_COLUMNS if f"{c}_mean" in s.columns]
+    # the shots-within columns only where the split scored them (leaving a published source out)
+    cols = [(c, h, d) for c, h, d in TABLE_COLUMNS if f"{c}_mean" in s.columns
+            and (c not in M.WITHIN_METRICS or s[f"{c}_mean"].notna().any())]
     bold: dict[str, float] = {}
     for c, _, _ in cols:
         vals = s[f"{c}_mean"].to_numpy(dtype=float)
@@ -159,6 +164,28 @@ def split_table(summary: pd.DataFrame, dataset: str, split: str) -> str:
             cells.append(text)
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {int(row['runs'])} |")
     return "\n".join(lines)
+
+
+def held_out_lines(frame: pd.DataFrame, dataset: str, member: str) -> list[str]:
+    """Leaving one source out, per held-out source: the shipped ``member``'s rank, error and 80%
+    coverage as it comes (0 shots), then anchored by 1 and 3 runs of each held-out group
+    (:mod:`perfzoo.evaluation.anchored`): the numbers a user with one profiling run can act on."""
+    rows = frame[(frame["dataset"] == dataset) & (frame["split"] == SOURCE_SPLIT) & (frame["predictor"] == member)]
+    if rows.empty or not any(c in rows.columns for c in M.WITHIN_METRICS):
+        return []
+    head = ["held-out source", "rows", "Kendall", "MAPE %", "80% cover"]
+    head += [f"{k}-shot {h}" for k in M.WITHIN_SHOTS for h in ("MAPE %", "cover")]
+    out = [f"The shipped **{member}** per held-out source, as it comes and anchored by K runs of each held-out "
+           "group (model shape, GPU, precision, task, framework: `perfzoo/zoo/anchor.py`), the group's other rows "
+           "scored (mean of 5 draws; groups of K rows or fewer skipped):", "",
+           "| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
+    for _, r in rows.sort_values("fold").iterrows():
+        cells = [str(r["fold"]), f"{int(r['n_test'])}", _fmt(r["kendall"], 0, 3), _fmt(r["mape"], 0, 1),
+                 _fmt(r["coverage"], 0, 2)]
+        cells += [_fmt(r.get(f"{m}_within_{k}", np.nan), 0, d) for k in M.WITHIN_SHOTS
+                  for m, d in (("mape", 1), ("coverage", 2))]
+        out.append("| " + " | ".join(cells) + " |")
+    return out + [""]
 
 
 def curve_table(summary: pd.DataFrame, dataset: str, metric: str = "spearman") -> str:
@@ -282,6 +309,8 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
             elif tgt:
                 L += [f"> Target: {tgt}.", ""]
             L += [split_table(summary, ds.name, split), ""]
+            if entry and split == SOURCE_SPLIT:
+                L += held_out_lines(results.frame, ds.name, entry["predictor"])
             fail = s_split[s_split["output"] == "probability"]
             if not fail.empty and "roc_auc_mean" in fail.columns:
                 r = fail.iloc[0]

@@ -53,7 +53,6 @@ from perfzoo.zoo.plugin import source_files
 from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
 
-ANCHOR_SHOTS = (1, 3)  # runs of each held-out group that anchor the member (leave-one-source-out splits)
 RESULT_VERSION = 2  # bump when a task's output changes meaning: old cache entries are ignored
 DEFAULT_CACHE_DIR = ".perfzoo-cache"
 
@@ -273,7 +272,7 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
             interval = (sp.name in TRANSFER_SPLITS and spec.output == "throughput"
                         and (sp.kind == "group" or seed_rank == 0))
             # leaving a published source out: what one and three runs of each held-out model then do
-            anchor = ANCHOR_SHOTS if interval and sp.kind == "group" and sources is not None else ()
+            anchor = M.WITHIN_SHOTS if interval and sp.kind == "group" and sources is not None else ()
             tasks.append(_task(task.id, dname, dhash, spec, sp, X, y, tr, te, groups, failure=False, interval=interval,
                                interval_groups=sources[tr] if interval and sources is not None else None,
                                anchor_shots=anchor))

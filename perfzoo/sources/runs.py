@@ -42,7 +42,7 @@ class RunsSource(CsvSource):
 
     name = "runs"
     title = "runs"
-    describe = f"a runs CSV (the keys predict takes, e.g. model, seq_len, n_gpus, accelerator, and {MEASURED[0]})"
+    describe = f"a runs CSV (the keys predict takes: model or the shape, seq_len, n_gpus, accelerator, ...; and {MEASURED[0]})"
     columns = MEASURED
     target = "metrics.throughput_per_device"
     target_unit = "tokens/s"
@@ -53,7 +53,8 @@ class RunsSource(CsvSource):
         if path.suffix.lower() != ".csv":
             return False
         header = set(read_table(path, "runs", header_only=True).columns)
-        return bool(header & set(MEASURED)) and bool(header & set(llmconfig.KEYS))
+        return bool(header & set(MEASURED)) and {"seq_len", "n_gpus", "accelerator"} <= header \
+            and bool(header & {"model", "n_layers"})
 
     def read(self, paths: Sequence[Path]) -> Load:
         builder = RecordBuilder()
@@ -62,7 +63,7 @@ class RunsSource(CsvSource):
 
 def _records(path: Path, builder: RecordBuilder) -> list[JobRecord]:
     frame = read_table(path, "runs")
-    measured = [c for c in MEASURED if c in frame.columns][0]
+    columns = [c for c in MEASURED if c in frame.columns]
     keys = [c for c in frame.columns if c not in MEASURED and c != "date"]
     records = []
     for line, cells in enumerate(frame.to_dict("records"), 2):  # line 1 is the header
@@ -72,6 +73,7 @@ def _records(path: Path, builder: RecordBuilder) -> list[JobRecord]:
             cfg = llmconfig.check(given)
         except llmconfig.ConfigError as exc:
             raise DataError(f"{row.where}: {exc}") from None
+        measured = next((c for c in columns if not is_null(cells[c], numeric=True)), columns[0])
         value = row.number(measured, required=True)
         if value <= 0:
             raise row.error(measured, f"{value} is no measured throughput (a positive number)")

@@ -54,7 +54,11 @@ SHAPE_KEYS = ("config.n_layers", "config.hidden_dim", "config.ffn_dim", "config.
               "config.vocab_size", "config.n_experts", "config.experts_per_token", "config.moe_ffn_dim")
 CLUSTER_KEYS = ("hardware.accelerator", "config.framework")
 GROUP_KEYS = (*SHAPE_KEYS, "config.precision", "config.task", *CLUSTER_KEYS)
-MIN_VARIANCE = 1e-4  # a variance component is never taken as exactly 0 (1% in log space)
+MIN_VARIANCE = 1e-4  # sigma^2 is never taken as exactly 0 (1% in log space)
+# tau_c^2 and tau_g^2 are never taken below 10%: stacks and models differ at least that much in every
+# published comparison, and training data too small to show it (a handful of rows) must not make a
+# run count for little
+MIN_BETWEEN = 1e-2
 DRAWS = 3  # replays of the anchoring per group and shot count in Spread.estimate
 SHOTS = (1, 2, 3)  # anchor counts replayed in Spread.estimate
 STACK_LEVEL = 0.8  # the one-sided level of tau_c^2's upper confidence bound (new_stack_factor)
@@ -188,7 +192,7 @@ def new_stack_factor(sources: int, level: float = STACK_LEVEL) -> float:
 def _components(r: np.ndarray, group: np.ndarray, cluster: np.ndarray) -> tuple[float, float, float]:
     """``(sigma^2, tau_g^2, tau_c^2)`` by moments: the pooled variance inside groups; the variance of
     group means about their cluster's, less what sigma^2 puts there; the variance of cluster means,
-    less what the lower levels put there. Each floored at :data:`MIN_VARIANCE`."""
+    less what the lower levels put there. Floored at :data:`MIN_VARIANCE` and :data:`MIN_BETWEEN`."""
     d = pd.DataFrame({"r": r, "g": group, "c": cluster})
     g = d.groupby("g").agg(r=("r", "mean"), n=("r", "size"), c=("c", "first"), ss=("r", lambda v: ((v - v.mean()) ** 2).sum()))
     dof = (g["n"] - 1).sum()
@@ -201,13 +205,13 @@ def _components(r: np.ndarray, group: np.ndarray, cluster: np.ndarray) -> tuple[
         between_groups = float((g.loc[multi, "dev"] ** 2).sum() / (k - 1).sum()) - within * float((1 / g.loc[multi, "n"]).mean())
     else:
         between_groups = 0.0
-    between_groups = max(between_groups, MIN_VARIANCE)
+    between_groups = max(between_groups, MIN_BETWEEN)
     if len(cm) > 1:
         per_row = float((1 / g["n"]).mean())
         between_clusters = float(cm["r"].var(ddof=1)) - between_groups * float((1 / cm["groups"]).mean()) - within * per_row
     else:
         between_clusters = 0.0
-    return max(within, MIN_VARIANCE), between_groups, max(between_clusters, MIN_VARIANCE)
+    return max(within, MIN_VARIANCE), between_groups, max(between_clusters, MIN_BETWEEN)
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ class Predictor(BaseEstimator):
             raise TypeError(f"{self.name}: its outputs are {self.output}s, not throughput; it has no interval")
         X = check_frame(X)
         y = self._check_y(y, len(X))
-        self.interval_residuals_, self.interval_weights_ = _interval.out_of_fold_residuals(
+        self.interval_residuals_, self.interval_weights_, self.interval_units_ = _interval.out_of_fold_residuals(
             self, X, y, groups=groups, folds=folds, seed=seed)
         # the same residuals, by group and cluster: how far one measured run can be trusted (zoo.anchor)
         kept = np.isfinite(y) & (y > 0)
@@ -209,7 +209,8 @@ class Predictor(BaseEstimator):
         probability ``1 - alpha`` (see :mod:`perfzoo.zoo.interval`); needs :meth:`fit_interval`."""
         if not hasattr(self, "interval_residuals_"):
             raise NotFittedError(f"this {self.name} predictor has no interval: call fit_interval(X, y) after fit")
-        return _interval.interval(self.predict(X), self.interval_residuals_, alpha, self.interval_weights_)
+        return _interval.interval(self.predict(X), self.interval_residuals_, alpha, self.interval_weights_,
+                                  getattr(self, "interval_units_", None))
 
     def _threads(self):
         """Limit BLAS / OpenMP pools to ``n_jobs`` threads (1 for members without it).

@@ -39,6 +39,8 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+from scipy.optimize import brentq
+from scipy.stats import t as student_t
 from sklearn.base import clone
 
 from perfzoo.columns import row_keys
@@ -109,10 +111,11 @@ def _weights(keys: np.ndarray) -> np.ndarray:
 
 
 def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Optional[Any] = None,
-                          folds: int = FOLDS, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """``(residuals, weights)``: ``log(measured / predicted)`` of every row with a positive
+                          folds: int = FOLDS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(residuals, weights, units)``: ``log(measured / predicted)`` of every row with a positive
     measurement, each predicted by a clone of ``model`` fitted without the row's fold
-    (:func:`fold_labels`), and the row's weight in the quantiles (:func:`group_weights`)."""
+    (:func:`fold_labels`), the row's weight in the quantiles (:func:`group_weights`) and what it
+    was held out with (:func:`units`)."""
     y = np.asarray(y, dtype=float)
     keep = np.isfinite(y) & (y > 0)
     X, y = X.loc[keep].reset_index(drop=True), y[keep]
@@ -129,7 +132,7 @@ def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Op
     if not np.isfinite(residuals).all():
         raise ValueError(f"{getattr(model, 'name', type(model).__name__)}: a non-positive prediction; "
                          "a log-throughput interval needs throughput predictions above 0")
-    return residuals, _weights(keys)
+    return residuals, _weights(keys), keys
 
 
 def conformal_quantiles(residuals: np.ndarray, alpha: float,
@@ -162,11 +165,52 @@ def conformal_quantiles(residuals: np.ndarray, alpha: float,
     return float(low), float(high)
 
 
+def stack_quantiles(residuals: np.ndarray, unit_keys: np.ndarray, alpha: float,
+                    weights: Optional[np.ndarray] = None) -> tuple[float, float]:
+    """The ``alpha / 2`` and ``1 - alpha / 2`` quantiles of the residual of a row from a source never
+    seen: that source's offset plus the row's scatter about it. The offset is drawn from the training
+    sources' offsets (each large group of :func:`units` one source, its weighted mean residual) as a
+    Student t with ``k - 1`` degrees of freedom about their mean, scale ``s sqrt(1 + 1 / k)`` (the
+    predictive distribution of a new draw from a population seen ``k`` times); the scatter is the
+    residuals less their source's offset (rows held out as configurations: less the mean of all of
+    them), weighted as :func:`group_weights` does. Below three sources, :func:`conformal_quantiles`.
+
+    >>> r = np.r_[np.full(10, -0.1), np.full(10, 0.0), np.full(10, 0.1)]
+    >>> keys = np.repeat(["group:a", "group:b", "group:c"], 10)
+    >>> [round(float(q), 3) for q in stack_quantiles(r, keys, 0.2)]   # t(2) quantiles x 0.1 x sqrt(4/3)
+    [-0.218, 0.218]
+    """
+    r = np.asarray(residuals, dtype=float)
+    w = np.ones(r.size) if weights is None else np.asarray(weights, dtype=float)
+    keys = pd.Series(np.asarray(unit_keys, dtype=object)).where(lambda k: k.str.startswith("group:"), "config")
+    sources = [k for k in keys.unique() if k != "config"]
+    if len(sources) < 3:
+        return conformal_quantiles(r, alpha, weights)
+    frame = pd.DataFrame({"r": r, "w": w, "k": keys})
+    offsets = frame.groupby("k").apply(lambda g: np.average(g["r"], weights=g["w"]), include_groups=False)
+    scatter = r - keys.map(offsets).to_numpy(dtype=float)
+    m = offsets[sources].to_numpy(dtype=float)
+    k = m.size
+    scale = max(float(m.std(ddof=1)), 1e-6) * np.sqrt(1 + 1 / k)
+    center = float(m.mean())
+    share = w / w.sum()
+
+    def cdf(x: float) -> float:
+        return float(share @ student_t.cdf((x - center - scatter) / scale, k - 1))
+
+    span = float(np.abs(scatter).max()) + 50 * scale
+    low = brentq(lambda x: cdf(x) - alpha / 2, center - span, center + span)
+    high = brentq(lambda x: cdf(x) - (1 - alpha / 2), center - span, center + span)
+    return float(low), float(high)
+
+
 def interval(pred: np.ndarray, residuals: np.ndarray, alpha: float = ALPHA,
-             weights: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+             weights: Optional[np.ndarray] = None, unit_keys: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)`` around the predictions ``pred`` at level ``1 - alpha`` (``weights``:
-    :func:`conformal_quantiles`)."""
-    q_lo, q_hi = conformal_quantiles(residuals, alpha, weights)
+    :func:`conformal_quantiles`; with ``unit_keys``, what each residual was held out with, the
+    quantiles for a source never seen: :func:`stack_quantiles`)."""
+    q_lo, q_hi = (conformal_quantiles(residuals, alpha, weights) if unit_keys is None
+                  else stack_quantiles(residuals, unit_keys, alpha, weights))
     pred = np.asarray(pred, dtype=float)
     with np.errstate(over="ignore"):
         return pred * np.exp(q_lo), pred * np.exp(q_hi)

@@ -1,0 +1,224 @@
+"""Anchored calibration (perfzoo.zoo.anchor, perfzoo.calibrate.calibrated): the posterior worked by
+hand, the spread of offsets, runs named and left out, and the commands that use them
+(predict / plan / search --calibrate, bench --shots-within), on small synthetic data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfzoo import bench, calibrate, zoo
+from perfzoo.datasets import load_dataset
+from perfzoo.evaluation.anchored import shots_within
+from perfzoo.plan.command import PlanConfig
+from perfzoo.plan.command import run as plan_run
+from perfzoo.predict import PredictConfig
+from perfzoo.predict import run as predict
+from perfzoo.sources import DataError
+from perfzoo.zoo.anchor import Anchored, Keys, Spread, keys, posterior, widened
+from test_calibrate import CONFIG, labs  # noqa: F401 (the fixture)
+
+H100 = "H100-SXM-80GB"
+
+
+def spread(tau_c=0.04, tau_g=0.02, sigma=0.01) -> Spread:
+    z = np.linspace(-2, 2, 41)
+    return Spread(tau_c, tau_g, sigma, z, np.ones(z.size), z, np.ones(z.size))
+
+
+def test_the_posterior_by_hand():
+    sp = spread()
+    runs = Keys(np.array([1, 1, 1]), np.array([9, 9, 9]))  # three runs of one group
+    queries = Keys(np.array([1, 2, 3]), np.array([9, 9, 8]))  # its group, the cluster's other model, elsewhere
+    r = np.log([1.4, 1.5, 1.6])
+    shift, var, level = posterior(runs, r, queries, sp)
+    # K runs of one group: the group moves by K tau^2 / (K tau^2 + sigma^2) of their mean, tau^2 = tau_c^2 + tau_g^2;
+    # the cluster's other model by K tau_c^2 / (...); the variance falls to tau^2 - K tau^4 / (...)
+    tau, denom = 0.06, 3 * 0.06 + 0.01
+    assert shift[0] == pytest.approx(3 * tau / denom * r.mean())
+    assert shift[1] == pytest.approx(3 * 0.04 / denom * r.mean())
+    assert var[0] == pytest.approx(tau - 3 * tau ** 2 / denom)
+    assert var[1] == pytest.approx(tau - 3 * 0.04 ** 2 / denom)
+    assert (shift[2], var[2]) == (0.0, pytest.approx(tau))
+    assert level.tolist() == ["group", "cluster", "none"]
+
+
+def test_runs_of_two_groups_pool_through_their_cluster():
+    sp = spread()
+    runs = Keys(np.array([1, 2]), np.array([9, 9]))
+    shift, _, _ = posterior(runs, np.log([2.0, 2.0]), Keys(np.array([1]), np.array([9])), sp)
+    alone, _, _ = posterior(Keys(np.array([1]), np.array([9])), np.log([2.0]), Keys(np.array([1]), np.array([9])), sp)
+    # a second model on the same cluster that agrees moves the first model's prediction further
+    assert np.log(2.0) > shift[0] > alone[0] > 0
+
+
+def test_runs_that_disagree_widen_the_spread_between_models():
+    sp = spread(tau_g=0.01)
+    runs = Keys(np.array([1, 2, 3]), np.array([9, 9, 9]))
+    wide = widened(sp, runs, np.log([1.0, 1.5, 2.0]))
+    assert wide.between_groups == pytest.approx(np.var(np.log([1.0, 1.5, 2.0]), ddof=1) - 0.01)
+    assert widened(sp, runs, np.log([1.2, 1.2, 1.2])).between_groups == 0.01  # they agree: nothing to widen
+
+
+def test_keys_read_equal_configs_alike():
+    X = pd.DataFrame({"config.hidden_dim": [4096, 4096.0, 8192], "config.n_layers": [32, 32, 32],
+                      "hardware.accelerator": ["H100", "H100-SXM-80GB", "H100"],
+                      "config.precision": ["bf16", "BF16", "fp8"], "config.framework": ["NeMo", "nemo", "nemo"]})
+    k = keys(X)
+    assert k.group[0] == k.group[1] != k.group[2]  # 'H100' and 'H100-SXM-80GB' are one device; fp8 another group
+    assert k.cluster[0] == k.cluster[1] == k.cluster[2]
+
+
+def test_spread_estimate_recovers_its_components():
+    rng = np.random.default_rng(0)
+    rows, labels, srcs = [], [], []
+    for s in range(4):
+        for c in range(5):
+            a = rng.normal(0, 0.2)
+            for g in range(6):
+                b = rng.normal(0, 0.1)
+                for _ in range(8):
+                    rows.append(a + b + rng.normal(0, 0.05))
+                    labels.append((c, g))
+                    srcs.append(s)
+    k = Keys(np.array([hash(("g",) + t) for t in labels]), np.array([hash(("c", t[0])) for t in labels]))
+    sp = Spread.estimate(np.array(rows), k, np.array(srcs))
+    assert sp.within == pytest.approx(0.05 ** 2, rel=0.15)
+    assert sp.between_groups == pytest.approx(0.1 ** 2, rel=0.35)
+    # tau_c^2 is taken at its upper 80% bound over 4 sources (x 3 / chi2_0.2(3) = 2.95)
+    assert 0.2 ** 2 < sp.between_clusters < 0.2 ** 2 * 6
+    lo, hi = sp.quantiles(0.2)
+    assert -2.5 < lo < -0.5 and 0.5 < hi < 2.5
+
+
+class Constant(zoo.Predictor):
+    """Predicts 1,000 tokens/s per row; NaN where the hidden size is 999 (a config it cannot price)."""
+
+    name = "constant_test"
+
+    def _fit(self, X, y, groups):
+        pass
+
+    def _predict(self, X):
+        hidden = pd.to_numeric(pd.Series(np.asarray(X["config.hidden_dim"])), errors="coerce").to_numpy()
+        return np.where(hidden == 999, np.nan, 1000.0)
+
+
+def fitted_constant() -> Constant:
+    X = pd.DataFrame({"config.hidden_dim": [1024, 2048], "hardware.accelerator": [H100, H100]})
+    model = Constant().fit(X, np.array([1000.0, 1000.0]))
+    model.interval_spread_ = spread()
+    model.interval_residuals_, model.interval_weights_ = np.linspace(-0.5, 0.5, 41), np.ones(41)
+    return model
+
+
+def test_anchored_names_its_runs_and_leaves_out_what_cannot_anchor():
+    model = fitted_constant()
+    X_runs = pd.DataFrame({"config.hidden_dim": [4096, 999, 4096], "hardware.accelerator": [H100] * 3})
+    anchored = Anchored(model, X_runs, [1500.0, 1200.0, np.nan], names=["a.csv line 2", "a.csv line 3", "a.csv line 4"])
+    assert [(r.name, r.left_out) for r in anchored.left_out] == [
+        ("a.csv line 3", "the cost model cannot price its config"),
+        ("a.csv line 4", "no measured throughput (failed or not finished)")]
+    queries = pd.DataFrame({"config.hidden_dim": [4096, 8192], "hardware.accelerator": [H100, "B200"]})
+    pred = anchored.predict(queries)
+    assert pred[0] == pytest.approx(1000 * np.exp(0.06 / 0.07 * np.log(1.5)))
+    assert pred[1] == 1000.0  # another GPU: not moved
+    low, high = anchored.predict_interval(queries)
+    assert low[0] < pred[0] < high[0] and (high[0] / low[0]) < (high[1] / low[1])  # narrower once anchored
+    text = anchored.explain(queries)
+    assert "anchored by 1 run of this model" in text[0] and "a.csv line 2" in text[0] and "x1.416" in text[0]
+    assert text[1] == ""
+
+
+def test_predict_calibrate_with_one_run_moves_the_prediction_and_names_the_run(labs, tmp_path):  # noqa: F811
+    public, _ = labs
+    cfg = {**CONFIG, "global_batch_size": 128, "n_gpus": 32, "dp": 32}
+    knobs = [f"{k}={v}" for k, v in cfg.items()]
+    plain = predict(PredictConfig(knobs=knobs, dataset=str(public), predictor="analytic"))
+    # one run of this model on 16 GPUs, measured at 2x what the public table's fit predicts for it
+    one = {**cfg, "n_gpus": 16, "dp": 16, "global_batch_size": 64}
+    base = predict(PredictConfig(knobs=[f"{k}={v}" for k, v in one.items()], dataset=str(public), predictor="analytic"))
+    run = tmp_path / "one_run.csv"
+    pd.DataFrame([{**one, "tokens_per_s_per_device": 2 * base["predicted_tokens_per_s_per_device"].iloc[0]}]).to_csv(
+        run, index=False)
+    calibrated = predict(PredictConfig(knobs=knobs, dataset=str(public), predictor="analytic", calibrate=str(run)))
+    ratio = calibrated["predicted_tokens_per_s"].iloc[0] / plain["predicted_tokens_per_s"].iloc[0]
+    assert 1.8 < ratio < 2.0  # moved by the anchor, a little short of the full factor (one run, shrunk)
+    assert "one_run.csv line 2" in calibrated["calibration"].iloc[0]
+    assert calibrated.attrs["calibration"].startswith("calibrated with 1 of your runs")
+
+
+def test_a_run_file_that_anchors_nothing_is_refused(labs, tmp_path):  # noqa: F811
+    public, _ = labs
+    runs = load_dataset(str(labs[1]))
+    runs.frame["metrics.throughput_per_device"] = np.nan
+    with pytest.raises(DataError, match="no run can anchor a prediction"):
+        calibrate.calibrated(zoo.make("analytic").fit(load_dataset(str(public)).labelled().X,
+                                                      load_dataset(str(public)).labelled().y),
+                             load_dataset(str(public)), runs, "runs.csv")
+
+
+def test_shots_within_skips_and_counts_small_groups():
+    X = pd.DataFrame({"config.hidden_dim": [1024] * 4 + [2048], "hardware.accelerator": [H100] * 5})
+    model = fitted_constant()
+    out = shots_within(model, X, np.array([1500.0, 1500, 1500, 1500, 900]), shots=(0, 1, 3), draws=2)
+    assert out[0]["scored"] == 5 and out[0]["mape"] == pytest.approx(100 * (4 * 1 / 3 + 1 / 9) / 5)
+    assert (out[1]["groups"], out[1]["groups_skipped"], out[1]["scored"]) == (1, 1, 3)
+    assert (out[3]["groups"], out[3]["groups_skipped"], out[3]["scored"]) == (1, 1, 1)
+    assert out[3]["mape"] < out[1]["mape"] < out[0]["mape"]
+
+
+def test_bench_shots_within_scores_the_anchored_workflow(labs, capsys):  # noqa: F811
+    public, runs = labs
+    rc = bench.main(["--train", str(public), "--test", str(runs), "--predictor", "analytic", "--shots", "0,1",
+                     "--shots-within", "--shot-seeds", "2", "--json", "--jobs", "1"])
+    assert rc == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert [(r["shots"], r["predictor"]) for r in rows] == [(0, "analytic"), (1, "analytic")]
+    zero, one = rows
+    assert zero["mape"] == pytest.approx(50.0, rel=0.05)  # the runs are 2x the public lab
+    # 4 of the 5 models have their runs on 16 and 32 GPUs measured (the last one's are not): one anchors,
+    # the other is scored
+    assert (one["groups"], one["groups_skipped"], one["n_test"]) == (4, 0, 4)
+    assert one["mape"] < 5 and one["draws"] == 2
+
+
+def test_plan_calibrate_ranks_with_the_anchored_predictor(labs, tmp_path):  # noqa: F811
+    public, _ = labs
+    layout = {"model": "llama3-8b", "seq_len": 4096, "global_batch_size": 64, "micro_batch_size": 1, "n_gpus": 8,
+              "tp": 1, "pp": 1, "precision": "bf16", "accelerator": H100}
+    run = tmp_path / "one_run.csv"
+    pd.DataFrame([{**layout, "tokens_per_s_per_device": 5000.0}]).to_csv(run, index=False)
+    kw = dict(model="llama3-8b", gpus=8, accelerator=H100, seq_len=4096, global_batch=64, predictor="analytic",
+              dataset=str(public), top_k=3)
+    plain = plan_run(PlanConfig(**kw), log=lambda s: None).plan
+    logged = []
+    anchored = plan_run(PlanConfig(**kw, calibrate=str(run)), log=logged.append).plan
+    assert any("calibrated with 1 of your runs" in line for line in logged)
+    a, p = anchored.top(3), plain.top(3)
+    assert a["key"].tolist() == p["key"].tolist()  # one model, one offset: the order stands
+    moved = a["predicted_tokens_per_s_per_device"].to_numpy() / p["predicted_tokens_per_s_per_device"].to_numpy()
+    assert np.allclose(moved, moved[0]) and moved[0] != pytest.approx(1.0)
+
+
+def test_a_runs_csv_is_a_dataset_and_its_bad_rows_name_their_line(tmp_path):
+    runs = tmp_path / "runs.csv"
+    row = {"model": "llama3-8b", "seq_len": 8192, "global_batch_size": 64, "n_gpus": 8, "tp": 2,
+           "micro_batch_size": 1, "precision": "bf16", "accelerator": H100}
+    pd.DataFrame([{**row, "tokens_per_s_per_device": 9000.0}, {**row, "tp": 1, "tokens_per_s": 64000.0}]).to_csv(
+        runs, index=False)
+    ds = load_dataset(str(runs))
+    assert ds.target == "metrics.throughput_per_device" and len(ds) == 2
+    assert ds.frame["config.n_layers"].tolist() == [32, 32]  # the catalog's shape, as predict fills it
+    assert ds.y.tolist() == [9000.0, 8000.0]  # a job's tokens/s is divided by its GPUs
+    bad = tmp_path / "bad.csv"
+    pd.DataFrame([{**row, "tokens_per_s_per_device": "fast"}]).to_csv(bad, index=False)
+    with pytest.raises(DataError, match="bad.csv, line 2.*tokens_per_s_per_device"):
+        load_dataset(str(bad))
+    wrong = tmp_path / "wrong.csv"
+    pd.DataFrame([{**row, "tp": 3, "tokens_per_s_per_device": 9000.0}]).to_csv(wrong, index=False)
+    with pytest.raises(DataError, match="wrong.csv, line 2: tp x pp"):
+        load_dataset(str(wrong))
