@@ -56,6 +56,7 @@ def main(argv=None) -> dict:
         te = src == s
         row = {"source": short(s), "MoE rows": int((te & moe).sum()), "dense rows": int((te & ~moe).sum())}
         for m, r in ratios.items():
+            row[f"{m} MAPE"] = mape(r[te])
             row[f"{m} MoE pred/meas"] = float(np.median(r[te & moe])) if (te & moe).any() else float("nan")
             row[f"{m} MoE MAPE"] = mape(r[te & moe])
             row[f"{m} dense MAPE"] = mape(r[te & ~moe])
