@@ -197,14 +197,19 @@ def params_from_name(name: Any) -> float:
 
 
 _VARIANT = re.compile(r"\s*\(([^)]*)\)\s*$")
+_PROXY = re.compile(r"proxy,?(\d+)layers?")  # a variant tag, spaces removed: "proxy, 16 layers"
 
 
 def model_variant(name: Any) -> tuple[str, dict[str, Any]]:
     """A published model name without its trailing ``(variant)``, and the config keys the variant
-    states: ``tokendrop`` / ``dropless`` (``moe_token_drop``), ``w/o MTP`` (``mtp_layers = 0``).
+    states: ``tokendrop`` / ``dropless`` (``moe_token_drop``), ``w/o MTP`` (``mtp_layers = 0``),
+    ``proxy, N layers`` (the model cut to ``N`` layers, every width kept: ``n_layers = N``; NVIDIA's
+    DGX Cloud recipes run such proxies on few GPUs).
 
     >>> model_variant("DeepSeekV3 (tokendrop)"), model_variant("DeepSeekV3 (w/o MTP)")[1]
     (('DeepSeekV3', {'moe_token_drop': True}), {'mtp_layers': 0})
+    >>> model_variant("Grok-1 (proxy, 16 layers)")
+    ('Grok-1', {'n_layers': 16})
     >>> model_variant("Llama 3 8B")
     ('Llama 3 8B', {})
     """
@@ -216,7 +221,10 @@ def model_variant(name: Any) -> tuple[str, dict[str, Any]]:
         return text, {}
     tag = re.sub(r"[\s_\-]", "", found.group(1).lower())
     keys: dict[str, Any] = {}
-    if tag in ("tokendrop", "tokendropping"):
+    proxy = _PROXY.fullmatch(tag)
+    if proxy:
+        keys["n_layers"] = int(proxy.group(1))
+    elif tag in ("tokendrop", "tokendropping"):
         keys["moe_token_drop"] = True
     elif tag == "dropless":
         keys["moe_token_drop"] = False
@@ -267,6 +275,9 @@ FRAMEWORK_RULES = (  # most specific first: "pytorch/torchtitan" is torchtitan, 
     ("megatron-lm", ("megatron lm", "megatron core", "megatron", "korthikanti")),
     ("pytorch", ("pytorch", "torch", "fsdp2")),
 )
+# training frameworks a table's options column names that the cost model has no recipe for (JAX: XLA's
+# fusions, its own sharding): such a row's framework is left unknown, and the load report says which it was
+UNPRICED_FRAMEWORK_RULES = (("MaxText (JAX)", ("maxtext",)), ("Paxml (JAX)", ("paxml", "pax")))
 # TP traffic overlapped with the GEMMs, as a table's options column says it: Megatron's --tp-comm-overlap
 # (Transformer Engine's userbuffers, what perfzoo.analytic.llm prices as tp_comm_overlap). torchtitan's
 # "async TP" is not read as it: its published pairs gain 4-16% where hiding the TP time would gain 29-41%

@@ -426,6 +426,39 @@ def test_expert_all_to_all_splits_between_nvlink_and_the_network():
     assert est["ep_time_s"] == pytest.approx(max(sent * 7 / 15 / 450e9, sent * 8 / 15 * 0.75 / 50e9))
 
 
+def test_expert_tensor_parallelism_gathers_the_routed_tokens_outside_the_tp_overlap():
+    # tp=4, ep=2 on 8 H100 (one node, NVLink 450 GB/s), m = 8/2 = 4 micro-batches of 1,024 tokens:
+    # with etp=1 an MoE sublayer without shared experts moves nothing over TP (sequence-parallel
+    # tokens go straight to the all-to-all), so TP carries the 24 attention sublayers only; with
+    # etp=4 each MoE layer gathers its K=2 copies of the 256 local tokens over the 4 expert-TP ranks
+    # and scatters them back, forward and backward: 4 collectives of 3 x 2 x 256 x 1024 x 2 B, which
+    # NeMo's TP overlap (the dense linears' userbuffers) does not hide
+    moe = {**GPT, "ffn_dim": 4096, "n_experts": 8, "experts_per_token": 2, "global_batch_size": 8,
+           "micro_batch_size": 1, "n_gpus": 8, "tp": 4, "dp": 2, "ep": 2, "accelerator": "H100-80GB",
+           "framework": "nemo"}
+    one, four = A.estimate(moe), A.estimate({**moe, "etp": 4})
+    attention_only = 4 * 24 * 2 * 2 * (3 / 4) * 1024 * 1024 * 2
+    assert one["comm_tp_bytes"] == four["comm_tp_bytes"] == pytest.approx(attention_only)
+    assert A.estimate({**GPT, "ffn_dim": 4096, **{k: moe[k] for k in ("global_batch_size", "micro_batch_size",
+                                                                      "n_gpus", "tp", "dp")}})[
+        "comm_tp_bytes"] == pytest.approx(2 * attention_only)  # dense: attention and MLP sublayers
+    gathered = 4 * 24 * 4 * 3 * 2 * 256 * 1024 * 2
+    assert four["comm_ep_bytes"] - one["comm_ep_bytes"] == pytest.approx(gathered)
+    assert four["ep_time_s"] - one["ep_time_s"] == pytest.approx(gathered / 450e9)
+    # shared experts run over TP like a dense MLP: their MoE sublayers keep the TP traffic
+    shared = A.estimate({**moe, "n_shared_experts": 1})
+    assert shared["comm_tp_bytes"] == pytest.approx(2 * attention_only)
+
+
+def test_a_rank_holding_several_experts_sorts_its_received_tokens_by_expert():
+    # Megatron's all-to-all dispatcher sorts the tokens a rank receives by its local experts and back
+    # (sort_chunks_by_idxs): 8 more bytes per routed copy and element of d forward, where ep < E
+    moe = {**GPT, "ffn_dim": 4096, "n_experts": 8, "experts_per_token": 2, "global_batch_size": 8,
+           "micro_batch_size": 1, "n_gpus": 8, "dp": 8, "accelerator": "H100-80GB"}
+    costs = [A.LLMCost(pd.DataFrame([{**moe, "ep": ep}])).traffic.elementwise_forward_bytes()[0] for ep in (4, 8)]
+    assert costs[0] - costs[1] == pytest.approx(24 * 1024 * 2 * 8 * 1024)  # layers x tokens x K x 8 B x d
+
+
 def test_expert_gradients_reduce_over_the_expert_data_parallel_group():
     # 16 H100 in 2 nodes, dp=16, ep=8: the dense parameters (GPT_N less the 24 dense MLPs, plus
     # the routers: 100,859,904) reduce over all 16 ranks, 8 per node sharing 8 rails

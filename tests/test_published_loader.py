@@ -3,6 +3,7 @@ unlabelled and skipped rows, and a load report that accounts for every row. Rows
 and the synthetic tables of tests/data/external; the real files where a test asks for ``external``."""
 
 import shutil
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -409,3 +410,112 @@ def test_a_model_known_only_by_its_name_gets_the_size_the_name_states(tmp_path, 
     assert tflops.config["n_params"] == 9e9 and tflops.metrics.throughput_per_device is None
     assert report.derived["n_params from the model name"] == 2
     assert analytic.estimate({k: v for k, v in named.config.items() if k != "model_name"})["n_params"] == 20e9
+
+
+# --- NVIDIA's DGX Cloud recipes: proxies, frameworks and layouts named in the options -------------
+
+DGXC = "NVIDIA DGX Cloud benchmarking recipes (dgxc-benchmarking)"
+
+
+def test_a_proxy_cut_to_fewer_layers_has_the_full_models_widths_and_its_own_layer_count(tmp_path, write_published):
+    # "(proxy, N layers)": the full model (catalog: Grok-1's 8 experts, top-2, of 32,768) cut to N
+    # layers; the totals that count the full model's layers (n_params) are not the proxy's
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(model_name="Grok-1 (proxy, 4 layers)", n_layers="4", n_gpus="16", tp="4", dp="4", ep="4"),
+        published_row(model_name="Grok-1", n_gpus="16", tp="4", dp="4", ep="4"),
+        published_row(model_name="Llama 3 8B (proxy, 8 layers)")])  # in the architecture table
+    proxy, full, llama = (r.config for r in rows)
+    assert (proxy["n_layers"], full["n_layers"]) == (4, 64)
+    for key in ("hidden_dim", "n_heads", "n_kv_heads", "vocab_size", "n_experts", "experts_per_token", "moe_ffn_dim"):
+        assert proxy[key] == full[key] is not None, key
+    assert proxy["n_params"] is None and full["n_params"] == 314e9
+    assert (llama["n_layers"], llama["hidden_dim"], llama["n_params"]) == (8, 4096, None)
+    assert report.contradictions == []  # ep = 4 needs experts: the proxy has Grok-1's
+    assert report.derived["proxy models: the full model's widths, the stated layer count"] == 2
+    assert "cut to 4 layers" in rows[0].annotations["perfzoo_derived"]
+    params = [analytic.param_count(c) for c in (proxy, full)]
+    embedding = 2 * 131072 * 6144 - 131072 * 6144  # tied: one table
+    assert params[0] - embedding == pytest.approx((params[1] - embedding) * 4 / 64, rel=1e-9)
+
+
+def test_the_framework_and_expert_tp_are_read_off_the_options_when_the_source_names_none(tmp_path, write_published):
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(source=DGXC, other_opts="NeMo/Megatron-Core; ETP=4"),
+        published_row(source=DGXC, other_opts="MaxText (JAX)"),
+        published_row(source=DGXC, other_opts="Paxml (JAX); FSDP+DP (Pax), shard group size not stated"),
+        published_row(source="pytorch/torchtitan docs & benchmarks", other_opts="NeMo/Megatron-Core")])
+    nemo, maxtext, pax, titan = rows
+    assert [r.config["framework"] for r in rows] == ["nemo", None, None, "torchtitan"]  # the source column first
+    assert nemo.config["etp"] == 4 and maxtext.config.get("etp") is None
+    assert "framework=nemo (from other_opts)" in nemo.annotations["perfzoo_derived"]
+    # a JAX framework is none the cost model has a recipe for: unknown, and the row says which it was
+    assert "other_opts names MaxText (JAX)" in maxtext.annotations["perfzoo_derived"]
+    assert report.derived["framework from other_opts"] == 1 and report.derived["etp from other_opts"] == 1
+    assert report.derived["framework unknown (Paxml (JAX): no recipe in the cost model)"] == 1
+
+
+def test_an_fsdp_cell_giving_a_shard_group_size_is_read_against_the_data_parallel_group(tmp_path, write_published):
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(fsdp="0"),  # no FSDP: Megatron's data parallelism
+        published_row(fsdp="64"),  # the whole data-parallel group of 64
+        published_row(fsdp="128", n_gpus="512", dp="512", global_batch_size="512"),  # 128 of 512: hybrid
+        published_row(fsdp="48"),  # does not divide 64: unknown, the cell kept
+        published_row(fsdp="yes (FSDP+DP, size not stated)")])
+    assert [r.config["fsdp"] for r in rows] == ["none", "full_shard", "hybrid_shard", None, "full_shard"]
+    assert rows[3].annotations["fsdp_raw"] == "48"
+    assert "a shard group of 128 of the 512 data-parallel ranks" in rows[2].annotations["perfzoo_derived"]
+    assert "its shard group is not stated" in rows[4].annotations["perfzoo_derived"]
+    assert report.derived["fsdp hybrid_shard from a shard-group size"] == 1
+    assert report.derived["fsdp full_shard, shard group not stated"] == 1
+
+
+def test_virtual_stages_without_a_pipeline_are_unset_and_the_cell_kept(tmp_path, write_published):
+    rows, (report,) = load_rows(tmp_path, write_published, [
+        published_row(vp="12", pp="1"), published_row(vp="4", pp="2", dp="32")])
+    assert [r.config["vp"] for r in rows] == [None, 4]
+    assert rows[0].annotations["vp_raw"] == "12" and report.contradictions == []
+    assert report.derived["vp unset (pp = 1: no virtual pipeline)"] == 1
+
+
+def test_mfu_over_the_peak_of_the_rows_precision_is_read_as_such(tmp_path, write_published):
+    # a file whose FP8 rows' MFU is over the FP8 peak (half a BF16 row's at the same speed): tokens/s
+    # derived from such an MFU use that peak, and the FLOP-convention line says so
+    cfg = load_rows(tmp_path, write_published, [published_row()], "probe.csv").records[0].config
+    flops = analytic.flops_per_token(cfg)
+    h100 = dict(gpu_type="H100-SXM-80GB", precision="FP8")
+    rows = [published_row(**h100, tokens_per_sec_per_gpu=str(t), mfu=f"{t * flops / 1979e12:.4f}") for t in (4000, 4200)]
+    load = load_rows(tmp_path, write_published, rows + [
+        published_row(**h100, tokens_per_sec_per_gpu="", mfu=f"{4100 * flops / 1979e12:.4f}")])
+    report = load.reports[0]
+    assert "MFU over the dense peak of each row's precision" in report.flop_convention
+    assert load.records[2].metrics.throughput_per_device == pytest.approx(4100, rel=1e-3)
+    assert report.derivation_check == pytest.approx(1.0, abs=1e-3)
+    # the same MFU figures over the BF16 peak (a file of BF16 rows) stay read over the BF16 peak
+    bf16 = load_rows(tmp_path, write_published, [{**r, "precision": "BF16"} for r in rows], "bf16.csv").reports[0]
+    assert "MFU over" not in bf16.flop_convention
+
+
+@pytest.mark.external
+def test_the_dgxc_tables_rows_are_read_with_their_models_frameworks_and_layouts(external):
+    load = read_published(external / "nvidia_dgxc_benchmarking_perf_tables.csv")
+    (report,) = load.reports
+    assert report.contradictions == []  # the Grok-1 proxies' expert parallelism, the H100 Maverick's vp
+    configs = {r.annotations["line"]: r.config for r in load.records}
+    proxies = [(line, c) for line, c in configs.items() if "(proxy," in c["model_name"]]
+    assert len(proxies) == 42
+    full = {"Grok-1": configs[25], "Llama 3.1 405B": configs[290]}  # the full models' rows
+    for line, c in proxies:
+        base = c["model_name"].split(" (proxy")[0]
+        assert c["n_layers"] == int(c["model_name"].split(", ")[1].split()[0]) < full[base]["n_layers"], line
+        for key in ("hidden_dim", "n_heads", "n_kv_heads", "vocab_size", "n_experts", "experts_per_token",
+                    "moe_ffn_dim"):
+            assert c.get(key) == full[base].get(key), (line, key)
+        assert c["n_params"] is None
+    assert configs[31]["n_experts"] == 8 and configs[31]["ep"] == 8
+    frameworks = Counter(c["framework"] for c in configs.values())
+    assert frameworks == {"nemo": 297, None: 35}  # NeMo/Megatron-Core; MaxText and Paxml (JAX) unknown
+    assert (configs[284]["etp"], configs[299]["etp"], configs[280]["etp"]) == (4, 4, 1)
+    assert (configs[299]["vp"], configs[296]["vp"]) == (None, 12)  # H100: pp = 1; GB200: pp = 2
+    assert (configs[43]["fsdp"], configs[46]["fsdp"], configs[2]["fsdp"], configs[290]["fsdp"]) == (
+        "full_shard", "hybrid_shard", "full_shard", "none")
+    assert "MFU over the dense peak of each row's precision" in report.flop_convention

@@ -41,14 +41,19 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   traffic for adapter tuning); under torchtitan's pipeline once per step, one all-gather + one
   reduce-scatter (the stage's parameters stay gathered, ``reshard_after_forward=False``, and
   ``torch.distributed.pipelining`` reduces the gradients after the last micro-batch:
-  :mod:`.memory`). TP: per sublayer (attention, MLP or MoE, Mamba) and micro-batch two all-reduces
-  of ``b*s*d`` activations (sequence parallelism moves the same bytes as all-gather +
-  reduce-scatter), three with full recompute. PP: each micro-batch's activation forward and gradient
+  :mod:`.memory`). TP: per sublayer (attention, MLP, Mamba, an MoE layer's shared experts) and
+  micro-batch two all-reduces of ``b*s*d`` activations (sequence parallelism moves the same bytes
+  as all-gather + reduce-scatter), three with full recompute; an MoE layer's routed experts move
+  nothing over TP (its sequence-parallel tokens go to the all-to-all as they are) unless the experts
+  are tensor-parallel (``etp`` > 1: see EP). PP: each micro-batch's activation forward and gradient
   backward at each of the ``vp`` stage boundaries it crosses on the device,
   ``2*vp*(pp-1)/pp*b*s*d``. CP (ring attention): ``3*(cp-1)*b*(s/cp)*kv*(h_qk + h_v)/tp`` per
   attention layer (K, V forward; K, V and their gradients backward; TP shards the heads). EP:
   :mod:`.moe` (4 all-to-alls per MoE layer of the ``K*CF`` routed copies of the ``b*s/(cp*tp)``
-  local tokens, ``(ep-1)/ep`` leaving the device).
+  local tokens, ``(ep-1)/ep`` leaving the device), and with expert TP an all-gather and a
+  reduce-scatter of those copies over the ``etp`` ranks forward and backward (a third pair with full
+  recompute; :meth:`LLMCost.etp_bytes`), on the critical path with the all-to-alls: NCCL's
+  collectives in the dispatcher, which the TP overlap of the dense linears does not cover.
 * Where a group lands (Megatron's rank order: TP innermost, then CP, DP, PP; experts folded as
   ETP-EP): a group of ``size`` ranks ``stride`` apart uses the scale-up link (NVLink) while it fits
   the device's domain (:mod:`.hardware`: 8 on HGX, 72 on NVL72), else the network, its members in
@@ -267,19 +272,34 @@ class LLMCost:
         tokens = self.b * sh.s / self.cp  # one micro-batch's tokens on this device
         act = tokens * sh.d * self.act_bytes
         passes = self.m / self.pp  # micro-batch passes of this stage's share of the layers
-        sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp
+        moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
+        # an MoE sublayer gathers its tokens over TP only for its shared experts (its routed ones: etp_bytes)
+        sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp - np.where(sh.moe.fs > 0, 0.0, moe_layers)
         n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
         tp = np.where(t > 1, passes * sublayers * n_ar * 2.0 * (t - 1.0) / t * act, 0.0)
         pp = np.where(self.pp > 1, self.m * self.vp * 2.0 * (self.pp - 1.0) / self.pp * act / np.where(self.sp > 0, t, 1.0),
                       0.0)
         kv = tokens * sh.kv_heads * (sh.h_qk + sh.h_v) * self.act_bytes / t  # TP shards the heads
         cp = np.where(self.cp > 1, passes * (sh.L_attn + sh.mtp) * 3.0 * (self.cp - 1.0) * kv, 0.0)
-        moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
         routed = sh.moe.routed_tokens(tokens / t) * sh.d * self.act_bytes
         ep = np.where((self.ep > 1) & sh.moe.is_moe,
                       passes * moe_layers * 4.0 * (self.ep - 1.0) / np.maximum(self.ep, 1.0) * routed, 0.0)
         return {"comm_dp_bytes": dp, "comm_tp_bytes": tp, "comm_pp_bytes": pp, "comm_cp_bytes": cp,
-                "comm_ep_bytes": ep}
+                "comm_ep_bytes": ep + self.etp_bytes}
+
+    @cached_property
+    def etp_bytes(self) -> np.ndarray:
+        """Bytes each device sends per step to gather its routed tokens over the expert-TP group and
+        scatter their outputs back: per MoE layer and micro-batch an all-gather and a reduce-scatter
+        forward, the same backward (and in a recomputed forward) of the ``K*CF`` copies of its local
+        tokens, ``etp - 1`` of every ``etp`` gathered from the others (Megatron-Core's all-to-all
+        dispatcher with expert TP; none with ``etp`` 1)."""
+        sh = self.shape
+        moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
+        n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
+        copies = sh.moe.routed_tokens(self.b * sh.s / self.cp / self.tp) * sh.d * self.act_bytes
+        return np.where((self.etp > 1) & sh.moe.is_moe,
+                        self.m / self.pp * moe_layers * 2.0 * n_ar * (self.etp - 1.0) * copies, 0.0)
 
     @cached_property
     def dp_bytes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -360,7 +380,9 @@ class LLMCost:
         t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
         t_tp = np.where(self.tp_overlap, np.maximum(0.0, t_tp - t_compute), t_tp)  # only the excess shows
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
-        t_ep = alltoall_seconds(hw, comm["comm_ep_bytes"], self.ep, self.etp, self.shape.moe.K)
+        # the all-to-alls over EP, then the expert-TP gathers (NCCL's, never under the GEMMs)
+        t_ep = (alltoall_seconds(hw, comm["comm_ep_bytes"] - self.etp_bytes, self.ep, self.etp, self.shape.moe.K)
+                + self.etp_bytes / group_bandwidth(hw, self.etp, 1.0))
         dense_dp, expert_dp = self.dp_bytes
         t_dp = (dense_dp / group_bandwidth(hw, self.dp, self.tp * self.cp)
                 + expert_dp / group_bandwidth(hw, *self.expert_dp_group()))

@@ -36,7 +36,8 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   weight gradient into the gradient buffer (read and write at its width, :mod:`.memory`). Per layer: attention
   ``q,k,v``: ``K = d``, ``N = (a + 2k)h/tp``; output ``K = a*h/tp``, ``N = d``; MLA's down- and
   up-projections likewise; MLP ``d -> g'f/tp -> d`` (``g' = 2`` gated); routed experts the same at
-  ``fe/etp`` for each of the ``Ts*K*CF`` routed copies (few tokens per expert make the weight
+  ``fe/etp`` for each of the ``etp*Ts*K*CF`` routed copies (expert TP gathers each copy to its
+  ``etp`` ranks; few tokens per expert make the weight
   traffic large next to the FLOPs: the grouped-GEMM efficiency of MoE); shared experts over ``T``;
   the router ``d -> E`` over ``Ts``; Mamba's in- and out-projections; the LM head ``d -> V/tp`` on
   the last stage.
@@ -52,8 +53,11 @@ count ``/pp``), bytes of 16-bit activations (fp32 training: twice as many):
   ``x.float() * rsqrt(pow(2).mean())`` ... ``.type_as(x) * w`` moves 36 bytes per element, a
   ``float()``-upcast rotary embedding 48, SwiGLU ``silu(a) * b`` 10, and grouped-query keys and
   values are expanded to every head (``4*a*h`` bytes). MoE: router softmax and top-k on fp32
-  logits ``12E`` bytes per token, permute and unpermute ``8d`` per routed copy, the experts'
-  activation per routed copy. Mamba-2: the in-projection output read, the convolution written and
+  logits ``12E`` bytes per token, permute and unpermute ``8d`` per routed copy, on a rank that
+  holds several experts (``ep < E``) the sort of the copies it receives by expert and back, ``8d``
+  per copy it computes (Megatron-Core's all-to-all dispatcher, ``sort_chunks_by_idxs``; torchtitan
+  reorders the same way), the experts' activation per routed copy (``etp`` ranks each run ``1/etp``
+  of it). Mamba-2: the in-projection output read, the convolution written and
   read, the scan's output, gate and norm: ``2(2di + 2GN + heads) + 4(di + 2GN) + 6di``.
 * **The loss** (per token on the last stage, forward and backward together): a fused cross
   entropy (Transformer Engine's, flash-attn's, a compiled one; ``compile`` unknown or ``fused_loss``
@@ -125,6 +129,7 @@ from perfzoo.vocabulary import CHECKPOINTING, FORMATS
 EAGER_NORM, EAGER_ROPE, EAGER_SWIGLU = 36.0, 48.0, 10.0  # forward bytes per element, eager PyTorch
 FUSED_NORM, FUSED_ROPE, FUSED_SWIGLU, GELU, RESIDUAL = 4.0, 4.0, 6.0, 4.0, 6.0
 ROUTER_BYTES, PERMUTE_BYTES = 12.0, 8.0  # per expert logit per token; per routed copy and element of d
+SORT_BYTES = 8.0  # per received copy and element of d: sorted by local expert and back (Megatron's sort_chunks_by_idxs)
 EAGER_CAST = 33.0  # bytes per element of a low-precision cast in eager PyTorch (Traffic.cast_bytes)
 LOSS_FUSED, LOSS_TORCH = 4.0, 40.0  # per vocabulary entry and token, forward + backward
 BACKWARD = 2.0  # a backward pass moves twice the forward's elementwise bytes
@@ -183,7 +188,7 @@ class Traffic:
         n = self.layer_counts
         k = self.gemm_act_elements()
         per_token = n["attention"] * k["attention"] + n["mlp"] * k["mlp"] + n["moe"] * k["shared"] + n["mamba"] * k["mamba"]
-        routed = Ts * sh.moe.K * sh.moe.capacity * n["moe"] * k["routed"]
+        routed = Ts * sh.moe.K * sh.moe.capacity * c.etp * n["moe"] * k["routed"]  # expert TP gathers etp x
         return c.weight_passes() / 6.0 * (T * per_token + routed)
 
     def gemm_bytes(self) -> np.ndarray:
@@ -246,7 +251,10 @@ class Traffic:
         copies = Ts * moe.K * moe.capacity
         attention = per_sublayer + T * (rope + expand)
         mlp = per_sublayer + T * act * sh.f / t
-        moe_layer = (per_sublayer + Ts * ROUTER_BYTES * moe.E + copies * (PERMUTE_BYTES * d + act * moe.fe / c.etp)
+        # the copies a rank permutes before the all-to-all and, holding several experts, sorts by expert after
+        # it (gathered over expert TP: etp x as many), unsorts and unpermutes
+        sort = np.where(moe.E > np.maximum(c.ep, 1.0), SORT_BYTES * d * c.etp, 0.0)
+        moe_layer = (per_sublayer + Ts * ROUTER_BYTES * moe.E + copies * (PERMUTE_BYTES * d + sort + act * moe.fe)
                      + T * act * moe.fs / t)
         mamba_io = 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 4.0 * (
             sh.di + 2.0 * sh.mamba_G * sh.mamba_N) + 6.0 * sh.di

@@ -31,15 +31,15 @@ import pandas as pd
 
 from perfzoo import llmconfig, models
 from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.vocabulary import (BF16_TAIL_RULES, CATEGORICAL_RULES, FP8_GATHER_RULES, FRAMEWORK_DEFAULTS,
-                                FRAMEWORK_RULES, INTERLEAVED_RULES, TORCHTITAN_COMPILED_LOSS_SINCE,
-                                TORCHTITAN_LOW_PRECISION_LAYERS, TORCHTITAN_STAGES_PER_RANK, TP_OVERLAP_RULES,
-                                model_variant, params_from_name, phrase_rules)
+from perfzoo.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, TP_OVERLAP_RULES, model_variant,
+                                normalize_precision, params_from_name, phrase_rules)
 from perfzoo.records import JobRecord
 from perfzoo.sources._base import Load, LoadReport
 from perfzoo.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
 from perfzoo.sources._flops import CONVENTIONS, flops_per_token_published, packed_sample_len
 from perfzoo.sources._llm import RecordBuilder, llm_config
+from perfzoo.sources._options import (read_expert_tp, read_framework, read_fsdp_group, read_local_batch,
+                                      read_torchtitan_recipe, read_virtual_stages)
 
 PUBLISHED_COLUMNS = (
     "source", "date", "date_basis", "model_name", "task", "n_params", "n_layers", "hidden_dim",
@@ -55,6 +55,8 @@ ARCH_COLUMNS = ("model_key", "aliases_in_csvs")
 ARCH_FIELDS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads",
                "vocab_size", "n_experts", "experts_per_token", "moe_ffn_dim")
 ARCHITECTURES_FILE = "model_architectures.csv"
+# what a model's proxy cut to fewer layers does not share with it: its totals and per-layer counts
+WHOLE_MODEL_KEYS = ("n_params", "n_dense_layers", "n_sliding_layers", "n_attention_layers", "n_mamba_layers")
 
 
 class PublishedSource(CsvSource):
@@ -182,6 +184,7 @@ class _Parsed:
     from_catalog: list[str] = field(default_factory=list)
     catalog_model: Optional[str] = None
     flops_by_convention: dict = field(default_factory=dict)  # flops_per_token_published, per file
+    mfu_peak: str = "bf16"  # the precision class whose dense peak the file's MFU is over (_read_mfu_peak)
 
     def flops(self, hardware_flops: bool, causal: bool = False) -> tuple[Optional[float], str]:
         return self.flops_by_convention[hardware_flops, causal]
@@ -198,14 +201,15 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
     if from_degrees:
         report.derived["n_gpus from tp*pp*cp*dp"] += 1
     oom = "OOM" in ((row.text("tokens_per_sec_per_gpu") or "").upper(), (row.text("variant") or "").upper())
-    framework = phrase_rules(row.text("source") or "", FRAMEWORK_RULES)  # the publisher's framework
+    options = row.text("other_opts") or ""
+    framework = read_framework(row.text("source") or "", options, derived, report)  # the publisher's framework
     config = llm_config(model_name=row.text("model_name"), task=row.text("task"), n_gpus=n_gpus,
                         **{key: row.number(key, whole=True, lenient=True) for key in _WHOLE_COLUMNS},
                         **{key: row.category(key) for key in CATEGORICAL_RULES}, framework=framework)
-    if framework is not None:
-        derived.append(f"framework={framework} (from the source column)")
-        report.derived["framework from the source column"] += 1
-    overlap = phrase_rules(row.text("other_opts") or "", TP_OVERLAP_RULES)
+    read_fsdp_group(config, row.text("fsdp"), derived, report)
+    read_virtual_stages(config, row.raw, derived, report)
+    read_expert_tp(config, options, derived, report)
+    overlap = phrase_rules(options, TP_OVERLAP_RULES)
     if overlap is not None:
         config["tp_comm_overlap"] = overlap
         derived.append(f"tp_comm_overlap={overlap} (from other_opts)")
@@ -216,17 +220,27 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
             derived.append(f"{key}={value} ({framework}'s default; the row does not say)")
             report.derived[f"{key} from the framework's default"] += 1
     if _LOCAL_BATCH.search(row.text("micro_batch_size") or ""):  # a rank's batch, which a pipeline splits
-        _split_local_batch(config, row.text("other_opts") or "", derived, report)
+        read_local_batch(config, options, derived, report)
     name, variant = model_variant(config["model_name"])
+    # a proxy cut to fewer layers has the full model's widths; its totals and layer counts are not the model's
+    whole_model = WHOLE_MODEL_KEYS if "n_layers" in variant else ()
     arch = architectures.get(config["model_name"] or "") or architectures.get(name, {})
-    filled = [f for f in ARCH_FIELDS if config.get(f) is None and arch.get(f) is not None]
+    filled = [f for f in ARCH_FIELDS if config.get(f) is None and arch.get(f) is not None and f not in whole_model]
     config.update({f: arch[f] for f in filled})
     preset = models.lookup(name) if name else None
-    from_catalog = [k for k in models.SHAPE_KEYS if preset and config.get(k) is None and k in preset]
+    from_catalog = [k for k in models.SHAPE_KEYS
+                    if preset and config.get(k) is None and k in preset and k not in whole_model]
     config.update({k: preset[k] for k in from_catalog})
+    if whole_model:
+        left = [k for k in whole_model if (preset or {}).get(k) is not None or arch.get(k) is not None]
+        stated = config.get("n_layers")
+        derived.append(f"a proxy of {name} cut to {variant['n_layers']} layers (the model name; the n_layers cell "
+                       f"says {stated}): the full model's widths" + (
+                           f", not its {', '.join(left)}, which count its layers" if left else ""))
+        report.derived["proxy models: the full model's widths, the stated layer count"] += 1
     config.update(variant)
     if framework == "torchtitan":
-        _torchtitan_recipe(config, row, derived, report)
+        read_torchtitan_recipe(config, row, derived, report)
     if filled:
         report.derived["architecture from model_architectures.csv"] += 1
     if from_catalog:
@@ -240,53 +254,6 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
                    metric("tflops_per_gpu"), metric("mfu"), derived, filled,
                    arch["model_key"] if filled else None, from_catalog,
                    preset["model_name"] if from_catalog else None)
-
-
-def _torchtitan_recipe(config: dict, row: Row, derived: list[str], report: LoadReport) -> None:
-    """What a torchtitan row leaves to its recipe: a compiled run from 2025-04-02 on compiles its
-    loss too (``fused_loss``), an ``NVFP4 (bf16 tail)`` run keeps the last 15% of its layers in
-    BF16 (``bf16_layers``), and an FP8 run gathers its Float8Linear weights in FP8 where its scales
-    are tensorwise, not where they are rowwise (``fp8_param_gather``)."""
-    if config.get("compile") is True and config.get("fused_loss") is None \
-            and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
-        config["fused_loss"] = True
-        derived.append(f"fused_loss=True: torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}")
-        report.derived["fused_loss from compile (torchtitan since 2025-04)"] += 1
-    gather = phrase_rules(row.text("precision") or "", FP8_GATHER_RULES)
-    if config.get("precision") == "fp8" and config.get("fp8_param_gather") is None and gather is not None:
-        config["fp8_param_gather"] = gather
-        derived.append(f"fp8_param_gather={gather}: torchtitan's float8 all-gather "
-                       f"({'tensorwise scales: its presets turn it on' if gather else 'none for rowwise scales'})")
-        report.derived["fp8_param_gather from the precision (torchtitan)"] += 1
-    layers = config.get("n_layers")
-    if layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
-        config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
-        derived.append(f"bf16_layers={config['bf16_layers']}: torchtitan's recipe with a bf16 tail keeps the last "
-                       f"{1 - TORCHTITAN_LOW_PRECISION_LAYERS:.0%} of the {layers} layers in BF16")
-        report.derived["bf16_layers from a bf16 tail (torchtitan's recipe)"] += 1
-
-
-def _split_local_batch(config: dict, options: str, derived: list[str], report: LoadReport) -> None:
-    """Read a cell that gives a data-parallel rank's batch, not its micro batch. Under torchtitan
-    a step runs that batch in ``pp`` micro-batches (one without a pipeline; its default while
-    ``pipeline_parallel_microbatches`` is unset), and an interleaved schedule runs two stages per
-    rank (its default for multi-stage schedules: ``generate_split_points``, torchtitan 2024-12);
-    under another framework the micro batch is unknown."""
-    local, pp = config["micro_batch_size"], config.get("pp") or 1
-    if config.get("framework") == "torchtitan" and local and local % pp == 0:
-        config["micro_batch_size"] = local // pp
-        derived.append(f"micro_batch_size={local // pp}: torchtitan splits the local batch of {local} "
-                       f"into pp={pp} micro-batches by default")
-        report.derived["micro batch = local batch / pp (torchtitan's default)"] += 1
-        if config.get("vp") is None and phrase_rules(options, INTERLEAVED_RULES):
-            config["vp"] = TORCHTITAN_STAGES_PER_RANK
-            derived.append(f"vp={TORCHTITAN_STAGES_PER_RANK}: torchtitan's default stages per rank "
-                           "of an interleaved schedule (from other_opts)")
-            report.derived["vp from an interleaved schedule (torchtitan's default)"] += 1
-        return
-    config["micro_batch_size"] = None
-    derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")
-    report.derived["micro batch unknown (the cell gives the local batch)"] += 1
 
 
 def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], str]:
@@ -356,12 +323,38 @@ def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[O
         return p.tflops * 1e12 / flops, "tokens/s from TFLOP/s", (
             f"tokens_per_sec_per_gpu=tflops_per_gpu*1e12/flops_per_token ({convention}, {flops:.4g})"), hardware_flops
     spec = accelerator_spec(p.hardware["accelerator"])
-    peak = None if spec is None else spec.peak_flops.get("bf16")
+    peak = None if spec is None else spec.flops(p.mfu_peak)
     if peak is None:
-        return None, None, f"MFU given but the peak FLOP/s of {p.hardware['accelerator']!r} is unknown", False
+        return None, None, f"MFU given but the {p.mfu_peak} peak FLOP/s of {p.hardware['accelerator']!r} is unknown", False
     return p.mfu * peak / flops, "tokens/s from MFU", (
-        f"tokens_per_sec_per_gpu=mfu*peak/flops_per_token (dense bf16 peak of {spec.name}, "
+        f"tokens_per_sec_per_gpu=mfu*peak/flops_per_token (dense {p.mfu_peak} peak of {spec.name}, "
         f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})"), hardware_flops
+
+
+def _read_mfu_peak(rows: Sequence[_Parsed], convention: tuple[bool, bool], report: LoadReport) -> None:
+    """Whether a file's MFU is over the dense BF16 peak (the default) or over the peak of each row's
+    precision (NVIDIA's DGX Cloud tables: an FP8 row's MFU is about half a BF16 row's at a similar
+    speed), read off its low-precision rows that give tokens/s and MFU: the peak whose implied
+    tokens/s come nearer the published ones; ``mfu_peak`` of every row and the file's FLOP-convention
+    line say which."""
+    own, bf16 = [], []
+    for p in rows:
+        spec = accelerator_spec(p.hardware["accelerator"])
+        precision = normalize_precision(p.config.get("precision"))
+        flops = p.flops(False, convention[1])[0]
+        if spec is None or precision not in ("fp8", "fp4") or not (p.per_gpu and p.mfu and flops):
+            continue
+        peak, peak_bf16 = spec.flops(precision), spec.flops("bf16")
+        if peak and peak_bf16:
+            own.append(abs(math.log(p.mfu * peak / flops / p.per_gpu)))
+            bf16.append(abs(math.log(p.mfu * peak_bf16 / flops / p.per_gpu)))
+    if own and statistics.median(own) < statistics.median(bf16):
+        for p in rows:
+            p.mfu_peak = normalize_precision(p.config.get("precision"))
+        report.flop_convention += (f"; MFU over the dense peak of each row's precision (on {len(own)} FP8/FP4 rows "
+                                   f"giving tokens/s and MFU, implied/published tokens/s "
+                                   f"{math.exp(statistics.median(own)):.2f}x against "
+                                   f"{math.exp(statistics.median(bf16)):.2f}x over the BF16 peak)")
 
 
 def _contradiction(config: dict, hardware: dict) -> Optional[str]:
@@ -517,6 +510,7 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
                 p.flops_by_convention = flops
         file_convention, report.flop_convention = file_flop_convention(parsed)
         _read_packing(parsed, file_convention, report)
+        _read_mfu_peak(parsed, file_convention, report)
         records.extend(_published_record(p, builder, file_convention, report.flop_convention, report)
                        for p in parsed)
         reports.append(report)
