@@ -116,6 +116,25 @@ def collection_sessions(frame: pd.DataFrame) -> Optional[np.ndarray]:
     return (frame["software.git_commit"].astype(str) + "@" + day).to_numpy()
 
 
+def release_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
+    """Each row's software release, as far as the data tells: a measured job's collection session
+    (:func:`collection_sessions`), a published row's publication date (the figures of one document
+    version ran one container); None where the frame has no dates. Groups of one model cut by release
+    are what a user's runs share with the layouts they ask about (:mod:`perfzoo.zoo.anchor`).
+
+    >>> release_labels(pd.DataFrame({"source": ["published"] * 2,
+    ...                              "started_at": pd.to_datetime(["2024-01-05", None], utc=True)})).tolist()
+    ['2024-01-05', '?']
+    """
+    sessions = collection_sessions(frame)
+    if sessions is not None:
+        return sessions
+    if "started_at" not in frame.columns:
+        return None
+    day = pd.to_datetime(frame["started_at"], utc=True).dt.strftime("%Y-%m-%d")
+    return day.fillna("?").to_numpy(dtype=object)
+
+
 def fit_with_interval(model: Predictor, dataset: Dataset) -> Predictor:
     """``model`` fitted on the labelled jobs of ``dataset`` and, for a ``throughput`` member, its
     prediction interval calibrated there (folds by published source or collection session where
@@ -123,7 +142,7 @@ def fit_with_interval(model: Predictor, dataset: Dataset) -> Predictor:
     ok = dataset.labelled()
     model.fit(ok.X, ok.y, dataset=dataset.name)
     if model.output == "throughput":
-        model.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame))
+        model.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame), releases=release_labels(ok.frame))
     return model
 
 
@@ -195,7 +214,7 @@ def calibrated(base: Predictor, training: Dataset, runs: Dataset, runs_name: str
     Raises :class:`perfzoo.sources.DataError` when no run can anchor: each was left out."""
     if getattr(base, "interval_spread_", None) is None:
         ok = training.labelled()
-        base.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame))
+        base.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame), releases=release_labels(ok.frame))
     joined = join(training, runs)
     if runs.target != training.target and training.target not in runs.frame.columns:
         raise DataError(f"{runs.name} has no column {training.target!r}; give runs that measure it")

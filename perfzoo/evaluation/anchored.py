@@ -20,7 +20,7 @@ shots anchor at once, as one user's runs of several models would. ``python -m pe
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -33,14 +33,20 @@ DRAWS = 5  # draws of the shots per count
 
 
 def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[int] = (1, 3), draws: int = DRAWS,
-                 seed: int = 0, alpha: float = 1 - M.INTERVAL_LEVEL) -> dict[int, dict[str, float]]:
+                 seed: int = 0, alpha: float = 1 - M.INTERVAL_LEVEL,
+                 releases: Optional[np.ndarray] = None) -> dict[int, dict[str, float]]:
     """Per shot count K: :data:`SHOTS_WITHIN_METRICS` of ``model`` (fitted, with ``fit_interval``)
     anchored by K rows of each test group and scored on the group's other rows, averaged over
     ``draws`` draws (``scored``: rows scored per draw; ``groups`` used and ``groups_skipped``, those of
-    K rows or fewer). K = 0 scores the unanchored model on every row."""
+    K rows or fewer). K = 0 scores the unanchored model on every row. ``releases`` (each row's
+    software release: :func:`perfzoo.calibrate.release_labels`) cut the groups further: a user's runs
+    and the layouts they ask about run one release."""
     X = X_test.reset_index(drop=True)
     y = np.asarray(y_test, dtype=float)
-    members = pd.Series(np.arange(len(y))).groupby(keys(X).group).apply(np.asarray).tolist()
+    label = pd.Series(keys(X).group)
+    if releases is not None:
+        label = label.astype(str) + "@" + pd.Series(np.asarray(releases, dtype=object)).astype(str)
+    members = pd.Series(np.arange(len(y))).groupby(label.to_numpy()).apply(np.asarray).tolist()
     base = np.asarray(model.predict(X), dtype=float)
     out: dict[int, dict[str, float]] = {}
     for k in shots:

@@ -31,7 +31,7 @@ from harness.environment import cpu_cores
 from perfzoo import calibrate, zoo
 from perfzoo._cli import UsageError
 from perfzoo.analytic.estimates import claimed, estimate_arrays
-from perfzoo.calibrate import source_labels
+from perfzoo.calibrate import release_labels, source_labels
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation.presets import FULL, member_specs
@@ -279,9 +279,11 @@ def cross_tasks(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpe
     X_te = test.frame.reindex(columns=list(train.feature_columns))[ok_te].reset_index(drop=True)
     groups = test.comparable_groups()
     sources = source_labels(train.frame[ok_tr])
+    releases, test_releases = release_labels(train.frame[ok_tr]), release_labels(test.frame[ok_te])
     return [Task(key="", ids={"train": train.name, "test": test.name, "predictor": spec.display, "seed": seed,
                              **(ids or {})},
                  spec=spec, X_train=X_tr, y_train=train.y[ok_tr], X_test=X_te, y_test=test.y[ok_te],
                  groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
-                 interval=spec.output == "throughput", interval_groups=sources)
+                 interval=spec.output == "throughput", interval_groups=sources, interval_releases=releases,
+                 anchor_releases=test_releases)
             for spec in predictors if spec.output != "probability"]

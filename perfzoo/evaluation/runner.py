@@ -82,12 +82,14 @@ def _execute(task: Task) -> dict[str, Any]:
         else:
             out.update(M.score(task.y_test, pred, task.groups_test, absolute=task.spec.output == "throughput"))
         if task.interval:
-            est.fit_interval(task.X_train, task.y_train, groups=task.interval_groups, seed=int(task.ids["seed"]))
+            est.fit_interval(task.X_train, task.y_train, groups=task.interval_groups, seed=int(task.ids["seed"]),
+                             releases=task.interval_releases)
             low, high = est.predict_interval(task.X_test, alpha=1 - M.INTERVAL_LEVEL)
             out.update(M.interval_scores(task.y_test, low, high))
             if task.anchor_shots:
                 out.update(within_columns(shots_within(est, task.X_test, task.y_test, task.anchor_shots,
-                                                       draws=task.anchor_draws, seed=int(task.ids["seed"]))))
+                                                       draws=task.anchor_draws, seed=int(task.ids["seed"]),
+                                                       releases=task.anchor_releases)))
         if task.keep_predictions:
             out["y_true"] = [float(v) for v in task.y_test]
             out["y_pred"] = [float(v) if np.isfinite(v) else None for v in pred]

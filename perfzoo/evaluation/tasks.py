@@ -48,7 +48,7 @@ from perfzoo import accelerators
 from perfzoo import zoo
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
-from perfzoo.calibrate import source_labels
+from perfzoo.calibrate import release_labels, source_labels
 from perfzoo.zoo.plugin import source_files
 from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
@@ -191,6 +191,8 @@ class Task:
     threads: int = 1
     interval: bool = False
     interval_groups: Optional[np.ndarray] = None
+    interval_releases: Optional[np.ndarray] = None  # each training row's software release (calibrate.release_labels)
+    anchor_releases: Optional[np.ndarray] = None  # each test row's: the shots-within groups are cut by it
     anchor_shots: tuple[int, ...] = ()  # with interval: also score K-shot-within anchoring (evaluation.anchored)
     anchor_draws: int = 5  # draws of those shots
 
@@ -244,7 +246,7 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
     labelled, failed = dataset.is_labelled, dataset.failed
     groups = dataset.comparable_groups()
     dhash, dname = task.content_hash, dataset.name
-    sources = source_labels(dataset.frame)
+    sources, releases = source_labels(dataset.frame), release_labels(dataset.frame)
     tasks: list[Task] = []
     fail_spec = next((p for p in predictors if p.output == "probability"), None)
     for sp in task.splits:
@@ -275,7 +277,7 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
             anchor = M.WITHIN_SHOTS if interval and sp.kind == "group" and sources is not None else ()
             tasks.append(_task(task.id, dname, dhash, spec, sp, X, y, tr, te, groups, failure=False, interval=interval,
                                interval_groups=sources[tr] if interval and sources is not None else None,
-                               anchor_shots=anchor))
+                               anchor_shots=anchor, releases=releases))
         # the failure classifier: every row, label = failed
         if fail_spec is not None and failed.any() and sp.kind != "curve":
             if failed[sp.train].any() and (~failed[sp.train]).any():
@@ -287,7 +289,8 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
 
 def _task(task_id: str, dname: str, dhash: str, spec: PredictorSpec, sp: Split, X: pd.DataFrame, y: np.ndarray,
           tr: np.ndarray, te: np.ndarray, groups: Optional[np.ndarray], failure: bool, interval: bool = False,
-          interval_groups: Optional[np.ndarray] = None, anchor_shots: tuple[int, ...] = ()) -> Task:
+          interval_groups: Optional[np.ndarray] = None, anchor_shots: tuple[int, ...] = (),
+          releases: Optional[np.ndarray] = None) -> Task:
     ids = {"task": task_id, "dataset": dname, "predictor": spec.display, "output": spec.output,
            "split": sp.name, "kind": sp.kind, "fold": sp.fold, "seed": int(sp.seed)}
     key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
@@ -301,6 +304,8 @@ def _task(task_id: str, dname: str, dhash: str, spec: PredictorSpec, sp: Split, 
         groups_test=None if groups is None else groups[te],
         failure=failure, keep_predictions=sp.kind in ("random", "temporal", "scale", "node"),
         interval=interval, interval_groups=interval_groups, anchor_shots=tuple(anchor_shots),
+        interval_releases=None if releases is None or not interval else releases[tr],
+        anchor_releases=None if releases is None or not anchor_shots else releases[te],
     )
 
 

@@ -150,10 +150,12 @@ class Spread:
 
     @classmethod
     def estimate(cls, residuals: np.ndarray, row_keys: Keys, sources: Optional[np.ndarray] = None,
-                 seed: int = 0) -> "Spread":
+                 seed: int = 0, releases: Optional[np.ndarray] = None) -> "Spread":
         """The spread of out-of-fold ``residuals`` (one per training row, each predicted without its
         source). A cluster or group of the training data is one within a source (``sources``: each
-        row's; None: one source), so a source's own offset counts as its clusters' spread.
+        row's; None: one source) and a software release (``releases``: each row's; None: one), so a
+        source's own offset counts as its clusters' spread, and a release's as its groups': a user's
+        runs and the layouts they ask about run one release.
 
         The variances come from the method of moments of the nested one-way layout; tau_c^2, seen
         in a handful of sources, is taken at its upper confidence bound (:func:`new_stack_factor`):
@@ -163,8 +165,9 @@ class Spread:
         weighed alike."""
         r = np.asarray(residuals, dtype=float)
         src = np.zeros(len(r), dtype=np.int64) if sources is None else pd.factorize(np.asarray(sources, dtype=object))[0]
-        group = pd.factorize(pd.Series(list(zip(src, row_keys.group))))[0]
-        cluster = pd.factorize(pd.Series(list(zip(src, row_keys.cluster))))[0]
+        rel = np.zeros(len(r), dtype=np.int64) if releases is None else pd.factorize(np.asarray(releases, dtype=object))[0]
+        group = pd.factorize(pd.Series(list(zip(src, rel, row_keys.group))))[0]
+        cluster = pd.factorize(pd.Series(list(zip(src, rel, row_keys.cluster))))[0]
         within, between_groups, between_clusters = _components(r, group, cluster)
         between_clusters *= new_stack_factor(int(np.unique(src).size))
         z = _Replay.draw(r, group, cluster, src, seed).z(between_clusters, between_groups, within)

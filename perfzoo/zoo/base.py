@@ -176,10 +176,12 @@ class Predictor(BaseEstimator):
         return out
 
     def fit_interval(self, X: pd.DataFrame, y: Any, *, groups: Any = None, folds: int = _interval.FOLDS,
-                     seed: int = 0) -> "Predictor":
+                     seed: int = 0, releases: Any = None) -> "Predictor":
         """Calibrate :meth:`predict_interval` on the rows the member was fitted on: out-of-fold
         log residuals of ``folds`` clones (rows of one ``groups`` label in one fold: give each
-        row's source to size the interval for a source never seen). Returns ``self``.
+        row's source to size the interval for a source never seen). The same residuals, by model,
+        cluster and software release (``releases``: each row's, e.g. its publication date), give the
+        spread :mod:`perfzoo.zoo.anchor` anchors a user's runs with. Returns ``self``.
 
         >>> import numpy as np, pandas as pd
         >>> X = pd.DataFrame({"config.n_gpus": [1, 2, 4, 8, 16, 32] * 4})
@@ -201,7 +203,7 @@ class Predictor(BaseEstimator):
         kept = np.isfinite(y) & (y > 0)
         self.interval_spread_ = _anchor.Spread.estimate(
             self.interval_residuals_, _anchor.keys(X.loc[kept]), None if groups is None else np.asarray(groups)[kept],
-            seed=seed)
+            seed=seed, releases=None if releases is None else np.asarray(releases)[kept])
         return self
 
     def predict_interval(self, X: pd.DataFrame, alpha: float = _interval.ALPHA) -> tuple[np.ndarray, np.ndarray]:
