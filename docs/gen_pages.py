@@ -66,8 +66,8 @@ def api_pages() -> None:
         names = [package] + [m.name for m in pkgutil.walk_packages(root.__path__, package + ".")]
         for name in sorted(names):
             parts = name.split(".")
-            if any(p.startswith("_") for p in parts) or parts[-1] == "cli" and len(parts) == 2:
-                continue  # private modules; perfzoo.cli is the command (reference/cli.md)
+            if any(p.startswith("_") for p in parts):
+                continue  # private modules
             path = Path(*parts) / "index.md" if _is_package(name) else Path(*parts[:-1], parts[-1] + ".md")
             nav[tuple(parts)] = path.as_posix()
             with mkdocs_gen_files.open(Path("reference/api") / path, "w") as f:

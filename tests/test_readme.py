@@ -8,6 +8,7 @@ import doctest
 import importlib.util
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ FIRST_SCREEN = 40  # lines
 def _script():
     spec = importlib.util.spec_from_file_location("readme_outputs", ROOT / "scripts" / "readme_outputs.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up
     spec.loader.exec_module(module)
     return module
 
