@@ -1,7 +1,10 @@
-"""MkDocs hook (mkdocs.yml ``hooks``): the package's docstrings hold doctest examples as plain
-text (``>>> call()`` then its output, as ``python -m pytest --doctest-modules`` reads them). In
-Markdown such lines are a quote whose ``[...]`` output reads as a link, so every run of doctest
-lines is fenced as a ``pycon`` code block, in the docstrings mkdocstrings renders and in pages."""
+"""MkDocs hook (mkdocs.yml ``hooks``) for the docstrings mkdocstrings renders, and the pages:
+
+* doctest examples are plain text in the docstrings (``>>> call()`` then its output, as
+  ``python -m pytest --doctest-modules`` reads them); in Markdown such lines are a quote whose
+  ``[...]`` output reads as a link, so every run of doctest lines is fenced as ``pycon`` code;
+* Sphinx roles (``:func:`name```, ``:class:`~pkg.Name```) are shown as the code they name.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +15,20 @@ from markdown.preprocessors import Preprocessor
 from mkdocs.plugins import event_priority
 
 FENCE = re.compile(r"^\s*(```|~~~)")
+ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc|obj|ref|doc|const):`(~?)([^`]+)`")
+
+
+def _role(match: re.Match) -> str:
+    return f"`{match[2].rsplit('.', 1)[-1] if match[1] else match[2]}`"  # ~pkg.Name shows Name, as Sphinx does
 
 
 def fence_doctests(lines: list[str]) -> list[str]:
     """``lines`` with each run of doctest lines (``>>>`` at the start of a line, its ``...``
-    continuations and output, up to a blank line) inside a fenced ``pycon`` block; lines inside
-    existing fences stay as they are.
+    continuations and output, up to a blank line) inside a fenced ``pycon`` block, and Sphinx
+    roles elsewhere as code; lines inside existing fences stay as they are.
 
-    >>> fence_doctests(["Text.", ">>> f()[:1]", "['a']", "", "More."])
-    ['Text.', '', '```pycon', '>>> f()[:1]', "['a']", '```', '', '', 'More.']
+    >>> fence_doctests(["See :func:`~a.f`.", ">>> f()[:1]", "['a']", "", "More."])
+    ['See `f`.', '', '```pycon', '>>> f()[:1]', "['a']", '```', '', '', 'More.']
     """
     out: list[str] = []
     in_fence, in_doctest = False, False
@@ -33,7 +41,7 @@ def fence_doctests(lines: list[str]) -> list[str]:
         if not in_fence and not in_doctest and line.startswith(">>>"):
             out += ["", "```pycon"]
             in_doctest = True
-        out.append(line)
+        out.append(line if in_fence or in_doctest else ROLE.sub(_role, line))
     if in_doctest:
         out.append("```")
     return out
