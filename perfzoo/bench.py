@@ -154,7 +154,7 @@ def _csv(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m perfzoo.bench",
         description="Benchmark the predictor zoo on every dataset and split; write the leaderboard. "
@@ -243,7 +243,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if (args.train or args.test) and not (args.train and args.test):

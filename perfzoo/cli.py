@@ -1,19 +1,25 @@
-"""The ``perfzoo`` command.
+"""The ``perfzoo`` command: one front for every command.
+
+``perfzoo COMMAND ...`` runs ``python -m perfzoo.COMMAND ...`` (the same parser, the same
+options, ``perfzoo COMMAND --help`` its own help): ``plan`` (and ``plan benchmark``),
+``predict``, ``bench``, ``collect``, ``search`` (and ``search benchmark``) and ``tune``;
+``perfzoo --help`` lists them and ``perfzoo --version`` prints the package's version.
 
 ``perfzoo datasets`` lists every dataset (rows, ok/oom/timeout/failed counts, time range,
 scale range, source); ``perfzoo datasets show NAME_OR_PATH`` describes one; ``--json`` prints
 either as JSON. ``perfzoo datasets export NAME_OR_PATH --format parquet|csv|hf OUT`` writes one's
 flat frame (:func:`perfzoo.store.export_frame`; ``hf``: a folder ``datasets.load_from_disk`` reads);
-with ``--split TASK_ID`` (an id ``python -m perfzoo.bench --list-tasks`` prints) the folder ``OUT``
+with ``--split TASK_ID`` (an id ``perfzoo bench --list-tasks`` prints) the folder ``OUT``
 holds that benchmark task's training and test rows, its card and definition
 (:mod:`perfzoo.evaluation.export`).
-``perfzoo collect|bench|search|tune|predict ...`` run ``python -m perfzoo.<command>``.
 A mistake the user can fix (unknown dataset, missing or malformed file) prints one line,
 ``perfzoo: error: ...``, and exits 2, as every command does (:mod:`perfzoo._cli`); set
 ``PERFZOO_DEBUG=1`` for the traceback instead.
 
 Example
 -------
+>>> sorted(COMMANDS)
+['bench', 'collect', 'plan', 'predict', 'search', 'tune']
 >>> main(["datasets", "--json"])  # doctest: +SKIP
 [{"name": "vtrain-a100", "rows": 1440, ...}, ...]
 """
@@ -26,6 +32,7 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
+from perfzoo import __version__
 from perfzoo._cli import EXIT_DONE, EXIT_USAGE, USER_ERRORS, guarded, one_line
 from perfzoo.bench import find_task
 from perfzoo.datasets import list_datasets, load_dataset
@@ -33,21 +40,32 @@ from perfzoo.evaluation.export import CARD_FILE, TASK_FILE, write_task
 from perfzoo.records import STATUSES
 from perfzoo.store import EXPORT_FORMATS, export_frame
 
-FORWARDED = {
-    "collect": "run a sweep of profiling jobs and record them",
-    "bench": "fit and score the predictor zoo, write the leaderboard",
-    "search": "search configurations with a predictor (REINFORCE and baselines)",
-    "tune": "the closed loop: random jobs, fit, search, launch the top k, repeat",
-    "predict": "predict the throughput of configurations, with the analytic breakdown",
+# command -> (the module whose main() and build_parser() it runs, what it does)
+COMMANDS = {
+    "plan": ("perfzoo.plan.cli", "the fastest layouts of a model on a cluster, with memory; "
+                                 "'plan benchmark': does plan pick the fastest?"),
+    "predict": ("perfzoo.predict", "predict the throughput and memory of configurations, with the analytic breakdown"),
+    "bench": ("perfzoo.bench", "fit and score the predictor zoo, write the leaderboard; --train/--test: "
+                               "your cluster, unseen"),
+    "collect": ("perfzoo.collect", "run a sweep of profiling jobs (local or Slurm) and record them"),
+    "search": ("perfzoo.search.cli", "search configurations with a predictor (REINFORCE and baselines); "
+                                     "'search benchmark': which searcher needs the fewest jobs?"),
+    "tune": ("perfzoo.tune", "the closed loop on real jobs: random jobs, fit, search, launch the top k, repeat"),
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``perfzoo`` parser: ``datasets`` here, every other command a stub whose own parser
+    (``build_parser()`` of its module) reads the rest of the line."""
     parser = argparse.ArgumentParser(
-        prog="perfzoo", description="Predict and search distributed-training performance from job records.",
-        epilog="Set PERFZOO_DEBUG=1 to see a traceback instead of a one-line error.")
+        prog="perfzoo", description="Predict, plan and search distributed-training performance from job records.",
+        epilog="Every command also runs as python -m perfzoo.COMMAND; perfzoo COMMAND --help gives its options. "
+               "Set PERFZOO_DEBUG=1 to see a traceback instead of a one-line error.")
+    parser.add_argument("--version", action="version", version=f"perfzoo {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    datasets = commands.add_parser("datasets", help="list the datasets, or show one",
+    for command, (module, text) in COMMANDS.items():
+        commands.add_parser(command, help=f"{text} (python -m {module.removesuffix('.cli')})", add_help=False)
+    datasets = commands.add_parser("datasets", help="list the datasets, show one, or export one",
                                    description="List every dataset perfzoo knows, or show one.")
     _dataset_options(datasets, suppress=False)
     actions = datasets.add_subparsers(dest="action", metavar="show|export")
@@ -66,11 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("out", metavar="OUT", help="the file (parquet, csv) or folder (hf) to write; must not exist")
     export.add_argument("--format", required=True, choices=EXPORT_FORMATS, help="parquet, csv or hf")
     export.add_argument("--split", metavar="TASK_ID",
-                        help="write this benchmark task's train and test rows (an id python -m perfzoo.bench "
+                        help="write this benchmark task's train and test rows (an id perfzoo bench "
                              "--list-tasks prints) into the folder OUT")
     _dataset_options(export, suppress=True, with_json=False)
-    for command, text in FORWARDED.items():
-        commands.add_parser(command, help=f"{text} (python -m perfzoo.{command})", add_help=False)
     return parser
 
 
@@ -85,15 +101,21 @@ def _dataset_options(parser: argparse.ArgumentParser, suppress: bool, with_json:
                              "else ../shared/external beside the checkout)")
 
 
-def _forward(command: str, argv: list[str]) -> int:
+def command_module(command: str):
+    """The module that runs ``perfzoo COMMAND`` (its ``main(argv)`` and ``build_parser()``), or
+    None where it cannot be imported (a command not installed)."""
+    name = COMMANDS[command][0]
     try:
-        module = importlib.import_module(f"perfzoo.{command}")
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name != f"perfzoo.{command}":
+        if exc.name != name:
             raise ValueError(f"perfzoo {command} cannot start: {exc}; install perfzoo with its "
                              "dependencies (pip install -e .)") from None
-        module = None
-    entry = getattr(module, "main", None)
+        return None
+
+
+def _forward(command: str, argv: list[str]) -> int:
+    entry = getattr(command_module(command), "main", None)
     if entry is None:
         print(f"perfzoo {command}: not available yet", file=sys.stderr)
         return EXIT_USAGE
@@ -206,9 +228,9 @@ ACTIONS = {None: _list, "show": _show, "export": _export}
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``perfzoo`` command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in FORWARDED:
+    if argv and argv[0] in COMMANDS:
         return _forward(argv[0], argv[1:])
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     return guarded("perfzoo", lambda: ACTIONS[args.action](args))
 
 

@@ -56,6 +56,8 @@ class Dataset:
     load_reports : what reading each published-table file did with its rows
         (:class:`~perfzoo.sources.LoadReport`; empty for record stores and vTrain files).
 
+    Notes
+    -----
     ``X`` and ``y`` cover every row as it is, failures included (``y`` is NaN there); use
     :meth:`ok` for the successful rows only, ``failed`` to tell them apart, and
     :meth:`labelled` (mask: ``is_labelled``) for the rows a throughput predictor can fit and be

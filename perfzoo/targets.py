@@ -52,6 +52,8 @@ class TargetTransform:
         (measured / analytic ideal) is nearer :data:`TYPICAL_EFFICIENCY` wins: the wrong one is
         off by that device count.
 
+    Examples
+    --------
     >>> import pandas as pd
     >>> X = pd.DataFrame({"config.n_gpus": [2, 4]})
     >>> t = TargetTransform("per_device").fit([10.0, 40.0], X)

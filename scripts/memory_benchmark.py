@@ -4,6 +4,7 @@ how far the analytic ideal throughput is from what published systems measured.
     python scripts/memory_benchmark.py                 # every section
     python scripts/memory_benchmark.py --section memory
     python scripts/memory_benchmark.py --section accuracy
+    python scripts/memory_benchmark.py --out docs/results/memory-benchmark.md   # also the docs' page
 
 Sections:
 
@@ -27,8 +28,13 @@ Sections:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import subprocess
 import sys
 import warnings
+from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -96,8 +102,9 @@ def classify(jobs: pd.DataFrame, k: float) -> dict[str, float]:
             "ok_beyond_margin": int((~oom & (fraction > 1.0 + MARGIN)).sum())}
 
 
-def memory_of(name: str, jobs: pd.DataFrame) -> None:
-    """Predicted vs measured peak on one dataset, and the feasibility calls on its jobs."""
+def memory_of(name: str, jobs: pd.DataFrame) -> dict:
+    """Predicted vs measured peak on one dataset, and the feasibility calls on its jobs (printed);
+    returns the summary row of the markdown table."""
     ok = jobs[jobs["status"] == "ok"]
     ratio = ok["predicted"] / ok["measured"]
     print(f"== memory: {name}, predicted peak allocated vs measured (ok jobs) ==")
@@ -116,11 +123,15 @@ def memory_of(name: str, jobs: pd.DataFrame) -> None:
           f"({result['ok_beyond_margin']} beyond the {MARGIN:.0%} margin)")
     lo, hi = separating_interval(jobs)
     print(f"fragmentation multiples that separate all {len(jobs)} jobs: ({lo:.2f}, {hi:.2f}]\n")
+    return {"dataset": name, "ok jobs": len(ok), "MAPE": f"{100 * (ratio - 1).abs().mean():.1f}%",
+            "median APE": f"{100 * (ratio - 1).abs().median():.1f}%",
+            "pred/meas p10, median, p90": f"{ratio.quantile(.1):.2f}, {ratio.median():.2f}, {ratio.quantile(.9):.2f}",
+            "OOM jobs": result["oom"], "OOMs called feasible": result["oom_called_feasible"],
+            "ok jobs called infeasible": result["ok_called_infeasible"]}
 
 
-def memory_section() -> None:
-    for name in MEASURED:
-        memory_of(name, measured_jobs(name))
+def memory_section() -> list[dict]:
+    rows = [memory_of(name, measured_jobs(name)) for name in MEASURED]
     jobs = measured_jobs("llm-h100")
     print("== the calibrated multiple on held-out llm-h100 jobs ==")
     rng = np.random.default_rng(0)
@@ -137,6 +148,7 @@ def memory_section() -> None:
         r = classify(jobs[held], kk)
         print(f"leave {precision} out: fitted {kk:.2f}; held out: OOM {r['oom']}, called feasible "
               f"{r['oom_called_feasible']}, ok called infeasible {r['ok_called_infeasible']}")
+    return rows
 
 
 def published_section() -> None:
@@ -213,14 +225,48 @@ def accuracy_section() -> None:
 SECTIONS = {"memory": memory_section, "published": published_section, "accuracy": accuracy_section}
 
 
+class _Tee(io.StringIO):
+    """Standard output that is also kept (the markdown report holds what was printed)."""
+    def write(self, text: str) -> int:
+        sys.__stdout__.write(text)
+        return super().write(text)
+
+
+def markdown(argv: list[str], summary: list[dict], printed: dict[str, str]) -> str:
+    """The report as a markdown page: how it was made, the memory table, each section as printed."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip() or "unknown"
+    lines = ["# Memory benchmark", "",
+             "Written by `python scripts/memory_benchmark.py`; do not edit by hand. The analytic memory model "
+             "(`perfzoo.analytic.memory`) against the peaks perfzoo's own GPU jobs measured "
+             "(`torch.cuda.max_memory_allocated`), its feasibility calls against their OOMs, and the published "
+             "layouts it calls infeasible on their own hardware.", "",
+             f"- command: `python scripts/memory_benchmark.py {' '.join(argv)}`",
+             f"- commit: `{commit}`", f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC", ""]
+    if summary:
+        header = list(summary[0])
+        lines += ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+        lines += ["| " + " | ".join(str(row[k]) for k in header) + " |" for row in summary] + [""]
+    for name, text in printed.items():
+        lines += [f"## {name}", "", "```text", text.strip("\n"), "```", ""]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--section", choices=sorted(SECTIONS), action="append",
                         help="a section to print (repeatable; default: all)")
+    parser.add_argument("--out", metavar="FILE.md", help="also write the report as markdown (e.g. "
+                                                         "docs/results/memory-benchmark.md, a page of the docs)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # unknown accelerators of the published tables: NaN, listed as unpriced
+    summary, printed = [], {}
     for name in args.section or list(SECTIONS):
-        SECTIONS[name]()
+        with contextlib.redirect_stdout(_Tee()) as out:
+            summary += SECTIONS[name]() or []
+        printed[name] = out.getvalue()
+    if args.out:
+        Path(args.out).write_text(markdown(argv, summary, printed))
     return 0
 
 

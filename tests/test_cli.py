@@ -1,5 +1,9 @@
-"""The `perfzoo` command: the dataset table, one dataset's summary, forwarding, one-line errors."""
+"""The `perfzoo` command: every command behind one front, its version, the dataset table, one
+dataset's summary, forwarding, one-line errors."""
 
+import argparse
+import importlib
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -8,7 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from perfzoo.cli import main
+import perfzoo
+from perfzoo.cli import COMMANDS, build_parser, command_module, main
 from perfzoo.datasets import EXTERNAL, published_tables
 
 
@@ -99,6 +104,62 @@ def test_a_command_not_landed_yet_says_so(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "perfzoo.tune", None)  # import fails as if the module did not exist
     assert main(["tune"]) == 2
     assert capsys.readouterr().err.strip() == "perfzoo tune: not available yet"
+
+
+def test_version_is_the_package_version():
+    code, out, err = run("--version")
+    assert code == 0 and out.strip() == f"perfzoo {perfzoo.__version__}"
+    assert perfzoo.__version__ == importlib.metadata.version("perfzoo")  # pyproject reads it from the package
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0] for line in out.splitlines() if line.startswith("    ") and line[4] != " "}
+    assert listed == {"plan", "predict", "bench", "collect", "search", "tune", "datasets"}
+
+
+SUBCOMMANDS = [[c] for c in COMMANDS] + [["plan", "benchmark"], ["search", "benchmark"], ["datasets"],
+                                         ["datasets", "show"], ["datasets", "export"]]
+
+
+def _own_parser(words):
+    """The parser that ``python -m perfzoo.<words>`` reads its line with."""
+    if words[0] == "datasets":
+        parser = build_parser()
+        for word in words:  # down the sub-parsers
+            parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+        return parser
+    module = command_module(words[0])
+    if words[1:] == ["benchmark"]:
+        module = importlib.import_module(module.__name__.rpartition(".")[0] + ".benchmark")
+    return module.build_parser()
+
+
+@pytest.mark.parametrize("words", SUBCOMMANDS, ids=" ".join)
+def test_every_command_gives_its_own_help(words, capsys):
+    with pytest.raises(SystemExit) as done:
+        main([*words, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ")
+    options = [s for a in _own_parser(words)._actions for s in a.option_strings if s.startswith("--")]
+    assert options and all(option in out for option in options)
+
+
+def test_perfzoo_plan_help_in_a_fresh_process():
+    code, out, err = run("plan", "--help")
+    assert code == 0 and err == ""
+    for option in ("--model NAME_OR_CONFIG", "--gpus", "--accelerator", "--seq-len", "--global-batch", "--baseline"):
+        assert option in out
+    assert "config.json" in out  # --model takes a Hugging Face config.json
+
+
+def test_the_console_script_is_this_main():
+    scripts = importlib.metadata.entry_points(group="console_scripts")
+    assert scripts["perfzoo"].value == "perfzoo.cli:main"
 
 
 def test_help_and_usage_errors():

@@ -1,5 +1,5 @@
-"""The README's five-minute tour runs as written, at its own sizes: its commands are read from the
-README; the jobs of step 1 (and the loop's in step 4) are made by the fake launcher of
+"""The five-minute tour of your own job (docs/guide/your-job.md, which the README links) runs as
+written, at its own sizes: its commands are read from that page; the jobs of step 1 (and the loop's in step 4) are made by the fake launcher of
 tests/test_tune.py, so nothing is measured."""
 
 from __future__ import annotations
@@ -17,16 +17,24 @@ from test_tune import FakeCommandJob
 ROOT = Path(__file__).resolve().parents[1]
 
 
+TOUR = ROOT / "docs" / "guide" / "your-job.md"
+
+
 def tour() -> list[list[str]]:
-    """The tour's commands, each as its arguments after ``python -m perfzoo.<command>``."""
-    text = (ROOT / "README.md").read_text()
+    """The tour's commands, each as its words after ``perfzoo`` (``perfzoo collect ...``)."""
+    text = TOUR.read_text()
     block = text[text.index("A five-minute tour"):text.index("**The space file**")]
-    return [shlex.split(line.strip())[2:] for line in block.splitlines() if line.strip().startswith("python -m")]
+    return [shlex.split(line.strip())[1:] for line in block.splitlines() if line.strip().startswith("perfzoo ")]
+
+
+def test_the_readme_leads_to_the_tour():
+    readme = (ROOT / "README.md").read_text()
+    assert "docs/guide/your-job.md" in readme
 
 
 def test_the_tour_runs_at_its_own_sizes(tmp_path, monkeypatch, capsys):
     steps = tour()
-    assert [s[0] for s in steps] == ["perfzoo.collect", "perfzoo.bench", "perfzoo.search", "perfzoo.tune"]
+    assert [s[0] for s in steps] == ["collect", "bench", "search", "tune"]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     # 1. the jobs collect would run: its own --n distinct configs of the space, one record each

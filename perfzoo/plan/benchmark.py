@@ -331,7 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
 
     def body() -> int:
         config = config_from_args(BenchmarkConfig, args)
@@ -344,9 +345,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         else:
             print(text)
             print(f"\n({result['seconds']:.0f} s)")
-        if config.out:
+        if config.out:  # a page of the documentation (docs/results/plan-benchmark.md)
             with open(config.out, "w") as f:
-                f.write(text + "\n")
+                f.write(f"# Plan benchmark\n\nWritten by `python -m perfzoo.plan benchmark "
+                        f"{' '.join(argv)}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
+                        f"({result['seconds']:.0f} s); do not edit by hand.\n\n{text}\n")
         return 0
 
     return guarded("perfzoo.plan benchmark", body)

@@ -3,11 +3,7 @@ the surrogate benchmark, :mod:`perfzoo.search.benchmark`."""
 
 import sys
 
+from perfzoo.search.cli import main
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["benchmark"]:
-        from perfzoo.search.benchmark import main as benchmark
-
-        sys.exit(benchmark(sys.argv[2:]))
-    from perfzoo.search.cli import main
-
     sys.exit(main())

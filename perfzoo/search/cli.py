@@ -14,6 +14,9 @@ Score every configuration instead (``--searcher exhaustive``), or compare with `
 ``tpe``; ``--predictor`` also takes a zoo member name (fitted on ``--dataset``) or the path
 of a saved predictor.
 
+``python -m perfzoo.search benchmark``: which searcher needs the fewest jobs
+(:mod:`perfzoo.search.benchmark`).
+
 The command translates its flags onto a :class:`~perfzoo.search.command.SearchConfig`, calls
 :func:`~perfzoo.search.command.run` (the Python API, with an example there) and prints the result.
 """
@@ -26,7 +29,7 @@ import sys
 from typing import Any, Optional, Sequence
 
 from perfzoo._cli import config_from_args, field_defaults, guarded
-from perfzoo.search import SEARCHERS, Exhaustive, Reinforce, SearchResult
+from perfzoo.search import SEARCHERS, Exhaustive, Reinforce, SearchResult, benchmark
 from perfzoo.search.command import SearchConfig, run
 
 
@@ -73,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage or input error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["benchmark"]:
+        return benchmark.main(argv[1:])
     args = build_parser().parse_args(argv)
 
     def body() -> int:

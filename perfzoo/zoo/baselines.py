@@ -50,6 +50,8 @@ class AnalyticPredictor(Predictor):
         the unit that matches the training target best (see
         :class:`perfzoo.targets.TargetTransform`).
 
+    Notes
+    -----
     Configs whose estimate is unknown (e.g. an accelerator missing from
     :data:`perfzoo.analytic.HARDWARE`) get the training median.
     """
@@ -86,6 +88,8 @@ class RooflinePredictor(Predictor):
         Whether the target is throughput per device (True) or global (False); None decides
         as :class:`perfzoo.targets.TargetTransform` does.
 
+    Notes
+    -----
     Configs whose estimate is unknown get the training median (of the log).
     """
 
