@@ -143,6 +143,9 @@ KEYS: dict[str, Key] = dict([
     _k("framework", "choice", "", "the training framework (what a step keeps and moves in memory, its attention kernel, "
        "whether TP traffic overlaps)",
        choices=FRAMEWORKS),
+    _k("release", "str", "YYYY-MM or YY.MM", "the release of your framework (e.g. 2026-06, or a NeMo container's "
+       "25.04): predict says how much newer it is than the training data and what the data's release-to-release "
+       "speed-ups suggest (perfzoo.drift)"),
     _k("accelerator", "str", "name", "device model, a row of the accelerator table (e.g. H100-SXM-80GB)",
        hardware=True),
     _k("accelerator_count", "int", "devices", "devices in the job (same as n_gpus)", low=1, hardware=True),

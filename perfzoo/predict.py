@@ -57,6 +57,7 @@ from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
 from perfzoo._cli import UsageError, assignments, config_from_args, field_defaults, guarded
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
+from perfzoo.drift import software_note
 from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
 from perfzoo.features import base_key
 from perfzoo.inputs import input_columns, read_configs
@@ -215,6 +216,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     for ``training``, else ``ridge`` fitted on it).
     """
     configs = checked_configs(configs, training)
+    releases = [cfg.pop("release", None) for cfg in configs]  # the software, not a knob the predictor reads
     if predictor is None:
         try:
             predictor = zoo.load_best(training)
@@ -262,6 +264,8 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
             w.append(f"the predictor does not read {', '.join(given)} (never stated in its training data): "
                      "only the analytic breakdown uses it")
     out["warnings"] = ["; ".join(w) for w in warned]
+    out["software"] = [software_note(training.frame, training.target, cfg.get("framework"), release, training.name)
+                       for cfg, release in zip(configs, releases)]
     if isinstance(predictor, calibrate.Calibrated):  # which of the user's runs moved each prediction
         out["calibration"] = predictor.explain(X)
     out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
@@ -290,6 +294,8 @@ def _show(table: pd.DataFrame) -> str:
                      f"GiB), waiting on the host "
                      f"{row['analytic.host_time_s']:.3g} s, bubble {row['analytic.bubble']:.1%}, "
                      f"memory {mem:,.1f} GiB per device ({fits}); ideal step {row['analytic.step_time_s']:.3g} s")
+        if row.get("software"):
+            lines.append(f"  software: {row['software']}")
         if row.get("calibration"):
             lines.append(f"  calibration: {row['calibration']}")
         if row["unknown_inputs"]:
