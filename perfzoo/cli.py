@@ -170,6 +170,7 @@ def _show(args: argparse.Namespace) -> int:
         ("time", f"{s['time_column']}: {_day(s['time_min'])} .. {_day(s['time_max'])}"),
         ("scale", f"{s['scale_column']}: {_number(s['scale_min'])} .. {_number(s['scale_max'])}; "
                   f"scale split {split}"),
+        ("machines", "; ".join(f"{kind}: {n} rows" for kind, n in s["machines"].items()) or "-"),
         ("groups", groups),
         ("features", f"{len(ds.feature_columns)}: {', '.join(ds.feature_columns)}"),
         ("source", f"{', '.join(s['sources'])}: {_source(s)}"),
