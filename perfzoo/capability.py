@@ -130,10 +130,11 @@ def difference(measured: Mapping[str, Any], recorded: Mapping[str, Any], recorde
         theirs_known = any(known(recorded.get(name)) for name, _, _ in GPU_FIELDS)
         same = _same_gpu_setting(measured, recorded)
     verb = "is" if mine == "cpu" else "are"
+    whose = recorded_as + ("'" if recorded_as.endswith("s") else "'s")
     if mine_known and theirs_known:
         return None if same else both
     if mine_known:
-        return f"{recorded_as}'s {what} {verb} unknown (not recorded): the machines may differ (this one: {describe(measured)})"
+        return f"{whose} {what} {verb} unknown (not recorded): the machines may differ (this one: {describe(measured)})"
     if theirs_known:
         return f"this machine's {what} {verb} unknown: the machines may differ ({recorded_as}: {describe(recorded)})"
     return f"the {what} of both machines {verb} unknown: they may differ"

@@ -157,7 +157,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**s, "content_hash": ds.content_hash(), "card": ds.card}, indent=1))
         return 0
-    groups = ", ".join(f"{c} ({ds.frame[c].nunique()} values)" for c in ds.group_columns) or "-"
+    groups = ", ".join(f"{c} ({ds.frame[c].nunique(dropna=False)} values)" for c in ds.group_columns) or "-"
     split = ("-" if s["scale_threshold"] is None else
              f"train <= {_number(s['scale_threshold'])} ({s['scale_train_rows']} rows), "
              f"test > {_number(s['scale_threshold'])} ({s['scale_test_rows']} rows)")

@@ -308,7 +308,8 @@ class Dataset:
         rows = self.frame[columns].astype(object).where(self.frame[columns].notna(), None).to_dict("records")
         kinds = [describe(hw, probe=False) if hw["accelerator"] == "cpu" or gpu_facts(hw) else str(hw["accelerator"])
                  for hw in map(hardware_of, rows)]
-        return {str(k): int(v) for k, v in pd.Series(kinds, dtype=object).value_counts().items()}
+        counts = pd.Series(kinds, dtype=object).value_counts()
+        return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))}
 
 
 def _plain(value: Any) -> Any:

@@ -387,7 +387,7 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
             print(json.dumps(row))
         return 0
 
-    tally = Tally()
+    tally = Tally(earlier=records)
     t0 = time.perf_counter()
     previous = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
     bar = None
