@@ -248,6 +248,24 @@ def test_the_calibration_join_names_runs_that_re_measure_training_configs_elsewh
     assert same.machines == ()  # one kind of machine: nothing to say
 
 
+def test_compare_reads_another_store_and_a_bad_one_is_one_line(tmp_path, capsys):
+    from perfzoo.collect import CollectConfig
+    from perfzoo.collect import main as collect
+    from perfzoo.sweep import earlier_records
+
+    recs = mixed_records(2)
+    ours = recs[:2]
+    other = RecordStore(tmp_path / "other")
+    for rec in (recs[0], recs[2]):  # the same record in both counts once
+        other.append(rec)
+    found = earlier_records(CollectConfig(n=1, compare=str(tmp_path / "other")), ours)
+    assert [r.record_id for r in found] == [recs[0].record_id, recs[1].record_id, recs[2].record_id]
+    code = collect(["--workload", "llm", "--n", "1", "--compare", str(tmp_path / "nowhere"), "--out", str(tmp_path / "s")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--compare" in err[0] and "give a record store" in err[0]
+    assert not (tmp_path / "s" / "records.jsonl").exists()  # nothing ran
+
+
 @pytest.mark.slow
 def test_a_real_collect_records_this_cpu_and_compares_with_an_earlier_record_of_another_capability(tmp_path):
     here = environment.this_cpu()["cpu_capability"]
@@ -256,15 +274,14 @@ def test_a_real_collect_records_this_cpu_and_compares_with_an_earlier_record_of_
                micro_batch_size=1, precision="bf16", activation_checkpointing="none", compile=False,
                fsdp="full_shard", n_gpus=1)
     config = spaces.get("llm-small").validate(raw)
-    store = RecordStore(tmp_path / "s")
-    store.append(record(1e6, config=config, space="llm-small", cpu_capability=other))
+    RecordStore(tmp_path / "before").append(record(1e6, config=config, space="llm-small", cpu_capability=other))
     (tmp_path / "c.jsonl").write_text(json.dumps(raw) + "\n")
     proc = subprocess.run([sys.executable, "-m", "perfzoo.collect", "--workload", "llm", "--configs",
                            str(tmp_path / "c.jsonl"), "--steps", "2", "--warmup", "1", "--quiet-wait", "0",
-                           "--out", str(tmp_path / "s"), "--no-progress"], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+                           "--compare", str(tmp_path / "before" / "records.jsonl"), "--out", str(tmp_path / "s"),
+                           "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    new = [r for r in RecordStore(tmp_path / "s").records() if r.hardware.cpu_capability == here]
-    assert len(new) == 1 and new[0].status == "ok"
+    new = RecordStore(tmp_path / "s").records()
+    assert len(new) == 1 and new[0].status == "ok" and new[0].hardware.cpu_capability == here
     assert new[0].hardware.matmul_bf16_gflops > 0 and new[0].hardware.cpu_flags is not None
     assert f"not a drift: measured on {here}" in proc.stdout and f"the earlier records on {other}" in proc.stdout
