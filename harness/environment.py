@@ -22,6 +22,7 @@ import platform
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -133,8 +134,6 @@ def this_cpu() -> dict:
 
 def _rate(torch, dtype, n: int = PROBE_SIZE) -> float:
     """GFLOP/s of an ``n``-cubed matmul in ``dtype``: the fastest of up to 3 timed runs after one warm-up."""
-    import time
-
     a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
     torch.mm(a, b)
     best, spent = float("inf"), 0.0

@@ -266,6 +266,18 @@ def test_compare_reads_another_store_and_a_bad_one_is_one_line(tmp_path, capsys)
     assert not (tmp_path / "s" / "records.jsonl").exists()  # nothing ran
 
 
+def test_a_loop_whose_jobs_ran_on_two_kinds_of_machine_says_its_arms_do_not_compare():
+    from perfzoo.loop.closed import machines_note
+    from perfzoo.loop.report import LoopSummary
+
+    arms = {"loop": {"jobs": 6, "best": 500.0, "config": {}}, "random": {"jobs": 6, "best": 5000.0, "config": {}}}
+    summary = LoopSummary(tag="t", space="llm-small", unit="tokens/s", phases=[], arms=arms,
+                          notes=machines_note(mixed_records(3)))
+    assert summary.table().endswith("note: its jobs ran on machines of 2 kinds (unknown CPU capability: 3 jobs; "
+                                    "AVX2 (bf16 matmul emulated): 3 jobs): arms measured on different ones do not compare")
+    assert machines_note(mixed_records(3)[3:]) == []
+
+
 @pytest.mark.slow
 def test_a_real_collect_records_this_cpu_and_compares_with_an_earlier_record_of_another_capability(tmp_path):
     here = environment.this_cpu()["cpu_capability"]
