@@ -23,7 +23,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo.capability import describe, difference, hardware_of
+from perfzoo.capability import difference, hardware_of, kind
 from perfzoo.dataset import Dataset
 from perfzoo.sources import DataError
 from perfzoo.zoo.base import Predictor
@@ -70,7 +70,7 @@ def machine_differences(runs: pd.DataFrame, train: pd.DataFrame) -> tuple[str, .
         mine, theirs = hardware_of(row), hardware_of(first.loc[row["config_key"]])
         why = difference(mine, theirs, "the training records")
         if why is not None:
-            kinds = describe(mine, probe=False), describe(theirs, probe=False)
+            kinds = kind(mine), kind(theirs)
             found.setdefault(kinds, why)
             counts[kinds] += 1
     return tuple(f"{counts[k]} of your jobs re-measure training configurations: {why}" for k, why in found.items())

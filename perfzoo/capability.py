@@ -37,6 +37,7 @@ CPU_CLASSES = (("AMX", "amx_bf16", "bf16 matmul on AMX tiles"),
 GPU_FIELDS = (("accelerator_power_limit_w", "W", "power limit"),
               ("accelerator_clock_max_mhz", "MHz", "max SM clock"),
               ("accelerator_memory_clock_max_mhz", "MHz", "max memory clock"))
+CPU_IDENTITY = ("cpu", "cpu_vendor", "cpu_family", "cpu_model_number")  # which CPU it is (its name: 'AMD EPYC')
 SAME_SETTING = 0.03  # GPU limits within 3% of each other are one setting
 # the frame columns that tell machines of one accelerator apart (:mod:`perfzoo.dataset` makes them group
 # columns and features where they vary)
@@ -99,6 +100,24 @@ def describe(hardware: Mapping[str, Any], probe: bool = True) -> str:
     return f"{label} ({note})" if note else str(label)
 
 
+def kind(hardware: Mapping[str, Any]) -> str:
+    """A machine kind in a few words, what datasets count and comparisons group by: for CPU jobs the
+    CPU (its name, family and model where known) and its capability (:func:`describe`, no probe
+    figures), for GPU jobs the GPU with the limits a record knows.
+
+    >>> kind({"accelerator": "cpu", "cpu": "AMD EPYC", "cpu_family": 25, "cpu_model_number": 1, "cpu_capability": "AVX2"})
+    'AMD EPYC family 25 model 1: AVX2 (bf16 matmul emulated)'
+    >>> kind({"accelerator": "cpu", "cpu": "AMD EPYC"}), kind({"accelerator": "H100-80GB"})
+    ('AMD EPYC: unknown CPU capability', 'H100-80GB')
+    """
+    if hardware.get("accelerator") != "cpu":
+        return describe(hardware) if gpu_facts(hardware) else str(hardware.get("accelerator"))
+    name = " ".join([str(hardware.get("cpu") or "CPU"),
+                     *(f"{what} {hardware[f]}" for f, what in (("cpu_family", "family"), ("cpu_model_number", "model"))
+                       if known(hardware.get(f)))])
+    return f"{name}: {describe(hardware, probe=False)}"
+
+
 def _same_gpu_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return all(abs(a[name] - b[name]) <= SAME_SETTING * max(abs(a[name]), abs(b[name]))
                for name, _, _ in GPU_FIELDS if known(a.get(name)) and known(b.get(name)))
@@ -107,14 +126,18 @@ def _same_gpu_setting(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 def difference(measured: Mapping[str, Any], recorded: Mapping[str, Any], recorded_as: str = "the record") -> Optional[str]:
     """Why a throughput measured on ``measured`` does not compare with one recorded on ``recorded``
     (both hardware facts as :func:`describe` reads them), in a sentence; None when they compare: the
-    same accelerator, and the same CPU capability (CPU jobs) or the same GPU limits, known on both
-    sides. A fact unknown on one side says so: the machines may differ.
+    same accelerator, and the same CPU capability (CPU jobs; and no CPU fact known on both sides that
+    differs: name, vendor, family, model) or the same GPU limits, known on both sides. A fact unknown
+    on one side says so: the machines may differ.
 
     >>> print(difference({"accelerator": "H100-80GB", "accelerator_power_limit_w": 500.0},
     ...                  {"accelerator": "H100-80GB", "accelerator_power_limit_w": 700.0}))
     measured on H100-80GB (500 W power limit), the record on H100-80GB (700 W power limit): not comparable
     >>> difference({"accelerator": "cpu", "cpu_capability": "AMX"}, {"accelerator": "cpu", "cpu_capability": "AMX"}) is None
     True
+    >>> print(difference({"accelerator": "cpu", "cpu": "AMD EPYC", "cpu_capability": "AVX2"},
+    ...                  {"accelerator": "cpu", "cpu": "Intel(R) Xeon(R) CPU @ 2.20GHz"}))
+    measured on AMD EPYC, AVX2 (bf16 matmul emulated), the record on Intel(R) Xeon(R) CPU @ 2.20GHz, unknown CPU capability: other CPUs, not comparable
     """
     mine, theirs = measured.get("accelerator"), recorded.get("accelerator")
     both = f"measured on {describe(measured)}, {recorded_as} on {describe(recorded)}: not comparable"
@@ -122,6 +145,10 @@ def difference(measured: Mapping[str, Any], recorded: Mapping[str, Any], recorde
         return both
     if mine == "cpu":
         a, b = measured.get("cpu_capability"), recorded.get("cpu_capability")
+        if (not known(a) or not known(b) or a == b) and any(
+                known(measured.get(f)) and known(recorded.get(f)) and measured[f] != recorded[f] for f in CPU_IDENTITY):
+            return (f"measured on {measured.get('cpu')}, {describe(measured)}, {recorded_as} on {recorded.get('cpu')}, "
+                    f"{describe(recorded)}: other CPUs, not comparable")
         what = "CPU capability"
         mine_known, theirs_known, same = known(a), known(b), a == b
     else:

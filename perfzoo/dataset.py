@@ -19,7 +19,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from perfzoo.capability import CPU_COLUMN, ENVIRONMENT_COLUMNS, describe, gpu_facts, hardware_of
+from perfzoo.capability import CPU_COLUMN, ENVIRONMENT_COLUMNS, hardware_of, kind
 from perfzoo.records import STATUSES, JobRecord, canonical_json
 from perfzoo.sources import LoadReport, config_key
 from perfzoo.store import records_to_frame
@@ -293,22 +293,20 @@ class Dataset:
 
 
     def machines(self) -> dict[str, int]:
-        """Rows per machine kind, the most first: the CPU capability of CPU jobs (``unknown CPU
-        capability`` where the records do not say: records made before perfzoo captured it), the
-        GPU of GPU jobs, with its clocks and power limit where recorded
-        (:func:`perfzoo.capability.describe`).
+        """Rows per machine kind (:func:`perfzoo.capability.kind`), the most first: the CPU and its
+        capability of CPU jobs (``unknown CPU capability`` where the records do not say: records
+        made before perfzoo captured it), the GPU of GPU jobs, with its clocks and power limit where
+        recorded.
 
         >>> from perfzoo.datasets import load_dataset
         >>> load_dataset("llm-cpu").machines()
-        {'unknown CPU capability': 329}
+        {'AMD EPYC: unknown CPU capability': 329}
         """
         columns = [c for c in self.frame.columns if c.startswith("hardware.")]
         if "hardware.accelerator" not in columns:
             return {}
         rows = self.frame[columns].astype(object).where(self.frame[columns].notna(), None).to_dict("records")
-        kinds = [describe(hw, probe=False) if hw["accelerator"] == "cpu" or gpu_facts(hw) else str(hw["accelerator"])
-                 for hw in map(hardware_of, rows)]
-        counts = pd.Series(kinds, dtype=object).value_counts()
+        counts = pd.Series([kind(hardware_of(row)) for row in rows], dtype=object).value_counts()
         return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))}
 
 

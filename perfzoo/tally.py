@@ -12,7 +12,7 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Iterable
 
-from perfzoo.capability import describe, difference
+from perfzoo.capability import describe, difference, kind
 from perfzoo.records import STATUSES, JobRecord, canonical_json
 
 # exit statuses a shell gives a command it could not start (bash's convention)
@@ -150,10 +150,10 @@ class Tally:
         for rec in self.again:
             by_machine = defaultdict(list)
             for old in self.earlier[canonical_json(rec.config)]:
-                by_machine[describe(old.hardware.model_dump(), probe=False)].append(old)
-            for kind, olds in by_machine.items():
+                by_machine[kind(old.hardware.model_dump())].append(old)
+            for then, olds in by_machine.items():
                 ratio = rec.metrics.throughput / statistics.median(o.metrics.throughput for o in olds)
-                pairs[describe(rec.hardware.model_dump(), probe=False), kind].append((ratio, rec, olds[0]))
+                pairs[kind(rec.hardware.model_dump()), then].append((ratio, rec, olds[0]))
         rows = []
         for found in pairs.values():
             ratios = sorted(r for r, _, _ in found)

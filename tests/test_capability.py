@@ -147,7 +147,14 @@ CPU = {"accelerator": "cpu"}
     ({**CPU}, {**CPU, "cpu_capability": "AMX"},
      "this machine's CPU capability is unknown: the machines may differ (the record: AMX (bf16 matmul on AMX tiles))"),
     ({**CPU}, {**CPU, "cpu_capability": float("nan")}, "the CPU capability of both machines is unknown: they may differ"),
-    ({**CPU, "cpu_capability": "AVX2", "cpu_family": 25}, {**CPU, "cpu_capability": "AVX2", "cpu_family": 6}, None),
+    ({**CPU, "cpu_capability": "AVX2", "cpu_stepping": 1}, {**CPU, "cpu_capability": "AVX2", "cpu_stepping": 2}, None),
+    ({**CPU, "cpu": "AMD EPYC", "cpu_capability": "AVX2", "cpu_family": 25},
+     {**CPU, "cpu": "AMD EPYC", "cpu_capability": "AVX2", "cpu_family": 23},
+     "measured on AMD EPYC, AVX2 (bf16 matmul emulated), the record on AMD EPYC, AVX2 (bf16 matmul emulated): "
+     "other CPUs, not comparable"),  # one capability, another generation
+    ({**CPU, "cpu": "AMD EPYC", "cpu_capability": "AVX2"}, {**CPU, "cpu": "AMD EPYC"},
+     "the record's CPU capability is unknown (not recorded): the machines may differ "
+     "(this one: AVX2 (bf16 matmul emulated))"),  # llm-cpu's records: the same name, not known to be alike
     ({"accelerator": "H100-80GB", "accelerator_power_limit_w": 700.0},
      {"accelerator": "H100-80GB", "accelerator_power_limit_w": 690.0}, None),  # within 3%: one setting
     ({"accelerator": "H100-80GB", "accelerator_clock_max_mhz": 1980.0},
@@ -185,7 +192,7 @@ def test_a_dataset_of_two_capabilities_groups_splits_and_shows_them(tmp_path, ca
     ds = Dataset.from_records("mixed", mixed_records(), group_columns=["config.precision"])
     col = capability.CPU_COLUMN
     assert col in ds.group_columns and col in ds.feature_columns and col in ds.comparable_columns
-    assert ds.machines() == {"AVX2 (bf16 matmul emulated)": 6, "unknown CPU capability": 6}
+    assert ds.machines() == {"AMD EPYC: AVX2 (bf16 matmul emulated)": 6, "AMD EPYC: unknown CPU capability": 6}
     held_out = {sp.fold: len(sp.test) for sp in group_splits(ds, col, min_test=5, min_train=5)}
     assert held_out == {"AVX2": 6, "(missing)": 6}
     assert len(set(ds.comparable_groups())) == 12  # a config on two machines: two groups a searcher does not mix
@@ -198,14 +205,14 @@ def test_a_dataset_of_two_capabilities_groups_splits_and_shows_them(tmp_path, ca
         store.append(rec)
     assert perfzoo_main(["datasets", "show", str(tmp_path / "mixed")]) == 0
     out = capsys.readouterr().out
-    assert "machines    AVX2 (bf16 matmul emulated): 6 rows; unknown CPU capability: 6 rows" in out
+    assert "machines    AMD EPYC: AVX2 (bf16 matmul emulated): 6 rows; AMD EPYC: unknown CPU capability: 6 rows" in out
     assert f"{col} (2 values)" in out  # unknown is a value of its own
 
 
 def test_bundled_records_made_before_the_capture_are_unknown_and_keep_their_hash():
     for name in ("llm-cpu", "fsdp-cpu"):
         ds = load_dataset(name)
-        assert ds.machines() == {"unknown CPU capability": len(ds)}
+        assert ds.machines() == {"AMD EPYC: unknown CPU capability": len(ds)}
         assert capability.CPU_COLUMN not in ds.frame.columns  # nothing invented, the frame as before
     assert load_dataset("llm-cpu").content_hash() == "6519426d393bb2f3"  # leaderboard/best.json's
 
@@ -273,8 +280,9 @@ def test_a_loop_whose_jobs_ran_on_two_kinds_of_machine_says_its_arms_do_not_comp
     arms = {"loop": {"jobs": 6, "best": 500.0, "config": {}}, "random": {"jobs": 6, "best": 5000.0, "config": {}}}
     summary = LoopSummary(tag="t", space="llm-small", unit="tokens/s", phases=[], arms=arms,
                           notes=machines_note(mixed_records(3)))
-    assert summary.table().endswith("note: its jobs ran on machines of 2 kinds (unknown CPU capability: 3 jobs; "
-                                    "AVX2 (bf16 matmul emulated): 3 jobs): arms measured on different ones do not compare")
+    assert summary.table().endswith("note: its jobs ran on machines of 2 kinds (AMD EPYC: unknown CPU capability: 3 "
+                                    "jobs; AMD EPYC: AVX2 (bf16 matmul emulated): 3 jobs): arms measured on different "
+                                    "ones do not compare")
     assert machines_note(mixed_records(3)[3:]) == []
 
 

@@ -35,7 +35,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from perfzoo import zoo
-from perfzoo.capability import describe
+from perfzoo.capability import kind
 from perfzoo.loop import race
 from perfzoo.loop.launch import PLAN_DIR, CollectLauncher, Launcher, write_lines
 from perfzoo.loop.race import BASELINE_ARMS, config_id
@@ -369,18 +369,18 @@ class ClosedLoop:
 
 
 def machines_note(records: Sequence[JobRecord]) -> list[str]:
-    """A note when the loop's jobs ran on machines of more than one kind (:func:`perfzoo.capability.describe`:
+    """A note when the loop's jobs ran on machines of more than one kind (:func:`perfzoo.capability.kind`:
     a loop resumed on another VM): its arms then do not compare, whatever the ratio says.
 
     >>> hw = {"accelerator": "cpu", "accelerator_count": 1}
     >>> rec = lambda **more: JobRecord(job_id="j", source="measured", provenance="doc", status="ok",
     ...     started_at="2026-11-28T10:00:00Z", workload="llm", config={}, hardware={**hw, **more})
     >>> machines_note([rec(cpu_capability="AVX2"), rec(cpu_capability="AVX2"), rec()])
-    ['its jobs ran on machines of 2 kinds (AVX2 (bf16 matmul emulated): 2 jobs; unknown CPU capability: 1 jobs): arms measured on different ones do not compare']
+    ['its jobs ran on machines of 2 kinds (CPU: AVX2 (bf16 matmul emulated): 2 jobs; CPU: unknown CPU capability: 1 jobs): arms measured on different ones do not compare']
     >>> machines_note([rec(), rec()])
     []
     """
-    kinds = Counter(describe(r.hardware.model_dump(), probe=False) for r in records)
+    kinds = Counter(kind(r.hardware.model_dump()) for r in records)
     if len(kinds) < 2:
         return []
     return [f"its jobs ran on machines of {len(kinds)} kinds ({'; '.join(f'{k}: {n} jobs' for k, n in kinds.most_common())}): "
