@@ -6,7 +6,7 @@ AVX-512 BF16 instructions natively and is emulated on an AVX2-only CPU (an AVX2 
 1.1 GFLOP/s in bf16 against 73 in fp32), so a bf16 config re-measured there runs at a tenth of its
 record, which is no drift. The harness records these facts (``hardware.cpu_capability``,
 ``hardware.cpu_flags``, the GPU's ``accelerator_*_mhz`` and ``accelerator_power_limit_w``,
-:mod:`harness.environment`); a record made before it did (schema v1) has them unknown, and so do
+:mod:`harness.environment`); a record made before it did has them unknown, and so do
 published tables.
 
 >>> cpu_capability({"avx2", "avx512f", "avx512_bf16"}, "AVX512")

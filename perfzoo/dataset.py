@@ -291,7 +291,6 @@ class Dataset:
             "load_reports": [report.to_dict() for report in self.load_reports],
         }
 
-
     def machines(self) -> dict[str, int]:
         """Rows per machine kind (:func:`perfzoo.capability.kind`), the most first: the CPU and its
         capability of CPU jobs (``unknown CPU capability`` where the records do not say: records
