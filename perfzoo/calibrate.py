@@ -24,6 +24,7 @@ refit; ``--shots-within`` scores the anchor (:mod:`perfzoo.evaluation.anchored`)
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -31,6 +32,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from perfzoo.capability import difference, hardware_of, kind
 from perfzoo.dataset import Dataset
 from perfzoo.sources import DataError
 from perfzoo.zoo.anchor import Anchored
@@ -48,15 +50,40 @@ class Joined:
     used: int  # runs that joined the training data (finished, with a measured target)
     unusable: int  # runs left out: failed, or no measured target
     replaced: int  # training rows dropped because the same record is among the runs
+    machines: tuple[str, ...] = ()  # runs that re-measure training configurations on machines that may not compare
 
     def describe(self, runs: str) -> str:
-        """One line for the user: how many of their runs were used, and why any were not."""
+        """One line for the user: how many of their runs were used, why any were not, and whether
+        the runs that re-measure training configurations ran on machines that compare."""
         text = f"calibrated with {self.used} of your jobs from {runs}"
         if self.unusable:
             text += f" ({self.unusable} left out: failed or no measured throughput)"
         if self.replaced:
             text += f"; {self.replaced} training rows were the same records and count once"
-        return text
+        return "; ".join([text, *self.machines])
+
+
+def machine_differences(runs: pd.DataFrame, train: pd.DataFrame) -> tuple[str, ...]:
+    """For the rows of ``runs`` that measure a configuration ``train`` holds (``config_key``), what
+    differs between their machines and the training records' (:func:`perfzoo.capability.difference`),
+    once per pair of machine kinds: a ratio between them is not a drift.
+
+    >>> runs = pd.DataFrame({"config_key": ["a"], "hardware.accelerator": ["cpu"], "hardware.cpu_capability": ["AVX2"]})
+    >>> train = pd.DataFrame({"config_key": ["a", "b"], "hardware.accelerator": ["cpu"] * 2})
+    >>> print(machine_differences(runs, train)[0])
+    1 of your jobs re-measure training configurations: the training records' CPU capability is unknown (not recorded): the machines may differ (this one: AVX2 (bf16 matmul emulated))
+    """
+    first = train.drop_duplicates("config_key").set_index("config_key")
+    found: dict[tuple[str, str], str] = {}
+    counts: Counter = Counter()
+    for _, row in runs[runs["config_key"].isin(first.index)].iterrows():
+        mine, theirs = hardware_of(row), hardware_of(first.loc[row["config_key"]])
+        why = difference(mine, theirs, "the training records")
+        if why is not None:
+            kinds = kind(mine), kind(theirs)
+            found.setdefault(kinds, why)
+            counts[kinds] += 1
+    return tuple(f"{counts[k]} of your jobs re-measure training configurations: {why}" for k, why in found.items())
 
 
 def join(train: Dataset, runs: Dataset) -> Joined:
@@ -80,7 +107,8 @@ def join(train: Dataset, runs: Dataset) -> Joined:
     same = train.frame["record_id"].isin(set(added["record_id"])).to_numpy()
     frame = pd.concat([train.frame[~same].assign(**{CALIBRATION_COLUMN: False}), added], ignore_index=True)
     dataset = replace(train, name=f"{train.name}+{runs.name}", frame=frame)
-    return Joined(dataset, used=int(usable.sum()), unusable=int((~usable).sum()), replaced=int(same.sum()))
+    return Joined(dataset, used=int(usable.sum()), unusable=int((~usable).sum()), replaced=int(same.sum()),
+                  machines=machine_differences(added, train.frame[~same]))
 
 
 def source_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:

@@ -179,7 +179,7 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({**s, "content_hash": ds.content_hash(), "card": ds.card}, indent=1))
         return 0
-    groups = ", ".join(f"{c} ({ds.frame[c].nunique()} values)" for c in ds.group_columns) or "-"
+    groups = ", ".join(f"{c} ({ds.frame[c].nunique(dropna=False)} values)" for c in ds.group_columns) or "-"
     split = ("-" if s["scale_threshold"] is None else
              f"train <= {_number(s['scale_threshold'])} ({s['scale_train_rows']} rows), "
              f"test > {_number(s['scale_threshold'])} ({s['scale_test_rows']} rows)")
@@ -192,6 +192,7 @@ def _show(args: argparse.Namespace) -> int:
         ("time", f"{s['time_column']}: {_day(s['time_min'])} .. {_day(s['time_max'])}"),
         ("scale", f"{s['scale_column']}: {_number(s['scale_min'])} .. {_number(s['scale_max'])}; "
                   f"scale split {split}"),
+        ("machines", "; ".join(f"{kind}: {n} rows" for kind, n in s["machines"].items()) or "-"),
         ("groups", groups),
         ("features", f"{len(ds.feature_columns)}: {', '.join(ds.feature_columns)}"),
         ("source", f"{', '.join(s['sources'])}: {_source(s)}"),

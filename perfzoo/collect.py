@@ -14,6 +14,13 @@ Killed and started again with the same arguments, it skips every job already in 
 (job ids hash the config, the hardware and the repeat index) and loses nothing: each
 record is fsynced as soon as its job ends.
 
+Configs measured before (in the ``--out`` store, or in ``--compare STORE``) are compared with
+their records at the end: the summary's ``vs earlier records`` line gives the throughput ratio,
+and whether it is a drift or the machines differ (another CPU capability, e.g. AVX2 against
+AVX-512 BF16, or a record that does not say: :mod:`perfzoo.capability`)::
+
+    python -m perfzoo.collect --configs datasets/llm-cpu/repeat-configs.jsonl --compare datasets/llm-cpu --out runs/again
+
 Python API
 ----------
 :func:`run` takes a :class:`CollectConfig` (one field per flag, the same defaults) and returns
@@ -110,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
                         f"{QUIET_WAIT_S:g}); then it is timed and flagged noisy, or fails with --require-quiet")
     p.add_argument("--dry-run", action="store_true", help="validate and list the jobs, run nothing")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--compare", metavar="STORE",
+                   help="also compare what is measured with this record store's records of the same configs "
+                        "(e.g. datasets/llm-cpu): the summary gives the throughput ratio, and says when the "
+                        "machines differ (CPU capability, GPU limits) or are not known to be alike, instead of "
+                        "calling it a drift (the --out store's earlier records are compared always)")
     g = p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)")
     g.add_argument("--partition", help="partition to submit to (default: the cluster's default)")
     g.add_argument("--nodes", type=int, help="nodes per job (default 1)")

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.capability import CPU_COLUMN, ENVIRONMENT_COLUMNS, hardware_of, kind
 from perfzoo.records import STATUSES, JobRecord, canonical_json
 from perfzoo.sources import LoadReport, config_key
 from perfzoo.store import records_to_frame
@@ -32,6 +33,22 @@ MODEL_SHAPE_COLUMNS = ("config.n_layers", "config.hidden_dim", "config.ffn_dim",
                        "config.seq_len", "config.width", "config.n_tables", "config.rows_per_table",
                        "config.emb_dim")  # a model's identity where no row names it
 HOLDOUT_FALLBACK = ("source", "hardware.accelerator")  # held out when a dataset names no group columns
+
+
+def varying_environment(frame: pd.DataFrame) -> list[str]:
+    """The columns of :data:`perfzoo.capability.ENVIRONMENT_COLUMNS` that tell this frame's machines
+    apart: the CPU capability over its CPU jobs, the GPU clocks and power limit over its GPU jobs,
+    where they take two values or more (unknown, a record made before perfzoo captured it, is one).
+
+    >>> varying_environment(pd.DataFrame({"hardware.accelerator": ["cpu", "cpu", "H100-80GB"],
+    ...                                   "hardware.cpu_capability": ["AVX2", None, "AMX"]}))
+    ['hardware.cpu_capability']
+    """
+    if "hardware.accelerator" not in frame.columns:
+        return []
+    cpu = (frame["hardware.accelerator"] == "cpu").to_numpy()
+    return [c for c in ENVIRONMENT_COLUMNS if c in frame.columns
+            and frame.loc[cpu if c == CPU_COLUMN else ~cpu, c].nunique(dropna=False) > 1]
 
 
 
@@ -48,7 +65,8 @@ class Dataset:
     time_column : what the temporal split orders on (``started_at``, tz-aware).
     scale_column, scale_threshold : the scale split trains on rows with scale <= threshold
         and tests on the rows above.
-    group_columns : what a group split holds out (model, accelerator, source, workload).
+    group_columns : what a group split holds out (model, accelerator, source, workload; and the
+        machines' capability where it varies, :func:`varying_environment`).
     feature_columns : the ``config.*`` / ``hardware.*`` columns a predictor sees.
     duplicate_key : a column equal for rows that measure the same configuration
         (``config_key``): splits keep such rows on one side.
@@ -116,7 +134,9 @@ class Dataset:
         :data:`GROUP_CANDIDATES` present; ``feature_columns``, the ``config.*`` and
         :data:`HARDWARE_FEATURES` columns with any known value (not model_name). Columns that
         are constant here are kept: analytic estimates need them (vTrain's ``seq_len``), and
-        a predictor applied to other data must see them.
+        a predictor applied to other data must see them. Given or inferred, the group and
+        feature columns gain the machines' capability where it varies (:func:`varying_environment`):
+        jobs of an AVX2 and an AVX-512 BF16 machine are two groups, not one.
 
         >>> from perfzoo.datasets import external_data_dir
         >>> from perfzoo.sources import read_published
@@ -141,6 +161,9 @@ class Dataset:
             candidates = [c for c in frame.columns if c.startswith("config.")] + list(HARDWARE_FEATURES)
             feature_columns = [c for c in candidates if c in frame.columns and c not in NOT_FEATURES
                                and frame[c].notna().any()]
+        machines = varying_environment(frame)
+        group_columns = [*group_columns, *(c for c in machines if c not in group_columns)]
+        feature_columns = [*feature_columns, *(c for c in machines if c not in feature_columns)]
         return cls(name=name, frame=frame, target=target, target_unit=target_unit,
                    time_column=time_column, scale_column=scale_column,
                    scale_threshold=scale_threshold, group_columns=tuple(group_columns),
@@ -194,14 +217,15 @@ class Dataset:
         """The columns that define a group of comparable jobs (for grouped Kendall).
 
         The model (its ``config.model_name``, or :data:`MODEL_SHAPE_COLUMNS` where a row has
-        no name), the device count (the first of :data:`SCALE_CANDIDATES` with a known value)
-        and the accelerator: the jobs a searcher chooses between (same model on the same machines).
+        no name), the device count (the first of :data:`SCALE_CANDIDATES` with a known value),
+        the accelerator and the machines' capability where it varies (:func:`varying_environment`):
+        the jobs a searcher chooses between (same model on the same machines).
         """
         frame = self.frame
         named = "config.model_name" in frame.columns and frame["config.model_name"].notna().all()
         cols = ["config.model_name"] if named else [c for c in MODEL_SHAPE_COLUMNS if c in frame.columns]
         devices = next((c for c in SCALE_CANDIDATES if c in frame.columns and frame[c].notna().any()), None)
-        for c in (devices, "hardware.accelerator"):
+        for c in (devices, "hardware.accelerator", *varying_environment(frame)):
             if c and c in frame.columns and c not in cols:
                 cols.append(c)
         return cols
@@ -262,11 +286,29 @@ class Dataset:
             "configurations": int(frame[self.duplicate_key].nunique()),
             "sources": sorted(frame.get("source", absent).dropna().unique().tolist()),
             "origins": sorted(frame.get("annotations.source", absent).dropna().unique().tolist()),
+            "machines": self.machines(),
             "group_columns": list(self.group_columns),
             "feature_columns": list(self.feature_columns),
             "provenance": self.provenance,
             "load_reports": [report.to_dict() for report in self.load_reports],
         }
+
+    def machines(self) -> dict[str, int]:
+        """Rows per machine kind (:func:`perfzoo.capability.kind`), the most first: the CPU and its
+        capability of CPU jobs (``unknown CPU capability`` where the records do not say: records
+        made before perfzoo captured it), the GPU of GPU jobs, with its clocks and power limit where
+        recorded.
+
+        >>> from perfzoo.datasets import load_dataset
+        >>> load_dataset("llm-cpu").machines()
+        {'AMD EPYC: unknown CPU capability': 329}
+        """
+        columns = [c for c in self.frame.columns if c.startswith("hardware.")]
+        if "hardware.accelerator" not in columns:
+            return {}
+        rows = self.frame[columns].astype(object).where(self.frame[columns].notna(), None).to_dict("records")
+        counts = pd.Series([kind(hardware_of(row)) for row in rows], dtype=object).value_counts()
+        return {str(k): int(v) for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))}
 
 
 def _plain(value: Any) -> Any:

@@ -21,6 +21,12 @@ Older versions
 functions registered with :func:`migration` (``MIGRATIONS[v]`` turns a version-``v``
 dict into a version-``v+1`` dict) before validating it against the current schema.
 Stored files are never rewritten: the upgrade happens in memory on every read.
+
+Optional facts added to v1 later (no new version: a record without them is the v1 record it was,
+byte for byte, and so is its frame row, so datasets keep their content hash): the hardware facts
+that decide speed (:class:`Hardware`'s ``cpu_vendor`` .. ``accelerator_power_limit_w``,
+2026-11-28), left out of the JSON while unknown. Records made before have them unknown; a reader
+older than a field rejects a record that carries it, naming the field.
 """
 
 from __future__ import annotations
@@ -61,8 +67,14 @@ class Failure(_Strict):
     )
 
 
+def _unknown(default=None, **kw):
+    """An optional fact added after v1 was written: left out of the record's JSON while unknown (None)."""
+    return Field(default, exclude_if=lambda v: v is None, **kw)
+
+
 class Hardware(_Strict):
-    """What the job ran on."""
+    """What the job ran on; from ``cpu_vendor`` on, what decides its speed (:mod:`perfzoo.capability`
+    names and compares them), unknown in records made before perfzoo captured it."""
 
     accelerator: str = Field(description="e.g. 'cpu', 'NVIDIA H100 80GB HBM3', 'A100-SXM-80GB'")
     accelerator_count: int = Field(ge=1, description="devices (GPUs, or CPU ranks) in the job")
@@ -73,6 +85,20 @@ class Hardware(_Strict):
     ram_gib: Optional[float] = None
     interconnect: Optional[str] = None
     driver: Optional[str] = None
+    cpu_vendor: Optional[str] = _unknown(description="/proc/cpuinfo vendor_id, e.g. 'AuthenticAMD'")
+    cpu_family: Optional[int] = _unknown(description="/proc/cpuinfo 'cpu family', e.g. 25 (AMD Zen 3/4)")
+    cpu_model_number: Optional[int] = _unknown(description="/proc/cpuinfo 'model'")
+    cpu_stepping: Optional[int] = _unknown()
+    cpu_flags: Optional[str] = _unknown(description="the speed-deciding flags the CPU has (perfzoo.capability."
+                                                    "CPU_FLAGS), space-separated; '' for none of them")
+    cpu_capability: Optional[str] = _unknown(description="the CPU's fastest bf16 matmul path: AMX, AVX-512 BF16, "
+                                                         "AVX-512, AVX2 (perfzoo.capability.cpu_capability)")
+    torch_cpu_capability: Optional[str] = _unknown(description="torch.backends.cpu.get_cpu_capability()")
+    matmul_fp32_gflops: Optional[float] = _unknown(ge=0, description="probe: one thread, 256^3 fp32 matmul")
+    matmul_bf16_gflops: Optional[float] = _unknown(ge=0, description="probe: the same in bf16")
+    accelerator_clock_max_mhz: Optional[float] = _unknown(ge=0, description="nvidia-smi clocks.max.sm")
+    accelerator_memory_clock_max_mhz: Optional[float] = _unknown(ge=0, description="nvidia-smi clocks.max.mem")
+    accelerator_power_limit_w: Optional[float] = _unknown(ge=0, description="nvidia-smi enforced.power.limit")
 
 
 class Software(_Strict):
@@ -190,7 +216,8 @@ def _describe(error: ValidationError, where: str) -> str:
         shown = json.dumps(value, default=str)
         if len(shown) > 80:
             shown = shown[:77] + "..."
-        parts.append(f"field '{field}' = {shown}: {e['msg']}")
+        newer = " (a field of a newer perfzoo? upgrade perfzoo)" if e["type"] == "extra_forbidden" else ""
+        parts.append(f"field '{field}' = {shown}: {e['msg']}{newer}")
     return f"{where}invalid job record: " + "; ".join(parts)
 
 

@@ -31,7 +31,7 @@ from perfzoo import workloads
 from perfzoo._cli import UsageError, check_choice
 from perfzoo.inputs import read_configs, read_located
 from perfzoo.records import Metrics, job_id_for
-from perfzoo.store import RecordStore
+from perfzoo.store import RECORDS_FILE, RecordStore
 from perfzoo.tally import Tally
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class CollectConfig:
     quiet_wait: float = QUIET_WAIT_S  # seconds a CPU job waits for quiet before timing
     dry_run: bool = False  # validate and list the jobs, run nothing
     no_progress: bool = False  # no progress bar
+    compare: Optional[str] = None  # also compare the throughput measured with this record store's records of the same configs
     command: Optional[str] = None  # the command workload: the launch template (default: the space file's)
     metric_parser: Optional[str] = None  # file | torchtitan
     metric_regex: Optional[str] = None  # metrics from output lines matching this
@@ -260,6 +261,21 @@ def open_store(path: str, flag: str):
                          "e.g. runs/my-sweep") from None
 
 
+def earlier_records(config: CollectConfig, records: list) -> list:
+    """The records this run's jobs are compared with (:class:`~perfzoo.tally.Tally`): ``records``
+    (the ``--out`` store's) and those of the ``--compare`` store (a folder or its records.jsonl)."""
+    if config.compare is None:
+        return records
+    path = Path(config.compare)
+    try:
+        other = RecordStore(path.parent if path.name == RECORDS_FILE else path, create=False).records()
+    except OSError as exc:
+        raise UsageError(f"--compare {config.compare}: {exc.strerror or exc}; give a record store (a folder "
+                         f"holding {RECORDS_FILE}, e.g. datasets/llm-cpu)") from None
+    ours = {r.record_id for r in records}
+    return records + [r for r in other if r.record_id not in ours]
+
+
 def job_identity(workload: workloads.WorkloadSpec, cfg: dict) -> dict:
     """A config as its job id sees it: without the keys its workload's harness implies (a record
     that predates such a key keeps its id, so a resumed sweep still skips it).
@@ -322,6 +338,7 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
     store = open_store(config.out, "--out")
     done_ids = store.job_ids()
     records = store.records()
+    earlier = earlier_records(config, records)
     mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in records
                     if r.workload != space.workload or r.annotations.get("space") not in (None, space.name)})
     if mixed:
@@ -387,7 +404,7 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
             print(json.dumps(row))
         return 0
 
-    tally = Tally()
+    tally = Tally(earlier=earlier)
     t0 = time.perf_counter()
     previous = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
     bar = None

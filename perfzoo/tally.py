@@ -1,7 +1,8 @@
 """The summary of one collect run: counts per status, why the jobs that did not finish failed,
-the throughput range, the spread over repeats, the launchers' overhead and the rate of completed
-jobs (:class:`Tally`, fed one record at a time by :func:`perfzoo.sweep.run_sweep`, printed by
-``python -m perfzoo.collect`` at the end).
+the throughput range, the spread over repeats, how the configs measured again compare with their
+earlier records (and whether the machines do: :mod:`perfzoo.capability`), the launchers' overhead
+and the rate of completed jobs (:class:`Tally`, fed one record at a time by
+:func:`perfzoo.sweep.run_sweep`, printed by ``python -m perfzoo.collect`` at the end).
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter, defaultdict
+from typing import Iterable
 
+from perfzoo.capability import describe, difference, kind
 from perfzoo.records import STATUSES, JobRecord, canonical_json
 
 # exit statuses a shell gives a command it could not start (bash's convention)
@@ -56,10 +59,15 @@ def telling_line(text: str) -> str:
     return (raised[0] if raised else lines[-1] if lines else "")[:120]
 
 
-class Tally:
-    """Counts and figures for the progress bar and the summary table."""
+def _ok_throughput(record: JobRecord) -> bool:
+    return record.status == "ok" and record.metrics.throughput is not None
 
-    def __init__(self):
+
+class Tally:
+    """Counts and figures for the progress bar and the summary table; ``earlier``: records already
+    stored (of this store) that this run's jobs are compared with, config by config."""
+
+    def __init__(self, earlier: Iterable[JobRecord] = ()):
         self.status = Counter()
         self.overhead = Counter()
         self.overhead_n = Counter()
@@ -70,6 +78,11 @@ class Tally:
         self.example: dict[str, str] = {}  # per reason: the telling line of the first such job's message
         self.teardown = 0  # ok jobs that exited non-zero after their last step (annotations.teardown_exit_code)
         self.teardown_example = ""
+        self.earlier: dict[str, list[JobRecord]] = defaultdict(list)  # per config: its earlier ok records
+        for rec in earlier:
+            if _ok_throughput(rec):
+                self.earlier[canonical_json(rec.config)].append(rec)
+        self.again: list[JobRecord] = []  # this run's ok records of configs with earlier records
 
     def add(self, rec: JobRecord) -> None:
         self.status[rec.status] += 1
@@ -82,6 +95,8 @@ class Tally:
             self.teardown_example = self.teardown_example or telling_line(rec.annotations.get("teardown_output", ""))
         m = rec.metrics
         self.runs[canonical_json(rec.config)].append((rec.status, m.throughput))
+        if _ok_throughput(rec) and canonical_json(rec.config) in self.earlier:
+            self.again.append(rec)
         if rec.status == "ok" and m.throughput is not None:
             self.unit = m.throughput_unit or self.unit
             launcher = rec.annotations.get("launcher", "?")
@@ -116,6 +131,41 @@ class Tally:
         rows.append(("one status on every run", f"{same} of {len(repeated)} configs"))
         return rows
 
+    def remeasured_rows(self) -> list[tuple[str, str]]:
+        """This run's throughput over the earlier records' (median per config), for each pair of
+        machine kinds: a drift where the machines compare, else what differs (another CPU
+        capability, unknown facts) instead of a drift.
+
+        >>> def rec(tput, **hw):
+        ...     return JobRecord(job_id="j", source="measured", provenance="doc", status="ok",
+        ...                      started_at="2026-11-28T10:00:00Z", workload="llm", config={"seq_len": 128},
+        ...                      hardware={"accelerator": "cpu", "accelerator_count": 1, **hw},
+        ...                      metrics={"throughput": tput})
+        >>> t = Tally(earlier=[rec(5000.0, cpu_capability="AVX-512 BF16")])
+        >>> t.add(rec(400.0, cpu_capability="AVX2"))
+        >>> print(t.remeasured_rows()[0][1])
+        0.08x (1 configs, 0.08-0.08): not a drift: measured on AVX2 (bf16 matmul emulated), the earlier records on AVX-512 BF16 (native bf16): not comparable
+        """
+        pairs: dict[tuple[str, str], list] = defaultdict(list)  # (this machine, earlier machine) -> [(ratio, now, then)]
+        for rec in self.again:
+            by_machine = defaultdict(list)
+            for old in self.earlier[canonical_json(rec.config)]:
+                by_machine[kind(old.hardware.model_dump())].append(old)
+            for then, olds in by_machine.items():
+                ratio = rec.metrics.throughput / statistics.median(o.metrics.throughput for o in olds)
+                pairs[kind(rec.hardware.model_dump()), then].append((ratio, rec, olds[0]))
+        rows = []
+        for found in pairs.values():
+            ratios = sorted(r for r, _, _ in found)
+            _, now, then = found[0]
+            why = difference(now.hardware.model_dump(), then.hardware.model_dump(), "the earlier records")
+            verdict = (f"a drift on one kind of machine, {describe(now.hardware.model_dump())}" if why is None
+                       else f"not a drift: {why}")
+            configs = len({canonical_json(rec.config) for _, rec, _ in found})
+            rows.append(("vs earlier records of these configs",
+                         f"{statistics.median(ratios):.2f}x ({configs} configs, {ratios[0]:.2f}-{ratios[-1]:.2f}): {verdict}"))
+        return rows
+
     def table(self, elapsed_s: float, skipped: int, out: str) -> str:
         n = sum(self.status.values())
         rows = [("jobs stored", f"{n}"), ("skipped (already in store)", f"{skipped}")]
@@ -133,6 +183,7 @@ class Tally:
             rows.append((f"p90 throughput ({self.unit})",
                          f"min {t[0]:,.1f}  median {statistics.median(t):,.1f}  max {t[-1]:,.1f}"))
         rows += self.repeat_rows()
+        rows += self.remeasured_rows()
         for launcher in sorted(self.overhead_n):
             rows.append((f"overhead per ok job ({launcher})",
                          f"{self.overhead[launcher] / self.overhead_n[launcher]:.2f} s (wall - measured steps)"))

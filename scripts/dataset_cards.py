@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from perfzoo.datasets import load_dataset
 from perfzoo.records import STATUSES
 from perfzoo.store import RecordStore
 
@@ -79,7 +80,8 @@ def card(name: str) -> str:
     hw = f.iloc[0]
     commits = sorted(set(f["software.git_commit"].dropna()))
     lines += ["## Machine and software", "",
-              f"- CPU: {hw['hardware.cpu']}, {hw['hardware.cpu_cores']} cores, {hw['hardware.ram_gib']} GiB RAM, "
+              f"- CPU: {'; '.join(f'{kind} ({n} jobs)' for kind, n in load_dataset(name).machines().items())}, "
+              f"{hw['hardware.cpu_cores']} cores, {hw['hardware.ram_gib']} GiB RAM, "
               "a VM **shared with other engineers' test and benchmark runs** (see noise below)",
               f"- python {hw['software.python']}, torch {hw['software.torch']}, gloo backend, "
               f"perfzoo {hw['software.perfzoo']}, git commit(s) {', '.join(commits) or 'unknown'}",

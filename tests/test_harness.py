@@ -10,13 +10,14 @@ import time
 
 import psutil
 import pytest
+import torch
 
 from harness.environment import capture_hardware, capture_software, hardware_key, peak_bf16_flops, short_gpu_name
 from harness.jobs import JobSpec, to_record
 from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher
 from harness.timing import max_over_ranks, summarize_steps
 from perfzoo import spaces, workloads
-from perfzoo.records import job_id_for, parse_record
+from perfzoo.records import JobRecord, job_id_for, parse_record
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +80,13 @@ def test_environment_capture_and_gpu_tables():
     assert hw["accelerator"] == "cpu" and hw["accelerator_count"] == 2 and hw["cpu_cores"] >= 1
     sw = capture_software()
     assert sw["torch"] and sw["perfzoo"] and sw["python"]
-    assert hardware_key(hw) == {"accelerator": "cpu", "accelerator_count": 2, "nodes": 1, "cpu": hw["cpu"]}
+    assert hardware_key(hw) == {"accelerator": "cpu", "accelerator_count": 2, "nodes": 1, "cpu": hw["cpu"],
+                                "cpu_capability": hw["cpu_capability"]}
+    assert hw["cpu_capability"] and hw["torch_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert hw["matmul_fp32_gflops"] > 0 and hw["matmul_bf16_gflops"] > 0  # the probe ran
+    JobRecord.model_validate({"job_id": "j", "source": "measured", "provenance": "test", "status": "ok",
+                              "started_at": "2026-11-28T00:00:00Z", "workload": "llm", "config": {},
+                              "hardware": hw})  # every captured fact is a schema field
     assert peak_bf16_flops("NVIDIA H100 80GB HBM3") == 989e12
     assert peak_bf16_flops("NVIDIA A100-SXM4-40GB") == 312e12
     assert peak_bf16_flops("cpu") is None

@@ -1,6 +1,7 @@
 """The job-record schema: valid records round-trip, invalid ones name field, value and fix."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +97,36 @@ def test_older_versions_are_upgraded_through_registered_migrations(monkeypatch):
     old["schema_version"] = 0
     old["kind"] = old.pop("workload")
     assert parse_record(json.dumps(old)).workload == "llm"
+
+
+def test_a_record_made_before_the_hardware_facts_reads_with_them_unknown_and_its_file_unchanged(tmp_path):
+    from perfzoo.store import RecordStore
+
+    with open(Path(__file__).parents[1] / "datasets" / "llm-cpu" / "records.jsonl") as f:
+        before = f.readline()  # a bundled record of 2026-11-23
+    assert not {"cpu_capability", "cpu_flags", "accelerator_power_limit_w"} & set(json.loads(before)["hardware"])
+    (tmp_path / "records.jsonl").write_text(before)
+    rec = RecordStore(tmp_path, create=False).records()[0]
+    assert rec.hardware.cpu == "AMD EPYC" and rec.hardware.cpu_capability is None
+    assert rec.to_json() == before.strip()  # unknown facts are left out: the record writes as it was read
+    assert rec.hardware.accelerator_power_limit_w is None and rec.hardware.cpu_family is None
+    assert (tmp_path / "records.jsonl").read_text() == before  # stored files are never rewritten
+
+
+def test_hardware_facts_round_trip_and_unknown_ones_are_left_out():
+    hw = Hardware(accelerator="cpu", accelerator_count=1, cpu_vendor="AuthenticAMD", cpu_family=25,
+                  cpu_model_number=1, cpu_stepping=1, cpu_flags="avx2 fma", cpu_capability="AVX2",
+                  torch_cpu_capability="AVX2", matmul_fp32_gflops=73.0, matmul_bf16_gflops=1.1)
+    rec = make_record(hardware=hw)
+    again = parse_record(rec.to_json())
+    assert again.hardware == hw and again.hardware.cpu_capability == "AVX2"
+    written = json.loads(make_record().to_json())["hardware"]
+    assert "cpu_capability" not in written and "accelerator_clock_max_mhz" not in written
+    assert "driver" in written  # a v1 field stays in the JSON, null or not
+    with pytest.raises(RecordError, match="hardware.accelerator_power_limit_w"):
+        parse_record(rec.to_dict() | {"hardware": hw.model_dump() | {"accelerator_power_limit_w": -5}})
+    with pytest.raises(RecordError, match="hardware.gpu_voltage.*a field of a newer perfzoo"):
+        parse_record(rec.to_dict() | {"hardware": hw.model_dump() | {"gpu_voltage": 1.1}})
 
 
 def test_failed_job_carries_its_failure():

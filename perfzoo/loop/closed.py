@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -34,6 +35,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from perfzoo import zoo
+from perfzoo.capability import kind
 from perfzoo.loop import race
 from perfzoo.loop.launch import PLAN_DIR, CollectLauncher, Launcher, write_lines
 from perfzoo.loop.race import BASELINE_ARMS, config_id
@@ -357,12 +359,32 @@ class ClosedLoop:
         return LoopSummary(tag=self.tag, space=self.space.name, unit=unit or "",
                            phases=[{"phase": p.name, "sweep_id": p.sweep_id, "planned": p.planned, "done": p.done,
                                     "ok": p.ok, "best": p.best} for p in state],
-                           arms=arms, notes=list(self.notes), confirmed=self.confirmed(state) if self.confirm else {})
+                           arms=arms, notes=[*self.notes, *machines_note([r for p in state for r in p.records])],
+                           confirmed=self.confirmed(state) if self.confirm else {})
 
     def frontier_figure(self, path: Path) -> Path:
         """The frontier figure of the loop so far (:func:`perfzoo.loop.report.frontier_figure`)."""
         return frontier_figure(self.state(), self.loop_phases(), path,
                                f"{self.space.name}: closed loop {self.tag} ({self.searcher.name} + predictor)")
+
+
+def machines_note(records: Sequence[JobRecord]) -> list[str]:
+    """A note when the loop's jobs ran on machines of more than one kind (:func:`perfzoo.capability.kind`:
+    a loop resumed on another VM): its arms then do not compare, whatever the ratio says.
+
+    >>> hw = {"accelerator": "cpu", "accelerator_count": 1}
+    >>> rec = lambda **more: JobRecord(job_id="j", source="measured", provenance="doc", status="ok",
+    ...     started_at="2026-11-28T10:00:00Z", workload="llm", config={}, hardware={**hw, **more})
+    >>> machines_note([rec(cpu_capability="AVX2"), rec(cpu_capability="AVX2"), rec()])
+    ['its jobs ran on machines of 2 kinds (CPU: AVX2 (bf16 matmul emulated): 2 jobs; CPU: unknown CPU capability: 1 jobs): arms measured on different ones do not compare']
+    >>> machines_note([rec(), rec()])
+    []
+    """
+    kinds = Counter(kind(r.hardware.model_dump()) for r in records)
+    if len(kinds) < 2:
+        return []
+    return [f"its jobs ran on machines of {len(kinds)} kinds ({'; '.join(f'{k}: {n} jobs' for k, n in kinds.most_common())}): "
+            "arms measured on different ones do not compare"]
 
 
 def training_frame(codec: SpaceCodec, records: Sequence[JobRecord]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
@@ -377,4 +399,4 @@ def training_frame(codec: SpaceCodec, records: Sequence[JobRecord]) -> tuple[pd.
     return X, y, failed
 
 
-__all__ = ["ClosedLoop", "Phase", "training_frame"]
+__all__ = ["ClosedLoop", "Phase", "machines_note", "training_frame"]

@@ -131,6 +131,8 @@ class LoopSummary:
             lines.append(f"  config: {json.dumps(champion['config'], sort_keys=True, default=str)}")
             for arm, ratio in self.speedups().items():
                 lines.append(f"  speedup over {arm}: {ratio:.3f}x ({100 * (ratio - 1):+.1f}%)")
+        if self.notes:
+            lines += ["", *(f"note: {note}" for note in self.notes)]
         return "\n".join(lines)
 
     def n_random_phase(self) -> int:
