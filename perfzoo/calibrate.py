@@ -223,12 +223,17 @@ class Calibrated:
         return [text or f"no run of yours on this GPU and framework: the predictor refitted with your runs"
                 for text in self.anchored.explain(X)]
 
-    def describe(self) -> str:
-        """What was done with the runs: anchors, runs left out and why, the refit."""
+    def describe(self, X: Optional[pd.DataFrame] = None) -> str:
+        """What was done with the runs: anchors, runs left out and why, the refit; with the configs
+        ``X`` asked about, the runs that anchor none of them (another GPU or framework)."""
         used = len(self.anchored.used_names)
         text = f"calibrated with {used} of your runs from {self.runs} (anchors; and refitted with them joined)"
         for run in self.anchored.left_out:
             text += f"; left out {run.name}: {run.left_out}"
+        idle = [] if X is None else self.anchored.idle(X)
+        if idle:
+            text += (f"; {', '.join(idle[:3])}{' and more' if len(idle) > 3 else ''} anchor none of these configs "
+                     "(another GPU or framework): only the refit uses them")
         return text
 
 

@@ -268,6 +268,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
                        for cfg, release in zip(configs, releases)]
     if isinstance(predictor, calibrate.Calibrated):  # which of the user's runs moved each prediction
         out["calibration"] = predictor.explain(X)
+        out.attrs["calibration"] = predictor.describe(X)
     out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
     out.attrs["dataset"] = training.name
     return out
@@ -359,10 +360,7 @@ def run(config: PredictConfig) -> pd.DataFrame:
             predictor = calibrate.fit_with_interval(zoo.make("ridge"), training)
     if runs is not None:  # anchored on the runs, and refitted with them (perfzoo.calibrate.calibrated)
         predictor = calibrate.calibrated(predictor, training, runs, config.calibrate)
-    table = predict_frame(configs, training, predictor)
-    if runs is not None:
-        table.attrs["calibration"] = predictor.describe()
-    return table
+    return predict_frame(configs, training, predictor)
 
 
 if __name__ == "__main__":

@@ -131,6 +131,7 @@ def test_anchored_names_its_runs_and_leaves_out_what_cannot_anchor():
     text = anchored.explain(queries)
     assert "anchored by 1 run of this model" in text[0] and "a.csv line 2" in text[0] and "x1.416" in text[0]
     assert text[1] == ""
+    assert anchored.idle(queries) == [] and anchored.idle(queries.iloc[[1]]) == ["a.csv line 2"]  # B200 only: idle
 
 
 def test_predict_calibrate_with_one_run_moves_the_prediction_and_names_the_run(labs, tmp_path):  # noqa: F811

@@ -405,6 +405,11 @@ class Anchored:
                 high = np.where(at, base * np.exp(shift + z_hi * sd), high)
         return low, high
 
+    def idle(self, X: pd.DataFrame) -> list[str]:
+        """The runs that anchor no row of ``X``: none of its rows shares their GPU and framework."""
+        clusters = set(keys(X).cluster.tolist())
+        return [n for n, c in zip(self.used_names, self.keys.cluster) if c not in clusters]
+
     def explain(self, X: pd.DataFrame) -> list[str]:
         """Per row of ``X``: which runs anchor it and by how much they moved it ('' where none does)."""
         shift, _, level, q = self._posterior(X)
