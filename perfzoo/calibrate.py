@@ -220,7 +220,7 @@ class Calibrated:
 
     def explain(self, X: pd.DataFrame) -> list[str]:
         """Per row: which runs anchor it and by how much they moved it, or that the refit priced it."""
-        return [text or f"no run of yours on this GPU and framework: the predictor refitted with your runs"
+        return [text or "no run of yours on this GPU and framework: the predictor refitted with your runs"
                 for text in self.anchored.explain(X)]
 
     def describe(self, X: Optional[pd.DataFrame] = None) -> str:

@@ -7,6 +7,7 @@ Readers only read: nothing is ever written next to the data.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar, Iterable, Optional, Sequence, Union
 
@@ -167,6 +168,18 @@ class Row:
         if comment or "," in text:  # the text as published, where it was more than the number
             self.raw[column] = text.strip()
         return int(value) if whole else value
+
+    def date(self, column: str) -> Optional[datetime]:
+        """The cell as a date (``YYYY-MM-DD``, UTC where it names no zone); None where blank or
+        where the row has no such column."""
+        text = self.text(column) if column in self.cells else None
+        if text is None:
+            return None
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            raise self.error(column, f"{text!r} is not a date (expected YYYY-MM-DD)") from None
+        return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
     def category(self, column: str) -> object:
         """The cell mapped to the config vocabulary by :data:`perfzoo.vocabulary.CATEGORICAL_RULES`

@@ -23,7 +23,7 @@ import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -129,15 +129,10 @@ def accelerator_hardware(gpu_type: str, count: int) -> dict:
 def _started_at(row: Row, report: LoadReport) -> Optional[datetime]:
     """The row's publication date as its ``started_at``; a blank date is unknown (None), and the
     row is counted in ``report.undated`` (such rows are left out of temporal splits only)."""
-    text = row.text("date")
-    if text is None:
+    when = row.date("date")
+    if when is None:
         report.undated.append(row.line)
-        return None
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise row.error("date", f"{text!r} is not a date (expected YYYY-MM-DD)") from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when
 
 
 _WHOLE_COLUMNS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size",

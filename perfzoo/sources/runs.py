@@ -22,9 +22,8 @@ be priced must not anchor anything. Records are rows of a table, as a published 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Sequence
 
 from perfzoo import llmconfig
 from perfzoo.records import JobRecord
@@ -85,20 +84,9 @@ def _records(path: Path, builder: RecordBuilder) -> list[JobRecord]:
         config.update({k: v for k, v in cfg.items() if k not in config and k not in hardware and k != "model"})
         records.append(builder.record(
             row, config, hardware, provenance=f"runs file {path.name}, line {line}",
-            started_at=_date(row), status="ok",
+            started_at=row.date("date"), status="ok",
             metrics={"throughput": per_device * cfg["n_gpus"], "throughput_per_device": per_device,
                      "throughput_unit": "tokens/s", "throughput_stat": "reported"},
             annotations={"source": f"your runs ({path.name})", "file": path.name, "line": line}))
     return records
 
-
-def _date(row: Row) -> Optional[datetime]:
-    """The run's ``date`` (YYYY-MM-DD), None where the file has none."""
-    text = row.text("date") if "date" in row.cells else None
-    if text is None:
-        return None
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise row.error("date", f"{text!r} is not a date (expected YYYY-MM-DD)") from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
