@@ -25,11 +25,11 @@ from typing import Optional
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
-from perfzoo._cli import UsageError, assignments
+from perfzoo._cli import UsageError, assignments, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.plan import report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
-from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, plan, resolve_model
+from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
 from perfzoo.plan.recipes import published_layouts
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer, fit_with_runs
 from perfzoo.predict import outside_training
@@ -92,9 +92,10 @@ class PlanConfig:
                 raise UsageError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
         if self.calibrate is not None and not Path(self.calibrate).is_file():
             raise UsageError(f"--calibrate {self.calibrate}: no such file")
-        for flag, path in (("--out", self.out), ("--plot", self.plot)):
-            if path is not None and not Path(path).resolve().parent.is_dir():
-                raise UsageError(f"{flag} {path}: the folder {Path(path).resolve().parent} does not exist")
+        for flag, path in (("--out", self.out), ("--out", report.space_file(self.out) if self.out else None),
+                           ("--plot", self.plot)):
+            if path is not None:
+                check_writable(flag, path)
 
     def precisions(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(self.precision).split(",") if p.strip())
@@ -147,7 +148,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     overrides = assignments(config.knobs, "--set")
-    shape = resolve_model(config.model, overrides)
+    shape, sources = model_keys(config.model, overrides)
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
     scorer = scorer_for(config, log)
     published = tables = None
@@ -167,6 +168,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
                   precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
                   exhaustive_limit=config.exhaustive_limit, searcher=Reinforce(seed=config.seed),
                   tp_beyond_node=config.tp_beyond_node, log=log)
+    result.sources = sources
     if tables is not None and config.dataset == PUBLISHED and config.calibrate is None:
         top = pd.DataFrame([llmconfig.as_columns(result.configs(1)[0])]).assign(**cluster.hardware())
         params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)
