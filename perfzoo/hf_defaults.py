@@ -17,7 +17,7 @@ convention of every ``transformers`` config class but those :data:`DEFAULTS` lis
 ...                        "num_attention_heads": 16, "vocab_size": 32000})); f.close()
 >>> keys, sources = read(f.name)
 >>> keys["ffn_dim"], sources["ffn_dim"]
-(11008, "default of transformers' LlamaConfig (intermediate_size)")
+(11008, "transformers' LlamaConfig default intermediate_size")
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def read(path: Union[str, Path], overrides: Optional[dict] = None) -> tuple[dict
     cls, defaults = DEFAULTS.get(model_type, (None, {}))
     keys = models.hf_keys({**defaults, **raw}, path) if defaults else dict(given)
     sources = {k: "config.json" if k in given and given[k] == keys[k] else
-               f"default of transformers' {cls} ({_field(k, defaults)})" for k in keys if k != "model_name"}
+               f"transformers' {cls} default {_field(k, defaults)}" for k in keys if k != "model_name"}
     keys.update(overrides or {})
     sources.update({k: "--set" for k in overrides or {}})
     if "n_kv_heads" not in keys and "n_heads" in keys:
@@ -101,9 +101,14 @@ def read(path: Union[str, Path], overrides: Optional[dict] = None) -> tuple[dict
     return keys, sources
 
 
+# perfzoo keys read from other fields than models.HF_KEYS lists
+DERIVED_FROM = {"gated_mlp": ("hidden_act", "hidden_activation"), "n_sliding_layers": ("sliding_window",)}
+
+
 def _field(key: str, defaults: dict) -> str:
     """The Hugging Face field a default of ``key`` came from."""
-    return next((n for n in models.HF_KEYS.get(key, ()) if n in defaults), key)
+    names = models.HF_KEYS.get(key, ()) + DERIVED_FROM.get(key, ())
+    return next((n for n in names if n in defaults), key)
 
 
 __all__ = ["DEFAULTS", "read"]

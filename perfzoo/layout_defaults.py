@@ -85,6 +85,7 @@ def complete(cfg: Mapping[str, Any]) -> Completed:
     if "micro_batch_size" not in out and None not in (B, dp, out.get("grad_accum")):
         fill("micro_batch_size", B // (dp * out["grad_accum"]))
     fill("micro_batch_size", 1)
+    out = llmconfig.check(out, require=False)  # the batch against the ranks, now that the layout is known
     if None not in (B, dp) and "grad_accum" not in out:
         per_step = out["micro_batch_size"] * dp
         partial = out.get("framework") in llmconfig.PARTIAL_MICROBATCH_FRAMEWORKS

@@ -8,9 +8,13 @@ A config is a flat dict of the vocabulary of ``docs/architecture.md`` plus the h
 the config typed and completed, or raises :class:`ConfigError`:
 
 * a key not in :data:`KEYS` is refused with the close names (``seq_lenn`` -> ``seq_len``);
-* each value is type- and range-checked (``tp=0``, ``n_gpus=-8``, ``seq_len=abc``);
+* each value is type- and range-checked (``tp=0``, ``n_gpus=-8``, ``seq_len=abc``), counts from
+  above too (``n_gpus=1e9``, ``seq_len=1e12``: past :data:`MAX_DEVICES`, :data:`MAX_TOKENS`,
+  :data:`MAX_SEQUENCES`; ``zero_stage`` 0-3);
 * parallel degrees are checked against the device count (``tp=3 dp=8 n_gpus=8``), the heads,
-  the experts and the batch;
+  the experts and the batch (fewer sequences than data-parallel ranks, ``global_batch_size=32`` on
+  64 of them, is refused); ``zero_stage`` and ``fsdp`` must name one sharding;
+* a mixture of experts must say how many experts each token visits (``experts_per_token``);
 * the accelerator must be in the accelerator table (:mod:`perfzoo.accelerators`; the error
   lists the known names) and have the config's precision (``fp8`` on an A100 is refused);
 * a config that gives no shape, sequence length, device count or accelerator cannot be
@@ -340,9 +344,10 @@ def check(config: Mapping[str, Any], require: bool = True) -> dict[str, Any]:
         out["model_name"] = filled["model_name"]
     _check_hardware(out)
     _check_shape(out)
+    layout_stated = "dp" in out or {"tp", "pp"} <= set(out)  # else dp is a guess from the device count
     _check_degrees(out)
     _check_sequence(out)
-    _check_batch(out)
+    _check_batch(out, layout_stated)
     _check_sharding(out)
     if require:
         missing = [k for k in REQUIRED if k not in out]
@@ -455,9 +460,11 @@ def _check_sequence(cfg: dict) -> None:
                           "longer than it; leave packed_sample_len out for one sample per sequence")
 
 
-def _check_batch(cfg: dict) -> None:
+def _check_batch(cfg: dict, layout_stated: bool = True) -> None:
+    """The batch against the data-parallel ranks; the whole-sequences-per-rank rules only where
+    ``layout_stated`` (a table's row that gives no tp and pp has no known dp to hold them to)."""
     B, b, m, dp = (cfg.get(k) for k in ("global_batch_size", "micro_batch_size", "grad_accum", "dp"))
-    if None not in (B, dp) and B < dp:
+    if None not in (B, dp) and layout_stated and B < dp:
         raise ConfigError(f"global_batch_size = {B} is fewer sequences than the dp = {dp} data-parallel ranks: every "
                           f"rank takes at least one sequence a step; give global_batch_size >= {dp} or fewer ranks")
     if cfg.get("framework") in PARTIAL_MICROBATCH_FRAMEWORKS and None not in (B, dp):
@@ -471,11 +478,11 @@ def _check_batch(cfg: dict) -> None:
     if None not in (B, b, m, dp) and b * m * dp != B:
         raise ConfigError(f"micro_batch_size x grad_accum x dp = {b} x {m} x {dp} = {b * m * dp} but "
                           f"global_batch_size = {B}")
-    if None not in (B, b, dp) and B % (b * dp):
-        raise ConfigError(f"global_batch_size = {B} is not divisible by micro_batch_size x dp = {b} x {dp}")
-    if None not in (B, dp) and B % dp:
+    if None not in (B, dp) and layout_stated and B % dp:
         raise ConfigError(f"global_batch_size = {B} is not divisible by dp = {dp}: every data-parallel rank takes as "
                           "many sequences")
+    if None not in (B, b, dp) and B % (b * dp):
+        raise ConfigError(f"global_batch_size = {B} is not divisible by micro_batch_size x dp = {b} x {dp}")
 
 
 # ZeRO stages as fsdp names them (stage 3 within a node is hybrid_shard)

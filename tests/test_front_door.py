@@ -209,13 +209,13 @@ def test_a_hugging_face_config_missing_a_field_takes_its_architectures_default_o
     llama = {"model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048, "num_attention_heads": 16,
              "vocab_size": 32000}
     keys, sources = hf_defaults.read(_hf(tmp_path, "llama", llama))
-    assert keys["ffn_dim"] == 11008 and sources["ffn_dim"] == "default of transformers' LlamaConfig (intermediate_size)"
+    assert keys["ffn_dim"] == 11008 and sources["ffn_dim"] == "transformers' LlamaConfig default intermediate_size"
     assert keys["n_kv_heads"] == 16 and "multi-head attention" in sources["n_kv_heads"]
     assert sources["n_layers"] == "config.json" and keys["gated_mlp"] is True
     mixtral = {"model_type": "mixtral", "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
                "vocab_size": 32000, "intermediate_size": 3584, "num_local_experts": 8}
     keys, sources = hf_defaults.read(_hf(tmp_path, "mixtral", mixtral))
-    assert keys["experts_per_token"] == 2 and "MixtralConfig (num_experts_per_tok)" in sources["experts_per_token"]
+    assert keys["experts_per_token"] == 2 and "MixtralConfig default num_experts_per_tok" in sources["experts_per_token"]
     assert keys["moe_ffn_dim"] == 3584 and sources["moe_ffn_dim"] == "config.json"
     unknown = {**llama, "model_type": "toy"}
     with pytest.raises(ConfigError, match=r"gives no intermediate_size \(model_type 'toy', whose defaults perfzoo does "
@@ -238,8 +238,8 @@ def test_plan_prints_the_shape_it_read_from_a_config_json(tmp_path, planned):
     p.sources = sources
     line = next(x for x in table(p).splitlines() if x.startswith("model: "))
     assert "16 layers, hidden 2,048, FFN 11,008, 16 heads, 4 KV heads" in line
-    assert "from config.json (layers, hidden, heads, KV heads), default of transformers' LlamaConfig " \
-           "(intermediate_size) (FFN)" in line
+    assert "from config.json (layers, hidden, heads, KV heads), transformers' LlamaConfig default " \
+           "intermediate_size (FFN)" in line
     with pytest.raises(PlanError, match="the model gives no experts_per_token"):
         model_keys(None, {"n_layers": 2, "hidden_dim": 64, "n_heads": 4, "vocab_size": 100, "n_experts": 4})
 

@@ -6,7 +6,11 @@ the rest by the scorer's predicted tokens/s per GPU (:mod:`perfzoo.plan.scoring`
 exhaustively when the space holds at most ``exhaustive_limit`` valid layouts, otherwise with
 the REINFORCE searcher over the same space (:mod:`perfzoo.search`), a layout that does not fit
 getting the lowest reward. Baselines (a user's layout, the published ones) are priced by the
-same scorer; the :class:`Plan` says where each ranks and what the top pick gains over it.
+same scorer, the knobs a user's baseline leaves out filled as ``predict`` fills them
+(:mod:`perfzoo.layout_defaults`); the :class:`Plan` says where each ranks and what the top pick
+gains over it, and, where the scorer gives an interval, which layouts are predicted inside the top
+pick's (``Plan.tie``: their order is within the predictor's error, and so is a gain over a baseline
+inside it). A predictor that returns NaN for a layout that fits is an error naming the predictor.
 
 >>> from perfzoo.search import Formula
 >>> from perfzoo.plan.scoring import Scorer
@@ -28,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import hf_defaults, layout_defaults, llmconfig
+from perfzoo._cli import RunFailed
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.search import Objective, Reinforce, Searcher
@@ -263,6 +268,12 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         table = pd.concat(recorder.parts, ignore_index=True).drop_duplicates("key")
         if not table["fits"].any():
             raise _fits_nowhere(shape, cluster, table, scorer.memory_margin, len(table))
+    predicted = table["predicted_tokens_per_s_per_device"].to_numpy(dtype=float)
+    unpriced = table["fits"].to_numpy(dtype=bool) & ~np.isfinite(predicted)
+    if unpriced.any():  # a member that cannot price a layout is named, not its layouts dropped
+        raise RunFailed(f"predictor {scorer.name} returned {predicted[unpriced][0]} for {int(unpriced.sum()):,} of the "
+                        f"{int(table['fits'].sum()):,} layouts that fit: it cannot price them; choose another with "
+                        "--predictor")
     counts["memory_checked"] = len(table)
     counts["feasible"] = int(table["fits"].sum())
     counts["infeasible"] = counts["memory_checked"] - counts["feasible"]

@@ -9,8 +9,7 @@ the peak allocated plus the allocator's, CUDA context's and NCCL's overheads) is
 count). :meth:`Scorer.score` turns a frame of layouts into the plan's columns: the peak allocated
 (``peak_allocated_gib``, what ``torch.cuda.max_memory_allocated`` reports), memory needed and
 headroom per GPU, whether it fits, predicted tokens/s per GPU and in all, step time, MFU and the
-predictor's interval where it has one. A predictor that returns NaN or infinity for a layout is an
-error naming it (:class:`~perfzoo._cli.RunFailed`), not a layout left out.
+predictor's interval where it has one.
 
 :func:`fit_with_runs` refits a predictor on its training data plus a user's own measured runs
 (``--calibrate runs.csv``).
@@ -38,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import llmconfig, zoo
-from perfzoo._cli import RunFailed
 from perfzoo.analytic.memory import MEMORY_MARGIN, fits
 from perfzoo.dataset import Dataset
 from perfzoo.analytic_features import estimates, host_paced, n_devices
@@ -119,10 +117,6 @@ class Scorer:
         """Predicted tokens/s per GPU of each layout, and its standard deviation (None without one)."""
         X = self._inputs(frame)
         pred = np.asarray(self.predictor.predict(X), dtype=float).reshape(-1)
-        bad = ~np.isfinite(pred)
-        if bad.any():
-            raise RunFailed(f"predictor {self.name} returned {pred[bad][0]} for {int(bad.sum()):,} of {len(pred):,} "
-                            "layouts: it cannot price them; choose another with --predictor")
         std = None
         if getattr(self.predictor, "has_std", False):
             std = np.asarray(self.predictor.predict_std(X), dtype=float).reshape(-1)
