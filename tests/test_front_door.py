@@ -53,6 +53,13 @@ def test_plan_and_predict_agree_on_number_and_verdict_for_a_layout(lab, planned)
                                                                          rel=1e-9)
         assert bool(row["fits_in_memory"]) == bool(theirs["fits"])
         assert row["analytic.memory_bytes"] / 2**30 == pytest.approx(theirs["memory_gib"], rel=1e-9)
+    # the defaults spelled out (fsdp=none over 16 ranks is read as the zero1 plan prices) change nothing
+    spelled = {**LAYOUT, "cp": 1, "vp": 1, "ep": 1, "activation_checkpointing": "none", "fsdp": "none",
+               "precision": "bf16", "sequence_parallel": True, "flash_attention": True}
+    again = predict_frame([spelled], training, ridge).iloc[0]
+    assert again["predicted_tokens_per_s_per_device"] == pytest.approx(got["predicted_tokens_per_s_per_device"].iloc[0],
+                                                                       rel=1e-9)
+    assert again["read_as"].startswith("fsdp=none with 16 data-parallel ranks read as zero1")
     # the newcomer's layout needs ~74 GiB of the H100's 79: inside the device, outside the 10% margin, and
     # both commands say so (predict used to say "fits", against no margin)
     assert not got["fits_in_memory"].iloc[0] and not base["fits"]
