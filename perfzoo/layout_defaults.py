@@ -42,7 +42,6 @@ from typing import Any, Mapping
 from perfzoo import llmconfig
 
 PARALLEL_DEFAULTS = {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "ep": 1}
-SIXTEEN_BIT = ("bf16", "fp16")
 
 
 @dataclass
@@ -79,8 +78,6 @@ def complete(cfg: Mapping[str, Any]) -> Completed:
 
     for key, value in PARALLEL_DEFAULTS.items():
         fill(key, value)
-    if "n_gpus" in out and "dp" not in out:
-        fill("dp", out["n_gpus"] // (out["tp"] * out["pp"] * out["cp"]))
     B, dp = out.get("global_batch_size"), out.get("dp")
     if "micro_batch_size" not in out and None not in (B, dp, out.get("grad_accum")):
         fill("micro_batch_size", B // (dp * out["grad_accum"]))
@@ -101,14 +98,13 @@ def complete(cfg: Mapping[str, Any]) -> Completed:
                        "Megatron runs its data parallelism; give fsdp=no_shard for plain DDP)")
     if ranks is not None:
         fill("fsdp", "zero1" if ranks > 1 else "none")
-    if "precision" not in out:
-        spec = llmconfig.known_accelerator(out.get("accelerator")) if out.get("accelerator") else None
-        sixteen = [p for p in SIXTEEN_BIT if spec is None or not (spec.formats & set(SIXTEEN_BIT)) or p in spec.formats]
-        fill("precision", sixteen[0])
+    spec = llmconfig.known_accelerator(out["accelerator"]) if "accelerator" in out else None
+    fp16_only = spec is not None and "fp16" in spec.formats and "bf16" not in spec.formats  # V100
+    fill("precision", "fp16" if fp16_only else "bf16")
     fill("sequence_parallel", out["tp"] > 1)
     fill("flash_attention", True)
-    if "accelerator" in out and "n_gpus" in out:
-        nodes = math.ceil(out["n_gpus"] / llmconfig.accelerator_spec(out["accelerator"]).node_size)
+    if spec is not None and "n_gpus" in out:
+        nodes = math.ceil(out["n_gpus"] / spec.node_size)
         if out["n_gpus"] % nodes == 0:  # else the devices per node are not the table's: left unknown
             fill("nodes", nodes)
     checked = llmconfig.check(out, require=False)

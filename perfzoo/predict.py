@@ -112,10 +112,6 @@ class PredictConfig:
             raise UsageError(f"--memory-margin {self.memory_margin}: give a fraction of device memory in [0, 1), "
                              "e.g. 0.1")
 
-    def load_configs(self) -> list[dict]:
-        """The configs to predict: the one of ``knobs``, or those in ``configs``."""
-        return [cfg for _, cfg in self.located_configs()]
-
     def located_configs(self) -> list[tuple[str, dict]]:
         """``[(where, config)]``: ``--set`` for ``knobs``, else the file and line of each config in ``configs``."""
         if self.knobs is not None:
