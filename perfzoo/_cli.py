@@ -26,13 +26,16 @@ python -m perfzoo.search: error: --top-k must be at least 1
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import json
 import os
 import sys
+import tempfile
 import warnings
 from dataclasses import MISSING, fields
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TypeVar, Union
 
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # the exit statuses of every command (module docstring)
@@ -144,6 +147,43 @@ def assignments(items: Sequence[str], flag: str, key: str = "KEY") -> dict[str, 
             raise UsageError(f"{flag} gives {k} twice, {given[k].strip()} and {item.strip()}: keep one")
         out[k], given[k] = v, item
     return out
+
+
+def check_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """``parser.error`` (exit 2) naming the first ``--option`` of ``argv`` that ``parser`` does not
+    know and the close ones (``--sett`` -> ``--set``), before argparse reports something else
+    (a required option missing); an abbreviation argparse accepts is left to it."""
+    known = [o for action in parser._actions for o in action.option_strings]
+    for token in argv:
+        if token == "--":
+            return
+        flag = token.split("=", 1)[0]
+        if flag.startswith("--") and not any(o.startswith(flag) for o in known):
+            close = difflib.get_close_matches(flag, known, n=2, cutoff=0.6)
+            parser.error(f"unrecognized option {flag}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+
+
+def check_writable(flag: str, path: Union[str, Path]) -> None:
+    """A :class:`UsageError` naming ``path`` as given unless a file can be written there (its folder
+    exists and takes a new file; an existing file opens for writing): checked before any work, so
+    a long run does not end on a path it cannot write. Nothing is left behind."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder; give a file path")
+    folder = p.absolute().parent
+    if not folder.is_dir():
+        raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
+    try:
+        if p.exists():
+            with open(p, "ab"):
+                pass
+        else:
+            fd, probe = tempfile.mkstemp(dir=folder, prefix=".perfzoo-write-check-")
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write a file there ({(exc.strerror or str(exc)).lower()}); give a "
+                         "path you can write") from None
 
 
 def guarded(prog: str, body: Callable[[], int]) -> int:

@@ -31,12 +31,16 @@ def read_located(path: str, flag: str = "--configs") -> list[tuple[str, dict]]:
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{flag} {path}: no such file")
-    if p.suffix.lower() == ".csv":
-        rows = pd.read_csv(p).to_dict("records")
-        out = [(f"{path} row {i}", {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))})
-               for i, row in enumerate(rows, 1)]
-    else:
-        out = _json_configs(p, path)
+    try:
+        if p.suffix.lower() == ".csv":
+            rows = pd.read_csv(p, encoding="utf-8").to_dict("records")
+            out = [(f"{path} row {i}", {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))})
+                   for i, row in enumerate(rows, 1)]
+        else:
+            out = _json_configs(p, path)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{flag} {path}: not UTF-8 text (it holds byte {exc.object[exc.start]:#04x}); "
+                         "save it as UTF-8") from None
     if not out:
         raise UsageError(f"{flag} {path}: the file holds no configs")
     return out
@@ -48,7 +52,7 @@ def read_configs(path: str, flag: str = "--configs") -> list[dict]:
 
 
 def _json_configs(p: Path, path: str) -> list[tuple[str, dict]]:
-    text = p.read_text()
+    text = p.read_text(encoding="utf-8")
     try:  # one JSON document: a config (pretty-printed or not), or a list of them
         whole = json.loads(text)
     except json.JSONDecodeError:

@@ -8,9 +8,13 @@ A config is a flat dict of the vocabulary of ``docs/architecture.md`` plus the h
 the config typed and completed, or raises :class:`ConfigError`:
 
 * a key not in :data:`KEYS` is refused with the close names (``seq_lenn`` -> ``seq_len``);
-* each value is type- and range-checked (``tp=0``, ``n_gpus=-8``, ``seq_len=abc``);
+* each value is type- and range-checked (``tp=0``, ``n_gpus=-8``, ``seq_len=abc``), counts from
+  above too (``n_gpus=1e9``, ``seq_len=1e12``: past :data:`MAX_DEVICES`, :data:`MAX_TOKENS`,
+  :data:`MAX_SEQUENCES`; ``zero_stage`` 0-3);
 * parallel degrees are checked against the device count (``tp=3 dp=8 n_gpus=8``), the heads,
-  the experts and the batch;
+  the experts and the batch (fewer sequences than data-parallel ranks, ``global_batch_size=32`` on
+  64 of them, is refused); ``zero_stage`` and ``fsdp`` must name one sharding;
+* a mixture of experts must say how many experts each token visits (``experts_per_token``);
 * the accelerator must be in the accelerator table (:mod:`perfzoo.accelerators`; the error
   lists the known names) and have the config's precision (``fp8`` on an A100 is refused);
 * a config that gives no shape, sequence length, device count or accelerator cannot be
@@ -60,10 +64,21 @@ class Key:
     choices: tuple = ()
     hardware: bool = False  # a hardware.* column, not a config.* one
     family: Optional[str] = None  # a kind of model's keys (moe, mla, mamba, window, mtp): see applies()
+    high: Optional[float] = None  # the largest allowed value (numbers)
 
 
-def _k(name, kind, unit, doc, low=None, choices=(), hardware=False, family=None) -> tuple[str, Key]:
-    return name, Key(name, kind, unit, doc, low, tuple(choices), hardware, family)
+# the largest counts perfzoo prices: beyond any cluster built or model trained, so a value past them is a typo
+# (n_gpus=1e9), not a question the cost model can answer
+MAX_DEVICES = 2**20  # 1,048,576 devices (the largest clusters are ~1e5)
+MAX_TOKENS = 2**24  # 16,777,216 tokens per sequence (the longest published training context: 1,048,576)
+MAX_SEQUENCES = 2**24  # sequences per step or micro-batch
+MAX_WIDTH = 2**20  # features, heads, experts, layers, vocabulary entries
+
+
+def _k(name, kind, unit, doc, low=None, choices=(), hardware=False, family=None, high=None) -> tuple[str, Key]:
+    if high is None and kind == "int":
+        high = MAX_WIDTH
+    return name, Key(name, kind, unit, doc, low, tuple(choices), hardware, family, high)
 
 
 PRECISION_VALUES = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
@@ -73,7 +88,7 @@ SHARDING_VALUES = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "
 KEYS: dict[str, Key] = dict([
     _k("model", "str", "name", "a model of the catalog (python -m perfzoo.plan --list-models): fills the shape keys"),
     _k("model_name", "str", "name", "the model's name as published (a catalog name also fills the shape)"),
-    _k("n_params", "float", "parameters", "total parameter count", low=1),
+    _k("n_params", "float", "parameters", "total parameter count", low=1, high=1e15),
     _k("n_layers", "int", "layers", "transformer blocks", low=1),
     _k("hidden_dim", "int", "features", "model width d", low=1),
     _k("ffn_dim", "int", "features", "dense MLP width (default 4 x hidden_dim)", low=1),
@@ -108,22 +123,28 @@ KEYS: dict[str, Key] = dict([
     _k("mamba_state_dim", "int", "features", "Mamba-2 state size", low=1, family="mamba"),
     _k("mamba_groups", "int", "groups", "Mamba-2 groups", low=1, family="mamba"),
     _k("task", "str", "name", "pre-training (default), SFT, or LoRA / PEFT (adapter tuning)"),
-    _k("seq_len", "int", "tokens", "tokens per sequence", low=1),
+    _k("seq_len", "int", "tokens", "tokens per sequence", low=1, high=MAX_TOKENS),
     _k("packed_sample_len", "int", "tokens", "mean tokens per sample where shorter samples are packed into each "
-       "sequence and attend within themselves (variable-length attention; default: a sequence is one sample)", low=1),
-    _k("global_batch_size", "int", "sequences", "sequences per optimizer step, all ranks together", low=1),
-    _k("micro_batch_size", "int", "sequences", "sequences per forward/backward on one data-parallel rank", low=1),
-    _k("grad_accum", "int", "micro-batches", "micro-batches per optimizer step", low=1),
-    _k("n_gpus", "int", "devices", "devices in the job", low=1),
-    _k("tp", "int", "devices", "tensor-parallel degree", low=1),
-    _k("pp", "int", "stages", "pipeline-parallel degree", low=1),
+       "sequence and attend within themselves (variable-length attention; default: a sequence is one sample)", low=1,
+       high=MAX_TOKENS),
+    _k("global_batch_size", "int", "sequences", "sequences per optimizer step, all ranks together", low=1,
+       high=MAX_SEQUENCES),
+    _k("micro_batch_size", "int", "sequences", "sequences per forward/backward on one data-parallel rank", low=1,
+       high=MAX_SEQUENCES),
+    _k("grad_accum", "int", "micro-batches", "micro-batches per optimizer step", low=1, high=MAX_SEQUENCES),
+    _k("n_gpus", "int", "devices", "devices in the job", low=1, high=MAX_DEVICES),
+    _k("tp", "int", "devices", "tensor-parallel degree", low=1, high=MAX_DEVICES),
+    _k("pp", "int", "stages", "pipeline-parallel degree", low=1, high=MAX_DEVICES),
     _k("vp", "int", "stages", "virtual pipeline stages per pipeline rank (interleaving; needs pp > 1)", low=1),
-    _k("cp", "int", "devices", "context-parallel degree", low=1),
-    _k("dp", "int", "devices", "data-parallel degree (default n_gpus / (tp x pp x cp))", low=1),
-    _k("ep", "int", "devices", "expert-parallel degree (MoE models)", low=1, family="moe"),
+    _k("cp", "int", "devices", "context-parallel degree", low=1, high=MAX_DEVICES),
+    _k("dp", "int", "devices", "data-parallel degree (default n_gpus / (tp x pp x cp))", low=1,
+       high=MAX_DEVICES),
+    _k("ep", "int", "devices", "expert-parallel degree (MoE models)", low=1, family="moe",
+       high=MAX_DEVICES),
     _k("fsdp", "choice", "", "data-parallel sharding (zero1: optimizer, shard_grad_op: ZeRO-2, full_shard: ZeRO-3)",
        choices=SHARDING_VALUES),
-    _k("zero_stage", "int", "stage", "ZeRO stage 0-3 (instead of fsdp)", low=0),
+    _k("zero_stage", "int", "stage", "ZeRO stage 0-3 (instead of fsdp: 0 no_shard, 1 zero1, 2 shard_grad_op, 3 full_shard)",
+       low=0, high=3),
     _k("precision", "choice", "", "training precision of the matmuls", choices=PRECISION_VALUES),
     _k("bf16_layers", "int", "layers", "decoder layers whose linear layers stay in BF16 in a low-precision run "
        "(default 0)", low=0),
@@ -148,10 +169,12 @@ KEYS: dict[str, Key] = dict([
        "speed-ups suggest (perfzoo.drift)"),
     _k("accelerator", "str", "name", "device model, a row of the accelerator table (e.g. H100-SXM-80GB)",
        hardware=True),
-    _k("accelerator_count", "int", "devices", "devices in the job (same as n_gpus)", low=1, hardware=True),
+    _k("accelerator_count", "int", "devices", "devices in the job (same as n_gpus)", low=1, hardware=True,
+       high=MAX_DEVICES),
     _k("accelerator_memory_gib", "float", "GiB", "memory per device (default: the accelerator table's)",
        low=1e-9, hardware=True),
-    _k("nodes", "int", "nodes", "nodes the job spans (devices per node = n_gpus / nodes)", low=1, hardware=True),
+    _k("nodes", "int", "nodes", "nodes the job spans (devices per node = n_gpus / nodes)", low=1, hardware=True,
+       high=MAX_DEVICES),
     _k("interconnect", "str", "name", "network between nodes (free text)", hardware=True),
 ])
 HARDWARE_KEYS = tuple(k for k, spec in KEYS.items() if spec.hardware)
@@ -230,6 +253,10 @@ def _typed(key: Key, value: Any) -> Any:
         least = f"{key.low:g} or more" if key.low > 0 and key.kind == "int" else (
             "positive" if key.low > 0 else "0 or more")
         raise ConfigError(f"{name}={value!r}: must be {least}" + (f" ({key.unit})" if key.unit else ""))
+    if key.high is not None and number > key.high:
+        most = f"{int(key.high):,}" if float(key.high).is_integer() and key.high < 1e12 else f"{key.high:g}"
+        raise ConfigError(f"{name}={value!r}: must be at most {most}" + (f" ({key.unit})" if key.unit else "")
+                          + ("" if key.name == "zero_stage" else ": more than any job perfzoo can price; check the value"))
     return number
 
 
@@ -320,11 +347,17 @@ def check(config: Mapping[str, Any], require: bool = True) -> dict[str, Any]:
         out["model_name"] = filled["model_name"]
     _check_hardware(out)
     _check_shape(out)
+    layout_stated = "dp" in out or {"tp", "pp"} <= set(out)  # else dp is a guess from the device count
     _check_degrees(out)
     _check_sequence(out)
-    _check_batch(out)
+    _check_batch(out, layout_stated)
+    _check_sharding(out)
     if require:
         missing = [k for k in REQUIRED if k not in out]
+        if out.get("n_experts", 1) > 1 and "experts_per_token" not in out and not missing:
+            raise ConfigError(f"cannot price this config: a mixture of {out['n_experts']} experts gives no "
+                              "experts_per_token (experts): each token's compute and traffic scale with it; add "
+                              "experts_per_token=...")
         if missing:
             what = ", ".join(f"{k} ({KEYS[k].unit})" for k in missing)
             shape = " or model=NAME for the shape" if set(missing) & {"n_layers", "hidden_dim", "n_heads",
@@ -430,8 +463,13 @@ def _check_sequence(cfg: dict) -> None:
                           "longer than it; leave packed_sample_len out for one sample per sequence")
 
 
-def _check_batch(cfg: dict) -> None:
+def _check_batch(cfg: dict, layout_stated: bool = True) -> None:
+    """The batch against the data-parallel ranks; the whole-sequences-per-rank rules only where
+    ``layout_stated`` (a table's row that gives no tp and pp has no known dp to hold them to)."""
     B, b, m, dp = (cfg.get(k) for k in ("global_batch_size", "micro_batch_size", "grad_accum", "dp"))
+    if None not in (B, dp) and layout_stated and B < dp:
+        raise ConfigError(f"global_batch_size = {B} is fewer sequences than the dp = {dp} data-parallel ranks: every "
+                          f"rank takes at least one sequence a step; give global_batch_size >= {dp} or fewer ranks")
     if cfg.get("framework") in PARTIAL_MICROBATCH_FRAMEWORKS and None not in (B, dp):
         if B % dp:
             raise ConfigError(f"global_batch_size = {B} is not divisible by dp = {dp}: every device takes as many "
@@ -443,8 +481,22 @@ def _check_batch(cfg: dict) -> None:
     if None not in (B, b, m, dp) and b * m * dp != B:
         raise ConfigError(f"micro_batch_size x grad_accum x dp = {b} x {m} x {dp} = {b * m * dp} but "
                           f"global_batch_size = {B}")
+    if None not in (B, dp) and layout_stated and B % dp:
+        raise ConfigError(f"global_batch_size = {B} is not divisible by dp = {dp}: every data-parallel rank takes as "
+                          "many sequences")
     if None not in (B, b, dp) and B % (b * dp):
         raise ConfigError(f"global_batch_size = {B} is not divisible by micro_batch_size x dp = {b} x {dp}")
+
+
+# ZeRO stages as fsdp names them (stage 3 within a node is hybrid_shard)
+ZERO_STAGES = {0: "no_shard", 1: "zero1", 2: "shard_grad_op", 3: "full_shard"}
+
+
+def _check_sharding(cfg: dict) -> None:
+    z, f = cfg.get("zero_stage"), cfg.get("fsdp")
+    if None not in (z, f) and f != ZERO_STAGES[z] and not (z == 3 and f == "hybrid_shard"):
+        raise ConfigError(f"zero_stage = {z} and fsdp = {f} name different shardings (zero_stage {z} is "
+                          f"fsdp={ZERO_STAGES[z]}): give one of them")
 
 
 def as_columns(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -452,5 +504,6 @@ def as_columns(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {(f"hardware.{k}" if k in HARDWARE_KEYS else f"config.{k}"): v for k, v in cfg.items()}
 
 
-__all__ = ["ConfigError", "HARDWARE_KEYS", "KEYS", "Key", "REQUIRED", "accelerator_spec", "as_columns", "check",
+__all__ = ["ConfigError", "HARDWARE_KEYS", "KEYS", "Key", "MAX_DEVICES", "MAX_SEQUENCES", "MAX_TOKENS", "REQUIRED",
+           "ZERO_STAGES", "accelerator_spec", "as_columns", "check",
            "check_precision", "cp_splits", "help_text", "known_accelerator", "preset", "unknown_key_error"]

@@ -120,7 +120,7 @@ def get(name: str) -> dict[str, Any]:
 
 
 # Hugging Face config.json keys -> perfzoo config keys (the first present wins)
-_HF_KEYS: dict[str, tuple[str, ...]] = {
+HF_KEYS: dict[str, tuple[str, ...]] = {
     "n_layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
     "hidden_dim": ("hidden_size", "n_embd", "d_model"),
     "ffn_dim": ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"),
@@ -182,19 +182,31 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
     ``ffn_config``. Raises ``ValueError`` naming the file when it is not a model config (no layer
     count or width).
     """
+    return hf_keys(read_hf_json(path), path)
+
+
+def read_hf_json(path: Union[str, Path]) -> dict[str, Any]:
+    """A Hugging Face ``config.json`` as one flat dict (Llama 4's ``text_config`` and DBRX's
+    ``attn_config`` / ``ffn_config`` merged in); ``ValueError`` naming the file when it is not one."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a readable JSON model config ({exc})") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: not a model config (expected a JSON object)")
     for nested in ("text_config", "attn_config", "ffn_config"):  # Llama 4's text model, DBRX's blocks
         if isinstance(raw.get(nested), dict):
             raw = {**raw[nested], **raw}
+    return raw
+
+
+def hf_keys(raw: dict[str, Any], path: Union[str, Path]) -> dict[str, Any]:
+    """The config keys of a flat Hugging Face config ``raw`` (:func:`read_hf_json`) read from ``path``."""
+    path = Path(path)
     model_type = str(raw.get("model_type", "")).lower()
     keys: dict[str, Any] = {}
-    for key, names_ in _HF_KEYS.items():
+    for key, names_ in HF_KEYS.items():
         value = next((raw[n] for n in names_ if raw.get(n) is not None), None)
         if value is not None:
             keys[key] = value
@@ -222,5 +234,5 @@ def from_hf_config(path: Union[str, Path]) -> dict[str, Any]:
     return keys
 
 
-__all__ = ["UnknownModelError", "catalog", "names", "lookup", "get", "close_names", "from_hf_config",
-           "SHAPE_KEYS", "CATALOG_FILE"]
+__all__ = ["UnknownModelError", "catalog", "names", "lookup", "get", "close_names", "from_hf_config", "hf_keys",
+           "read_hf_json", "SHAPE_KEYS", "CATALOG_FILE"]

@@ -12,10 +12,19 @@ LLM configs pass the front door (:mod:`perfzoo.llmconfig`, the keys and units in
 ``model=NAME`` fills the shape from the catalog, an unknown key, a value of the wrong type or
 range, parallel degrees that do not multiply to the device count, a precision the accelerator
 lacks or an unknown accelerator is a one-line error (exit 2), and so is a config that gives no
-shape, sequence length, device count or accelerator: no prediction from fallback values. An
-optional key the config leaves out (``tp``, ``global_batch_size``, ...) is unknown, not an
-error: the predictor treats it as missing, and the output says which (not the keys of other kinds
-of model: a dense model leaves out no expert keys, :func:`perfzoo.llmconfig.applies`).
+shape, sequence length, device count or accelerator: no prediction from fallback values. A
+layout knob the config leaves out is filled as ``plan`` fills it (:mod:`perfzoo.layout_defaults`:
+``tp=1``, micro batch 1, ``zero1`` over data-parallel ranks, ...), so ``predict`` and ``plan`` give
+one answer per layout; the output prints what was filled, the model shape priced and where each
+value came from (:mod:`perfzoo.shape_report`), the framework priced, and the memory: the peak
+allocated (what ``torch.cuda.max_memory_allocated`` reports) and what the device needs with the
+allocator's overheads, against its capacity less the margin (``--memory-margin``, plan's 10%).
+Any other key left out (``compile``, ``framework``, ...) is unknown: the predictor treats it as
+missing, and the output says which (not the keys of other kinds of model: a dense model leaves out
+no expert keys, :func:`perfzoo.llmconfig.applies`).
+
+``--configs FILE`` answers every row it can price and lists, on stderr, the rows it refuses with
+their place in the file and the reason (exit status 1 when any was refused).
 
 Examples
 --------
@@ -32,7 +41,8 @@ the training data (:func:`perfzoo.calibrate.join`); the output says how many wer
 Python API
 ----------
 :func:`run` takes a :class:`PredictConfig` (one field per flag, the same defaults) and returns the
-predictions as a DataFrame, one row per config; :func:`predict_frame` takes configs as dicts and a
+predictions as a DataFrame, one row per config priced (``attrs["refused"]``: ``(where, reason)`` of each
+config of a file it refused); :func:`predict_frame` takes configs as dicts and a
 loaded dataset (and, optionally, a fitted predictor)::
 
     from perfzoo.predict import PredictConfig, run
@@ -53,20 +63,24 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, analytic, calibrate, llmconfig, zoo
-from perfzoo._cli import UsageError, assignments, config_from_args, field_defaults, guarded
+from perfzoo import accelerators, analytic, calibrate, layout_defaults, llmconfig, shape_report, zoo
+from perfzoo._cli import (RunFailed, UsageError, assignments, check_options, config_from_args, field_defaults,
+                          guarded)
+from perfzoo.analytic.memory import MEMORY_MARGIN, fits
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import load_dataset
 from perfzoo.drift import software_note
 from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
 from perfzoo.features import base_key
-from perfzoo.inputs import input_columns, read_configs
+from perfzoo.inputs import input_columns, read_located
 from perfzoo.zoo.base import NotFittedError, Predictor
 
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
 SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
 BREAKDOWN = ("compute_time_s", "comm_time_s", "host_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
-             "comm_cp_bytes", "comm_ep_bytes", "memory_bytes", "memory_fraction", "step_time_s", "throughput_per_device")
+             "comm_cp_bytes", "comm_ep_bytes", "peak_allocated_bytes", "overhead_bytes", "memory_bytes",
+             "memory_fraction", "step_time_s", "throughput_per_device")
+GIB = float(2**30)
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,7 @@ class PredictConfig:
     predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
     calibrate: Optional[str] = None  # your measured jobs (a published-table CSV, a record store) join the training data
     external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
+    memory_margin: float = MEMORY_MARGIN  # fraction of device memory kept free of the memory estimate (plan's)
 
     def __post_init__(self):
         if (self.knobs is None) == (self.configs is None):
@@ -93,12 +108,15 @@ class PredictConfig:
         assignments(self.knobs or (), "--set")
         if self.predictor != "best" and self.predictor not in zoo.names() and not Path(self.predictor).is_dir():
             raise UsageError(f"--predictor {self.predictor!r} is not 'best', a zoo member or a saved folder")
+        if not 0 <= self.memory_margin < 1:
+            raise UsageError(f"--memory-margin {self.memory_margin}: give a fraction of device memory in [0, 1), "
+                             "e.g. 0.1")
 
-    def load_configs(self) -> list[dict]:
-        """The configs to predict: the one of ``knobs``, or those in ``configs``."""
+    def located_configs(self) -> list[tuple[str, dict]]:
+        """``[(where, config)]``: ``--set`` for ``knobs``, else the file and line of each config in ``configs``."""
         if self.knobs is not None:
-            return [assignments(self.knobs, "--set")]
-        return read_configs(self.configs)
+            return [("--set", assignments(self.knobs, "--set"))]
+        return read_located(self.configs)
 
 
 def as_frame(configs: Sequence[dict]) -> pd.DataFrame:
@@ -125,8 +143,14 @@ def is_llm(training: Dataset) -> bool:
 def checked_configs(configs: Sequence[dict], training: Dataset) -> list[dict]:
     """The configs to predict, checked: for LLM data each through the front door
     (:func:`perfzoo.llmconfig.check`: presets, types, ranges, degrees, accelerator, what is
-    missing), for other workloads each key must be one ``training`` has. The error names the
-    config when there are several."""
+    missing) and its layout completed as ``plan`` completes one (:func:`perfzoo.layout_defaults.complete`),
+    for other workloads each key must be one ``training`` has. The error names the config when
+    there are several."""
+    return [done.config for done in completed_configs(configs, training)]
+
+
+def completed_configs(configs: Sequence[dict], training: Dataset) -> list[layout_defaults.Completed]:
+    """:func:`checked_configs` with what each completion filled and read (LLM data; nothing for others)."""
     if not is_llm(training):
         known = {c.split(".", 1)[1] for c in training.frame.columns if c.startswith(("config.", "hardware."))}
         known |= set(HARDWARE_KEYS)
@@ -136,14 +160,28 @@ def checked_configs(configs: Sequence[dict], training: Dataset) -> list[dict]:
                 if base not in known:
                     exc = llmconfig.unknown_key_error(base, known, listed=f"the keys {training.name} has")
                     raise llmconfig.ConfigError(f"config {i}: {exc}" if len(configs) > 1 else str(exc))
-        return [dict(cfg) for cfg in configs]
+        return [layout_defaults.Completed(dict(cfg)) for cfg in configs]
     out = []
     for i, cfg in enumerate(configs, 1):
         try:
-            out.append(llmconfig.check(cfg))
+            out.append(layout_defaults.complete(llmconfig.check(cfg)))
         except llmconfig.ConfigError as exc:
             raise llmconfig.ConfigError(f"config {i}: {exc}" if len(configs) > 1 else str(exc)) from None
     return out
+
+
+def screen(located: Sequence[tuple[str, dict]], training: Dataset) -> tuple[list[int], list[tuple[str, str]]]:
+    """Which of ``located`` (``[(where, config)]``) :func:`checked_configs` accepts: their
+    positions, and ``(where, reason)`` for each it refuses."""
+    kept, refused = [], []
+    for i, (where, cfg) in enumerate(located):
+        try:
+            checked_configs([cfg], training)
+        except llmconfig.ConfigError as exc:
+            refused.append((where, str(exc)))
+        else:
+            kept.append(i)
+    return kept, refused
 
 
 def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
@@ -207,15 +245,23 @@ def launch_bound(est: pd.DataFrame) -> list[list[str]]:
             for t, f in zip(seconds, flagged)]
 
 
-def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optional[Predictor] = None) -> pd.DataFrame:
-    """One row per config: predictions, their range, the analytic breakdown, unknown inputs and warnings.
+def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optional[Predictor] = None,
+                  memory_margin: float = MEMORY_MARGIN) -> pd.DataFrame:
+    """One row per config: predictions, their range, the analytic breakdown, whether it fits
+    (within the device's memory less ``memory_margin`` of it, :func:`perfzoo.analytic.memory.fits`),
+    unknown inputs and warnings; for LLM data also the model shape priced and where it came from
+    (``model``), the layout knobs filled (``filled``) or read as another name (``read_as``) and the
+    framework priced (``framework``).
 
     ``training`` is the data the predictor was fitted on (its target says whether predictions
     are per device or global; its range drives the warnings; LLM data puts every config through
     :func:`checked_configs`); ``predictor`` a fitted predictor (default: the leaderboard's best
-    for ``training``, else ``ridge`` fitted on it).
+    for ``training``, else ``ridge`` fitted on it). A prediction that is NaN or infinite is a
+    :class:`~perfzoo._cli.RunFailed` naming the predictor and the config.
     """
-    configs = checked_configs(configs, training)
+    raw = list(configs)
+    done = completed_configs(raw, training)
+    configs = [d.config for d in done]
     releases = [cfg.pop("release", None) for cfg in configs]  # the software, not a knob the predictor reads
     if predictor is None:
         try:
@@ -228,6 +274,12 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     unknown = [c for c in cols if c not in frame.columns]
     X = frame.reindex(columns=cols)
     pred = np.asarray(predictor.predict(X), dtype=float)
+    name = getattr(predictor, "name", type(predictor).__name__)
+    bad = np.flatnonzero(~np.isfinite(pred))
+    if len(bad):
+        raise RunFailed(f"predictor {name} returned {pred[bad[0]]} for config {bad[0] + 1}"
+                        + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
+                        + ": it cannot price it; choose another with --predictor")
     std = np.asarray(predictor.predict_std(X), dtype=float) if hasattr(predictor, "predict_std") else None
     n = n_devices(frame)
     per_device_target = training.target.endswith("_per_device")
@@ -249,17 +301,28 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
         pass
     for c in BREAKDOWN:
         out[f"analytic.{c}"] = est[c].to_numpy()
-    out["fits_in_memory"] = [None if not np.isfinite(f) else bool(f <= 1.0) for f in est["memory_fraction"]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        device = est["memory_bytes"].to_numpy(dtype=float) / est["memory_fraction"].to_numpy(dtype=float)
+    out["device_memory_bytes"] = device
+    out["memory_margin"] = memory_margin
+    verdict = fits(est["memory_bytes"], device, memory_margin)
+    out["fits_in_memory"] = [None if not np.isfinite(f) else bool(ok) for f, ok in zip(est["memory_fraction"], verdict)]
+    if is_llm(training):
+        out["model"] = [shape_report.describe(c, shape_report.given_sources(r)) for c, r in zip(configs, raw)]
+        out["filled"] = [d.describe() for d in done]
+        out["read_as"] = ["; ".join(d.read_as) for d in done]
+        out["framework"] = [layout_defaults.framework_note(c) for c in configs]
     # what each config leaves out, less the keys of kinds of model it is not (a dense model's expert keys)
-    out["unknown_inputs"] = [", ".join(c for c in unknown if llmconfig.applies(base_key(c), cfg)) for cfg in configs]
+    # (a filled ep=1 makes no dense model one of experts)
+    stated_cfgs = [{k: v for k, v in d.config.items() if k not in d.filled} for d in done]
+    out["unknown_inputs"] = [", ".join(c for c in unknown if llmconfig.applies(base_key(c), cfg)) for cfg in stated_cfgs]
     # knobs the predictor never saw in training: the analytic breakdown prices them, the prediction cannot
-    # (a model's name is not one: the catalog spells it out as the shape keys)
+    # (a model's name is not one: the catalog spells it out as the shape keys; nor a value filled for it)
     not_read = [c for c in frame.columns if c.startswith("config.") and c not in cols and c != "config.model_name"]
-    stated = frame[not_read].notna().to_numpy()
     warned = outside_training(frame, est["n_params"].to_numpy(dtype=float), training)
-    for w, host, row in zip(warned, launch_bound(est), stated):
+    for w, host, cfg, row in zip(warned, launch_bound(est), stated_cfgs, frame[not_read].notna().to_numpy()):
         w.extend(host)
-        given = [base_key(c) for c, on in zip(not_read, row) if on]
+        given = [base_key(c) for c, on in zip(not_read, row) if on and (base_key(c) in cfg or c in cfg)]
         if given:
             w.append(f"the predictor does not read {', '.join(given)} (never stated in its training data): "
                      "only the analytic breakdown uses it")
@@ -269,9 +332,25 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     if isinstance(predictor, calibrate.Calibrated):  # which of the user's runs moved each prediction
         out["calibration"] = predictor.explain(X)
         out.attrs["calibration"] = predictor.describe(X)
-    out.attrs["predictor"] = getattr(predictor, "name", type(predictor).__name__)
+    out.attrs["predictor"] = name
     out.attrs["dataset"] = training.name
+    out.attrs["memory_margin"] = memory_margin
     return out
+
+
+def memory_text(row: dict) -> str:
+    """A config's memory in one line: the peak allocated (what ``torch.cuda.max_memory_allocated``
+    reports), then what the device needs with the allocator's overheads against its capacity and
+    the margin, and the verdict."""
+    need, peak = row["analytic.memory_bytes"] / GIB, row.get("analytic.peak_allocated_bytes", np.nan) / GIB
+    device, margin = row.get("device_memory_bytes", np.nan) / GIB, row.get("memory_margin", MEMORY_MARGIN)
+    fits_ = {True: "fits", False: "does NOT fit", None: "unknown fit"}[row["fits_in_memory"]]
+    if not np.isfinite(peak) or not np.isfinite(device):
+        return f"{need:,.1f} GiB per device ({fits_})"
+    return (f"peak allocated {peak:,.1f} GiB per device (what torch.cuda.max_memory_allocated reports); with the "
+            f"allocator's overheads (CUDA context, fragmentation, NCCL buffers: {need - peak:,.1f} GiB) the device "
+            f"needs {need:,.1f} GiB of its {device:,.1f} GiB, {(1 - margin) * device:,.1f} GiB usable after the "
+            f"{margin:.0%} margin: {fits_}")
 
 
 def _show(table: pd.DataFrame) -> str:
@@ -286,15 +365,17 @@ def _show(table: pd.DataFrame) -> str:
                 else "step time: give global_batch_size")
         lines.append(f"config {i + 1}: {row['predicted_tokens_per_s']:,.0f} tokens/s "
                      f"({row['predicted_tokens_per_s_per_device']:,.1f} per device){rng}; {step}")
-        mem = row["analytic.memory_bytes"] / 2**30
-        fits = {True: "fits", False: "does NOT fit", None: "unknown fit"}[row["fits_in_memory"]]
+        if "model" in row:
+            lines.append(f"  model: {row['model']}")
+            lines.append(f"  filled: {row['filled']}" + (f"; {row['read_as']}" if row["read_as"] else ""))
+            lines.append(f"  {row['framework']}")
+        lines.append(f"  memory: {memory_text(row)}")
         lines.append(f"  analytic: compute {row['analytic.compute_time_s']:.3g} s, communication "
-                     f"{row['analytic.comm_time_s']:.3g} s (dp {row['analytic.comm_dp_bytes'] / 2**30:.2f} GiB, "
-                     f"tp {row['analytic.comm_tp_bytes'] / 2**30:.2f} GiB, pp {row['analytic.comm_pp_bytes'] / 2**30:.2f} "
-                     f"GiB, cp {row['analytic.comm_cp_bytes'] / 2**30:.2f} GiB, ep {row['analytic.comm_ep_bytes'] / 2**30:.2f} "
-                     f"GiB), waiting on the host "
-                     f"{row['analytic.host_time_s']:.3g} s, bubble {row['analytic.bubble']:.1%}, "
-                     f"memory {mem:,.1f} GiB per device ({fits}); ideal step {row['analytic.step_time_s']:.3g} s")
+                     f"{row['analytic.comm_time_s']:.3g} s (dp {row['analytic.comm_dp_bytes'] / GIB:.2f} GiB, "
+                     f"tp {row['analytic.comm_tp_bytes'] / GIB:.2f} GiB, pp {row['analytic.comm_pp_bytes'] / GIB:.2f} "
+                     f"GiB, cp {row['analytic.comm_cp_bytes'] / GIB:.2f} GiB, ep {row['analytic.comm_ep_bytes'] / GIB:.2f} "
+                     f"GiB), waiting on the host {row['analytic.host_time_s']:.3g} s, bubble {row['analytic.bubble']:.1%}; "
+                     f"ideal step {row['analytic.step_time_s']:.3g} s")
         if row.get("software"):
             lines.append(f"  software: {row['software']}")
         if row.get("calibration"):
@@ -320,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibrate", metavar="FILE",
                    help="your measured jobs (a published-table CSV or a record store) join the training data")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
+    p.add_argument("--memory-margin", type=float,
+                   help=f"fraction of device memory kept free of the memory estimate (default {MEMORY_MARGIN}, as plan)")
     p.add_argument("--json", action="store_true", help="one JSON object per config")
     p.set_defaults(**field_defaults(PredictConfig))  # every default lives once, in PredictConfig
     return p
@@ -327,7 +410,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status (0 done, 1 interrupted, 2 usage or input error)."""
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    check_options(parser, argv)
+    args = parser.parse_args(argv)
 
     def body() -> int:
         table = run(config_from_args(PredictConfig, args))
@@ -337,16 +423,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                   for k, v in rec.items()}, default=str))
         else:
             print(_show(table))
-        return 0
+        refused = table.attrs.get("refused", [])
+        for where, reason in refused:
+            print(f"perfzoo.predict: refused {where}: {reason}", file=sys.stderr)
+        if refused:
+            print(f"perfzoo.predict: {len(refused)} of {len(refused) + len(table)} configs refused (above); the "
+                  f"other {len(table)} priced", file=sys.stderr)
+        return 1 if refused else 0
 
     return guarded("perfzoo.predict", body)
 
 
 def run(config: PredictConfig) -> pd.DataFrame:
     """The predictions for the configs ``config`` gives, one row per config (:func:`predict_frame`)."""
-    configs = config.load_configs()
+    located = config.located_configs()
     training = load_dataset(config.dataset, external_dir=config.external_dir)
-    configs = checked_configs(configs, training)  # before any fit: a bad config fails fast
+    if config.configs is None:
+        kept, refused = [0], []
+        checked_configs([located[0][1]], training)  # before any fit: a bad config fails fast
+    else:  # a file: every config that can be priced is, the others listed with their reasons
+        kept, refused = screen(located, training)
+        if not kept:
+            reasons = "; ".join(f"{where}: {reason}" for where, reason in refused[:3])
+            raise RunFailed(f"--configs {config.configs}: none of its {len(refused)} configs can be priced ({reasons}"
+                            + (f"; and {len(refused) - 3} more" if len(refused) > 3 else "") + ")")
+    configs = [located[i][1] for i in kept]
     runs = load_dataset(config.calibrate, external_dir=config.external_dir) if config.calibrate else None
     predictor = None
     if Path(config.predictor).is_dir():
@@ -360,7 +461,10 @@ def run(config: PredictConfig) -> pd.DataFrame:
             predictor = calibrate.fit_with_interval(zoo.make("ridge"), training)
     if runs is not None:  # anchored on the runs, and refitted with them (perfzoo.calibrate.calibrated)
         predictor = calibrate.calibrated(predictor, training, runs, config.calibrate)
-    return predict_frame(configs, training, predictor)
+    table = predict_frame(configs, training, predictor, memory_margin=config.memory_margin)
+    table.index = pd.Index(kept)  # each config's place among those given
+    table.attrs["refused"] = refused
+    return table
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import pytest
 
 from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
+from perfzoo.llmconfig import ConfigError
 from perfzoo.predict import main, predict_frame
 
 LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
@@ -89,18 +90,21 @@ def test_a_layer_pass_shorter_than_the_host_time_is_warned_about(published):
     assert (table["analytic.comm_ep_bytes"] > 0).tolist() == [True, True, False, False]
 
 
-def test_missing_columns_are_unknowns_not_errors(published):
+def test_missing_columns_are_unknowns_or_filled_layout_knobs_not_errors(published):
     ds, ridge = published
     table = predict_frame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "seq_len": 4096,
                             "n_gpus": 8, "accelerator": "H100-SXM-80GB"}], ds, ridge)
     assert np.isfinite(table["predicted_tokens_per_s"]).all()
     unknown = table["unknown_inputs"].iloc[0].split(", ")
-    assert "config.tp" in unknown and "config.global_batch_size" in unknown and "config.n_layers" not in unknown
-    # a dense model leaves out no expert, MLA or Mamba keys; an MoE model that gives no top-k does
+    assert "config.global_batch_size" in unknown and "config.n_layers" not in unknown
+    # a layout knob left out is filled as plan fills it, and said; not an unknown
+    assert "config.tp" not in unknown and "tp=1 " in table["filled"].iloc[0] and "fsdp=zero1" in table["filled"].iloc[0]
+    # a dense model leaves out no expert, MLA or Mamba keys (a filled ep=1 does not make it one of experts)
     assert not {"config.n_experts", "config.experts_per_token", "config.kv_lora_rank", "config.n_mamba_layers"} & set(unknown)
-    moe = predict_frame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "seq_len": 4096,
-                          "n_gpus": 8, "accelerator": "H100-SXM-80GB", "n_experts": 8}], ds, ridge)
-    assert "config.experts_per_token" in moe["unknown_inputs"].iloc[0].split(", ")
+    # an MoE model that gives no top-k cannot be priced: each token's compute scales with it
+    with pytest.raises(ConfigError, match="a mixture of 8 experts gives no experts_per_token"):
+        predict_frame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "seq_len": 4096,
+                        "n_gpus": 8, "accelerator": "H100-SXM-80GB", "n_experts": 8}], ds, ridge)
     assert np.isnan(table["predicted_step_time_s"].iloc[0])  # no batch given: no step time
 
 

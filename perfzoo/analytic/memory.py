@@ -92,6 +92,12 @@ boundary (the multiples that separate its OOM jobs from its ok jobs, see the dat
 buffers, :data:`NCCL_BUFFERS` per parallel group of more than one rank (not calibrated: no
 measurement in the data sees them). ``memory_bytes`` = peak allocated + overheads;
 ``memory_fraction`` = that over the device's memory.
+
+Whether a layout fits (:func:`fits`, the one rule ``predict`` and ``plan`` apply): ``memory_bytes``
+within the device's memory less :data:`MEMORY_MARGIN` of it, room for what the model does not count.
+
+>>> fits(np.array([70.0, 73.0]) * GIB, np.array([80.0, 80.0]) * GIB).tolist()
+[True, False]
 """
 
 from __future__ import annotations
@@ -113,6 +119,7 @@ CONTEXT_BYTES = 1.3 * GIB  # CUDA context + workspaces, measured on llm-h100 (no
 FRAGMENTATION = 1.9  # x the largest allocation: inside (1.81, 1.93], the multiples that separate llm-h100 OOMs
 NCCL_BUFFERS = 0.5 * GIB  # per communicator in use; an order of magnitude from NCCL_BUFFSIZE x channels
 PREFETCHED_BLOCKS = 2.0  # FSDP's gathered blocks in flight (current + prefetched)
+MEMORY_MARGIN = 0.10  # fraction of device memory kept free of the estimate (what the model does not count)
 
 EAGER, COMPILED, FUSED = 0, 1, 2
 
@@ -339,3 +346,11 @@ class Memory:
         total = peak + overhead
         return {**state, "activation_bytes": act, "peak_allocated_bytes": peak, "overhead_bytes": overhead,
                 "memory_bytes": total, "memory_fraction": total / (self.c.hw.memory_gib * GIB)}
+
+
+def fits(memory_bytes, device_bytes, margin: float = MEMORY_MARGIN) -> np.ndarray:
+    """Whether each ``memory_bytes`` (peak allocated + overheads) is within ``device_bytes`` less
+    ``margin`` of it (NaN: no)."""
+    memory, device = np.asarray(memory_bytes, dtype=float), np.asarray(device_bytes, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(memory) & (memory <= (1.0 - margin) * device)

@@ -24,7 +24,7 @@ import sys
 from typing import Optional, Sequence
 
 from perfzoo import llmconfig, models
-from perfzoo._cli import config_from_args, field_defaults, guarded
+from perfzoo._cli import check_options, config_from_args, field_defaults, guarded
 from perfzoo.plan import benchmark, report
 from perfzoo.plan.command import PlanConfig, run
 from perfzoo.plan.layouts import LAYOUT_KNOBS
@@ -90,7 +90,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["benchmark"]:
         return benchmark.main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    check_options(parser, argv)
+    args = parser.parse_args(argv)
     if args.list_models:
         print(list_models())
         return 0

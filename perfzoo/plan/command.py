@@ -1,7 +1,7 @@
 """The plan command as a library: :class:`PlanConfig` and :func:`run`, what ``python -m
 perfzoo.plan`` (:mod:`perfzoo.plan.cli`) does with a parsed command line: the model resolved
 (catalog name, ``config.json`` or ``--set``), the scorer (the leaderboard's best for the
-published tables, another zoo member, a saved predictor; refitted with ``--calibrate`` runs),
+published tables, another zoo member, a saved predictor; anchored on ``--calibrate`` runs),
 the published layouts of the same model and cluster, the plan, and the files it writes.
 
 Python API
@@ -25,12 +25,12 @@ from typing import Optional
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
-from perfzoo._cli import UsageError, assignments
+from perfzoo._cli import UsageError, assignments, check_writable
 from perfzoo.calibrate import calibrated
 from perfzoo.datasets import load_dataset
 from perfzoo.plan import report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
-from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, plan, resolve_model
+from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
 from perfzoo.plan.recipes import published_layouts
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.predict import outside_training
@@ -94,9 +94,10 @@ class PlanConfig:
         if self.calibrate is not None and not Path(self.calibrate).exists():
             raise UsageError(f"--calibrate {self.calibrate}: no such file or folder; give a runs CSV, a "
                              "published-table CSV or a record store")
-        for flag, path in (("--out", self.out), ("--plot", self.plot)):
-            if path is not None and not Path(path).resolve().parent.is_dir():
-                raise UsageError(f"{flag} {path}: the folder {Path(path).resolve().parent} does not exist")
+        for flag, path in (("--out", self.out), ("--out", report.space_file(self.out) if self.out else None),
+                           ("--plot", self.plot)):
+            if path is not None:
+                check_writable(flag, path)
 
     def precisions(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(self.precision).split(",") if p.strip())
@@ -115,7 +116,7 @@ class PlanResult:
 
 def scorer_for(config: PlanConfig, log) -> Scorer:
     """The scorer ``config`` asks for: the predictor (the leaderboard's best without loading its
-    data, unless ``--calibrate`` refits it), with the memory margin."""
+    data, unless ``--calibrate`` anchors it on runs), with the memory margin."""
     if config.predictor == "best" and config.calibrate is None:
         try:
             model = load_best(config.dataset)
@@ -147,7 +148,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     overrides = assignments(config.knobs, "--set")
-    shape = resolve_model(config.model, overrides)
+    shape, sources = model_keys(config.model, overrides)
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
     scorer = scorer_for(config, log)
     published = tables = None
@@ -167,6 +168,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
                   precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
                   exhaustive_limit=config.exhaustive_limit, searcher=Reinforce(seed=config.seed),
                   tp_beyond_node=config.tp_beyond_node, log=log)
+    result.sources = sources
     if tables is not None and config.dataset == PUBLISHED and config.calibrate is None:
         top = pd.DataFrame([llmconfig.as_columns(result.configs(1)[0])]).assign(**cluster.hardware())
         params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)

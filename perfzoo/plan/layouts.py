@@ -78,6 +78,9 @@ class Cluster:
     def __post_init__(self):
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, (int, np.integer)) or self.gpus < 1:
             raise PlanError(f"--gpus {self.gpus!r}: give a whole number of GPUs, 1 or more")
+        if self.gpus > llmconfig.MAX_DEVICES:
+            raise PlanError(f"--gpus {self.gpus:,}: must be at most {llmconfig.MAX_DEVICES:,}: more than any job "
+                            "perfzoo can price; check the value")
         if self.gpus_per_node is not None and (not isinstance(self.gpus_per_node, (int, np.integer))
                                                or self.gpus_per_node < 1):
             raise PlanError(f"--nodes-of {self.gpus_per_node!r}: give the GPUs per node, 1 or more")
@@ -132,7 +135,8 @@ def divisors(n: int) -> list[int]:
     >>> divisors(12)
     [1, 2, 3, 4, 6, 12]
     """
-    return [d for d in range(1, n + 1) if n % d == 0]
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small) | {n // d for d in small})
 
 
 def _dp(c: dict, gpus: int) -> int:

@@ -6,7 +6,11 @@ the rest by the scorer's predicted tokens/s per GPU (:mod:`perfzoo.plan.scoring`
 exhaustively when the space holds at most ``exhaustive_limit`` valid layouts, otherwise with
 the REINFORCE searcher over the same space (:mod:`perfzoo.search`), a layout that does not fit
 getting the lowest reward. Baselines (a user's layout, the published ones) are priced by the
-same scorer; the :class:`Plan` says where each ranks and what the top pick gains over it.
+same scorer, the knobs a user's baseline leaves out filled as ``predict`` fills them
+(:mod:`perfzoo.layout_defaults`); the :class:`Plan` says where each ranks and what the top pick
+gains over it, and, where the scorer gives an interval, which layouts are predicted inside the top
+pick's (``Plan.tie``: their order is within the predictor's error, and so is a gain over a baseline
+inside it). A predictor that returns NaN for a layout that fits is an error naming the predictor.
 
 >>> from perfzoo.search import Formula
 >>> from perfzoo.plan.scoring import Scorer
@@ -27,7 +31,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from perfzoo import llmconfig, models
+from perfzoo import hf_defaults, layout_defaults, llmconfig
+from perfzoo._cli import RunFailed
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.search import Objective, Reinforce, Searcher
@@ -40,32 +45,40 @@ CHUNK = 1_000_000  # grid points checked for validity at once
 COUNT_LIMIT = 50_000_000  # past this many grid points the valid ones are not counted
 SHAPE_KEYS = ("n_layers", "hidden_dim", "n_heads", "vocab_size")
 KNOBS = LAYOUT_KNOBS + DERIVED_KNOBS
-# what a baseline's unnamed knobs are (and the output says so)
-BASELINE_DEFAULTS = {"cp": 1, "vp": 1, "ep": 1, "micro_batch_size": 1, "activation_checkpointing": "none",
-                     "fsdp": "none"}
 
 
 def resolve_model(model: Union[str, Path, dict], overrides: Optional[dict] = None) -> dict:
     """The checked shape keys of ``model``: a catalog name, a Hugging Face ``config.json`` path
-    (read locally) or a dict of keys; ``overrides`` (``--set``) win. A :class:`PlanError` names
-    what is missing."""
+    (read locally, :func:`perfzoo.hf_defaults.read`) or a dict of keys; ``overrides`` (``--set``)
+    win. A :class:`PlanError` names what is missing."""
+    return model_keys(model, overrides)[0]
+
+
+def model_keys(model: Union[str, Path, dict, None], overrides: Optional[dict] = None) -> tuple[dict, dict]:
+    """:func:`resolve_model`'s keys, and where each came from (``catalog (NAME)``, ``config.json``,
+    a ``transformers`` default, ``--set`` or ``given``)."""
+    overrides = dict(overrides or {})
     if isinstance(model, dict):
-        keys = dict(model)
+        keys, sources = dict(model), {k: "given" for k in model}
     elif model is None:
-        keys = {}
+        keys, sources = {}, {}
     elif Path(str(model)).is_file() or str(model).endswith(".json"):
         try:
-            keys = models.from_hf_config(model)
+            keys, sources = hf_defaults.read(model, overrides)
         except ValueError as exc:
             raise PlanError(str(exc)) from None
     else:
         keys = llmconfig.preset(str(model))
-    keys = llmconfig.check({**keys, **(overrides or {})}, require=False)
+        sources = {k: f"catalog ({keys['model_name']})" for k in keys}
+    sources.update({k: "--set" for k in overrides})
+    keys = llmconfig.check({**keys, **overrides}, require=False)
     missing = [k for k in SHAPE_KEYS if k not in keys]
+    if keys.get("n_experts", 1) > 1 and "experts_per_token" not in keys:
+        missing.append("experts_per_token")
     if missing:
         raise PlanError(f"the model gives no {', '.join(missing)}: name a catalog model (--list-models), a "
                         "config.json, or --set " + " ".join(f"{k}=..." for k in missing))
-    return keys
+    return keys, sources
 
 
 @dataclass
@@ -77,7 +90,10 @@ class Plan:
     with (``label``, ``rank`` among the layouts, ``gain``: the top pick's predicted speed-up over
     it; ``measured_tokens_per_s_per_device`` where published); ``counts``: ``grid`` points,
     ``generated`` (valid layouts), ``memory_checked``, ``feasible``, ``infeasible`` and
-    ``scored``; ``method`` and ``reason``: how they were scored and why.
+    ``scored``; ``method`` and ``reason``: how they were scored and why; ``sources``: where each
+    model key came from (:func:`model_keys`); ``tie``: the top pick's interval (``low``, ``high``,
+    ``what``) and ``ranks``, how many of the ranked layouts are predicted inside it (None when the
+    predictor gives no interval): their order is within the predictor's error.
     """
 
     model: dict
@@ -93,6 +109,13 @@ class Plan:
     reason: str
     scorer: Scorer
     notes: list[str] = field(default_factory=list)
+    sources: dict = field(default_factory=dict)
+    tie: Optional[dict] = None
+
+    def within_error(self, predicted: float) -> bool:
+        """Whether a prediction (tokens/s per GPU) lies inside the top pick's interval: no
+        measurable difference from it."""
+        return self.tie is not None and self.tie["low"] <= predicted <= self.tie["high"]
 
     def top(self, k: int = 10) -> pd.DataFrame:
         """The ``k`` best layouts, best first."""
@@ -194,8 +217,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     precisions : the precisions to consider (each checked against the accelerator).
     scorer : the :class:`~perfzoo.plan.scoring.Scorer` (default: the leaderboard's best for
         ``published-llm``, 10% memory margin).
-    baseline : a layout to compare with (``{"tp": 4, "pp": 8}``; unnamed knobs take
-        :data:`BASELINE_DEFAULTS`, precision the first of ``precisions``).
+    baseline : a layout to compare with (``{"tp": 4, "pp": 8}``; unnamed knobs as
+        :func:`perfzoo.layout_defaults.complete` fills them, precision the first of ``precisions``).
     published : published layouts to compare with (:func:`~perfzoo.plan.recipes.published_layouts`).
     exhaustive_limit : the most valid layouts scored one by one; past it, ``searcher``
         (default: :class:`~perfzoo.search.Reinforce`, the paper's settings).
@@ -203,7 +226,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     log : where progress lines go (default: nowhere).
     """
     log = log or (lambda _msg: None)
-    shape = resolve_model(model)
+    shape, sources = model_keys(model)
     # checked with the model's keys: a packed sample must fit the sequence
     workload = llmconfig.check({**shape, "seq_len": seq_len, "global_batch_size": global_batch}, require=False)
     precisions = tuple(dict.fromkeys(llmconfig.check({"precision": p}, require=False)["precision"]
@@ -245,6 +268,12 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         table = pd.concat(recorder.parts, ignore_index=True).drop_duplicates("key")
         if not table["fits"].any():
             raise _fits_nowhere(shape, cluster, table, scorer.memory_margin, len(table))
+    predicted = table["predicted_tokens_per_s_per_device"].to_numpy(dtype=float)
+    unpriced = table["fits"].to_numpy(dtype=bool) & ~np.isfinite(predicted)
+    if unpriced.any():  # a member that cannot price a layout is named, not its layouts dropped
+        raise RunFailed(f"predictor {scorer.name} returned {predicted[unpriced][0]} for {int(unpriced.sum()):,} of the "
+                        f"{int(table['fits'].sum()):,} layouts that fit: it cannot price them; choose another with "
+                        "--predictor")
     counts["memory_checked"] = len(table)
     counts["feasible"] = int(table["fits"].sum())
     counts["infeasible"] = counts["memory_checked"] - counts["feasible"]
@@ -252,40 +281,53 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     ranked = table[table["fits"]].assign(_parts=lambda t: (t["tp"] * t["pp"] * t["cp"] * t["vp"] * t["ep"]).astype(float))
     ranked = ranked.sort_values(["predicted_tokens_per_s_per_device", "memory_gib", "_parts"],
                                 ascending=[False, True, True], kind="stable").drop(columns="_parts").reset_index(drop=True)
-    ranked = ranked[np.isfinite(ranked["predicted_tokens_per_s_per_device"])].reset_index(drop=True)
     counts["scored"] = len(ranked)
     ranked.insert(0, "rank", np.arange(1, len(ranked) + 1))
     result = Plan(model=shape, cluster=cluster, seq_len=workload["seq_len"],
                   global_batch=workload["global_batch_size"], precisions=precisions, space=space, layouts=ranked,
-                  baselines=pd.DataFrame(), counts=counts, method=method, reason=reason, scorer=scorer)
+                  baselines=pd.DataFrame(), counts=counts, method=method, reason=reason, scorer=scorer,
+                  sources=sources)
+    result.tie = _tie(result, codec)
     result.baselines = _baselines(result, baseline, published)
     return result
 
 
+def _tie(result: Plan, codec: SpaceCodec) -> Optional[dict]:
+    """The top pick's interval and how many ranked layouts are predicted inside it (None without one)."""
+    if result.layouts.empty:
+        return None
+    top = _layout_frame(codec, codec.decode(result.layouts["key"].head(1).to_numpy(dtype=np.int64)), result.cluster)
+    found = result.scorer.interval(top)
+    if found is None:
+        return None
+    low, high, what = float(found[0][0]), float(found[1][0]), found[2]
+    ranks = int((result.layouts["predicted_tokens_per_s_per_device"] >= low).sum())
+    return {"low": low, "high": high, "what": what, "ranks": ranks}
+
+
 def baseline_frame(shape: dict, cluster: Cluster, seq_len: int, global_batch: int, knobs: dict,
-                   precision: str) -> pd.DataFrame:
-    """A user's baseline layout as a one-row frame (unnamed knobs: :data:`BASELINE_DEFAULTS`);
-    its degrees and batch are checked by the front door."""
+                   precision: str) -> tuple[pd.DataFrame, layout_defaults.Completed]:
+    """A user's baseline layout as a one-row frame, and what was filled: its degrees and batch
+    checked by the front door, the knobs it leaves out completed as ``predict`` completes them
+    (:func:`perfzoo.layout_defaults.complete`; precision: ``precision``), so both price it alike."""
     unknown = [k for k in knobs if k not in KNOBS]
     if unknown:
         raise llmconfig.unknown_key_error(unknown[0], KNOBS, listed=f"the layout knobs {', '.join(KNOBS)}")
-    full = {**BASELINE_DEFAULTS, "precision": precision, **knobs}
-    cfg = llmconfig.check({**shape, **full, "seq_len": seq_len, "global_batch_size": global_batch,
-                           "n_gpus": cluster.gpus, "accelerator": cluster.spec.name})
-    if cfg.get("grad_accum") is None:
-        per_step = cfg["micro_batch_size"] * cfg["dp"]
-        cfg["grad_accum"] = global_batch // per_step
-    cfg.update(sequence_parallel=cfg["tp"] > 1, flash_attention=True)
-    return pd.DataFrame([{**llmconfig.as_columns(cfg), **cluster.hardware()}])
+    cfg = llmconfig.check({**shape, "precision": precision, **knobs, "seq_len": seq_len,
+                           "global_batch_size": global_batch, "n_gpus": cluster.gpus, "accelerator": cluster.spec.name})
+    done = layout_defaults.complete({**cfg, "nodes": cluster.nodes})
+    return pd.DataFrame([{**llmconfig.as_columns(done.config), **cluster.hardware()}]), done
 
 
 def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.DataFrame]) -> pd.DataFrame:
-    frames, labels, measured = [], [], []
+    frames, labels, measured, filled = [], [], [], []
     if baseline:
-        frames.append(baseline_frame(result.model, result.cluster, result.seq_len, result.global_batch, baseline,
-                                     result.precisions[0]))
+        frame, done = baseline_frame(result.model, result.cluster, result.seq_len, result.global_batch, baseline,
+                                     result.precisions[0])
+        frames.append(frame)
         labels.append("your baseline")
         measured.append(np.nan)
+        filled.append("; ".join([f"filled {done.describe()}", *done.read_as]))
     if published is not None and len(published):
         for _, row in published.iterrows():
             cfg = {c: row[c] for c in published.columns if c.startswith(("config.", "hardware."))}
@@ -293,6 +335,7 @@ def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.Da
             labels.append(f"published: {row['label']}" + ("" if row.get("same_batch", True) else
                                                            f" (global batch {row.get('config.global_batch_size'):,.0f})"))
             measured.append(row["measured_tokens_per_s_per_device"])
+            filled.append("")
     if not frames:
         return pd.DataFrame()
     frame = pd.concat(frames, ignore_index=True, sort=False)
@@ -301,12 +344,14 @@ def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.Da
     out = pd.DataFrame({k: frame.get(f"config.{k}", pd.Series([None] * len(frame))).to_numpy() for k in KNOBS})
     out = out.join(scored.reset_index(drop=True))
     out["label"] = labels
+    out["filled"] = filled
     out["measured_tokens_per_s_per_device"] = measured
     best = result.layouts["predicted_tokens_per_s_per_device"]
     pred = out["predicted_tokens_per_s_per_device"].to_numpy()
     out["rank"] = [int((best > p).sum()) + 1 if np.isfinite(p) else None for p in pred]
     with np.errstate(divide="ignore", invalid="ignore"):
         out["gain"] = float(best.iloc[0]) / pred - 1.0
+    out["within_error"] = [bool(np.isfinite(p) and result.within_error(p)) for p in pred]
     return out
 
 
@@ -315,5 +360,5 @@ def default_scorer(memory_margin: float = MEMORY_MARGIN) -> Scorer:
     return Scorer(load_best("published-llm"), per_device=True, memory_margin=memory_margin)
 
 
-__all__ = ["BASELINE_DEFAULTS", "EXHAUSTIVE_LIMIT", "Plan", "baseline_frame", "default_scorer", "plan",
+__all__ = ["EXHAUSTIVE_LIMIT", "Plan", "baseline_frame", "default_scorer", "plan",
            "resolve_model"]

@@ -14,14 +14,17 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfzoo import layout_defaults, shape_report
 from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan.planner import KNOBS, Plan
 
 JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "predicted_tokens_per_s", "step_time_s", "mfu",
-             "memory_gib", "headroom_gib", "fits", "layer_pass_ms", "host_paced", "range_low", "range_high", "rank",
-             "role", "label", "gain", "measured_tokens_per_s_per_device")
+             "peak_allocated_gib", "memory_gib", "headroom_gib", "fits", "layer_pass_ms", "host_paced", "range_low",
+             "range_high", "rank", "role", "label", "gain", "within_error", "filled",
+             "measured_tokens_per_s_per_device")
 HOST_MARK = "^"  # beside the predicted tokens/s of a layout that runs at the host's pace
+TIE_MARK = "~"  # beside the rank of a layout predicted inside the top pick's interval
 
 
 def _plain(value: Any) -> Any:
@@ -60,11 +63,14 @@ def records(plan: Plan, k: int = 10) -> list[dict]:
     keys, the predictions, memory, ``fits`` and ``role`` (``candidate`` or ``baseline``)."""
     context = {"model_name": plan.model.get("model_name"), "n_gpus": plan.cluster.gpus,
                "accelerator": plan.cluster.spec.name, "seq_len": plan.seq_len,
-               "global_batch_size": plan.global_batch, "predictor": plan.scorer.name}
+               "global_batch_size": plan.global_batch, "predictor": plan.scorer.name,
+               "memory_margin": plan.scorer.memory_margin, "framework": plan.model.get("framework")}
     out = []
     for row in plan.to_frame(k).to_dict("records"):
         rec = {key: _int(row[key]) if key in KNOBS else _plain(row[key]) for key in JSON_KEYS if key in row}
         rec["fits"] = bool(row["fits"]) if _plain(row.get("fits")) is not None else None
+        if row.get("role") == "candidate":
+            rec["within_error"] = plan.within_error(float(row["predicted_tokens_per_s_per_device"]))
         out.append({**rec, **context})
     return out
 
@@ -77,13 +83,17 @@ def _num(value: Any, fmt: str = ",.0f") -> str:
 def table(plan: Plan, k: int = 10) -> str:
     """The printed plan: the counts, the top ``k`` layouts, the baselines and what the pick gains."""
     has_range = "range_low" in plan.layouts
-    head = (f"{'rank':>4}  {'layout':<52} {'tok/s/GPU':>10} {'tok/s':>12} {'MFU*':>6} {'step s':>7} "
-            f"{'mem GiB':>8} {'free GiB':>8}" + (f"  {'interval (tok/s/GPU)':>21}" if has_range else ""))
+    head = (f"{'rank':>5}  {'layout':<52} {'tok/s/GPU':>10} {'tok/s':>12} {'MFU*':>6} {'step s':>7} "
+            f"{'alloc GiB':>9} {'mem GiB':>8} {'free GiB':>8}" + (f"  {'interval (tok/s/GPU)':>21}" if has_range else ""))
     c = plan.counts
+    device = plan.layouts["device_memory_gib"].iloc[0]
     lines = [f"plan: {plan.model.get('model_name', 'model')} on {plan.cluster.describe()}, seq {plan.seq_len:,}, "
              f"global batch {plan.global_batch:,}, precision {', '.join(plan.precisions)}; predictor "
-             f"{plan.scorer.name}; memory margin {plan.scorer.memory_margin:.0%} of "
-             f"{plan.layouts['device_memory_gib'].iloc[0]:,.0f} GiB",
+             f"{plan.scorer.name}; memory margin {plan.scorer.memory_margin:.0%} of {device:,.1f} GiB "
+             f"({(1 - plan.scorer.memory_margin) * device:,.1f} GiB usable)",
+             f"model: {shape_report.describe(plan.model, plan.sources)}",
+             "every layout runs flash attention and, with tp > 1, sequence parallelism; "
+             + layout_defaults.framework_note(plan.model),
              f"layouts: {c['generated']:,} generated (valid of {c['grid']:,} grid points), "
              f"{c['memory_checked']:,} memory-checked, {c['feasible']:,} feasible ({c['infeasible']:,} dropped: "
              f"over memory), {c['scored']:,} scored; {plan.method}: {plan.reason}",
@@ -94,27 +104,37 @@ def table(plan: Plan, k: int = 10) -> str:
     def line(rank: str, row: dict) -> str:
         mark = HOST_MARK if _plain(row.get("host_paced")) else ""
         marked.append(bool(mark))
-        text = (f"{rank:>4}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']) + mark:>10} "
+        text = (f"{rank:>5}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']) + mark:>10} "
                 f"{_num(row['predicted_tokens_per_s']):>12} {_num(row['mfu'], '.1%'):>6} "
-                f"{_num(row['step_time_s'], '.2f'):>7} {_num(row['memory_gib'], '.1f'):>8} "
-                f"{_num(row['headroom_gib'], '.1f'):>8}")
+                f"{_num(row['step_time_s'], '.2f'):>7} {_num(row.get('peak_allocated_gib'), '.1f'):>9} "
+                f"{_num(row['memory_gib'], '.1f'):>8} {_num(row['headroom_gib'], '.1f'):>8}")
         if has_range:
             text += f"  {_num(row.get('range_low'))} .. {_num(row.get('range_high'))}"
         return text
 
     for row in plan.top(k).to_dict("records"):
-        lines.append(line(str(row["rank"]), row))
+        tied = TIE_MARK if plan.within_error(float(row["predicted_tokens_per_s_per_device"])) else ""
+        lines.append(line(f"{row['rank']}{tied}", row))
+    if plan.tie is not None and plan.tie["ranks"] > 1:
+        t = plan.tie
+        lines.append(f"{TIE_MARK} ranks 1-{t['ranks']:,} are within the predictor's error: each is predicted inside the "
+                     f"top pick's {t['what']} ({t['low']:,.0f} .. {t['high']:,.0f} tok/s/GPU), so their order is no "
+                     "decision; measure the ones you would run")
     if len(plan.baselines):
         best = plan.layouts.iloc[0]
         lines.append("")
         for row in plan.baselines.to_dict("records"):
             fits = "fits" if row["fits"] else "does NOT fit the memory model"
-            lines.append(f"baseline ({row['label']}): {layout_text(row)}")
+            lines.append(f"baseline ({row['label']}): {layout_text(row)}"
+                         + (f" ({row['filled']})" if row.get("filled") else ""))
             lines.append(line("", row) + f"  ({fits})")
             rank = _plain(row.get("rank"))
             gain = _plain(row.get("gain"))
             verdict = "  not priced"
-            if rank is not None and gain is not None:
+            if rank is not None and gain is not None and row.get("within_error"):
+                verdict = (f"  ranks {rank:,} of {c['scored']:,}; no measurable gain: the top pick's predicted "
+                           f"{gain:+.1%} is inside the predictor's error (its {plan.tie['what']})")
+            elif rank is not None and gain is not None:
                 verdict = (f"  ranks {rank:,} of {c['scored']:,}; the top pick is predicted {abs(gain):.1%} "
                            + ("faster" if gain >= 0 else "slower"))
             precision = row.get("precision")
@@ -127,7 +147,9 @@ def table(plan: Plan, k: int = 10) -> str:
                             f"{row['predicted_tokens_per_s_per_device'] / measured - 1:+.1%}; the top pick's "
                             f"prediction {top / measured - 1:+.1%} over this measurement)")
             lines.append(verdict)
-    lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision")
+    lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision; "
+                 "alloc GiB: the predicted peak allocated (what torch.cuda.max_memory_allocated reports); mem GiB: what "
+                 "the GPU needs with the allocator's, CUDA context's and NCCL's overheads; free GiB: its memory less that")
     if any(marked):
         lines.append(f"{HOST_MARK} ideal GPU time per layer pass under {1e3 * HOST_PASS_S:.0f} ms: {HOST_PACE}")
     lines.extend(f"note: {n}" for n in plan.notes)
@@ -193,12 +215,17 @@ def _toml(value: Any) -> str:
     return repr(value)
 
 
+def space_file(path: str | Path) -> Path:
+    """Where :func:`write_configs` writes the space of the configs it writes to ``path``: beside it, ``.toml``."""
+    return Path(path).with_suffix(".toml")
+
+
 def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path]:
     """The top ``k`` layouts as configs ``python -m perfzoo.collect --configs`` runs: ``path``
     (``{"config": ...}`` lines) and, beside it, the space they belong to (``.toml``, the
     ``command`` workload with a torchtitan launch command). Returns both paths."""
     path = Path(path)
-    space_path = path.with_suffix(".toml")
+    space_path = space_file(path)
     configs = plan.configs(k)
     top = plan.top(k).to_dict("records")
     constants = {key: v for key, v in plan.space.constants.items()}
@@ -251,4 +278,5 @@ def collect_command(path: Path, space_path: Path, plan: Plan, out: Optional[str]
             f"--metric-parser torchtitan --out {out or 'runs/plan'}")
 
 
-__all__ = ["COMMAND", "JSON_KEYS", "collect_command", "layout_text", "plot", "records", "table", "write_configs"]
+__all__ = ["COMMAND", "JSON_KEYS", "collect_command", "layout_text", "plot", "records", "space_file", "table",
+           "write_configs"]

@@ -2,12 +2,14 @@
 
 :class:`Scorer` holds a fitted predictor (the leaderboard's best for ``published-llm`` by
 default, any zoo member, or a :class:`~perfzoo.search.Formula`) and the memory rule: a layout
-fits when the analytic estimate of its peak memory per GPU (``analytic.estimate``'s
-``memory_bytes``) is at most ``1 - memory_margin`` of the device's memory; the margin
-(:data:`MEMORY_MARGIN`, 10%) keeps room for what the memory model does not count (the CUDA
-context, communication buffers, allocator fragmentation). :meth:`Scorer.score` turns a frame
-of layouts into the plan's columns: memory and headroom per GPU, whether it fits, predicted
-tokens/s per GPU and in all, step time, MFU and the predictor's interval where it has one.
+fits when the analytic estimate of what a GPU needs (``analytic.estimate``'s ``memory_bytes``:
+the peak allocated plus the allocator's, CUDA context's and NCCL's overheads) is at most
+``1 - memory_margin`` of the device's memory (:func:`perfzoo.analytic.memory.fits`, the rule
+``predict`` applies too; :data:`MEMORY_MARGIN`, 10%, keeps room for what the memory model does not
+count). :meth:`Scorer.score` turns a frame of layouts into the plan's columns: the peak allocated
+(``peak_allocated_gib``, what ``torch.cuda.max_memory_allocated`` reports), memory needed and
+headroom per GPU, whether it fits, predicted tokens/s per GPU and in all, step time, MFU and the
+predictor's interval where it has one.
 
 :func:`perfzoo.calibrate.calibrated` anchors the predictor on a user's own measured runs and
 refits it with them (``--calibrate runs.csv``); the scorer takes what it returns like any predictor.
@@ -35,12 +37,12 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import llmconfig, zoo
+from perfzoo.analytic.memory import MEMORY_MARGIN, fits
 from perfzoo.dataset import Dataset
 from perfzoo.analytic_features import estimates, host_paced, n_devices
 from perfzoo.features import as_columns
 from perfzoo.search.objective import Model, input_columns
 
-MEMORY_MARGIN = 0.10
 GIB = float(2**30)
 
 
@@ -70,26 +72,47 @@ class Scorer:
         return getattr(self.predictor, "name", type(self.predictor).__name__)
 
     def memory(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Per layout: ``memory_gib`` (the memory model's peak per GPU), ``device_memory_gib``,
+        """Per layout: ``peak_allocated_gib`` (the memory model's peak allocated per GPU),
+        ``memory_gib`` (that plus the overheads: what the GPU needs), ``device_memory_gib``,
         ``headroom_gib`` (device memory less that), ``fits`` (within ``1 - memory_margin``), and
         ``layer_pass_ms`` and ``host_paced`` (:func:`perfzoo.analytic_features.host_paced`)."""
         est = estimates(frame)
         mem = est["memory_bytes"] / GIB
         with np.errstate(divide="ignore", invalid="ignore"):
             device = mem / est["memory_fraction"]
-        fits = np.isfinite(mem) & (mem <= (1.0 - self.memory_margin) * device)
         pass_s, paced = host_paced(est)
-        return pd.DataFrame({"memory_gib": mem, "device_memory_gib": device, "headroom_gib": device - mem,
-                             "fits": fits, "flops_per_token": est["flops_per_token"],
+        return pd.DataFrame({"peak_allocated_gib": est["peak_allocated_bytes"] / GIB, "memory_gib": mem,
+                             "device_memory_gib": device, "headroom_gib": device - mem,
+                             "fits": fits(mem, device, self.memory_margin), "flops_per_token": est["flops_per_token"],
                              "tokens_per_step": est["tokens_per_step"], "layer_pass_ms": 1e3 * pass_s,
                              "host_paced": paced}, index=frame.index)
 
+    def _inputs(self, frame: pd.DataFrame):
+        if isinstance(self.predictor, zoo.Predictor):  # the layouts' arrays, not copied
+            return as_columns(frame) if self.columns is None else as_columns(frame).reindex(self.columns)
+        return frame if self.columns is None else frame.reindex(columns=list(self.columns))
+
+    def interval(self, frame: pd.DataFrame) -> Optional[tuple[np.ndarray, np.ndarray, str]]:
+        """``(low, high, what)`` in tokens/s per GPU for each layout of ``frame``: the predictor's
+        80% interval where it was fitted with one, else plus or minus two standard deviations;
+        None for a predictor that gives neither."""
+        X = self._inputs(frame)
+        try:
+            low, high = self.predictor.predict_interval(X)
+            what = "80% interval"
+        except (zoo.NotFittedError, AttributeError):
+            if not getattr(self.predictor, "has_std", False):
+                return None
+            pred, std = self.predict(frame)
+            return pred - 2.0 * std, pred + 2.0 * std, "range of +-2 standard deviations"
+        low, high = (np.asarray(v, dtype=float).reshape(-1) for v in (low, high))
+        if not self.per_device:
+            low, high = low / n_devices(frame), high / n_devices(frame)
+        return low, high, what
+
     def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """Predicted tokens/s per GPU of each layout, and its standard deviation (None without one)."""
-        if isinstance(self.predictor, zoo.Predictor):  # the layouts' arrays, not copied
-            X = as_columns(frame) if self.columns is None else as_columns(frame).reindex(self.columns)
-        else:
-            X = frame if self.columns is None else frame.reindex(columns=list(self.columns))
+        X = self._inputs(frame)
         pred = np.asarray(self.predictor.predict(X), dtype=float).reshape(-1)
         std = None
         if getattr(self.predictor, "has_std", False):
