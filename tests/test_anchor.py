@@ -223,3 +223,15 @@ def test_a_runs_csv_is_a_dataset_and_its_bad_rows_name_their_line(tmp_path):
     pd.DataFrame([{**row, "tp": 3, "tokens_per_s_per_device": 9000.0}]).to_csv(wrong, index=False)
     with pytest.raises(DataError, match="wrong.csv, line 2: tp x pp"):
         load_dataset(str(wrong))
+
+
+def test_plan_ties_use_the_error_between_two_layouts_of_one_model():
+    from perfzoo.plan.scoring import Scorer
+    model = fitted_constant()
+    low, high = Scorer(model).relative()
+    # one run of the group anchoring the other layout: sd = sqrt(tau sigma / (tau + sigma) + sigma), tau = 0.06
+    sd = np.sqrt(0.06 * 0.01 / 0.07 + 0.01)
+    z_lo, z_hi = model.interval_spread_.quantiles(0.2)
+    assert (low, high) == (pytest.approx(np.exp(z_lo * sd)), pytest.approx(np.exp(z_hi * sd)))
+    del model.interval_spread_
+    assert Scorer(model).relative() is None  # a predictor without a spread: the top pick's own interval decides

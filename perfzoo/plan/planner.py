@@ -293,9 +293,19 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
 
 
 def _tie(result: Plan, codec: SpaceCodec) -> Optional[dict]:
-    """The top pick's interval and how many ranked layouts are predicted inside it (None without one)."""
+    """The band around the top pick within which a layout's rank is within the predictor's error, and
+    how many ranked layouts lie in it (None without one): the predictor's error between two layouts of
+    one model where it has one (:meth:`~perfzoo.plan.scoring.Scorer.relative`: the layouts of a plan
+    share their model's offset), else the top pick's own interval."""
     if result.layouts.empty:
         return None
+    best = float(result.layouts["predicted_tokens_per_s_per_device"].iloc[0])
+    relative = result.scorer.relative()
+    if relative is not None:
+        low, high = best / relative[1], best / relative[0]
+        what = "80% error between two layouts of one model"
+        ranks = int((result.layouts["predicted_tokens_per_s_per_device"] >= low).sum())
+        return {"low": low, "high": high, "what": what, "ranks": ranks}
     top = _layout_frame(codec, codec.decode(result.layouts["key"].head(1).to_numpy(dtype=np.int64)), result.cluster)
     found = result.scorer.interval(top)
     if found is None:

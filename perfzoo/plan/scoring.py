@@ -92,6 +92,14 @@ class Scorer:
             return as_columns(frame) if self.columns is None else as_columns(frame).reindex(self.columns)
         return frame if self.columns is None else frame.reindex(columns=list(self.columns))
 
+    def relative(self) -> Optional[tuple[float, float]]:
+        """The predictor's error between two layouts of one model, as ``(low, high)`` factors
+        (:meth:`perfzoo.zoo.anchor.Spread.relative`); None where it kept no spread of offsets."""
+        spread = getattr(self.predictor, "interval_spread_", None)
+        if spread is None and hasattr(self.predictor, "anchored"):  # calibrated on the user's runs
+            spread = self.predictor.anchored.spread
+        return None if spread is None else spread.relative()
+
     def interval(self, frame: pd.DataFrame) -> Optional[tuple[np.ndarray, np.ndarray, str]]:
         """``(low, high, what)`` in tokens/s per GPU for each layout of ``frame``: the predictor's
         80% interval where it was fitted with one, else plus or minus two standard deviations;
