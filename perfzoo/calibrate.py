@@ -228,8 +228,12 @@ class Calibrated:
         ``X`` asked about, the runs that anchor none of them (another GPU or framework)."""
         used = len(self.anchored.used_names)
         text = f"calibrated with {used} of your runs from {self.runs} (anchors; and refitted with them joined)"
+        by_reason: dict[str, list[str]] = {}
         for run in self.anchored.left_out:
-            text += f"; left out {run.name}: {run.left_out}"
+            by_reason.setdefault(run.left_out, []).append(run.name)
+        for reason, names in by_reason.items():
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            text += f"; left out {shown}: {reason}"
         idle = [] if X is None else self.anchored.idle(X)
         if idle:
             text += (f"; {', '.join(idle[:3])}{' and more' if len(idle) > 3 else ''} anchor none of these configs "
