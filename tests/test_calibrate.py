@@ -95,7 +95,7 @@ def test_predict_calibrate_moves_the_prediction_toward_the_users_runs(labs):
     plain = predict(PredictConfig(knobs=knobs, dataset=str(public), predictor="analytic"))
     calibrated = predict(PredictConfig(knobs=knobs, dataset=str(public), predictor="analytic", calibrate=str(runs)))
     assert calibrated.attrs["calibration"].startswith("calibrated with 8 of your runs")
-    assert "left out my_runs.csv line 11: no measured throughput" in calibrated.attrs["calibration"]
+    assert "left out my_runs.csv line 10, my_runs.csv line 11: no measured throughput" in calibrated.attrs["calibration"]
     assert "anchored by 2 runs of this model" in calibrated["calibration"].iloc[0]  # its 16- and 32-GPU runs
     # the user's cluster runs at 2x the public lab's efficiency: the prediction rises toward it
     assert calibrated["predicted_tokens_per_s"].iloc[0] > 1.2 * plain["predicted_tokens_per_s"].iloc[0]
