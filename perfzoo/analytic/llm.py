@@ -59,7 +59,16 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   for the routed experts, whose gradients reduce over the ranks holding the same experts (with EP
   inside an 8-GPU board, one rank per board: the device's own rail); PP's point-to-point sends
   cross the network when the job spans domains.
-* Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
+* Pipeline stages: ``pp`` need not divide the layers (Megatron-Core's uneven splits,
+  ``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split`` or a
+  ``pipeline_model_parallel_layout``, as the published Llama 3.1 405B (126 layers, pp 8 and 16) and
+  DeepSeek-V3 (61 layers) recipes run; torchtitan splits unevenly too): each of the ``pp*vp`` virtual
+  stages holds at most ``ceil(L/(pp*vp))`` layers, so the heaviest rank holds ``stage_layers =
+  vp*ceil(L/(pp*vp))`` (``L/pp`` when they divide) and paces the pipeline: its compute, memory
+  traffic, TP / CP / EP traffic and layer passes are those of ``stage_layers`` layers, ``stage_share
+  = stage_layers/L`` of the model's (``imbalance = pp*stage_share`` over an even split).
+* Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)`` (every
+  virtual stage of the heaviest rank holds ``stage_layers/vp`` layers, the pace of the ramp).
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
   precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax
   (exponentials at the special-function rate, its fp32 vector operations), the bytes the GEMMs, the
@@ -179,6 +188,11 @@ class LLMCost:
             b = np.where(np.isnan(b), B / (self.m * self.dp), b)
             self.B = np.where(np.isnan(B), b * self.m * self.dp, B)
             self.b = b
+            # the heaviest pipeline rank's layers (module docstring: uneven splits)
+            L = self.shape.L
+            self.stage_layers = np.where(self.pp > 1, self.vp * np.ceil(L / (self.pp * self.vp)), L)
+            self.stage_share = self.stage_layers / L
+            self.imbalance = self.pp * self.stage_share
 
         self.precision, self.format = precision_codes(df)
         self.ac = coded(df, "activation_checkpointing", normalize_checkpointing, CHECKPOINTING)
@@ -266,7 +280,7 @@ class LLMCost:
         t = self.tp
         tokens = self.b * sh.s / self.cp  # one micro-batch's tokens on this device
         act = tokens * sh.d * self.act_bytes
-        passes = self.m / self.pp  # micro-batch passes of this stage's share of the layers
+        passes = self.m * self.stage_share  # micro-batch passes of the heaviest stage's share of the layers
         sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp
         n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
         tp = np.where(t > 1, passes * sublayers * n_ar * 2.0 * (t - 1.0) / t * act, 0.0)
@@ -319,7 +333,7 @@ class LLMCost:
         on one micro-batch, per device per step) and ``collective_calls`` (the blocking TP / CP
         / EP collectives among them). Small layers spend most of their time in these."""
         sh = self.shape
-        passes = self.m * sh.L / self.pp
+        passes = self.m * self.stage_layers
         n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 6.0, 4.0)
         moe_share = np.where(sh.L > 0, sh.moe.L_moe / sh.L, 0.0)
         calls = passes * (np.where(self.tp > 1, n_ar, 0.0) + np.where(self.cp > 1, 3.0 * (self.cp - 1.0), 0.0)
@@ -335,7 +349,7 @@ class LLMCost:
         recompute, the MoE padding), each part at its peak (:mod:`.precision`), the attention core
         stretched by its kernel's slowdown (module docstring)."""
         parts = self.flops_parts(causal=True, recompute=True, executed=True)
-        per_device = {k: v * self.tokens_per_step() / self.n_gpus for k, v in parts.items()}
+        per_device = {k: v * self.tokens_per_step() / self.n_gpus * self.imbalance for k, v in parts.items()}
         per_device["attention"] = per_device["attention"] * self.attention_x
         return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16, self.linear_bf16_share())
 
@@ -401,7 +415,8 @@ class LLMCost:
             times = self.step_time(comm)
             tokens = self.tokens_per_step()
             tput = tokens / times["step_time_s"]
-            executed = sum(self.flops_parts(causal=True, recompute=True, executed=True).values()) * tokens / self.n_gpus
+            executed = (sum(self.flops_parts(causal=True, recompute=True, executed=True).values()) * tokens / self.n_gpus
+                        * self.imbalance)
             return {
                 "n_params": self.total_params(),
                 "active_params": self.shape.matmul_params,

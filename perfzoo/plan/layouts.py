@@ -11,8 +11,14 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
 
 * ``tp`` divides the GPUs and the heads (and the KV heads divide ``tp`` or ``tp`` them), and
   stays within the NVLink domain (the accelerator table's ``node_size``, or ``--nodes-of``);
-* ``pp`` divides the layers and ``vp`` the layers of a stage (``vp > 1`` only with ``pp > 1``
-  and a multiple of ``pp`` micro-batches, as Megatron's interleaved schedule needs);
+* ``pp`` is at most the layers, which it need not divide: stages split the layers unevenly, as
+  Megatron-Core (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
+  ``pipeline_model_parallel_layout``) and torchtitan do, the heaviest rank pacing the pipeline and
+  setting its memory (:mod:`perfzoo.analytic.llm`: ``vp*ceil(L/(pp*vp))`` layers): Llama 3.1 405B's
+  126 layers run on pp 8 and 16, DeepSeek-V3's 61 on pp 8 and 16 in NVIDIA's recipes;
+* ``vp > 1`` virtual stages need ``pp > 1``, at most ``L + 2`` virtual stages in all (each holds
+  a layer, the embedding or the loss, as Megatron's ``account_for_embedding/loss_in_pipeline_split``
+  count them) and a multiple of ``pp`` micro-batches, as Megatron's interleaved schedule needs;
 * ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
   ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
@@ -149,8 +155,8 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     E = int(model.get("n_experts") or 1)
     tp_max = N if tp_beyond_node else min(cluster.node_size, N)
     tps = [t for t in divisors(N) if t <= tp_max and a % t == 0 and (kv % t == 0 or t % kv == 0)]
-    pps = [p for p in divisors(N) if L % p == 0]
-    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(L % (p * v) == 0 for p in pps if p > 1)]
+    pps = [p for p in divisors(N) if p <= L]
+    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(p * v <= L + 2 for p in pps if p > 1)]
     cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and llmconfig.cp_splits(seq_len, c) and seq_len // c >= MIN_CP_TOKENS]
     cps = sorted(set(cps) | {1})
     eps = [e for e in divisors(N) if E % e == 0] if E > 1 else [1]
@@ -170,8 +176,9 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     def interleaving(c):
         if c["vp"] == 1:
             return None
-        if c["pp"] == 1 or L % (c["pp"] * c["vp"]):
-            return f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp dividing the {L} layers"
+        if c["pp"] == 1 or c["pp"] * c["vp"] > L + 2:
+            return (f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp at most the {L} layers + 2 (the "
+                    "embedding and the loss)")
         if batch(c):
             return batch(c)
         accum = global_batch // (c["micro_batch_size"] * _dp(c, N))
