@@ -171,6 +171,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
         top = pd.DataFrame([llmconfig.as_columns(result.configs(1)[0])]).assign(**cluster.hardware())
         params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)
         result.notes.extend(outside_training(top, params, tables)[0])
+    result.notes.extend(report.explain(result))
     out = PlanResult(plan=result)
     if config.out:
         out.out, out.space_file = report.write_configs(result, config.out, config.top_k)
