@@ -9,6 +9,7 @@ import pytest
 from perfzoo import analytic, llmconfig, models, zoo
 from perfzoo.llmconfig import ConfigError
 from perfzoo.plan import Cluster, PlanError, Scorer, default_scorer, fit_with_runs, plan
+from perfzoo.analytic.llm import stage_layers
 from perfzoo.plan.layouts import layout_space
 from perfzoo.plan.benchmark import score_group, summarise
 from perfzoo.plan.cli import main
@@ -41,7 +42,9 @@ def test_every_layout_is_valid_and_fits(llama8b_on_16):
     L, heads, kv = 32, 32, 8
     assert (lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"] == 16).all()
     assert (lay["micro_batch_size"] * lay["dp"] * lay["grad_accum"] == 128).all()
-    assert (lay["pp"] <= L).all() and (lay["pp"] * lay["vp"] <= L + 2).all()  # uneven splits allowed
+    # uneven splits allowed, the heaviest rank within 10% of an even split
+    assert (lay["pp"] <= L).all() and (lay["pp"] * lay["vp"] <= L + 2).all()
+    assert (stage_layers(L, lay["pp"], lay["vp"]) * lay["pp"] <= 1.1 * L).all()
     assert ((lay["vp"] == 1) | ((lay["pp"] > 1) & (lay["grad_accum"] % lay["pp"] == 0))).all()
     assert (heads % lay["tp"] == 0).all() and ((kv % lay["tp"] == 0) | (lay["tp"] % kv == 0)).all()
     assert (lay["tp"] <= 8).all()  # within the NVLink domain of an H100 node
@@ -123,6 +126,8 @@ def test_pipelines_split_layers_unevenly_as_deep_as_published_runs():
     assert space.validate(knobs)["dp"] == 64
     with pytest.raises(SpaceError, match=r"pp x vp at most the 126 layers \+ 2"):
         space.validate({**knobs, "pp": 32})  # 256 virtual stages for 126 layers, the embedding and the loss
+    with pytest.raises(SpaceError, match=r"puts 9 of the 126 layers on one rank, more than 1.1 x an even split"):
+        space.validate({**knobs, "vp": 3})  # 48 virtual stages of ceil(126/48) = 3 layers: 9 on a rank, 1.14 x 126/16
     deep = Scorer(Formula(lambda X: 1.0 * X["config.pp"].to_numpy()))  # a toy predictor: deeper is faster
     p = plan("llama3-405b", cluster, seq_len=8192, global_batch=2048, scorer=deep)
     kept = p.layouts.set_index(["tp", "pp", "vp", "cp", "activation_checkpointing", "fsdp", "micro_batch_size"])

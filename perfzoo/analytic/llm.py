@@ -145,6 +145,19 @@ HOST_RECOMPUTE = {"full": 1.73, "selective": 2.2}  # eager PyTorch: a pass's hos
 HOST_EAGER_CASTS = 1.31  # eager PyTorch: a pass's host time with eager low-precision casts, x
 
 
+def stage_layers(n_layers, pp, vp=1):
+    """Layers on the heaviest pipeline rank when ``pp`` ranks of ``vp`` virtual stages each split
+    ``n_layers`` (module docstring): ``vp * ceil(n_layers / (pp * vp))``, ``n_layers / pp`` where it divides.
+
+    >>> stage_layers(126, 16, 1), stage_layers(126, 16, 8), stage_layers(61, 8, 4), stage_layers(32, 4, 2)
+    (8.0, 8.0, 8.0, 8.0)
+    """
+    L, pp, vp = (np.asarray(x, dtype=float) for x in (n_layers, pp, vp))
+    vp = np.where(pp > 1, np.maximum(vp, 1.0), 1.0)
+    out = np.where(pp > 1, vp * np.ceil(L / (pp * vp)), L)
+    return out if out.ndim else float(out)
+
+
 class LLMCost:
     """The LLM config as float arrays, defaults applied (see the module docstring), and its costs.
 
@@ -188,10 +201,8 @@ class LLMCost:
             b = np.where(np.isnan(b), B / (self.m * self.dp), b)
             self.B = np.where(np.isnan(B), b * self.m * self.dp, B)
             self.b = b
-            # the heaviest pipeline rank's layers (module docstring: uneven splits)
-            L = self.shape.L
-            self.stage_layers = np.where(self.pp > 1, self.vp * np.ceil(L / (self.pp * self.vp)), L)
-            self.stage_share = self.stage_layers / L
+            self.stage_layers = stage_layers(self.shape.L, self.pp, self.vp)  # the heaviest rank's (uneven splits)
+            self.stage_share = self.stage_layers / self.shape.L
             self.imbalance = self.pp * self.stage_share
 
         self.precision, self.format = precision_codes(df)

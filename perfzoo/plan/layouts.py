@@ -11,11 +11,12 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
 
 * ``tp`` divides the GPUs and the heads (and the KV heads divide ``tp`` or ``tp`` them), and
   stays within the NVLink domain (the accelerator table's ``node_size``, or ``--nodes-of``);
-* ``pp`` is at most the layers, which it need not divide: stages split the layers unevenly, as
-  Megatron-Core (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
+* ``pp`` need not divide the layers: stages split them unevenly, as Megatron-Core
+  (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
   ``pipeline_model_parallel_layout``) and torchtitan do, the heaviest rank pacing the pipeline and
-  setting its memory (:mod:`perfzoo.analytic.llm`: ``vp*ceil(L/(pp*vp))`` layers): Llama 3.1 405B's
-  126 layers run on pp 8 and 16, DeepSeek-V3's 61 on pp 8 and 16 in NVIDIA's recipes;
+  setting its memory (:func:`perfzoo.analytic.llm.stage_layers`: ``vp*ceil(L/(pp*vp))`` layers),
+  within :data:`MAX_IMBALANCE` of an even split: Llama 3.1 405B's 126 layers run on pp 8 and 16
+  (1.6% over even), DeepSeek-V3's 61 on pp 8 and 16 (4.9%) in NVIDIA's recipes;
 * ``vp > 1`` virtual stages need ``pp > 1``, at most ``L + 2`` virtual stages in all (each holds
   a layer, the embedding or the loss, as Megatron's ``account_for_embedding/loss_in_pipeline_split``
   count them) and a multiple of ``pp`` micro-batches, as Megatron's interleaved schedule needs;
@@ -50,12 +51,16 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import accelerators, llmconfig
+from perfzoo.analytic.llm import stage_layers
 from perfzoo.spaces import Categorical, Constraint, Space
 
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 VIRTUAL_STAGES = (1, 2, 3, 4, 5, 6, 8, 10)
 CONTEXT_PARALLEL = (1, 2, 4, 8, 16, 32)
 MIN_CP_TOKENS = 2048  # context parallelism below this many tokens per rank only adds traffic
+# the most layers the heaviest pipeline rank holds over an even split: past it every other rank waits
+# a tenth of its time (the published uneven splits: 1.016 and 1.049, module docstring)
+MAX_IMBALANCE = 1.1
 CHECKPOINTING = ("none", "selective", "full")
 SHARDINGS = ("none", "zero1", "shard_grad_op", "full_shard")
 LAYOUT_KNOBS = ("tp", "pp", "vp", "cp", "ep", "micro_batch_size", "activation_checkpointing", "fsdp", "precision")
@@ -155,8 +160,11 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     E = int(model.get("n_experts") or 1)
     tp_max = N if tp_beyond_node else min(cluster.node_size, N)
     tps = [t for t in divisors(N) if t <= tp_max and a % t == 0 and (kv % t == 0 or t % kv == 0)]
-    pps = [p for p in divisors(N) if p <= L]
-    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(p * v <= L + 2 for p in pps if p > 1)]
+    def balanced(p, v):  # every virtual stage holds something, the heaviest rank near an even split
+        return p * v <= L + 2 and stage_layers(L, p, v) * p <= MAX_IMBALANCE * L
+
+    pps = [p for p in divisors(N) if p <= L and balanced(p, 1)]
+    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(balanced(p, v) for p in pps if p > 1)]
     cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and llmconfig.cp_splits(seq_len, c) and seq_len // c >= MIN_CP_TOKENS]
     cps = sorted(set(cps) | {1})
     eps = [e for e in divisors(N) if E % e == 0] if E > 1 else [1]
@@ -179,6 +187,9 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         if c["pp"] == 1 or c["pp"] * c["vp"] > L + 2:
             return (f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp at most the {L} layers + 2 (the "
                     "embedding and the loss)")
+        if not balanced(c["pp"], c["vp"]):
+            return (f"pp x vp = {c['pp']} x {c['vp']} puts {stage_layers(L, c['pp'], c['vp']):.0f} of the {L} layers "
+                    f"on one rank, more than {MAX_IMBALANCE} x an even split")
         if batch(c):
             return batch(c)
         accum = global_batch // (c["micro_batch_size"] * _dp(c, N))
@@ -230,5 +241,5 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     )
 
 
-__all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MICRO_BATCHES", "MIN_CP_TOKENS", "PlanError", "SHARDINGS",
-           "divisors", "layout_space"]
+__all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MAX_IMBALANCE", "MICRO_BATCHES", "MIN_CP_TOKENS",
+           "PlanError", "SHARDINGS", "divisors", "layout_space"]
