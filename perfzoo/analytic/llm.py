@@ -62,13 +62,13 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
 * Pipeline stages: ``pp`` need not divide the layers (Megatron-Core's uneven splits,
   ``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split`` or a
   ``pipeline_model_parallel_layout``, as the published Llama 3.1 405B (126 layers, pp 8 and 16) and
-  DeepSeek-V3 (61 layers) recipes run; torchtitan splits unevenly too): each of the ``pp*vp`` virtual
-  stages holds at most ``ceil(L/(pp*vp))`` layers, so the heaviest rank holds ``stage_layers =
-  vp*ceil(L/(pp*vp))`` (``L/pp`` when they divide) and paces the pipeline: its compute, memory
-  traffic, TP / CP / EP traffic and layer passes are those of ``stage_layers`` layers, ``stage_share
-  = stage_layers/L`` of the model's (``imbalance = pp*stage_share`` over an even split).
-* Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)`` (every
-  virtual stage of the heaviest rank holds ``stage_layers/vp`` layers, the pace of the ramp).
+  DeepSeek-V3 (61 layers) recipes run; torchtitan splits unevenly too): the heaviest rank holds
+  ``stage_layers = ceil(L/pp)`` layers (``L/pp`` when ``pp`` divides them, or when the row gives no
+  ``n_layers`` and the shape is derived), its ``vp`` virtual stages a layer apart at most, and paces
+  the pipeline: its compute, memory traffic, TP / CP / EP traffic and layer passes are those of
+  ``stage_layers`` layers, ``stage_share = stage_layers/L`` of the model's (``imbalance =
+  pp*stage_share`` over an even split).
+* Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
   precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax
   (exponentials at the special-function rate, its fp32 vector operations), the bytes the GEMMs, the
@@ -145,16 +145,15 @@ HOST_RECOMPUTE = {"full": 1.73, "selective": 2.2}  # eager PyTorch: a pass's hos
 HOST_EAGER_CASTS = 1.31  # eager PyTorch: a pass's host time with eager low-precision casts, x
 
 
-def stage_layers(n_layers, pp, vp=1):
-    """Layers on the heaviest pipeline rank when ``pp`` ranks of ``vp`` virtual stages each split
-    ``n_layers`` (module docstring): ``vp * ceil(n_layers / (pp * vp))``, ``n_layers / pp`` where it divides.
+def stage_layers(n_layers, pp):
+    """Layers on the heaviest of ``pp`` pipeline ranks splitting ``n_layers`` (module docstring):
+    ``ceil(n_layers / pp)``, ``n_layers / pp`` where it divides.
 
-    >>> stage_layers(126, 16, 1), stage_layers(126, 16, 8), stage_layers(61, 8, 4), stage_layers(32, 4, 2)
-    (8.0, 8.0, 8.0, 8.0)
+    >>> stage_layers(126, 16), stage_layers(61, 8), stage_layers(32, 4), stage_layers(80, 1)
+    (8.0, 8.0, 8.0, 80.0)
     """
-    L, pp, vp = (np.asarray(x, dtype=float) for x in (n_layers, pp, vp))
-    vp = np.where(pp > 1, np.maximum(vp, 1.0), 1.0)
-    out = np.where(pp > 1, vp * np.ceil(L / (pp * vp)), L)
+    L, pp = (np.asarray(x, dtype=float) for x in (n_layers, pp))
+    out = np.ceil(L / np.maximum(pp, 1.0))
     return out if out.ndim else float(out)
 
 
@@ -201,7 +200,9 @@ class LLMCost:
             b = np.where(np.isnan(b), B / (self.m * self.dp), b)
             self.B = np.where(np.isnan(B), b * self.m * self.dp, B)
             self.b = b
-            self.stage_layers = stage_layers(self.shape.L, self.pp, self.vp)  # the heaviest rank's (uneven splits)
+            # the heaviest rank's layers (uneven splits); an even split where the layers are derived, not given
+            self.stage_layers = np.where(np.isnan(num(df, "n_layers")), self.shape.L / self.pp,
+                                         stage_layers(self.shape.L, self.pp))
             self.stage_share = self.stage_layers / self.shape.L
             self.imbalance = self.pp * self.stage_share
 

@@ -14,12 +14,14 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
 * ``pp`` need not divide the layers: stages split them unevenly, as Megatron-Core
   (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
   ``pipeline_model_parallel_layout``) and torchtitan do, the heaviest rank pacing the pipeline and
-  setting its memory (:func:`perfzoo.analytic.llm.stage_layers`: ``vp*ceil(L/(pp*vp))`` layers),
-  within :data:`MAX_IMBALANCE` of an even split: Llama 3.1 405B's 126 layers run on pp 8 and 16
-  (1.6% over even), DeepSeek-V3's 61 on pp 8 and 16 (4.9%) in NVIDIA's recipes;
-* ``vp > 1`` virtual stages need ``pp > 1``, at most ``L + 2`` virtual stages in all (each holds
-  a layer, the embedding or the loss, as Megatron's ``account_for_embedding/loss_in_pipeline_split``
-  count them) and a multiple of ``pp`` micro-batches, as Megatron's interleaved schedule needs;
+  setting its memory (:func:`perfzoo.analytic.llm.stage_layers`: ``ceil(L/pp)`` layers), within
+  :data:`MAX_IMBALANCE` of an even split: Llama 3.1 405B's 126 layers run on pp 8 and 16 (1.6% over
+  even), DeepSeek-V3's 61 on pp 8 and 16 (4.9%) in NVIDIA's recipes;
+* ``vp > 1`` virtual stages need ``pp > 1``, ``vp`` dividing the heaviest rank's ``ceil(L/pp)``
+  layers (virtual stages of equal layers, the lighter ranks' one fewer or holding the embedding or
+  the loss, as Megatron's ``account_for_embedding/loss_in_pipeline_split`` split 126 layers into 16 x 8
+  virtual stages), at most ``L + 2`` virtual stages in all, and a multiple of ``pp`` micro-batches, as
+  Megatron's interleaved schedule needs;
 * ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
   ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
@@ -160,11 +162,14 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     E = int(model.get("n_experts") or 1)
     tp_max = N if tp_beyond_node else min(cluster.node_size, N)
     tps = [t for t in divisors(N) if t <= tp_max and a % t == 0 and (kv % t == 0 or t % kv == 0)]
-    def balanced(p, v):  # every virtual stage holds something, the heaviest rank near an even split
-        return p * v <= L + 2 and stage_layers(L, p, v) * p <= MAX_IMBALANCE * L
+    def balanced(p):  # the heaviest rank near an even split
+        return stage_layers(L, p) * p <= MAX_IMBALANCE * L
 
-    pps = [p for p in divisors(N) if p <= L and balanced(p, 1)]
-    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(balanced(p, v) for p in pps if p > 1)]
+    pps = [p for p in divisors(N) if p <= L and balanced(p)]
+    def chunked(p, v):  # equal virtual stages of the heaviest rank's layers, each holding something
+        return p * v <= L + 2 and stage_layers(L, p) % v == 0
+
+    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(chunked(p, v) for p in pps if p > 1)]
     cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and llmconfig.cp_splits(seq_len, c) and seq_len // c >= MIN_CP_TOKENS]
     cps = sorted(set(cps) | {1})
     eps = [e for e in divisors(N) if E % e == 0] if E > 1 else [1]
@@ -184,12 +189,10 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     def interleaving(c):
         if c["vp"] == 1:
             return None
-        if c["pp"] == 1 or c["pp"] * c["vp"] > L + 2:
-            return (f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp at most the {L} layers + 2 (the "
+        if c["pp"] == 1 or not chunked(c["pp"], c["vp"]):
+            return (f"vp = {c['vp']} virtual stages need pp > 1, vp dividing the {stage_layers(L, c['pp']):.0f} "
+                    f"layers of the heaviest of pp = {c['pp']} ranks and pp x vp at most the {L} layers + 2 (the "
                     "embedding and the loss)")
-        if not balanced(c["pp"], c["vp"]):
-            return (f"pp x vp = {c['pp']} x {c['vp']} puts {stage_layers(L, c['pp'], c['vp']):.0f} of the {L} layers "
-                    f"on one rank, more than {MAX_IMBALANCE} x an even split")
         if batch(c):
             return batch(c)
         accum = global_batch // (c["micro_batch_size"] * _dp(c, N))
