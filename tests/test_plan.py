@@ -206,7 +206,8 @@ def test_the_top_pick_is_explained_by_its_analytic_step_and_memory(llama8b_on_16
     p = llama8b_on_16
     why, memory = explain(p)
     top = p.layouts.iloc[0]
-    est = analytic.estimate(pd.DataFrame([llmconfig.as_columns(p.configs(1)[0])]).assign(**p.cluster.hardware())).iloc[0]
+    config = pd.DataFrame([llmconfig.as_columns(p.configs(1)[0])]).assign(**p.cluster.hardware())
+    est = analytic.estimate(config).iloc[0]
     ideal = est["throughput_per_device"] * top["flops_per_token"] / 989e12  # the analytic step's MFU
     assert why.startswith(f"why rank 1 ({layout_text(top.to_dict())}): its ideal step {est['step_time_s']:.2f} s")
     assert f"bubble {est['bubble']:.1%}" in why and f"TP {est['tp_time_s']:.2f} s" in why

@@ -70,7 +70,8 @@ def test_beyond_the_training_data_the_interval_widens_per_doubling(published):
         ratio = table[end].to_numpy() / pred
         assert ratio[1] / ratio[0] == pytest.approx(np.exp(sign * 3 * WIDENING_PER_DOUBLING))
     assert WIDENING_PER_DOUBLING > 0
-    assert "devices" in table["warnings"].iloc[1] and "3.0 doublings beyond the training data" in table["warnings"].iloc[1]
+    far_warning = table["warnings"].iloc[1]
+    assert "devices" in far_warning and "3.0 doublings beyond the training data" in far_warning
     assert "doublings" not in table["warnings"].iloc[0]
 
 

@@ -427,8 +427,8 @@ class LLMCost:
             times = self.step_time(comm)
             tokens = self.tokens_per_step()
             tput = tokens / times["step_time_s"]
-            executed = (sum(self.flops_parts(causal=True, recompute=True, executed=True).values()) * tokens / self.n_gpus
-                        * self.imbalance)
+            executed = sum(self.flops_parts(causal=True, recompute=True, executed=True).values())
+            executed = executed * tokens / self.n_gpus * self.imbalance  # the heaviest pipeline rank's
             return {
                 "n_params": self.total_params(),
                 "active_params": self.shape.matmul_params,

@@ -156,7 +156,8 @@ def explain(plan: Plan, rank: int = 1) -> list[str]:
             f"{est['compute_time_s']:.2f} s, softmax {est['softmax_time_s']:.2f} s and memory traffic "
             f"{est['memory_time_s']:.2f} s, with on the critical path TP {est['tp_time_s']:.2f} s, EP "
             f"{est['ep_time_s']:.2f} s and PP sends {est['pp_time_s']:.2f} s; the pipeline bubble "
-            f"{est['bubble']:.1%} (pp {pp:.0f}, vp {vp:.0f}, {m:.0f} micro-batch{'es' * (m != 1)}); DP {est['dp_time_s']:.2f} s and "
+            f"{est['bubble']:.1%} (pp {pp:.0f}, vp {vp:.0f}, {m:.0f} micro-batch{'es' * (m != 1)}); DP "
+            f"{est['dp_time_s']:.2f} s and "
             f"CP {est['cp_time_s']:.2f} s overlap the kernels ({exposed:.2f} s exposed); optimizer "
             f"{est['optimizer_time_s']:.2f} s, host {est['host_time_s']:.2f} s: {ideal_mfu:.1%} MFU ideal, "
             f"of which the predictor, fitted on measured runs, expects {float(row['mfu']) / ideal_mfu:.0%} "
@@ -164,7 +165,8 @@ def explain(plan: Plan, rank: int = 1) -> list[str]:
             f"memory of rank {rank}: {est['memory_bytes'] / gib:.1f} GiB per GPU: parameters "
             f"{est['param_bytes'] / gib:.1f}, gradients {est['grad_bytes'] / gib:.1f}, optimizer "
             f"{est['optimizer_bytes'] / gib:.1f}, activations {est['activation_bytes'] / gib:.1f} ({held:.3g} "
-            f"micro-batch{'es' * (held != 1)} in flight on the first stage), overheads {est['overhead_bytes'] / gib:.1f}"]
+            f"micro-batch{'es' * (held != 1)} in flight on the first stage), overheads "
+            f"{est['overhead_bytes'] / gib:.1f}"]
 
 
 def plot(plan: Plan, path: str | Path, k: int = 10) -> Path:
