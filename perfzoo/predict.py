@@ -6,7 +6,10 @@ throughput (tokens/s global and per device, step time where the batch is known),
 where the predictor has an uncertainty (plus or minus two standard deviations), the analytic
 breakdown (compute and communication time, traffic by kind, pipeline bubble, memory per device
 and whether it fits) and warnings when the config lies outside what the predictor was fitted
-on (an accelerator it never saw, a scale or model size well beyond its training range).
+on (an accelerator it never saw; a device count, sequence length or model size beyond the largest
+in its training data, by how many times and doublings: the interval then widens by
+:data:`WIDENING_PER_DOUBLING` per doubling at each end, the growth of the residuals' spread per
+doubling on the published tables' scale split, ``scripts/extrapolation_widening.py``).
 
 LLM configs pass the front door (:mod:`perfzoo.llmconfig`, the keys and units in ``--help``):
 ``model=NAME`` fills the shape from the catalog, an unknown key, a value of the wrong type or
@@ -76,7 +79,13 @@ from perfzoo.inputs import input_columns, read_located
 from perfzoo.zoo.base import NotFittedError, Predictor
 
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
-SCALE_WARNING = 2.0  # a config this many times beyond the largest training value gets a warning
+SCALE_AXES = ("devices", "sequence", "parameters")  # how far beyond its training data a config extrapolates
+LABELS = {"devices": "devices", "sequence": "sequence length", "parameters": "parameters"}
+# log throughput each end of an interval moves out per doubling beyond the training data's largest device
+# count, sequence or model size: how fast the 80th percentile of the shipped member's |log residual| grows
+# per doubling on the published tables' scale split (trained on <= 64 GPUs, tested up to 6.6 doublings
+# beyond: 0.13 + 0.022 x doublings), measured by scripts/extrapolation_widening.py (its docstring says how)
+WIDENING_PER_DOUBLING = 0.022
 BREAKDOWN = ("compute_time_s", "comm_time_s", "host_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
              "comm_cp_bytes", "comm_ep_bytes", "peak_allocated_bytes", "overhead_bytes", "memory_bytes",
              "memory_fraction", "step_time_s", "throughput_per_device")
@@ -200,20 +209,62 @@ def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.Acceler
     return figures(spec) == figures(other)
 
 
+def _extent(frame: pd.DataFrame, params: np.ndarray) -> dict[str, np.ndarray]:
+    """Each row's value on every scale axis (:data:`SCALE_AXES`)."""
+    seq = pd.to_numeric(frame.get("config.seq_len", pd.Series(np.nan, index=frame.index)), errors="coerce")
+    return {"devices": np.asarray(n_devices(frame), dtype=float), "sequence": seq.to_numpy(dtype=float),
+            "parameters": np.asarray(params, dtype=float)}
+
+
+def beyond_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> pd.DataFrame:
+    """Per config (``params``: its parameter count) and scale axis (:data:`SCALE_AXES`: devices,
+    sequence length, parameters), how many times the largest value among ``training``'s jobs it
+    is (NaN where either is unknown); a column ``doublings`` sums ``log2`` of those above 1, how
+    far the config extrapolates in all (:func:`widened`).
+
+    >>> from types import SimpleNamespace
+    >>> seen = SimpleNamespace(frame=pd.DataFrame({"config.n_gpus": [8, 64], "config.seq_len": [4096, 8192],
+    ...                                            "config.n_params": [8e9, 70e9]}))
+    >>> asked = pd.DataFrame({"config.n_gpus": [256, 32], "config.seq_len": [32768, 2048]})
+    >>> beyond_training(asked, np.array([70e9, 8e9]), seen).round(2).to_dict("list")
+    {'devices': [4.0, 0.5], 'sequence': [4.0, 0.25], 'parameters': [1.0, 0.11], 'doublings': [4.0, 0.0]}
+    """
+    known = _extent(training.frame, analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float))
+    asked = _extent(frame, params)
+    out = pd.DataFrame({what: asked[what] / (np.nanmax(known[what]) if np.isfinite(known[what]).any() else np.nan)
+                        for what in SCALE_AXES}, index=frame.index)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["doublings"] = np.log2(out[list(SCALE_AXES)].clip(lower=1.0)).fillna(0.0).sum(axis=1)
+    return out
+
+
+def widened(low: np.ndarray, high: np.ndarray, doublings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An interval ``(low, high)`` widened for a config ``doublings`` beyond the training data
+    (:func:`beyond_training`): each end moves out by :data:`WIDENING_PER_DOUBLING` (log
+    throughput) per doubling, ``low * exp(-w)``, ``high * exp(w)``.
+
+    >>> lo, hi = widened(np.array([90.0]), np.array([110.0]), np.array([2.0]))
+    >>> bool(lo[0] < 90.0 < 110.0 < hi[0]), bool(np.isclose(np.log(hi[0] / 110.0), 2 * WIDENING_PER_DOUBLING))
+    (True, True)
+    """
+    w = WIDENING_PER_DOUBLING * np.asarray(doublings, dtype=float)
+    return np.asarray(low, dtype=float) * np.exp(-w), np.asarray(high, dtype=float) * np.exp(w)
+
+
 def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
     """Per config (``params``: its parameter count), why it lies outside what ``training``
     covered: an accelerator never seen (and the one it is priced exactly as, where the
-    accelerator table gives both the same figures), a device count or model size more than
-    :data:`SCALE_WARNING` x beyond the largest seen."""
+    accelerator table gives both the same figures), a device count, sequence length or model size
+    beyond the largest seen (how many times, how many doublings, and how much wider that makes
+    the interval: :func:`beyond_training`, :func:`widened`)."""
     def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
         found = llmconfig.known_accelerator(name)
         return found.name if found is not None else accelerators.normalise(str(name))
 
     rows = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().map(identity).value_counts()
     seen = set(rows.index)
-    tr_devices = n_devices(training.frame)
-    tr_params = analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float)
-    devices = n_devices(frame)
+    factors = beyond_training(frame, params, training)
+    values = _extent(frame, params)
     out = []
     for i in range(len(frame)):
         notes = []
@@ -229,10 +280,18 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
         if twins:
             notes.append(f"{spec.name} is priced exactly as {twins[0]}: the accelerator table gives both the same "
                          "peak FLOP/s, memory and link bandwidths, so only the memory check tells them apart")
-        for what, value, known in (("devices", devices[i], tr_devices), ("parameters", params[i], tr_params)):
-            top = np.nanmax(known) if np.isfinite(known).any() else np.nan
-            if np.isfinite(value) and np.isfinite(top) and value > SCALE_WARNING * top:
-                notes.append(f"{what} {value:,.0f} is {value / top:.1f}x the largest in {training.name} ({top:,.0f})")
+        beyond = []
+        for what in SCALE_AXES:
+            factor = float(factors[what].iloc[i])
+            if np.isfinite(factor) and factor > 1.0:
+                value = values[what][i]
+                beyond.append(f"{LABELS[what]} {value:,.0f} is {factor:.1f}x the largest in {training.name} "
+                              f"({value / factor:,.0f})")
+        if beyond:
+            d = float(factors["doublings"].iloc[i])
+            notes.append("; ".join(beyond) + f": {d:.1f} doublings beyond the training data, so the interval is "
+                         f"widened {np.exp(WIDENING_PER_DOUBLING * d):.2f}x at each end "
+                         f"({WIDENING_PER_DOUBLING:.3f} log per doubling, scripts/extrapolation_widening.py)")
         out.append(notes)
     return out
 
@@ -291,12 +350,14 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     out = pd.DataFrame({"predicted_tokens_per_s": glob, "predicted_tokens_per_s_per_device": per_dev,
                         "predicted_step_time_s": tokens / glob})
     scale = n if per_device_target else np.ones(len(frame))
+    # beyond the training data's largest device count, sequence or model size, the intervals widen
+    doublings = beyond_training(frame, est["n_params"].to_numpy(dtype=float), training)["doublings"].to_numpy()
+    out["doublings_beyond_training"] = doublings
     if std is not None:
-        out["range_low"] = (pred - 2 * std) * scale
-        out["range_high"] = (pred + 2 * std) * scale
+        out["range_low"], out["range_high"] = widened((pred - 2 * std) * scale, (pred + 2 * std) * scale, doublings)
     try:  # the 80% interval of a member calibrated with fit_interval
         low, high = predictor.predict_interval(X)
-        out["interval_low"], out["interval_high"] = low * scale, high * scale
+        out["interval_low"], out["interval_high"] = widened(low * scale, high * scale, doublings)
     except (NotFittedError, AttributeError):
         pass
     for c in BREAKDOWN:

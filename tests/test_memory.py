@@ -110,6 +110,77 @@ def test_pipeline_stages_hold_micro_batches_in_flight():
     assert A.activation_bytes_per_device(inter) == 11 / 2 * stack * TOKENS
 
 
+def test_in_flight_micro_batches_follow_the_schedules_by_hand():
+    # 1F1B: stage i (0 first) of p runs p - i - 1 warm-up forwards, then one more before its first
+    # backward: it holds p - i micro-batches (p = 4: 4, 3, 2, 1), never more than the m there are
+    assert M.in_flight(4, 1, 8, [0, 1, 2, 3]).tolist() == [4, 3, 2, 1]
+    assert M.in_flight(4, 1, 2, [0, 1, 2, 3]).tolist() == [2, 2, 2, 1]
+    # Megatron's interleaved schedule, p = 4 stages of v = 2 chunks, m = 8: rank 0 runs the forwards
+    # of chunk 1 for micro-batches 1-4, of chunk 2 for 1-4 ((v - 1) p = 4), then 2 (p - 1) = 6 more
+    # while micro-batch 1's gradient comes back through ranks 3..1 (chunk 1 of 5-7, chunk 2 of 5-7:
+    # 10 warm-up chunks); the 11th forward runs before its first backward: 11 chunks of half its
+    # stage, 5.5 micro-batches' worth. Rank r runs 2 (p - 1 - r) fewer: 9, 7, 5 chunks.
+    assert M.in_flight(4, 2, 8, [0, 1, 2, 3]).tolist() == [5.5, 4.5, 3.5, 2.5]
+    # with m = p = 4 every chunk of every micro-batch is forwarded before the first backward: m v = 8 chunks
+    assert M.in_flight(4, 2, 4, [0, 3]).tolist() == [4, 2.5]
+    # the first stage: p v + p - 1 chunks = (1 + (p - 1)/(p v)) x p micro-batches (p 16, v 8: 143 / 8)
+    assert M.in_flight(16, 8, 32, 0) == pytest.approx(143 / 8) == pytest.approx((1 + 15 / 128) * 16)
+
+
+def test_uneven_pipeline_stages_price_the_heaviest_rank():
+    from perfzoo.analytic.llm import LLMCost
+    import pandas as pd
+
+    # 24 layers on pp = 5 stages: four ranks of 5 layers and one of 4 (Megatron's uneven split); the
+    # heaviest, 5 layers, holds min(pp, m) = 2 micro-batches on the first stage (m = 2)
+    five = {**GPT, "n_gpus": 5, "pp": 5, "global_batch_size": 8}
+    assert A.activation_bytes_per_device(five) == max(2 * 5 * FUSED_LAYER, 5 * FUSED_LAYER + FINAL) * TOKENS
+    # its compute is 5 layers' against pp = 4's 6 (no vocabulary here: every FLOP is in the layers)
+    four = {**five, "n_gpus": 4, "pp": 4}
+    t5, t4 = (LLMCost(pd.DataFrame([c | {"accelerator": "H100-SXM-80GB"}])).compute_time()[0] for c in (five, four))
+    assert t5 / t4 == pytest.approx(5 / 6)
+    # interleaved: 26 layers on pp = 4 ranks of vp = 2 virtual stages: ranks of 7, 7, 6, 6 layers (virtual
+    # stages of 4 and 3, 3 and 3), the heaviest 7
+    cost = LLMCost(pd.DataFrame([{**GPT, "n_layers": 26, "n_gpus": 4, "pp": 4, "vp": 2}]))
+    assert (cost.stage_layers[0], cost.imbalance[0]) == (7, pytest.approx(4 * 7 / 26))
+    # a shape derived from a parameter count has no layer count to split unevenly: the even split
+    derived = LLMCost(pd.DataFrame([{"n_params": 7e9, "seq_len": 4096, "n_gpus": 4, "pp": 4, "vp": 5}]))
+    assert derived.stage_layers[0] == derived.shape.L[0] / 4 and derived.imbalance[0] == 1.0
+    # and a divided split is the even one: 24 layers on pp 4, vp 3: 6 per rank
+    even = LLMCost(pd.DataFrame([{**GPT, "n_gpus": 4, "pp": 4, "vp": 3}]))
+    assert (even.stage_layers[0], even.imbalance[0]) == (6, 1.0)
+
+
+def test_llama3_405b_on_16_stages_fits_by_hand():
+    """Llama 3.1 405B (126 layers, d 16,384, 128 heads, 8 KV heads of 128, gated f 53,248, V 128,256)
+    at 8,192 tokens on 16,384 H100s, tp 8, pp 16 x vp 8, global batch 2,048, micro batch 1, no
+    checkpointing, the distributed optimizer (Megatron mixed precision, fp32 gradients)."""
+    d, f, V, L = 16384, 53248, 128256, 126
+    cfg = {"n_layers": L, "hidden_dim": d, "ffn_dim": f, "n_heads": 128, "n_kv_heads": 8, "vocab_size": V,
+           "gated_mlp": True, "seq_len": 8192, "global_batch_size": 2048, "n_gpus": 16384, "tp": 8, "pp": 16,
+           "vp": 8, "micro_batch_size": 1, "activation_checkpointing": "none", "fsdp": "zero1", "precision": "bf16"}
+    # a layer's parameters: q and o 2 d^2, k and v 2 d (8 x 128), the gated MLP 3 d f (the norms'
+    # 2d are not counted)
+    layer = 2 * d * d + 2 * d * 1024 + 3 * d * f
+    # 126 layers over 16 ranks: ceil(126/16) = 8 on the heaviest (8 virtual stages of 1); /tp, plus
+    # the embedding (first stage) or LM head (last) V d / tp
+    local = 8 * layer / 8 + V * d / 8
+    # activations per token per layer (fused kernels, flash attention, sequence parallel /tp): two
+    # norms 4d each, q k v o 2 (128 + 8 + 8 + 128) 128, the gated MLP's fc1 output 4f and fc2 input 2f
+    per_layer = (2 * 4 * d + 2 * (128 + 8 + 8 + 128) * 128 + 6 * f) / 8
+    for cp, m, chunks in ((1, 16, 128), (2, 32, 143)):
+        # rank 0's peak: min(m v, 2 (p - 1) + (v - 1) p + 1 = 143) chunks of 1 layer, s / cp tokens each
+        got = A.memory_per_device({**cfg, "cp": cp})
+        assert got["activation_bytes"] == pytest.approx(chunks * per_layer * 8192 / cp)
+        assert got["param_bytes"] == pytest.approx(2 * local)  # bf16
+        assert got["grad_bytes"] == pytest.approx(4 * local)  # the fp32 main-gradient buffer
+        assert got["optimizer_bytes"] == pytest.approx(12 * local / 128)  # over dp x cp = 128 ranks
+    # cp 1: 63.5 GiB of activations (16 micro-batches of 8 layers) + 19.6 of state: over the 72 GiB a
+    # plan lets through (90% of 80); cp 2: 35.5 + 19.6 + overheads = 58.6 GiB, it fits
+    assert A.memory_per_device({**cfg, "cp": 1})["memory_bytes"] / GIB == pytest.approx(86.4, abs=0.1)
+    assert A.memory_per_device({**cfg, "cp": 2})["memory_bytes"] / GIB == pytest.approx(58.6, abs=0.1)
+
+
 def test_peak_is_the_larger_of_backward_and_the_optimizer_step():
     # one GPU, FSDP2 full_shard, bf16: fp32 params 4N, Adam 8N; gradients are None during the forward
     # (m = 1); the bf16 copies of 2 gathered blocks (no embedding: V = 0) = 2 * 2 * N / 24

@@ -10,7 +10,7 @@ import pytest
 from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.llmconfig import ConfigError
-from perfzoo.predict import main, predict_frame
+from perfzoo.predict import WIDENING_PER_DOUBLING, main, predict_frame
 
 LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
               "n_kv_heads": 8, "vocab_size": 128256, "seq_len": 8192, "micro_batch_size": 1, "tp": 8, "pp": 4,
@@ -52,6 +52,28 @@ def test_configs_outside_the_training_data_are_warned_about(published):
     assert "accelerator MI300X is not in published-llm's training data" in first
     assert "devices 1,000,000 is" in first and "x the largest in published-llm" in first
     assert "parameters" in second and "accelerator" not in second
+
+
+def test_beyond_the_training_data_the_interval_widens_per_doubling(published):
+    ds, ridge = published
+    ok = ds.labelled().ok()
+    model = zoo.make("ridge").fit(ok.X, ok.y, dataset=ds.name).fit_interval(ok.X, ok.y)
+    largest = int(pd.to_numeric(ds.frame["config.n_gpus"]).max())
+    inside = {**LLAMA3_70B, "n_gpus": 1024, "dp": 32, "global_batch_size": 1024, "accelerator": "H100-SXM-80GB"}
+    far = {**inside, "n_gpus": 8 * largest, "dp": largest // 4, "global_batch_size": largest // 4}  # 3 doublings
+    table = predict_frame([inside, far], ds, model)
+    assert table["doublings_beyond_training"].tolist() == [0.0, pytest.approx(3.0)]
+    # the calibrated interval is the prediction times the residuals' quantiles, the same for every config;
+    # 3 doublings beyond, each end moves out by 3 x WIDENING_PER_DOUBLING in log throughput (the scale
+    # split's measured spread growth)
+    pred = table["predicted_tokens_per_s"].to_numpy()
+    for end, sign in (("interval_high", 1.0), ("interval_low", -1.0)):
+        ratio = table[end].to_numpy() / pred
+        assert ratio[1] / ratio[0] == pytest.approx(np.exp(sign * 3 * WIDENING_PER_DOUBLING))
+    assert WIDENING_PER_DOUBLING > 0
+    far_warning = table["warnings"].iloc[1]
+    assert "devices" in far_warning and "3.0 doublings beyond the training data" in far_warning
+    assert "doublings" not in table["warnings"].iloc[0]
 
 
 def test_a_knob_the_predictor_never_saw_is_warned_about(published):

@@ -64,6 +64,15 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   for the routed experts, whose gradients reduce over the ranks holding the same experts (with EP
   inside an 8-GPU board, one rank per board: the device's own rail); PP's point-to-point sends
   cross the network when the job spans domains.
+* Pipeline stages: ``pp`` need not divide the layers (Megatron-Core's uneven splits,
+  ``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split`` or a
+  ``pipeline_model_parallel_layout``, as the published Llama 3.1 405B (126 layers, pp 8 and 16) and
+  DeepSeek-V3 (61 layers) recipes run; torchtitan splits unevenly too): the heaviest rank holds
+  ``stage_layers = ceil(L/pp)`` layers (``L/pp`` when ``pp`` divides them, or when the row gives no
+  ``n_layers`` and the shape is derived), its ``vp`` virtual stages a layer apart at most, and paces
+  the pipeline: its compute, memory traffic, TP / CP / EP traffic and layer passes are those of
+  ``stage_layers`` layers, ``stage_share = stage_layers/L`` of the model's (``imbalance =
+  pp*stage_share`` over an even split).
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
   precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax
@@ -141,6 +150,18 @@ HOST_RECOMPUTE = {"full": 1.73, "selective": 2.2}  # eager PyTorch: a pass's hos
 HOST_EAGER_CASTS = 1.31  # eager PyTorch: a pass's host time with eager low-precision casts, x
 
 
+def stage_layers(n_layers, pp):
+    """Layers on the heaviest of ``pp`` pipeline ranks splitting ``n_layers`` (module docstring):
+    ``ceil(n_layers / pp)``, ``n_layers / pp`` where it divides.
+
+    >>> stage_layers(126, 16), stage_layers(61, 8), stage_layers(32, 4), stage_layers(80, 1)
+    (8.0, 8.0, 8.0, 80.0)
+    """
+    L, pp = (np.asarray(x, dtype=float) for x in (n_layers, pp))
+    out = np.ceil(L / np.maximum(pp, 1.0))
+    return out if out.ndim else float(out)
+
+
 class LLMCost:
     """The LLM config as float arrays, defaults applied (see the module docstring), and its costs.
 
@@ -184,6 +205,11 @@ class LLMCost:
             b = np.where(np.isnan(b), B / (self.m * self.dp), b)
             self.B = np.where(np.isnan(B), b * self.m * self.dp, B)
             self.b = b
+            # the heaviest rank's layers (uneven splits); an even split where the layers are derived, not given
+            self.stage_layers = np.where(np.isnan(num(df, "n_layers")), self.shape.L / self.pp,
+                                         stage_layers(self.shape.L, self.pp))
+            self.stage_share = self.stage_layers / self.shape.L
+            self.imbalance = self.pp * self.stage_share
 
         self.precision, self.format = precision_codes(df)
         self.ac = coded(df, "activation_checkpointing", normalize_checkpointing, CHECKPOINTING)
@@ -271,7 +297,7 @@ class LLMCost:
         t = self.tp
         tokens = self.b * sh.s / self.cp  # one micro-batch's tokens on this device
         act = tokens * sh.d * self.act_bytes
-        passes = self.m / self.pp  # micro-batch passes of this stage's share of the layers
+        passes = self.m * self.stage_share  # micro-batch passes of the heaviest stage's share of the layers
         moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
         # an MoE sublayer gathers its tokens over TP only for its shared experts (its routed ones: etp_bytes)
         sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp - np.where(sh.moe.fs > 0, 0.0, moe_layers)
@@ -299,7 +325,7 @@ class LLMCost:
         n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
         copies = sh.moe.routed_tokens(self.b * sh.s / self.cp / self.tp) * sh.d * self.act_bytes
         return np.where((self.etp > 1) & sh.moe.is_moe,
-                        self.m / self.pp * moe_layers * 2.0 * n_ar * (self.etp - 1.0) * copies, 0.0)
+                        self.m * self.stage_share * moe_layers * 2.0 * n_ar * (self.etp - 1.0) * copies, 0.0)
 
     @cached_property
     def dp_bytes(self) -> tuple[np.ndarray, np.ndarray]:
@@ -339,7 +365,7 @@ class LLMCost:
         on one micro-batch, per device per step) and ``collective_calls`` (the blocking TP / CP
         / EP collectives among them). Small layers spend most of their time in these."""
         sh = self.shape
-        passes = self.m * sh.L / self.pp
+        passes = self.m * self.stage_layers
         n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 6.0, 4.0)
         moe_share = np.where(sh.L > 0, sh.moe.L_moe / sh.L, 0.0)
         calls = passes * (np.where(self.tp > 1, n_ar, 0.0) + np.where(self.cp > 1, 3.0 * (self.cp - 1.0), 0.0)
@@ -355,7 +381,7 @@ class LLMCost:
         recompute, the MoE padding), each part at its peak (:mod:`.precision`), the attention core
         stretched by its kernel's slowdown (module docstring)."""
         parts = self.flops_parts(causal=True, recompute=True, executed=True)
-        per_device = {k: v * self.tokens_per_step() / self.n_gpus for k, v in parts.items()}
+        per_device = {k: v * self.tokens_per_step() / self.n_gpus * self.imbalance for k, v in parts.items()}
         per_device["attention"] = per_device["attention"] * self.attention_x
         return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16, self.linear_bf16_share())
 
@@ -423,7 +449,8 @@ class LLMCost:
             times = self.step_time(comm)
             tokens = self.tokens_per_step()
             tput = tokens / times["step_time_s"]
-            executed = sum(self.flops_parts(causal=True, recompute=True, executed=True).values()) * tokens / self.n_gpus
+            executed = sum(self.flops_parts(causal=True, recompute=True, executed=True).values())
+            executed = executed * tokens / self.n_gpus * self.imbalance  # the heaviest pipeline rank's
             return {
                 "n_params": self.total_params(),
                 "active_params": self.shape.matmul_params,

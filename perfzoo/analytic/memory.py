@@ -58,10 +58,14 @@ nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
 * tensor parallelism divides everything by ``tp`` with sequence parallelism (assumed on with
   ``tp > 1``, as Megatron and torchtitan run it, unless ``sequence_parallel`` is false), else all but
   the norms; context parallelism holds ``s/cp`` tokens.
-* pipelines: the first stage holds ``min(pp, m)`` micro-batches of its ``L/pp`` layers (1F1B);
-  interleaved with ``vp`` virtual stages ``min(m*vp, 2(pp-1) + (vp-1)pp + 1)`` chunks of ``L/(pp*vp)``
-  layers (Megatron's warm-up count, Narayanan et al. 2021); the last stage one micro-batch and the
-  loss buffers.
+* pipelines: each rank holds :func:`in_flight` micro-batches' worth of its stage's layers at its
+  peak (the schedule's warm-up forwards plus the one before the first backward): 1F1B rank ``r``
+  (0 first) ``min(pp - r, m)``, so the first stage ``min(pp, m)``; Megatron's interleaved schedule with
+  ``vp`` virtual stages ``min(m*vp, 2(pp-1-r) + (vp-1)pp + 1)`` chunks of ``1/vp`` of the stage
+  (Narayanan et al. 2021; Megatron-Core's ``get_pp_rank_microbatches``), the first stage ``pp*vp + pp
+  - 1`` chunks, ``(1 + (pp-1)/(pp*vp)) x pp`` micro-batches; the last stage also holds the loss
+  buffers. A stage holds ``stage_layers`` layers, the heaviest rank's of an uneven split
+  (:mod:`.llm`: ``vp*ceil(L/(pp*vp))``, ``L/pp`` when ``pp*vp`` divides ``L``).
 * loss: PyTorch computes the cross entropy on an fp32 copy of the bf16 logits; at the start of
   backward the logits 2V, the log-softmax 4V, its gradient 4V and the input gradient 4V are alive,
   14V per token (``/tp`` with a vocabulary-parallel loss; measured on ``llm-h100``); a fused loss
@@ -124,6 +128,23 @@ MEMORY_MARGIN = 0.10  # fraction of device memory kept free of the estimate (wha
 EAGER, COMPILED, FUSED = 0, 1, 2
 
 
+def in_flight(pp, vp, m, rank):
+    """Micro-batches' worth of its stage's activations pipeline rank ``rank`` (0 the first) holds
+    at its peak, with ``m`` micro-batches per step: its warm-up forwards plus the one it runs before
+    its first backward, as many as there are at most. 1F1B (``vp`` 1): ``pp - rank - 1`` warm-up
+    forwards; Megatron's interleaved schedule: ``2(pp - rank - 1) + (vp - 1)pp`` chunk forwards,
+    each ``1/vp`` of the stage.
+
+    >>> in_flight(4, 1, 8, np.arange(4))  # 1F1B: stage i of p holds p - i
+    array([4., 3., 2., 1.])
+    >>> in_flight(4, 2, 8, np.array([0, 3]))  # interleaved: (2*3 + 4 + 1) / 2, (4 + 1) / 2
+    array([5.5, 2.5])
+    """
+    pp, vp, m, rank = (np.asarray(x, dtype=float) for x in (pp, vp, m, rank))
+    warm = np.where(vp > 1, 2.0 * (pp - rank - 1.0) + (vp - 1.0) * pp, pp - rank - 1.0)
+    return np.minimum(warm + 1.0, m * vp) / vp
+
+
 def _norm(profile: np.ndarray, d: np.ndarray, q: np.ndarray) -> np.ndarray:
     """A norm's input and output (the next matmul's input, kept ``q`` bytes wide)."""
     return np.where(profile == EAGER, 8.0, 2.0 + q) * d
@@ -166,7 +187,7 @@ class Memory:
         """The blocks' dense parameters a device holds of one pipeline stage (no embedding, LM head
         or routed experts), before data-parallel sharding."""
         sh = self.shape
-        return (sh.block_params - sh.expert_params) / self.c.pp / self.c.tp
+        return (sh.block_params - sh.expert_params) * self.c.stage_share / self.c.tp
 
     @cached_property
     def local_params(self) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +195,7 @@ class Memory:
         c, sh = self.c, self.shape
         ends = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params)  # embedding / LM head stage
         dense = self.local_blocks + ends / c.tp
-        return dense, sh.expert_params / (c.pp * np.maximum(c.ep * c.etp, 1.0))
+        return dense, sh.expert_params * c.stage_share / np.maximum(c.ep * c.etp, 1.0)
 
     def bytes_per_param(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         p, g, o = (np.where(self.fp32, x32, np.where(self.torch_fsdp, xf, xm))
@@ -214,7 +235,7 @@ class Memory:
         c, sh = self.c, self.shape
         dense, expert = self.local_params
         local = dense + expert
-        per_block = local / np.maximum(sh.L / c.pp, 1.0)
+        per_block = local / np.maximum(c.stage_layers, 1.0)
         root = np.where(c.pp > 1, sh.V * sh.d, sh.embedding_params) / c.tp
         keep_all = is_code(c.sharding, SHARDINGS, "shard_grad_op") | self.pipelined_fsdp
         working = np.where(keep_all, local, root + PREFETCHED_BLOCKS * per_block)
@@ -308,14 +329,13 @@ class Memory:
         c, sh = self.c, self.shape
         tokens = c.b * sh.s / c.cp
         per_layer_stack, largest = self.model_bytes_per_token()
-        stack = per_layer_stack / c.pp  # one micro-batch of one stage's layers, per token
+        stack = per_layer_stack * c.stage_share  # one micro-batch of the heaviest stage's layers, per token
         full_ac = is_code(c.ac, CHECKPOINTING, "full")
         loss = self.loss_bytes_per_token()
         loss_or_recompute = np.where(full_ac, np.maximum(loss, largest), loss)
-        chunks = np.where(c.vp > 1, np.minimum(c.m * c.vp, 2.0 * (c.pp - 1.0) + (c.vp - 1.0) * c.pp + 1.0),
-                          np.minimum(c.pp, c.m)) / np.maximum(c.vp, 1.0)
-        first = chunks * stack + np.where(c.pp > 1, 0.0, loss_or_recompute)
-        last = stack + loss_or_recompute
+        vp = np.where(c.pp > 1, np.maximum(c.vp, 1.0), 1.0)
+        first = in_flight(c.pp, vp, c.m, 0.0) * stack + np.where(c.pp > 1, 0.0, loss_or_recompute)
+        last = in_flight(c.pp, vp, c.m, c.pp - 1.0) * stack + loss_or_recompute
         scale = np.where(self.fp32, 2.0, 1.0)  # fp32 activations are twice as wide
         return tokens * np.maximum(first, last) * scale
 

@@ -174,11 +174,12 @@ class Traffic:
 
     @cached_property
     def layer_counts(self) -> dict[str, np.ndarray]:
-        """Layers of each kind on one pipeline stage (MTP blocks counted with the last layer's kind)."""
-        sh, pp = self.sh, self.c.pp
+        """Layers of each kind on the heaviest pipeline stage (MTP blocks counted with the last layer's kind)."""
+        sh, share = self.sh, self.c.stage_share  # the heaviest stage's share of the layers
         moe = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
         mlp = sh.L_ffn - sh.moe.L_moe + np.where(sh.moe.L_moe > 0, 0.0, sh.mtp)
-        return {"attention": (sh.L_attn + sh.mtp) / pp, "mlp": mlp / pp, "moe": moe / pp, "mamba": sh.L_mamba / pp}
+        return {"attention": (sh.L_attn + sh.mtp) * share, "mlp": mlp * share, "moe": moe * share,
+                "mamba": sh.L_mamba * share}
 
     def linear_elements(self) -> np.ndarray:
         """``K + N`` elements summed over one micro-batch's tokens and the blocks' linear layers on a
@@ -294,7 +295,7 @@ class Traffic:
         the whole ``s x s`` matrix, what batched GEMMs compute)."""
         c, sh = self.c, self.sh
         T, _ = self.tokens
-        return T * sh.a / c.tp * sh.attention_context(causal) / c.pp
+        return T * sh.a / c.tp * sh.attention_context(causal) * c.stage_share
 
     def score_bytes(self) -> np.ndarray:
         """Bytes one micro-batch's materialised attention scores move on a device where no flash

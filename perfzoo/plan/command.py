@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
@@ -33,9 +34,10 @@ from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
 from perfzoo.plan.recipes import published_layouts
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
-from perfzoo.predict import outside_training
+from perfzoo.predict import beyond_training, outside_training, widened
 from perfzoo.search import Reinforce
 from perfzoo.search.command import resolve_predictor
+from perfzoo.zoo.base import NotFittedError
 from perfzoo.zoo.best import load_best
 
 PUBLISHED = "published-llm"  # the shared published tables: the default training data and the baselines
@@ -142,6 +144,25 @@ def _per_device(dataset: str, external_dir: Optional[str]) -> bool:
     return load_dataset(dataset, external_dir=external_dir).target.endswith("_per_device")
 
 
+def interval(result: Plan, top: pd.DataFrame, doublings) -> None:
+    """The predictor's 80% interval (where it has one and no standard deviation gives a range) for the
+    top layouts (``top``: their configs, best first), widened ``doublings`` beyond its training data
+    (:func:`perfzoo.predict.widened`), as the plan's ``range_low`` and ``range_high`` of those rows."""
+    scorer = result.scorer
+    if "range_low" in result.layouts or not hasattr(scorer.predictor, "predict_interval") or not scorer.per_device:
+        return
+    try:
+        low, high = scorer.predictor.predict_interval(top.reindex(columns=list(scorer.columns)))
+    except NotFittedError:
+        return
+    low, high = widened(low, high, doublings)
+    result.layouts["range_low"] = result.layouts["range_high"] = np.nan
+    rows = result.layouts.index[:len(top)]
+    result.layouts.loc[rows, "range_low"], result.layouts.loc[rows, "range_high"] = low, high
+    result.notes.append(f"interval: the predictor's 80% interval (calibrated across published sources) for the "
+                        f"top {len(top)}" + (", widened for the extrapolation above" if np.max(doublings) > 0 else ""))
+
+
 def run(config: PlanConfig, log=None) -> PlanResult:
     """The plan ``config`` asks for (see the module docstring); files written where it says.
     Progress goes to ``log`` (default: stderr)."""
@@ -170,9 +191,11 @@ def run(config: PlanConfig, log=None) -> PlanResult:
                   tp_beyond_node=config.tp_beyond_node, log=log)
     result.sources = sources
     if tables is not None and config.dataset == PUBLISHED and config.calibrate is None:
-        top = pd.DataFrame([llmconfig.as_columns(result.configs(1)[0])]).assign(**cluster.hardware())
+        top = pd.DataFrame([llmconfig.as_columns(c) for c in result.configs(config.top_k)]).assign(**cluster.hardware())
         params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)
-        result.notes.extend(outside_training(top, params, tables)[0])
+        result.notes.extend(outside_training(top.head(1), params[:1], tables)[0])
+        interval(result, top, beyond_training(top, params, tables)["doublings"].to_numpy())
+    result.notes.extend(report.explain(result))
     out = PlanResult(plan=result)
     if config.out:
         out.out, out.space_file = report.write_configs(result, config.out, config.top_k)
@@ -184,4 +207,4 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     return out
 
 
-__all__ = ["PUBLISHED", "PlanConfig", "PlanResult", "run", "scorer_for"]
+__all__ = ["PUBLISHED", "PlanConfig", "PlanResult", "interval", "run", "scorer_for"]

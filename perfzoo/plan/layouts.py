@@ -11,8 +11,17 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
 
 * ``tp`` divides the GPUs and the heads (and the KV heads divide ``tp`` or ``tp`` them), and
   stays within the NVLink domain (the accelerator table's ``node_size``, or ``--nodes-of``);
-* ``pp`` divides the layers and ``vp`` the layers of a stage (``vp > 1`` only with ``pp > 1``
-  and a multiple of ``pp`` micro-batches, as Megatron's interleaved schedule needs);
+* ``pp`` need not divide the layers: stages split them unevenly, as Megatron-Core
+  (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
+  ``pipeline_model_parallel_layout``) and torchtitan do, the heaviest rank pacing the pipeline and
+  setting its memory (:func:`perfzoo.analytic.llm.stage_layers`: ``ceil(L/pp)`` layers), within
+  :data:`MAX_IMBALANCE` of an even split: Llama 3.1 405B's 126 layers run on pp 8 and 16 (1.6% over
+  even), DeepSeek-V3's 61 on pp 8 and 16 (4.9%) in NVIDIA's recipes;
+* ``vp > 1`` virtual stages need ``pp > 1``, ``vp`` dividing the heaviest rank's ``ceil(L/pp)``
+  layers (virtual stages of equal layers, the lighter ranks' one fewer or holding the embedding or
+  the loss, as Megatron's ``account_for_embedding/loss_in_pipeline_split`` split 126 layers into 16 x 8
+  virtual stages), at most ``L + 2`` virtual stages in all, and a multiple of ``pp`` micro-batches, as
+  Megatron's interleaved schedule needs;
 * ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
   ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
@@ -44,12 +53,16 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import accelerators, llmconfig
+from perfzoo.analytic.llm import stage_layers
 from perfzoo.spaces import Categorical, Constraint, Space
 
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 VIRTUAL_STAGES = (1, 2, 3, 4, 5, 6, 8, 10)
 CONTEXT_PARALLEL = (1, 2, 4, 8, 16, 32)
 MIN_CP_TOKENS = 2048  # context parallelism below this many tokens per rank only adds traffic
+# the most layers the heaviest pipeline rank holds over an even split: past it every other rank waits
+# a tenth of its time (the published uneven splits: 1.016 and 1.049, module docstring)
+MAX_IMBALANCE = 1.1
 CHECKPOINTING = ("none", "selective", "full")
 SHARDINGS = ("none", "zero1", "shard_grad_op", "full_shard")
 LAYOUT_KNOBS = ("tp", "pp", "vp", "cp", "ep", "micro_batch_size", "activation_checkpointing", "fsdp", "precision")
@@ -153,8 +166,14 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     E = int(model.get("n_experts") or 1)
     tp_max = N if tp_beyond_node else min(cluster.node_size, N)
     tps = [t for t in divisors(N) if t <= tp_max and a % t == 0 and (kv % t == 0 or t % kv == 0)]
-    pps = [p for p in divisors(N) if L % p == 0]
-    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(L % (p * v) == 0 for p in pps if p > 1)]
+    def balanced(p):  # the heaviest rank near an even split
+        return stage_layers(L, p) * p <= MAX_IMBALANCE * L
+
+    pps = [p for p in divisors(N) if p <= L and balanced(p)]
+    def chunked(p, v):  # equal virtual stages of the heaviest rank's layers, each holding something
+        return p * v <= L + 2 and stage_layers(L, p) % v == 0
+
+    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(chunked(p, v) for p in pps if p > 1)]
     cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and llmconfig.cp_splits(seq_len, c) and seq_len // c >= MIN_CP_TOKENS]
     cps = sorted(set(cps) | {1})
     eps = [e for e in divisors(N) if E % e == 0] if E > 1 else [1]
@@ -174,8 +193,10 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     def interleaving(c):
         if c["vp"] == 1:
             return None
-        if c["pp"] == 1 or L % (c["pp"] * c["vp"]):
-            return f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp dividing the {L} layers"
+        if c["pp"] == 1 or not chunked(c["pp"], c["vp"]):
+            return (f"vp = {c['vp']} virtual stages need pp > 1, vp dividing the {stage_layers(L, c['pp']):.0f} "
+                    f"layers of the heaviest of pp = {c['pp']} ranks and pp x vp at most the {L} layers + 2 (the "
+                    "embedding and the loss)")
         if batch(c):
             return batch(c)
         accum = global_batch // (c["micro_batch_size"] * _dp(c, N))
@@ -227,5 +248,5 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     )
 
 
-__all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MICRO_BATCHES", "MIN_CP_TOKENS", "PlanError", "SHARDINGS",
-           "divisors", "layout_space"]
+__all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MAX_IMBALANCE", "MICRO_BATCHES", "MIN_CP_TOKENS",
+           "PlanError", "SHARDINGS", "divisors", "layout_space"]

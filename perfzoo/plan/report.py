@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+import pandas as pd
 
-from perfzoo import layout_defaults, shape_report
+from perfzoo import analytic, layout_defaults, llmconfig, shape_report
+from perfzoo.analytic.memory import in_flight
 from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan.planner import KNOBS, Plan
@@ -156,6 +158,38 @@ def table(plan: Plan, k: int = 10) -> str:
     return "\n".join(lines)
 
 
+def explain(plan: Plan, rank: int = 1) -> list[str]:
+    """Why the layout at ``rank`` runs at its predicted speed: its analytic step (compute, the
+    communication of each kind on the critical path or hidden under the kernels, the pipeline
+    bubble, the optimizer), the MFU that ideal step would reach and the predictor's share of it,
+    and its memory per GPU by term (the micro-batches the first pipeline stage holds in flight): two lines."""
+    row = plan.layouts.iloc[rank - 1]
+    config = pd.DataFrame([llmconfig.as_columns(plan.configs(rank)[rank - 1])]).assign(**plan.cluster.hardware())
+    est = analytic.estimate(config).iloc[0]
+    busy = est["compute_time_s"] + est["softmax_time_s"] + est["memory_time_s"]
+    overlapped = est["dp_time_s"] + est["cp_time_s"]
+    exposed = max(0.0, overlapped - busy)
+    ideal_mfu = float(row["mfu"]) * float(row["step_time_s"]) / est["step_time_s"]
+    pp, vp, m = (float(row[k]) for k in ("pp", "vp", "grad_accum"))
+    held = float(in_flight(pp, vp, m, 0.0))
+    gib = 2.0 ** 30
+    return [f"why rank {rank} ({layout_text(row.to_dict())}): its ideal step {est['step_time_s']:.2f} s is compute "
+            f"{est['compute_time_s']:.2f} s, softmax {est['softmax_time_s']:.2f} s and memory traffic "
+            f"{est['memory_time_s']:.2f} s, with on the critical path TP {est['tp_time_s']:.2f} s, EP "
+            f"{est['ep_time_s']:.2f} s and PP sends {est['pp_time_s']:.2f} s; the pipeline bubble "
+            f"{est['bubble']:.1%} (pp {pp:.0f}, vp {vp:.0f}, {m:.0f} micro-batch{'es' * (m != 1)}); DP "
+            f"{est['dp_time_s']:.2f} s and "
+            f"CP {est['cp_time_s']:.2f} s overlap the kernels ({exposed:.2f} s exposed); optimizer "
+            f"{est['optimizer_time_s']:.2f} s, host {est['host_time_s']:.2f} s: {ideal_mfu:.1%} MFU ideal, "
+            f"of which the predictor, fitted on measured runs, expects {float(row['mfu']) / ideal_mfu:.0%} "
+            f"({float(row['mfu']):.1%} MFU)",
+            f"memory of rank {rank}: {est['memory_bytes'] / gib:.1f} GiB per GPU: parameters "
+            f"{est['param_bytes'] / gib:.1f}, gradients {est['grad_bytes'] / gib:.1f}, optimizer "
+            f"{est['optimizer_bytes'] / gib:.1f}, activations {est['activation_bytes'] / gib:.1f} ({held:.3g} "
+            f"micro-batch{'es' * (held != 1)} in flight on the first stage), overheads "
+            f"{est['overhead_bytes'] / gib:.1f}"]
+
+
 def plot(plan: Plan, path: str | Path, k: int = 10) -> Path:
     """Every scored layout as predicted tokens/s per GPU against memory per GPU, the device's
     memory and the margin's line, the top ``k`` and the baselines marked."""
@@ -278,5 +312,5 @@ def collect_command(path: Path, space_path: Path, plan: Plan, out: Optional[str]
             f"--metric-parser torchtitan --out {out or 'runs/plan'}")
 
 
-__all__ = ["COMMAND", "JSON_KEYS", "collect_command", "layout_text", "plot", "records", "space_file", "table",
+__all__ = ["COMMAND", "JSON_KEYS", "collect_command", "explain", "layout_text", "plot", "records", "space_file", "table",
            "write_configs"]

@@ -98,7 +98,10 @@ class Scorer:
         spread = getattr(self.predictor, "interval_spread_", None)
         if spread is None and hasattr(self.predictor, "anchored"):  # calibrated on the user's runs
             spread = self.predictor.anchored.spread
-        return None if spread is None else spread.relative()
+        if spread is None:
+            return None
+        low, high = spread.relative()
+        return (low, high) if 0 < low and np.isfinite(high) else None  # too few training rows for a finite one
 
     def interval(self, frame: pd.DataFrame) -> Optional[tuple[np.ndarray, np.ndarray, str]]:
         """``(low, high, what)`` in tokens/s per GPU for each layout of ``frame``: the predictor's
