@@ -81,7 +81,8 @@ def table(plan: Plan, k: int = 10) -> str:
             f"{'mem GiB':>8} {'free GiB':>8}" + (f"  {'interval (tok/s/GPU)':>21}" if has_range else ""))
     c = plan.counts
     lines = [f"plan: {plan.model.get('model_name', 'model')} on {plan.cluster.describe()}, seq {plan.seq_len:,}, "
-             f"global batch {plan.global_batch:,}, precision {', '.join(plan.precisions)}; predictor "
+             f"global batch {plan.global_batch:,}, precision {', '.join(plan.precisions)}; framework "
+             f"{plan.model.get('framework') or 'not set (--framework)'}; predictor "
              f"{plan.scorer.name}; memory margin {plan.scorer.memory_margin:.0%} of "
              f"{plan.layouts['device_memory_gib'].iloc[0]:,.0f} GiB",
              f"layouts: {c['generated']:,} generated (valid of {c['grid']:,} grid points), "
