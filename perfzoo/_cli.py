@@ -32,6 +32,7 @@ import os
 import sys
 import warnings
 from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 
@@ -144,6 +145,30 @@ def assignments(items: Sequence[str], flag: str, key: str = "KEY") -> dict[str, 
             raise UsageError(f"{flag} gives {k} twice, {given[k].strip()} and {item.strip()}: keep one")
         out[k], given[k] = v, item
     return out
+
+
+def check_writable(path: str, flag: str) -> None:
+    """Refuse, before any work, an output file ``path`` (given as ``flag``) that cannot be
+    written: a folder, or a place where a file cannot be created (the message names ``path`` as
+    given). Creates and removes ``path``'s ``.tmp`` sibling, what an atomic write goes through.
+
+    >>> check_writable("/proc/perfzoo.jsonl", "--out")
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --out /proc/perfzoo.jsonl: cannot write there (no such file or directory)
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {path}: a folder; give a file name")
+    probe = p.with_name(p.name + ".tmp")
+    existed = probe.exists()
+    try:
+        with open(probe, "a"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot write there ({(exc.strerror or str(exc)).lower()})") from None
+    if not existed:
+        probe.unlink()
 
 
 def guarded(prog: str, body: Callable[[], int]) -> int:

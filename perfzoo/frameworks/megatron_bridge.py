@@ -10,7 +10,7 @@ The overrides (fields of megatron-bridge 0.3.1's ``ConfigContainer`` and megatro
 * ``model.{tensor,pipeline,virtual_pipeline,context,expert}_model_parallel_size`` (``null``
   virtual stages for one), ``model.sequence_parallel``;
 * ``train.micro_batch_size``, ``train.global_batch_size``, ``model.seq_length`` and
-  ``dataset.seq_length`` (the recipe checks they agree);
+  ``dataset.sequence_length`` (the field behind the recipes' ``dataset.seq_length``; the bridge checks they agree);
 * ``model.recompute_granularity`` / ``recompute_method`` / ``recompute_num_layers``;
 * ``ddp.use_distributed_optimizer`` and ``optimizer.use_distributed_optimizer`` (both: the
   bridge turns both on when either is), ``ddp.use_megatron_fsdp`` and
@@ -82,7 +82,7 @@ class MegatronBridge(Framework):
             "model.tensor_model_parallel_size": str(tp), "model.pipeline_model_parallel_size": str(pp),
             "model.virtual_pipeline_model_parallel_size": str(vp) if vp > 1 else "null",
             "model.context_parallel_size": str(cp), "model.expert_model_parallel_size": str(ep),
-            "model.sequence_parallel": _flag(tp > 1), "model.seq_length": seq, "dataset.seq_length": seq,
+            "model.sequence_parallel": _flag(tp > 1), "model.seq_length": seq, "dataset.sequence_length": seq,
             "train.micro_batch_size": str(int(c["micro_batch_size"])),
             "train.global_batch_size": str(int(c["global_batch_size"])),
             "model.recompute_granularity": granularity, "model.recompute_method": method,

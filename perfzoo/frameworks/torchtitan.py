@@ -34,6 +34,9 @@ releases' TOML files (``[training]`` / ``[parallelism]`` / ``[activation_checkpo
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import re
 from typing import Any, Mapping, Optional, Sequence
 
 from perfzoo import models
@@ -123,7 +126,18 @@ class Torchtitan(Framework):
             from torchtitan.config import ConfigManager
         except ImportError:
             return _read_flags(args, source)
-        return _read_config(ConfigManager().parse_args(list(args)), args, source)
+        said = io.StringIO()
+        try:  # tyro prints a box and exits on a bad line: its message, on one line
+            with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+                cfg = ConfigManager().parse_args(list(args))
+        except SystemExit:
+            text = " ".join(re.sub(r"[│╭╮╰╯─|+]|-{3,}", " ", said.getvalue()).split())  # the box, Unicode or ASCII
+            found = re.search(r"Error parsing (.*?)(?: For full helptext| Argument helptext|$)", text)
+            raise ExportError(f"{source}: torchtitan {self.version} refuses it: "
+                              f"{found.group(1) if found else text[-300:]}") from None
+        except (ValueError, ImportError) as exc:
+            raise ExportError(f"{source}: torchtitan {self.version} refuses it: {' '.join(str(exc).split())}") from None
+        return _read_config(cfg, args, source)
 
 
 def _canonical(word: str) -> str:

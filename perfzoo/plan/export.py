@@ -14,6 +14,7 @@ and memory, what the framework needs beside the line) and one ``torchrun`` line 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -77,7 +78,7 @@ def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> An
         fill["model"] = read.model
     if config.model is None and read.model is None and read.shape:
         given = {k.split("=", 1)[0] for k in config.knobs}
-        fill["knobs"] = [*config.knobs, *(f"{k}={v}" for k, v in read.shape.items() if k not in given)]
+        fill["knobs"] = [*config.knobs, *(f"{k}={json.dumps(v)}" for k, v in read.shape.items() if k not in given)]
     gpus = config.gpus if config.gpus is not None else read.gpus
     fill["gpus"] = gpus
     if config.seq_len is None:
@@ -91,7 +92,7 @@ def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> An
         if batch is None and dp and "local_batch_size" in read.workload:  # torchtitan's default: local x dp
             batch = read.workload["local_batch_size"] * dp
         fill["global_batch"] = batch
-    fill["baseline"] = [f"{k}={v}" for k, v in layout.items()]
+    fill["baseline"] = [f"{k}={json.dumps(v)}" for k, v in layout.items()]
     log(f"baseline: {config.baseline_from} read as {read.framework}: {layout_text({**layout, 'dp': dp})}"
         + (f" on {gpus} GPUs" if gpus else ""))
     return replace(config, **fill)

@@ -27,6 +27,7 @@ tokens/s per GPU and in all, step time, MFU and the predictor's interval where i
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -38,6 +39,7 @@ from perfzoo import llmconfig, zoo
 from perfzoo.dataset import Dataset
 from perfzoo.analytic_features import estimates, host_paced, n_devices
 from perfzoo.features import as_columns
+from perfzoo.inputs import read_text
 from perfzoo.search.objective import Model, input_columns
 
 MEMORY_MARGIN = 0.10
@@ -138,7 +140,7 @@ def runs_frame(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise llmconfig.ConfigError(f"--calibrate {path}: no such file")
-    table = pd.read_csv(path)
+    table = pd.read_csv(io.StringIO(read_text(path, "--calibrate")))
     measured_cols = [c for c in PER_DEVICE_COLUMNS + GLOBAL_COLUMNS if c in table.columns]
     if not measured_cols:
         raise llmconfig.ConfigError(f"--calibrate {path}: no measurement column; add one of "
