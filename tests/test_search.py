@@ -335,9 +335,9 @@ def test_a_search_fitted_on_few_jobs_carries_a_caveat(tmp_path, capsys):
         said = [line for line in out.out.splitlines() if line.startswith("caveat: ")]
         ok = len(load_dataset(str(tmp_path / f"ds{n}")).ok())  # the jobs that ran (some records failed)
         if caveat:
-            assert ok < 20 and said == [f"caveat: the predictor learned from {ok} measured jobs of ds{n} (under 20): its ranking "
-                            "and any gain over the best measured are a guess until measured; collect the proposals "
-                            "and search again"]
+            assert ok < 20 and said == [f"caveat: the predictor learned from {ok} measured jobs of ds{n} (under 20): "
+                                        "its ranking and any gain over the best measured are a guess until measured; "
+                                        "collect the proposals and search again"]
             assert said[0] in out.err  # said as it fits, too
         else:
             assert ok >= 20 and said == [] and "caveat" not in out.err

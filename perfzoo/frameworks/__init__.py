@@ -13,7 +13,8 @@ One module per framework behind :class:`Framework` (:mod:`._base`):
 ['megatron-bridge', 'megatron-lm', 'nemo', 'torchtitan']
 >>> get("torchtitan").refuses({"fsdp": "zero1"})
 'torchtitan has no ZeRO-1 (its data parallelism is FSDP2 or DDP)'
->>> read_text(["--tensor-model-parallel-size", "4", "--micro-batch-size", "1", "--seq-length", "8192"], "x").layout["tp"]
+>>> line = ["--tensor-model-parallel-size", "4", "--micro-batch-size", "1", "--seq-length", "8192"]
+>>> read_text(line, "x").layout["tp"]
 4
 """
 

@@ -31,7 +31,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from perfzoo.frameworks._base import Baseline, ExportError, Framework
 
-RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"],
+RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                      "--recompute-num-layers", "1"],
              "selective": ["--recompute-granularity", "selective"], "none": []}
 FSDP_STRATEGY = {"full_shard": "optim_grads_params", "shard_grad_op": "optim_grads"}
 TRAINING = ["--train-iters", "50", "--lr", "1e-4", "--log-interval", "1", "--eval-iters", "0", "--mock-data",
@@ -58,8 +59,8 @@ def shape_arguments(m: Mapping[str, Any]) -> list[str]:
             if m.get(key):
                 args += [flag, str(int(m[key]))]
     if (m.get("n_experts") or 1) > 1:
-        args += ["--num-experts", str(int(m["n_experts"])), "--moe-router-topk", str(int(m.get("experts_per_token") or 1)),
-                 "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+        args += ["--num-experts", str(int(m["n_experts"])), "--moe-router-topk",
+                 str(int(m.get("experts_per_token") or 1)), "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
         if m.get("moe_ffn_dim"):
             args += ["--moe-ffn-hidden-size", str(int(m["moe_ffn_dim"]))]
         if m.get("n_shared_experts"):
@@ -121,7 +122,8 @@ class MegatronLM(Framework):
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     for flag, kind in (("--tensor-model-parallel-size", int), ("--pipeline-model-parallel-size", int),
-                       ("--num-layers-per-virtual-pipeline-stage", int), ("--virtual-pipeline-model-parallel-size", int),
+                       ("--num-layers-per-virtual-pipeline-stage", int),
+                       ("--virtual-pipeline-model-parallel-size", int),
                        ("--context-parallel-size", int), ("--expert-model-parallel-size", int),
                        ("--micro-batch-size", int), ("--global-batch-size", int), ("--seq-length", int),
                        ("--recompute-granularity", str), ("--data-parallel-sharding-strategy", str),

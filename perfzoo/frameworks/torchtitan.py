@@ -175,7 +175,8 @@ def _layout(values: dict, n_layers_hint: Optional[int] = None) -> tuple[dict, di
         layout["fsdp"] = "none"
     lps = values.get("layers_per_stage")
     if pp > 1 and lps and n_layers_hint:
-        stages = (n_layers_hint + int(values.get("first_less", 1)) + int(values.get("last_less", 1)) + int(lps) - 1) // int(lps)
+        weight = n_layers_hint + int(values.get("first_less", 1)) + int(values.get("last_less", 1))
+        stages = -(-weight // int(lps))  # torchtitan's ceil((layers + first less + last less) / layers per stage)
         layout["vp"] = max(1, stages // pp)
     elif pp > 1 and values.get("schedule", "1F1B") not in ("1F1B", "GPipe"):
         layout["vp"] = 2  # torchtitan's stages per rank of a multi-stage schedule without layers per stage

@@ -73,7 +73,7 @@ class PlanConfig:
     external_dir: Optional[str] = None  # the external-data directory (published tables)
     framework: Optional[str] = None  # price every layout as this framework runs it (perfzoo.frameworks)
     export: Optional[str] = None  # write the top k as the framework's launch scripts in this folder
-    baseline_from: Optional[str] = None  # your torchtitan / Megatron-LM launch line (or torchtitan TOML) as the baseline
+    baseline_from: Optional[str] = None  # your torchtitan / Megatron-LM launch line or torchtitan TOML: the baseline
 
     def __post_init__(self):
         if self.top_k < 1:
@@ -81,7 +81,8 @@ class PlanConfig:
         if self.framework is not None:
             frameworks.get(self.framework)
         if self.export is not None:
-            if self.framework is None and self.baseline_from is None:
+            if self.framework is None and self.baseline_from is None and not any(
+                    k.replace(" ", "").startswith("framework=") for k in self.knobs):
                 raise UsageError(f"--export {self.export}: give --framework {'|'.join(frameworks.FRAMEWORKS)}, "
                                  "the framework whose launch lines it writes")
             export.check_folder(self.export)
