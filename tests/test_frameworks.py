@@ -73,12 +73,17 @@ def test_the_framework_prices_every_layout_and_keeps_to_those_it_runs(titan_plan
     assert "framework torchtitan" in __import__("perfzoo.plan.report", fromlist=["table"]).table(titan_plan, 1)
 
 
-def test_torchtitan_arguments_parse_with_torchtitans_config_manager(titan_plan):
+@pytest.mark.parametrize("model, layers", [("llama3-8b", 32), ("qwen3-30b-a3b", 48)])
+def test_torchtitan_arguments_parse_with_torchtitans_config_manager(titan_plan, model, layers):
     """The exported line parsed by torchtitan 0.3.0's own ConfigManager (the ``test`` extra installs
     torchtitan beside the CPU torch) into the planned degrees, batch, sequence and checkpointing."""
     manager = pytest.importorskip("torchtitan.config").ConfigManager
     ac_class = {"none": "NoneType", "selective": "SelectiveAC", "full": "FullAC"}
-    for c in diverse(titan_plan):
+    p = titan_plan if model == "llama3-8b" else plan(model, Cluster(gpus=16, accelerator=H100), seq_len=8192,
+                                                      global_batch=64, framework="torchtitan", scorer=toy("moe"))
+    picked = diverse(p, want=("pp", "vp", "cp", "ep", "fsdp", "activation_checkpointing", "micro_batch_size"))
+    assert (max(c["ep"] for c in picked) > 1) == (model != "llama3-8b")
+    for c in picked:
         cfg = manager().parse_args(program_args(torchtitan.FRAMEWORK, c))
         par, tr = cfg.parallelism, cfg.training
         assert (par.tensor_parallel_degree, par.pipeline_parallel_degree, par.context_parallel_degree,
@@ -89,7 +94,7 @@ def test_torchtitan_arguments_parse_with_torchtitans_config_manager(titan_plan):
         if c["pp"] > 1:  # a step's micro-batches go through the pipeline in one local batch
             assert par.pipeline_parallel_microbatch_size == c["micro_batch_size"]
             assert tr.local_batch_size == c["micro_batch_size"] * c["grad_accum"]
-            stages = 32 // par.pipeline_parallel_layers_per_stage
+            stages = layers // par.pipeline_parallel_layers_per_stage
             assert stages == c["pp"] * c["vp"]
         else:  # torchtitan accumulates global / (local x dp) steps
             assert tr.local_batch_size == c["micro_batch_size"]
