@@ -70,7 +70,7 @@ import pandas as pd
 
 from harness.environment import cpu_cores
 from perfzoo import zoo
-from perfzoo._cli import EXIT_DONE, EXIT_USAGE, UsageError, config_from_args, field_defaults, guarded, spelled_call
+from perfzoo._cli import EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, config_from_args, field_defaults, guarded, spelled_call
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation import hardware, leaderboard, runner, transfer
@@ -117,6 +117,10 @@ class BenchConfig:
     reference: Optional[str] = None  # the leaderboard whose rows of the same tasks stand beside your members'
 
     def __post_init__(self):
+        for flag, names in (("--predictors", self.predictors), ("--datasets", self.datasets)):
+            twice = sorted({n for n in names or () if list(names).count(n) > 1})
+            if twice:
+                raise UsageError(f"{flag} names {', '.join(twice)} more than once: keep one of each")
         bad = [s for s in self.splits or () if s not in SPLITS]
         if bad:
             raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
@@ -387,6 +391,10 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
             return results
         why = "; ".join(f"{s['dataset']} {s['split']}: {s['reason']}" for s in results.skipped[:3])
         raise ValueError(f"nothing to score: {why or 'no task ran'} (measure more jobs, or choose other splits)")
+    if len(results.errors) == len(results.frame):  # every fit raised: no leaderboard to write, the real error to say
+        first = results.errors[0]
+        raise RunFailed(f"every fit failed ({len(results.errors)} of {len(results.frame)}); the first, "
+                        f"{first['predictor']} on {first['dataset']} ({first['split']} split): {first['error']}")
     context = run_context(command or spelled_call("perfzoo.bench.run", config), wall_time_s=None)
     context["notes"] = _notes(specs, splits, settings["seeds"], settings["curve_sizes"], settings["curve_seeds"],
                               preset)

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 from perfzoo import sources
 from perfzoo.dataset import Dataset
@@ -266,8 +267,20 @@ def load_path(path: PathLike) -> Dataset:
 def _load(source: Source, *paths: Path, **given: Any) -> Dataset:
     """The dataset in ``paths``: the metadata ``source`` gives them, overridden by ``given``."""
     records, reports = source.read(paths)
+    if not records:
+        raise DataError(_no_jobs(paths, reports))
     metadata = {**source.metadata(paths), **given}
     return Dataset.from_records(metadata.pop("name"), records, load_reports=reports, **metadata)
+
+
+def _no_jobs(paths: Sequence[Path], reports: Sequence[Any]) -> str:
+    """Why ``paths`` gave no job, in one line: the reasons their rows were skipped, commonest first."""
+    where = ", ".join(map(str, paths))
+    reasons = Counter(why for report in reports for _, why in getattr(report, "skipped", ()))
+    if not reasons:
+        return f"{where}: holds no jobs"
+    listed = "; ".join(f"{why} ({n} row{'s' * (n > 1)})" for why, n in reasons.most_common(3))
+    return f"{where}: no job in it, its rows were skipped: {listed}; fill what is missing"
 
 
 def _missing(what: str, directory: Path, given: Optional[PathLike], published_at: str) -> FileNotFoundError:

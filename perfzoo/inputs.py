@@ -15,6 +15,7 @@ per row (blank cells left out). A mistake names the file, the line and the fix.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any, Optional
@@ -25,22 +26,37 @@ import pandas as pd
 from perfzoo._cli import UsageError
 
 
+def read_text(path: str | Path, what: str) -> str:
+    """The text of the file at ``path`` (UTF-8); one that is not text is a :class:`UsageError`
+    naming it (``what``: the flag or role it was given as) and the first byte that is not.
+
+    >>> import tempfile
+    >>> f = tempfile.NamedTemporaryFile("wb", suffix=".csv", delete=False); _ = f.write(b"tp\\n\\xff\\n"); f.close()
+    >>> read_text(f.name, "--configs")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    perfzoo._cli.UsageError: --configs /...csv: not UTF-8 text (byte 3 is 0xff); save it as UTF-8
+    """
+    raw = Path(path).read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x}); save it as "
+                         "UTF-8") from None
+
+
 def read_located(path: str, flag: str = "--configs") -> list[tuple[str, dict]]:
     """``[(where, config)]`` from ``path`` (see the module docstring); ``where`` names the file and
     its line (``FILE line 3``, ``FILE row 2`` of a CSV). A :class:`UsageError` names what is wrong."""
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{flag} {path}: no such file")
-    try:
-        if p.suffix.lower() == ".csv":
-            rows = pd.read_csv(p, encoding="utf-8").to_dict("records")
-            out = [(f"{path} row {i}", {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))})
-                   for i, row in enumerate(rows, 1)]
-        else:
-            out = _json_configs(p, path)
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{flag} {path}: not UTF-8 text (it holds byte {exc.object[exc.start]:#04x}); "
-                         "save it as UTF-8") from None
+    if p.suffix.lower() == ".csv":
+        rows = pd.read_csv(io.StringIO(read_text(p, flag))).to_dict("records")
+        out = [(f"{path} row {i}", {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))})
+               for i, row in enumerate(rows, 1)]
+    else:
+        out = _json_configs(p, path, flag)
     if not out:
         raise UsageError(f"{flag} {path}: the file holds no configs")
     return out
@@ -51,8 +67,8 @@ def read_configs(path: str, flag: str = "--configs") -> list[dict]:
     return [cfg for _, cfg in read_located(path, flag)]
 
 
-def _json_configs(p: Path, path: str) -> list[tuple[str, dict]]:
-    text = p.read_text(encoding="utf-8")
+def _json_configs(p: Path, path: str, flag: str) -> list[tuple[str, dict]]:
+    text = read_text(p, flag)
     try:  # one JSON document: a config (pretty-printed or not), or a list of them
         whole = json.loads(text)
     except json.JSONDecodeError:

@@ -369,3 +369,14 @@ def test_run_from_python_writes_the_leaderboard_and_returns_the_scores(tmp_path)
 def test_a_bad_config_field_is_named(fields, error, message):
     with pytest.raises(error, match=message):
         bench.BenchConfig(**fields)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"predictors": ["ridge", "ridge"]}, "--predictors names ridge more than once: keep one of each"),
+    ({"datasets": ["llm-cpu", "llm-h100", "llm-cpu"]}, "--datasets names llm-cpu more than once"),
+])
+def test_a_member_or_dataset_named_twice_is_refused(fields, message, capsys):
+    with pytest.raises(UsageError, match=message):
+        bench.BenchConfig(**fields)
+    assert bench.main(["--predictors", "ridge,ridge", "--datasets", "llm-cpu"]) == 2
+    assert "--predictors names ridge more than once" in capsys.readouterr().err

@@ -186,3 +186,22 @@ def test_your_member_stands_beside_the_leaderboards_on_the_same_task(tmp_path, p
     with pytest.raises(bench.UsageError, match="no results.csv there"):
         bench.run(bench.BenchConfig(predictors=[MINE], splits=["random"], out=str(tmp_path / "x"),
                                     reference=str(tmp_path), **common))
+
+
+def test_a_regressor_with_its_mixin_after_base_estimator_is_told_the_order(plugin_path):
+    found = problems(zoo.get("tests_plugin.broken:MixinLast"), "tests_plugin.broken:MixinLast")
+    assert found == ["tests_plugin.broken:MixinLast: tests_plugin.broken.MixinLast(BaseEstimator, RegressorMixin) "
+                     "derives from RegressorMixin, but scikit-learn >= 1.6 tags a class a regressor only with the mixin "
+                     "before BaseEstimator: write class MixinLast(RegressorMixin, BaseEstimator)"]
+    with pytest.raises(ValueError, match=r"write class MixinLast\(RegressorMixin, BaseEstimator\)"):
+        zoo.make("tests_plugin.broken:MixinLast")
+
+
+def test_a_bench_whose_only_member_raises_says_the_real_error_and_writes_nothing(tmp_path, capsys, plugin_path):
+    out = tmp_path / "lb"
+    rc = bench.main(["--predictors", "tests_plugin.broken:Raises", "--datasets", "llm-cpu", "--splits", "random",
+                     "--seeds", "1", "--out", str(out), "--quiet", "--no-cache", "--jobs", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and not out.exists()
+    assert err[-1] == ("perfzoo bench: error: every fit failed (1 of 1); the first, tests_plugin.broken:Raises on "
+                       "llm-cpu (random split): RuntimeError: the fit failed for real")

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from perfzoo import zoo
+from perfzoo.datasets import load_dataset
 from perfzoo.records import JobRecord, job_id_for
 from perfzoo.search import SEARCHERS, TPE, Exhaustive, Formula, RandomSearch, Reinforce, make, propose
 from perfzoo.spaces import Space, get
@@ -320,3 +321,40 @@ def test_a_bad_config_field_is_named(fields, message):
 
     with pytest.raises(UsageError, match=message):
         SearchConfig(space="llm-small", **fields)
+
+
+def test_a_search_fitted_on_few_jobs_carries_a_caveat(tmp_path, capsys):
+    from perfzoo.search.cli import main
+
+    for n, caveat in ((6, True), (30, False)):
+        store = RecordStore(tmp_path / f"ds{n}")
+        store.extend(_fsdp_records(n, seed=2))
+        assert main(["--space", "fsdp-ads", "--dataset", str(tmp_path / f"ds{n}"), "--predictor", "ridge",
+                     "--failure", "none", "--searcher", "random", "--n-samples", "200", "--top-k", "2"]) == 0
+        out = capsys.readouterr()
+        said = [line for line in out.out.splitlines() if line.startswith("caveat: ")]
+        ok = len(load_dataset(str(tmp_path / f"ds{n}")).ok())  # the jobs that ran (some records failed)
+        if caveat:
+            assert ok < 20 and said == [f"caveat: the predictor learned from {ok} measured jobs of ds{n} (under 20): "
+                                        "its ranking and any gain over the best measured are a guess until measured; "
+                                        "collect the proposals and search again"]
+            assert said[0] in out.err  # said as it fits, too
+        else:
+            assert ok >= 20 and said == [] and "caveat" not in out.err
+
+
+def test_search_out_is_checked_before_the_search_and_named_as_given(tmp_path):
+    from perfzoo._cli import UsageError
+    from perfzoo.search.command import SearchConfig
+
+    with pytest.raises(UsageError, match=r"^--out /proc/perfzoo/p.jsonl: cannot write there"):
+        SearchConfig(space="fsdp-ads", out="/proc/perfzoo/p.jsonl")
+    with pytest.raises(UsageError, match=f"^--out {tmp_path}: a folder; give a file name$"):
+        SearchConfig(space="fsdp-ads", out=str(tmp_path))
+    assert not list(tmp_path.iterdir())  # the check leaves nothing behind
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    result = propose(RandomSearch(n_samples=20, seed=0), toy_space(), toy_reward(), top_k=1)
+    with pytest.raises(OSError) as info:  # a write that fails names the file asked for, not its .tmp
+        result.write_jsonl(blocked / "p.jsonl")
+    assert info.value.filename == str(blocked / "p.jsonl")

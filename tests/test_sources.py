@@ -1,17 +1,21 @@
 """The source registry: each layout detected and read behind one interface, its default
 columns applied, and a new CSV layout added as one class plus one registration."""
 
+import re
 import shutil
 from pathlib import Path
 from typing import Sequence
 
 import pytest
 
-from perfzoo import sources
+from perfzoo import models, sources
+from perfzoo._cli import UsageError
 from perfzoo.datasets import list_datasets, load_dataset
+from perfzoo.inputs import read_configs
 from perfzoo.sources import SOURCES, CsvSource, DataError, Load
 from perfzoo.sources._csv import iter_rows, read_table
 from perfzoo.sources._llm import RecordBuilder, llm_config
+from perfzoo.spaces.file import load as load_space
 
 
 def test_each_file_is_detected_as_its_layout(synthetic, tmp_path):
@@ -69,3 +73,31 @@ def test_a_new_csv_layout_is_one_class_and_one_registration(tmp_path, monkeypatc
     assert len(load_dataset("published-llm", external_dir=tmp_path)) == 5  # the published files only
     with pytest.raises(DataError, match="and the kernel-benchmark layout"):
         sources.detect(synthetic / "model_architectures.csv")
+
+
+def test_a_table_whose_every_row_is_skipped_names_what_is_missing(tmp_path, write_published):
+    rows = [{"source": "lab", "date": "2025-01-01", "model_name": "llama3-8b", "seq_len": 8192, "n_gpus": n,
+             "gpu_type": "", "tokens_per_sec_per_gpu": 9000, "tp": 1, "pp": 1, "dp": n} for n in (8, 16)]
+    path = write_published(tmp_path / "mine.csv", rows)
+    with pytest.raises(DataError) as info:
+        load_dataset(str(path))
+    assert str(info.value) == (f"{path}: no job in it, its rows were skipped: no accelerator (gpu_type blank) "
+                               "(2 rows); fill what is missing")
+
+
+def _undecodable(path):
+    path.write_bytes("tp,n_layers\n".encode() + b"\xff\xfe\n")
+    return path
+
+
+@pytest.mark.parametrize("read, message", [
+    (lambda p: load_dataset(str(_undecodable(p / "t.csv"))), r"{p}/t.csv: not a readable CSV file \('utf-8' codec"),
+    (lambda p: read_configs(str(_undecodable(p / "c.csv"))), r"--configs {p}/c.csv: not UTF-8 text \(byte 12 is 0xff\)"),
+    (lambda p: read_configs(str(_undecodable(p / "c.jsonl"))), r"--configs {p}/c.jsonl: not UTF-8 text"),
+    (lambda p: load_space(_undecodable(p / "s.toml")), r"space file {p}/s.toml: not UTF-8 text \(byte 12\)"),
+    (lambda p: models.from_hf_config(_undecodable(p / "config.json")), r"{p}/config.json: not a readable JSON model "
+                                                                        r"config \(not UTF-8 text: byte 12\)"),
+])
+def test_an_undecodable_file_is_named(tmp_path, read, message):
+    with pytest.raises((ValueError, UsageError), match=message.format(p=re.escape(str(tmp_path)))):
+        read(tmp_path)

@@ -13,6 +13,7 @@ the same model and cluster. One module per concept:
 :mod:`.recipes`      the published layouts of a model on a cluster (the baseline)
 :mod:`.planner`      :func:`plan` -> :class:`Plan` (exhaustive or REINFORCE)
 :mod:`.report`       the printed table, JSON lines, the plot, configs for ``collect``
+:mod:`.export`       ``--export``: the top layouts as a framework's launch scripts; ``--baseline-from``
 :mod:`.command`      ``PlanConfig`` and ``run(config)``; :mod:`.cli` the command line
 :mod:`.benchmark`    the validation benchmark (``python -m perfzoo.plan benchmark``)
 ===================  ==========================================================================

@@ -23,7 +23,7 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from perfzoo import llmconfig, models
+from perfzoo import frameworks, llmconfig, models
 from perfzoo._cli import check_options, config_from_args, field_defaults, guarded
 from perfzoo.plan import benchmark, report
 from perfzoo.plan.command import PlanConfig, run
@@ -63,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "250000)")
     p.add_argument("--tp-beyond-node", action="store_true", help="let tensor parallelism span NVLink domains")
     p.add_argument("--seed", type=int, help="the searcher's seed (default 0)")
+    p.add_argument("--framework", choices=sorted(frameworks.FRAMEWORKS),
+                   help="price every layout as this framework runs it and keep to the layouts it runs "
+                        "(default: none, unless --set framework=... or --baseline-from says)")
+    p.add_argument("--export", metavar="DIR",
+                   help="write the top k as the framework's launch scripts, DIR/rank01.sh ... (needs --framework)")
+    p.add_argument("--baseline-from", metavar="FILE",
+                   help="your torchtitan or Megatron-LM launch line (a script or argument file) or torchtitan TOML "
+                        "as the baseline; it also gives the framework, model, GPUs, sequence and batch you leave out")
     p.add_argument("--json", action="store_true", help="one JSON object per layout (top k, then baselines)")
     p.add_argument("--out", metavar="FILE.jsonl", help="write the top k as collect configs (and the space, .toml)")
     p.add_argument("--plot", metavar="FILE.png", help="predicted tokens/s per GPU against memory per GPU")

@@ -25,11 +25,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic, llmconfig
+from perfzoo import analytic, frameworks, llmconfig
 from perfzoo._cli import UsageError, assignments, check_writable
 from perfzoo.calibrate import calibrated
 from perfzoo.datasets import load_dataset
-from perfzoo.plan import report
+from perfzoo.plan import export, report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
 from perfzoo.plan.recipes import published_layouts
@@ -74,10 +74,25 @@ class PlanConfig:
     out: Optional[str] = None  # write the top k here as collect configs (and the space beside it, .toml)
     plot: Optional[str] = None  # write the plot here (.png)
     external_dir: Optional[str] = None  # the external-data directory (published tables)
+    framework: Optional[str] = None  # price every layout as this framework runs it (perfzoo.frameworks)
+    export: Optional[str] = None  # write the top k as the framework's launch scripts in this folder
+    baseline_from: Optional[str] = None  # your torchtitan / Megatron-LM launch line or torchtitan TOML: the baseline
 
     def __post_init__(self):
         if self.top_k < 1:
             raise UsageError("--top-k must be at least 1")
+        if self.framework is not None:
+            frameworks.get(self.framework)
+        if self.export is not None:
+            if self.framework is None and self.baseline_from is None and not any(
+                    k.replace(" ", "").startswith("framework=") for k in self.knobs):
+                raise UsageError(f"--export {self.export}: give --framework {'|'.join(frameworks.FRAMEWORKS)}, "
+                                 "the framework whose launch lines it writes")
+            export.check_folder(self.export)
+        if self.baseline_from is not None:
+            if not Path(self.baseline_from).is_file():
+                raise UsageError(f"--baseline-from {self.baseline_from}: no such file")
+            return  # the rest is checked once the file has filled in what it gives (export.with_baseline)
         if self.model is None and not self.knobs:
             raise UsageError("give --model NAME_OR_CONFIG (python -m perfzoo.plan --list-models) or the shape with "
                              "--set n_layers=... hidden_dim=... n_heads=... vocab_size=...")
@@ -113,6 +128,7 @@ class PlanResult:
     out: Optional[Path] = None
     space_file: Optional[Path] = None
     plot: Optional[Path] = None
+    exported: list[Path] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -168,8 +184,16 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     Progress goes to ``log`` (default: stderr)."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
+    if config.baseline_from is not None:
+        config = export.with_baseline(config, log)
     overrides = assignments(config.knobs, "--set")
+    if config.framework is not None:
+        if overrides.get("framework", config.framework) != config.framework:
+            raise UsageError(f"--framework {config.framework} and --set framework={overrides['framework']}: keep one")
+        overrides["framework"] = config.framework
     shape, sources = model_keys(config.model, overrides)
+    if config.export is not None:
+        frameworks.get(shape["framework"]).check_export(shape, config.precisions())
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
     scorer = scorer_for(config, log)
     published = tables = None
@@ -200,6 +224,10 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     if config.out:
         out.out, out.space_file = report.write_configs(result, config.out, config.top_k)
         log(f"wrote {out.out} and {out.space_file}; run them: {report.collect_command(out.out, out.space_file, result)}")
+    if config.export:
+        out.exported = export.write(result, shape["framework"], config.export, config.top_k)
+        log(f"wrote {len(out.exported)} {shape['framework']} launch scripts to {config.export} "
+            f"({', '.join(p.name for p in out.exported[:3])}{' ...' if len(out.exported) > 3 else ''})")
     if config.plot:
         out.plot = report.plot(result, config.plot, config.top_k)
         log(f"wrote {out.plot}")

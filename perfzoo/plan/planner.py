@@ -24,19 +24,19 @@ inside it). A predictor that returns NaN for a layout that fits is an error nami
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 
-from perfzoo import hf_defaults, layout_defaults, llmconfig
+from perfzoo import frameworks, hf_defaults, layout_defaults, llmconfig
 from perfzoo._cli import RunFailed
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.search import Objective, Reinforce, Searcher
-from perfzoo.spaces import Space
+from perfzoo.spaces import Constraint, Space
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.zoo.best import load_best
 
@@ -206,7 +206,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
          precisions: Sequence[str] = ("bf16",), scorer: Optional[Scorer] = None,
          baseline: Optional[dict] = None, published: Optional[pd.DataFrame] = None,
          exhaustive_limit: int = EXHAUSTIVE_LIMIT, searcher: Optional[Searcher] = None,
-         tp_beyond_node: bool = False, log: Optional[Callable[[str], Any]] = None) -> Plan:
+         tp_beyond_node: bool = False, framework: Optional[str] = None,
+         log: Optional[Callable[[str], Any]] = None) -> Plan:
     """The ranked layouts of ``model`` on ``cluster`` (see the module docstring).
 
     Parameters
@@ -223,10 +224,12 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     exhaustive_limit : the most valid layouts scored one by one; past it, ``searcher``
         (default: :class:`~perfzoo.search.Reinforce`, the paper's settings).
     tp_beyond_node : let tensor parallelism span NVLink domains.
+    framework : price every layout as this framework runs it, and keep to the layouts it can run
+        (:mod:`perfzoo.frameworks`; default: the model's ``framework`` key, else none).
     log : where progress lines go (default: nowhere).
     """
     log = log or (lambda _msg: None)
-    shape, sources = model_keys(model)
+    shape, sources = model_keys(model, {"framework": framework} if framework else None)
     # checked with the model's keys: a packed sample must fit the sequence
     workload = llmconfig.check({**shape, "seq_len": seq_len, "global_batch_size": global_batch}, require=False)
     precisions = tuple(dict.fromkeys(llmconfig.check({"precision": p}, require=False)["precision"]
@@ -239,6 +242,9 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         scorer = default_scorer()
     space = layout_space(shape, cluster, workload["seq_len"], workload["global_batch_size"], precisions,
                          tp_beyond_node=tp_beyond_node)
+    if shape.get("framework") in frameworks.FRAMEWORKS:  # only the layouts the framework runs
+        runs = frameworks.get(shape["framework"]).refuses
+        space = replace(space, constraints=[*space.constraints, Constraint(f"runs_in_{shape['framework']}", runs)])
     codec = SpaceCodec(space)
     count, idx = _valid(codec, keep=codec.size <= 4 * exhaustive_limit)
     if count == 0:

@@ -30,7 +30,6 @@ refits it with them (``--calibrate runs.csv``); the scorer takes what it returns
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
@@ -38,7 +37,6 @@ import pandas as pd
 
 from perfzoo import llmconfig, zoo
 from perfzoo.analytic.memory import MEMORY_MARGIN, fits
-from perfzoo.dataset import Dataset
 from perfzoo.analytic_features import estimates, host_paced, n_devices
 from perfzoo.features import as_columns
 from perfzoo.search.objective import Model, input_columns

@@ -90,6 +90,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(format_table(result, args.show, unit))
         if result.stats["best_measured"] is not None:
             print(f"\nbest measured in {result.stats['dataset']}: {result.stats['best_measured']:,.1f} {unit}".rstrip())
+        if result.stats.get("caveat"):
+            print(f"caveat: {result.stats['caveat']}")
         return 0
 
     return guarded("perfzoo.search", body)

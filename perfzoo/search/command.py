@@ -26,7 +26,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from perfzoo import llmconfig, zoo
-from perfzoo._cli import UsageError, assignments, check_choice
+from perfzoo._cli import UsageError, assignments, check_choice, check_writable
 from perfzoo.dataset import Dataset
 from perfzoo.calibrate import calibrated
 from perfzoo.datasets import load_dataset
@@ -37,6 +37,7 @@ from perfzoo.spaces.codec import SpaceCodec
 
 # the flags that set a searcher's settings (each applies to the searchers that have the setting)
 SETTING_FLAGS = ("n_samples", "restarts", "batch_size", "lr", "n_jobs")
+SMALL_DATA = 20  # measured jobs under which a search's proposals carry a caveat
 
 
 def make_searcher(name: str, seed: int, flags: dict[str, Optional[float]], progress: bool = False) -> Searcher:
@@ -102,6 +103,7 @@ class SearchConfig:
             folder = Path(self.out).resolve().parent
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise UsageError(f"--out {self.out}: cannot write there ({folder} is not a writable folder)")
+            check_writable("--out", self.out)
 
     def make_searcher(self) -> Searcher:
         """The searcher this search runs, with its settings."""
@@ -226,6 +228,9 @@ def run(config: SearchConfig) -> SearchResult:
             raise UsageError("--calibrate needs --dataset (the data the predictor was fitted on)")
         predictor = calibrated(predictor, dataset, load_dataset(config.calibrate), config.calibrate)
         log(f"predictor: {predictor.describe()}")
+    caveat = small_data_caveat(config.predictor, dataset)
+    if caveat:
+        log(f"caveat: {caveat}")
     failure = resolve_failure(config.failure, dataset, log)
     fixed = fixed_columns(dataset, codec.knob_columns(), config.fixed)
     exclude = NO_KEYS if dataset is None or config.include_measured else codec.keys_of(measured_configs(dataset))
@@ -250,5 +255,19 @@ def run(config: SearchConfig) -> SearchResult:
         path = result.write_jsonl(config.out)
         log(f"wrote {path} (run them: python -m perfzoo.collect --space {space.ref} --configs {path} --out DIR)")
     best = float(np.nanmax(dataset.ok().y)) if dataset is not None and len(dataset.ok()) else None
-    result.stats.update(dataset=dataset.name if dataset is not None else None, unit=unit, best_measured=best)
+    result.stats.update(dataset=dataset.name if dataset is not None else None, unit=unit, best_measured=best,
+                        caveat=caveat)
     return result
+
+
+def small_data_caveat(predictor: str, dataset: Optional[Dataset]) -> Optional[str]:
+    """What to say when the predictor learned from fewer than :data:`SMALL_DATA` measured jobs
+    (a zoo member or the leaderboard's pick fitted on ``dataset``); None otherwise."""
+    if dataset is None or Path(predictor).is_dir():
+        return None
+    n = len(dataset.ok())
+    if n >= SMALL_DATA:
+        return None
+    return (f"the predictor learned from {n} measured job{'s' * (n != 1)} of {dataset.name} (under {SMALL_DATA}): "
+            "its ranking and any gain over the best measured are a guess until measured; collect the proposals "
+            "and search again")

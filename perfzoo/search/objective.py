@@ -343,10 +343,13 @@ class SearchResult:
     def write_jsonl(self, path: Union[str, Path]) -> Path:
         """Write the proposals file (readable by ``python -m perfzoo.collect --configs``)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in self.records()))
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in self.records()))
+            tmp.replace(path)
+        except OSError as exc:  # named as given, not by the temporary file it goes through
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         return path
 
 

@@ -325,7 +325,10 @@ def load(path: Union[str, Path]) -> FileSpace:
     if not path.is_file():
         raise SpaceFileError(f"space file {path}: no such file (a built-in space is given by name: "
                              f"{', '.join(names())})")
-    text = path.read_text(errors="replace")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise SpaceFileError(f"space file {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     lines = _Lines(path, text)
     try:
         data = tomllib.loads(text)

@@ -41,7 +41,7 @@ import inspect
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Optional
 
-from sklearn.base import clone, is_regressor as _sklearn_is_regressor
+from sklearn.base import RegressorMixin, clone, is_regressor as _sklearn_is_regressor
 
 from perfzoo.features import ENCODINGS
 from perfzoo.zoo.base import EncodedPredictor, Predictor
@@ -137,6 +137,11 @@ def instance_problems(est: Any, label: str) -> list[str]:
     """:func:`problems` of a built member ``est``."""
     if is_regressor(est) and not isinstance(est, Predictor):
         return _parameter_problems(est, label)
+    if isinstance(est, RegressorMixin) and not isinstance(est, Predictor):  # a mixin scikit-learn does not see
+        bases = ", ".join(b.__name__ for b in type(est).__bases__)
+        return [f"{label}: {_qualname(type(est))}({bases}) derives from RegressorMixin, but scikit-learn >= 1.6 "
+                "tags a class a regressor only with the mixin before BaseEstimator: write class "
+                f"{type(est).__name__}(RegressorMixin, BaseEstimator)"]
     if not isinstance(est, Predictor):
         found = [f"{label}: {_qualname(type(est))} is neither a perfzoo.zoo.Predictor (derive from "
                  "perfzoo.zoo.EncodedPredictor or Predictor: save, load, metadata and the 80% interval come "

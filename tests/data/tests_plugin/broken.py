@@ -1,6 +1,7 @@
 """Predictors that break perfzoo's contract, each in its own ways (tests/test_plugins.py)."""
 
 import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
 
 from perfzoo.zoo import Predictor
 from tests_plugin.model import Mine
@@ -30,3 +31,25 @@ class Sloppy(Mine):
 
     def _predict(self, X):
         return super()._predict(X) * np.random.default_rng().uniform(0.5, 1.5, len(X))
+
+
+class MixinLast(BaseEstimator, RegressorMixin):
+    """A scikit-learn regressor written with its mixin after ``BaseEstimator``: scikit-learn >= 1.6
+    does not tag it as a regressor."""
+
+    def fit(self, X, y):
+        self.mean_ = float(np.mean(y))
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.mean_)
+
+
+class Raises(RegressorMixin, BaseEstimator):
+    """A regressor whose fit always raises: the bench says the real error."""
+
+    def fit(self, X, y):
+        raise RuntimeError("the fit failed for real")
+
+    def predict(self, X):
+        return np.zeros(len(X))

@@ -1,0 +1,133 @@
+"""The extension point: one :class:`Framework` per training framework a plan can be priced for,
+exported to and read back from (one module per framework, :mod:`perfzoo.frameworks`).
+
+A layout here is one of a plan's configs (:meth:`perfzoo.plan.Plan.configs`): the model's shape
+keys, ``seq_len``, ``global_batch_size``, ``n_gpus`` and the layout knobs ``tp pp vp cp ep dp
+micro_batch_size grad_accum activation_checkpointing fsdp precision``. A :class:`Launch` adds the
+nodes it runs on. A framework says which layouts it cannot run (:meth:`Framework.refuses`, a
+constraint of the plan's space), writes a layout as its own launch line
+(:meth:`Framework.command`) and reads a user's launch line back into a layout
+(:meth:`Framework.read`, a :class:`Baseline`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+from perfzoo._cli import UsageError
+
+
+class ExportError(UsageError):
+    """A layout or model a framework cannot be given as asked (exit status 2); the message names the fix."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Where a layout runs: ``nodes`` nodes of ``gpus_per_node`` GPUs (``torchrun``'s
+    ``--nnodes`` and ``--nproc-per-node``)."""
+
+    nodes: int
+    gpus_per_node: int
+
+    def torchrun(self) -> list[str]:
+        """``torchrun``'s arguments: standalone on one node, a c10d rendezvous at
+        ``$MASTER_ADDR:$MASTER_PORT`` (29500 unless set) on several (run the same line on each node)."""
+        if self.nodes == 1:
+            return ["torchrun", "--standalone", "--nproc-per-node", str(self.gpus_per_node)]
+        return ["torchrun", "--nnodes", str(self.nodes), "--nproc-per-node", str(self.gpus_per_node),
+                "--rdzv-backend", "c10d", "--rdzv-endpoint", "$MASTER_ADDR:${MASTER_PORT:-29500}"]
+
+
+@dataclass
+class Baseline:
+    """A user's launch line read back (:meth:`Framework.read`): the ``framework``, the layout
+    knobs it sets (``layout``), ``seq_len`` / ``global_batch_size`` (``workload``), the catalog
+    ``model`` it names or the shape keys it gives (``shape``), the GPUs it runs on (``gpus``,
+    from ``torchrun``'s ``--nnodes x --nproc-per-node`` where the file has them), and ``notes``:
+    what was read as a default, said."""
+
+    framework: str
+    layout: dict = field(default_factory=dict)
+    workload: dict = field(default_factory=dict)
+    model: Optional[str] = None
+    shape: dict = field(default_factory=dict)
+    gpus: Optional[int] = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Framework:
+    """One training framework (subclass it in a module of :mod:`perfzoo.frameworks`).
+
+    ``name`` is its value of the ``framework`` config key (:data:`perfzoo.vocabulary.FRAMEWORKS`),
+    what prices a layout as the framework runs it; ``entry`` what the launch line runs
+    (``-m torchtitan.train``, ``pretrain_gpt.py``); ``version`` the release the flags are spelled for.
+    """
+
+    name: str = ""
+    entry: Sequence[str] = ()
+    version: str = ""
+    precisions: Sequence[str] = ("bf16", "fp8")  # what its launch lines can say
+
+    def refuses(self, layout: Mapping[str, Any]) -> Optional[str]:
+        """Why the framework cannot run ``layout`` (a plan space's constraint), or None."""
+        return None
+
+    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
+        """Raise :class:`ExportError` if no layout of ``model`` in ``precisions`` can be written
+        (checked before the plan is made)."""
+        unwritten = [p for p in precisions if p not in self.precisions]
+        if unwritten:
+            raise ExportError(f"--export for {self.name}: perfzoo writes {' and '.join(self.precisions)} launch "
+                              f"lines, not {', '.join(unwritten)}: plan --precision {','.join(self.precisions)}")
+
+    def arguments(self, layout: Mapping[str, Any]) -> list[str]:
+        """The framework's own arguments that run ``layout`` (after :attr:`entry`)."""
+        raise NotImplementedError
+
+    def command(self, layout: Mapping[str, Any], launch: Launch) -> list[str]:
+        """The whole launch line: ``torchrun``, :attr:`entry`, :meth:`arguments`."""
+        return [*launch.torchrun(), *self.entry, *self.arguments(layout)]
+
+    def read(self, args: Sequence[str], source: str) -> Baseline:
+        """A user's arguments (``source`` names where they came from, for messages) as a :class:`Baseline`."""
+        raise ExportError(f"{source}: reading {self.name} arguments as a baseline is not supported")
+
+
+def script(command: Sequence[str], comments: Sequence[str]) -> str:
+    """A bash script: ``comments`` as ``#`` lines, then ``command`` one argument (or flag and
+    its value) a line. Shell variables in the rendezvous endpoint are left for the shell.
+
+    >>> print(script(["torchrun", "--standalone", "-m", "x", "--a", "1", "--b"], ["hi"]))
+    #!/usr/bin/env bash
+    # hi
+    torchrun \\
+      --standalone \\
+      -m x \\
+      --a 1 \\
+      --b
+    <BLANKLINE>
+    """
+    words = [w if "$" in w else shlex.quote(w) for w in command]
+    lines, i = [], 0
+    while i < len(words):
+        word = words[i]
+        if i + 1 < len(words) and word.startswith("-") and not words[i + 1].startswith("-"):
+            word, i = f"{word} {words[i + 1]}", i + 1
+        lines.append(word)
+        i += 1
+    return "\n".join(["#!/usr/bin/env bash", *(f"# {c}" for c in comments), " \\\n  ".join(lines), ""])
+
+
+def script_command(text: str) -> list[str]:
+    """The launch line of a :func:`script`, split as the shell would (comments dropped,
+    continuation lines joined; shell variables left as written).
+
+    >>> script_command("#!/usr/bin/env bash\\n# c\\ntorchrun --standalone \\\\\\n  --a 1\\n")
+    ['torchrun', '--standalone', '--a', '1']
+    """
+    return shlex.split(text.replace("\\\n", " "), comments=True)
+
+
+__all__ = ["Baseline", "ExportError", "Framework", "Launch", "script", "script_command"]

@@ -1,0 +1,210 @@
+"""Megatron-LM (``pretrain_gpt.py``, core 0.16 era): the model and the layout as its argument list::
+
+    torchrun --standalone --nproc-per-node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 ... \\
+      --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --context-parallel-size 1 \\
+      --micro-batch-size 1 --global-batch-size 64 --seq-length 8192 --use-distributed-optimizer --bf16
+
+The layout (flags of Megatron-LM's ``megatron/training/arguments.py``):
+
+* degrees: ``--tensor-model-parallel-size`` (with ``--sequence-parallel`` past 1),
+  ``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` (``layers /
+  (pp x vp)`` with ``vp > 1``), ``--context-parallel-size``, ``--expert-model-parallel-size``;
+  data parallelism is the rest of the GPUs;
+* batch: ``--micro-batch-size``, ``--global-batch-size`` (Megatron accumulates the rest), ``--seq-length``;
+* recompute: ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``
+  or ``--recompute-granularity selective``;
+* sharding: ``zero1`` is ``--use-distributed-optimizer``; ``no_shard`` plain DDP; ``full_shard``
+  / ``shard_grad_op`` Megatron-FSDP (``--use-megatron-fsdp --data-parallel-sharding-strategy
+  optim_grads_params`` / ``optim_grads``);
+* precision: ``--bf16``, with ``--fp8-format hybrid`` for FP8.
+
+The written line trains on ``--mock-data`` with the ``NullTokenizer`` of the model's vocabulary,
+so it runs as it is; put your data and tokenizer flags in their place. Reading a user's list
+back (``plan --baseline-from``) takes Megatron's own defaults for what it leaves out (degree 1,
+no distributed optimizer, no recompute), as Megatron does.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Mapping, Optional, Sequence
+
+from perfzoo.frameworks._base import Baseline, ExportError, Framework
+
+RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                      "--recompute-num-layers", "1"],
+             "selective": ["--recompute-granularity", "selective"], "none": []}
+FSDP_STRATEGY = {"full_shard": "optim_grads_params", "shard_grad_op": "optim_grads"}
+TRAINING = ["--train-iters", "50", "--lr", "1e-4", "--log-interval", "1", "--eval-iters", "0", "--mock-data",
+            "--tokenizer-type", "NullTokenizer"]
+
+
+def shape_arguments(m: Mapping[str, Any]) -> list[str]:
+    """A model's shape as Megatron-LM's flags (dense, MoE and MLA transformers)."""
+    if m.get("n_mamba_layers") or m.get("sliding_window"):
+        raise ExportError(f"--export for Megatron: {m.get('model_name')} has Mamba or sliding-window layers, "
+                          "which perfzoo does not write as Megatron-LM flags; give them in your own script")
+    layers, hidden, heads = int(m["n_layers"]), int(m["hidden_dim"]), int(m["n_heads"])
+    args = ["--num-layers", str(layers), "--hidden-size", str(hidden),
+            "--ffn-hidden-size", str(int(m.get("ffn_dim") or 4 * hidden)), "--num-attention-heads", str(heads)]
+    kv = int(m.get("n_kv_heads") or heads)
+    if kv != heads:
+        args += ["--group-query-attention", "--num-query-groups", str(kv)]
+    if m.get("head_dim") and int(m["head_dim"]) * heads != hidden:
+        args += ["--kv-channels", str(int(m["head_dim"]))]
+    if m.get("kv_lora_rank"):
+        args += ["--multi-latent-attention", "--kv-lora-rank", str(int(m["kv_lora_rank"]))]
+        for key, flag in (("q_lora_rank", "--q-lora-rank"), ("qk_nope_head_dim", "--qk-head-dim"),
+                          ("qk_rope_head_dim", "--qk-pos-emb-head-dim"), ("v_head_dim", "--v-head-dim")):
+            if m.get(key):
+                args += [flag, str(int(m[key]))]
+    if (m.get("n_experts") or 1) > 1:
+        args += ["--num-experts", str(int(m["n_experts"])), "--moe-router-topk",
+                 str(int(m.get("experts_per_token") or 1)), "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+        if m.get("moe_ffn_dim"):
+            args += ["--moe-ffn-hidden-size", str(int(m["moe_ffn_dim"]))]
+        if m.get("n_shared_experts"):
+            width = int(m.get("shared_ffn_dim") or m.get("moe_ffn_dim") or 0) * int(m["n_shared_experts"])
+            args += ["--moe-shared-expert-intermediate-size", str(width)]
+        if m.get("n_dense_layers"):
+            k = int(m["n_dense_layers"])
+            args += ["--moe-layer-freq", f"([0]*{k}+[1]*{layers - k})"]
+    if m.get("gated_mlp", True):
+        args.append("--swiglu")
+    if not m.get("tie_embeddings", False):
+        args.append("--untie-embeddings-and-output-weights")
+    args += ["--normalization", "RMSNorm", "--position-embedding-type", "rope", "--disable-bias-linear",
+             "--vocab-size", str(int(m["vocab_size"]))]
+    return args
+
+
+def layout_arguments(c: Mapping[str, Any], precision_flags: bool = True) -> list[str]:
+    """The layout's flags (the module docstring), shared by every Megatron launcher."""
+    tp, pp, vp, cp, ep, dp = (int(c[k]) for k in ("tp", "pp", "vp", "cp", "ep", "dp"))
+    args = ["--tensor-model-parallel-size", str(tp), "--pipeline-model-parallel-size", str(pp),
+            "--context-parallel-size", str(cp), "--expert-model-parallel-size", str(ep),
+            "--micro-batch-size", str(int(c["micro_batch_size"])), "--global-batch-size",
+            str(int(c["global_batch_size"])), "--seq-length", str(int(c["seq_len"])),
+            "--max-position-embeddings", str(int(c["seq_len"]))]
+    if tp > 1:
+        args.append("--sequence-parallel")
+    if vp > 1:
+        args += ["--num-layers-per-virtual-pipeline-stage", str(int(c["n_layers"]) // (pp * vp))]
+    args += RECOMPUTE[str(c["activation_checkpointing"])]
+    fsdp = str(c["fsdp"])
+    if fsdp in FSDP_STRATEGY:
+        args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", FSDP_STRATEGY[fsdp],
+                 "--use-distributed-optimizer"]
+    elif fsdp == "zero1" or (fsdp == "none" and dp * cp > 1):  # the plan's 'none' past one rank is zero1
+        args.append("--use-distributed-optimizer")
+    args.append("--bf16")
+    if c["precision"] == "fp8":
+        args += ["--fp8-format", "hybrid"]
+    return args
+
+
+class MegatronLM(Framework):
+    name = "megatron-lm"
+    entry = ("pretrain_gpt.py",)
+    version = "core 0.16"
+
+    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
+        super().check_export(model, precisions)
+        shape_arguments(model)
+
+    def arguments(self, c: Mapping[str, Any]) -> list[str]:
+        return [*shape_arguments(c), *layout_arguments(c), *TRAINING]
+
+    def read(self, args: Sequence[str], source: str) -> Baseline:
+        return read_arguments(args, source)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag, kind in (("--tensor-model-parallel-size", int), ("--pipeline-model-parallel-size", int),
+                       ("--num-layers-per-virtual-pipeline-stage", int),
+                       ("--virtual-pipeline-model-parallel-size", int),
+                       ("--context-parallel-size", int), ("--expert-model-parallel-size", int),
+                       ("--micro-batch-size", int), ("--global-batch-size", int), ("--seq-length", int),
+                       ("--recompute-granularity", str), ("--data-parallel-sharding-strategy", str),
+                       ("--fp8-format", str), ("--num-layers", int), ("--hidden-size", int), ("--ffn-hidden-size", int),
+                       ("--num-attention-heads", int), ("--num-query-groups", int), ("--kv-channels", int),
+                       ("--num-experts", int), ("--moe-router-topk", int), ("--moe-ffn-hidden-size", int),
+                       ("--vocab-size", int)):
+        p.add_argument(flag, type=kind)
+    for flag in ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2", "--recompute-activations",
+                 "--bf16", "--fp16", "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights"):
+        p.add_argument(flag, action="store_true")
+    return p
+
+
+def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-lm") -> Baseline:
+    """A Megatron-LM argument list (a ``torchrun ... pretrain_gpt.py`` line or the flags alone) as a
+    :class:`~perfzoo.frameworks.Baseline`: the layout, the sequence and batch, the shape it gives, and
+    the GPUs where ``torchrun``'s ``--nnodes`` and ``--nproc-per-node`` are on the line."""
+    try:
+        a, _ = _parser().parse_known_args(list(args))
+    except SystemExit:
+        raise ExportError(f"{source}: not a Megatron-LM argument list (a flag lacks its value)") from None
+    if a.micro_batch_size is None or a.seq_length is None:
+        raise ExportError(f"{source}: a Megatron-LM line needs --micro-batch-size and --seq-length (Megatron "
+                          "refuses one without them)")
+    tp, pp = a.tensor_model_parallel_size or 1, a.pipeline_model_parallel_size or 1
+    layout = {"tp": tp, "pp": pp, "cp": a.context_parallel_size or 1, "ep": a.expert_model_parallel_size or 1,
+              "micro_batch_size": a.micro_batch_size, "vp": 1}
+    if a.virtual_pipeline_model_parallel_size:
+        layout["vp"] = a.virtual_pipeline_model_parallel_size
+    elif a.num_layers_per_virtual_pipeline_stage:
+        if not a.num_layers:
+            raise ExportError(f"{source}: --num-layers-per-virtual-pipeline-stage needs --num-layers to count stages")
+        layout["vp"] = a.num_layers // (pp * a.num_layers_per_virtual_pipeline_stage)
+    granularity = a.recompute_granularity or ("selective" if a.recompute_activations else "none")
+    layout["activation_checkpointing"] = granularity
+    if a.use_megatron_fsdp:
+        strategy = a.data_parallel_sharding_strategy or "no_shard"
+        layout["fsdp"] = {"optim_grads_params": "full_shard", "optim_grads": "shard_grad_op", "optim": "zero1"}.get(
+            strategy, "no_shard")
+    elif a.use_torch_fsdp2:
+        layout["fsdp"] = "full_shard"
+    else:
+        layout["fsdp"] = "zero1" if a.use_distributed_optimizer else "no_shard"
+    layout["precision"] = "fp8" if a.fp8_format else "bf16"
+    workload = {"seq_len": a.seq_length}
+    if a.global_batch_size:
+        workload["global_batch_size"] = a.global_batch_size
+    shape: dict[str, Any] = {}
+    for key, value in (("n_layers", a.num_layers), ("hidden_dim", a.hidden_size), ("ffn_dim", a.ffn_hidden_size),
+                       ("n_heads", a.num_attention_heads), ("head_dim", a.kv_channels), ("n_experts", a.num_experts),
+                       ("experts_per_token", a.moe_router_topk), ("moe_ffn_dim", a.moe_ffn_hidden_size),
+                       ("vocab_size", a.vocab_size)):
+        if value is not None:
+            shape[key] = value
+    if a.group_query_attention and a.num_query_groups:
+        shape["n_kv_heads"] = a.num_query_groups
+    if shape:
+        shape["gated_mlp"] = a.swiglu
+        shape["tie_embeddings"] = not a.untie_embeddings_and_output_weights
+    return Baseline(framework, layout, workload, shape=shape, gpus=read_gpus(args))
+
+
+def read_gpus(words: Sequence[str]) -> Optional[int]:
+    """The GPUs of a ``torchrun`` line: ``--nnodes`` (1 unless given; ``N`` or ``N:N``) x
+    ``--nproc-per-node`` (None where the line does not say).
+
+    >>> read_gpus(["torchrun", "--nnodes=2", "--nproc_per_node", "8", "x.py"])
+    16
+    """
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    p.add_argument("--nnodes", default="1")
+    p.add_argument("--nproc-per-node", "--nproc_per_node", dest="per_node")
+    a, _ = p.parse_known_args(list(words))
+    try:
+        nodes = int(str(a.nnodes).split(":")[-1])
+        return nodes * int(a.per_node) if a.per_node is not None else None
+    except ValueError:
+        return None
+
+
+FRAMEWORK = MegatronLM()
+
+__all__ = ["FRAMEWORK", "MegatronLM", "layout_arguments", "read_arguments", "read_gpus", "shape_arguments"]

@@ -1,0 +1,294 @@
+"""torchtitan (0.3.0): ``--module/--config`` names a config function of its registry, dotted
+flags override it, and activation checkpointing is a subcommand at the end of the line::
+
+    torchrun --standalone --nproc-per-node 8 -m torchtitan.train --module llama3 --config llama3_8b \\
+      --training.local-batch-size 1 --training.global-batch-size 64 --training.seq-len 8192 \\
+      --parallelism.tensor-parallel-degree 2 ... activation-checkpoint:selective
+
+How a layout is spelled (flags as ``python -m torchtitan.train --module llama3 --config llama3_8b
+--help`` lists them in 0.3.0):
+
+* degrees: ``--parallelism.{tensor,pipeline,context,expert}-parallel-degree``; the data-parallel
+  ranks are FSDP2's ``data-parallel-shard-degree`` (``full_shard``: ``fsdp-reshard-after-forward
+  always``; ``shard_grad_op``: ``never``) or DDP's ``data-parallel-replicate-degree``
+  (``no_shard``). torchtitan has no ZeRO-1 (Megatron's distributed optimizer): a plan for
+  torchtitan leaves ``zero1`` out;
+* batch: without pipelining torchtitan accumulates gradients over ``global / (local x dp)``
+  steps, so ``local-batch-size`` is the micro batch; with pipelining the local batch is all of a
+  step's micro-batches (``micro_batch_size x grad_accum``), split into
+  ``pipeline-parallel-microbatch-size`` ones;
+* stages: ``pipeline-parallel-layers-per-stage = layers / (pp x vp)`` with no layers taken off
+  the first and last stages, schedule ``1F1B`` (``Interleaved1F1B`` with ``vp > 1``);
+* CUDA graphs (on by default in 0.3.0) are turned off with pipelining or expert parallelism,
+  which 0.3.0 refuses them with (``--training.disable-cuda-graphs``);
+* precision: float8 is a config function's converter in 0.3.0, not a flag: an FP8 layout is
+  written with the model's float8 config where the registry has one (:data:`CONFIGS`).
+
+Reading a user's line back (``plan --baseline-from``): with torchtitan installed its own
+``ConfigManager`` parses it (the config function's settings included); without it the flags
+are read as written and a degree the line leaves to its config function is refused. Older
+releases' TOML files (``[training]`` / ``[parallelism]`` / ``[activation_checkpoint]`` /
+``[float8]`` tables) are read too (:func:`read_toml`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+from typing import Any, Mapping, Optional, Sequence
+
+from perfzoo import models
+from perfzoo.frameworks._base import Baseline, ExportError, Framework
+
+# catalog model -> (module, config function, float8 config function or None) of torchtitan 0.3.0's registry
+CONFIGS = {
+    "llama3-8b": ("llama3", "llama3_8b", None),
+    "llama3-70b": ("llama3", "llama3_70b", None),
+    "llama3.1-405b": ("llama3", "llama3_405b", None),
+    "qwen3-14b": ("qwen3", "qwen3_14b", None),
+    "qwen3-32b": ("qwen3", "qwen3_32b", None),
+    "qwen3-30b-a3b": ("qwen3", "qwen3_30b_a3b", None),
+    "deepseek-v3": ("deepseek_v3", "deepseek_v3_671b", "deepseek_v3_671b_float8"),
+    "gpt-oss-20b": ("gpt_oss", "gpt_oss_20b", None),
+    "gpt-oss-120b": ("gpt_oss", "gpt_oss_120b", None),
+}
+# an older release's [model] name and flavor -> catalog model
+TOML_MODELS = {("llama3", "8B"): "llama3-8b", ("llama3", "70B"): "llama3-70b", ("llama3", "405B"): "llama3.1-405b",
+               ("llama2", "7B"): "llama2-7b", ("llama2", "13B"): "llama2-13b", ("llama2", "70B"): "llama2-70b",
+               ("deepseek_v3", "671B"): "deepseek-v3", ("deepseek_v3", "16B"): "deepseek-moe-16b",
+               ("qwen3", "14B"): "qwen3-14b", ("qwen3", "32B"): "qwen3-32b", ("qwen3", "30B-A3B"): "qwen3-30b-a3b"}
+SHARDING = {"full_shard": "always", "shard_grad_op": "never"}  # fsdp -> fsdp-reshard-after-forward
+AC_PREFIX = "activation-checkpoint:"
+# the flags a layout sets, as (dest, flag); a line may spell them with _ or -
+FLAGS = {
+    "local_batch": "--training.local-batch-size", "global_batch": "--training.global-batch-size",
+    "seq_len": "--training.seq-len", "tp": "--parallelism.tensor-parallel-degree",
+    "pp": "--parallelism.pipeline-parallel-degree", "cp": "--parallelism.context-parallel-degree",
+    "ep": "--parallelism.expert-parallel-degree", "dp_shard": "--parallelism.data-parallel-shard-degree",
+    "dp_replicate": "--parallelism.data-parallel-replicate-degree",
+    "reshard": "--parallelism.fsdp-reshard-after-forward",
+    "microbatch": "--parallelism.pipeline-parallel-microbatch-size",
+    "layers_per_stage": "--parallelism.pipeline-parallel-layers-per-stage",
+    "schedule": "--parallelism.pipeline-parallel-schedule",
+    "first_less": "--parallelism.pipeline-parallel-first-stage-less-layers",
+    "last_less": "--parallelism.pipeline-parallel-last-stage-less-layers",
+}
+DEGREES = ("tp", "pp", "cp", "ep", "dp_shard", "dp_replicate")
+
+
+class Torchtitan(Framework):
+    name = "torchtitan"
+    entry = ("-m", "torchtitan.train")
+    version = "0.3.0"
+
+    def refuses(self, c: Mapping[str, Any]) -> Optional[str]:
+        if c["fsdp"] == "zero1":
+            return "torchtitan has no ZeRO-1 (its data parallelism is FSDP2 or DDP)"
+        return None
+
+    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
+        super().check_export(model, precisions)
+        name = str(model.get("model_name"))
+        if name not in CONFIGS:
+            raise ExportError(f"--export for torchtitan: torchtitan {self.version} takes the model from a config "
+                              f"function of its registry, and perfzoo knows none for {name}; those it knows: "
+                              f"{', '.join(CONFIGS)} (or --framework megatron-lm, whose flags give any shape)")
+        if "fp8" in precisions and CONFIGS[name][2] is None:
+            raise ExportError(f"--export for torchtitan: torchtitan {self.version} turns float8 on in a config "
+                              f"function, and its registry has no float8 config of {name}: plan --precision bf16, "
+                              "or --framework megatron-lm / megatron-bridge for FP8")
+
+    def arguments(self, c: Mapping[str, Any]) -> list[str]:
+        module, config, fp8 = CONFIGS[str(c["model_name"])]
+        tp, pp, vp, cp, ep, dp = (int(c[k]) for k in ("tp", "pp", "vp", "cp", "ep", "dp"))
+        mb, accum = int(c["micro_batch_size"]), int(c["grad_accum"])
+        fsdp = c["fsdp"]
+        shard, replicate = (1, dp) if fsdp == "no_shard" or dp == 1 else (dp, 1)
+        args = ["--module", module, "--config", fp8 if c["precision"] == "fp8" else config,
+                FLAGS["local_batch"], str(mb * accum if pp > 1 else mb), FLAGS["global_batch"],
+                str(int(c["global_batch_size"])), FLAGS["seq_len"], str(int(c["seq_len"])),
+                FLAGS["tp"], str(tp), FLAGS["pp"], str(pp), FLAGS["cp"], str(cp), FLAGS["ep"], str(ep),
+                FLAGS["dp_shard"], str(shard), FLAGS["dp_replicate"], str(replicate)]
+        if fsdp in SHARDING and dp * cp > 1:  # FSDP2 shards over the data and context ranks
+            args += [FLAGS["reshard"], SHARDING[fsdp]]
+        if pp > 1 or ep > 1:  # 0.3.0 refuses CUDA graphs with pipelining and with its default EP dispatcher
+            args.append("--training.disable-cuda-graphs")
+        if pp > 1:
+            args += [FLAGS["microbatch"], str(mb), FLAGS["schedule"], "Interleaved1F1B" if vp > 1 else "1F1B",
+                     FLAGS["layers_per_stage"], str(int(c["n_layers"]) // (pp * vp)),
+                     FLAGS["first_less"], "0", FLAGS["last_less"], "0"]
+        return [*args, AC_PREFIX + str(c["activation_checkpointing"])]
+
+    def read(self, args: Sequence[str], source: str) -> Baseline:
+        try:
+            from torchtitan.config import ConfigManager
+        except ImportError:
+            return _read_flags(args, source)
+        said = io.StringIO()
+        try:  # tyro prints a box and exits on a bad line: its message, on one line
+            with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+                cfg = ConfigManager().parse_args(list(args))
+        except SystemExit:
+            text = " ".join(re.sub(r"[│╭╮╰╯─|+]|-{3,}", " ", said.getvalue()).split())  # the box, Unicode or ASCII
+            found = re.search(r"Error parsing (.*?)(?: For full helptext| Argument helptext|$)", text)
+            raise ExportError(f"{source}: torchtitan {self.version} refuses it: "
+                              f"{found.group(1) if found else text[-300:]}") from None
+        except (ValueError, ImportError) as exc:
+            raise ExportError(f"{source}: torchtitan {self.version} refuses it: {' '.join(str(exc).split())}") from None
+        return _read_config(cfg, args, source)
+
+
+def _canonical(word: str) -> str:
+    """A torchtitan flag as 0.3.0's help spells it (tyro takes ``_`` and ``-`` alike)."""
+    if not word.startswith("--"):
+        return word
+    name, eq, value = word.partition("=")
+    return name.replace("_", "-") + eq + value
+
+
+def _model(module: Optional[str], config: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """The catalog model and precision of a ``--module/--config`` pair (None where unknown)."""
+    for name, (mod, cfg, fp8) in CONFIGS.items():
+        if module in (mod, f"torchtitan.models.{mod}") and config in (cfg, fp8):
+            return name, "fp8" if config == fp8 else "bf16"
+    return None, None
+
+
+def _layout(values: dict, n_layers_hint: Optional[int] = None) -> tuple[dict, dict]:
+    """Layout knobs and workload keys from torchtitan's settings (``values``: the :data:`FLAGS` dests)."""
+    tp, pp, cp, ep = (int(values[k]) for k in ("tp", "pp", "cp", "ep"))
+    shard, replicate = int(values["dp_shard"]), int(values["dp_replicate"])
+    local, micro = int(values["local_batch"]), int(values.get("microbatch") or 1)
+    layout = {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "micro_batch_size": micro if pp > 1 else local,
+              "activation_checkpointing": values["ac"], "precision": values.get("precision", "bf16")}
+    if replicate > 1 and shard > 1:
+        layout["fsdp"] = "hybrid_shard"
+    elif replicate > 1:
+        layout["fsdp"] = "no_shard"
+    elif shard > 1 or shard == -1 or cp > 1:  # FSDP2 shards over the data and context ranks
+        # "default" keeps the parameters gathered after the forward with pipelining, reshards them without
+        reshard = values.get("reshard") or "default"
+        layout["fsdp"] = "shard_grad_op" if reshard == "never" or (reshard == "default" and pp > 1) else "full_shard"
+    else:
+        layout["fsdp"] = "none"
+    lps = values.get("layers_per_stage")
+    if pp > 1 and lps and n_layers_hint:
+        weight = n_layers_hint + int(values.get("first_less", 1)) + int(values.get("last_less", 1))
+        stages = -(-weight // int(lps))  # torchtitan's ceil((layers + first less + last less) / layers per stage)
+        layout["vp"] = max(1, stages // pp)
+    elif pp > 1 and values.get("schedule", "1F1B") not in ("1F1B", "GPipe"):
+        layout["vp"] = 2  # torchtitan's stages per rank of a multi-stage schedule without layers per stage
+    else:
+        layout["vp"] = 1
+    workload = {"seq_len": int(values["seq_len"]), "local_batch_size": local}
+    if values.get("global_batch") not in (None, -1):
+        workload["global_batch_size"] = int(values["global_batch"])
+    return layout, workload
+
+
+def _read_flags(args: Sequence[str], source: str) -> Baseline:
+    """torchtitan's flags read as written (torchtitan not installed): every degree must be given."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--module")
+    parser.add_argument("--config")
+    for dest, flag in FLAGS.items():
+        parser.add_argument(flag, dest=dest)
+    known, rest = parser.parse_known_args([_canonical(a) for a in args])
+    values = {k: v for k, v in vars(known).items() if v is not None}
+    values["ac"] = next((w[len(AC_PREFIX):] for w in rest if w.startswith(AC_PREFIX)), None)
+    model, precision = _model(values.get("module"), values.get("config"))
+    missing = [FLAGS[k] for k in (*DEGREES[:4], "local_batch", "seq_len") if k not in values]
+    if values["ac"] is None:
+        missing.append(AC_PREFIX + "...")
+    if missing:
+        raise ExportError(f"{source}: the line leaves {', '.join(missing)} to its config function "
+                          f"{values.get('config')}; give them on the line, or install torchtitan "
+                          "(pip install torchtitan==0.3.0) so perfzoo reads the config function")
+    values.setdefault("dp_shard", -1)
+    values.setdefault("dp_replicate", 1)
+    values["precision"] = precision or "bf16"
+    n_layers = _catalog_layers(model)
+    layout, workload = _layout(values, n_layers)
+    notes = [] if model else [f"{source}: --module {values.get('module')} --config {values.get('config')} is no "
+                               "config perfzoo knows: give the model with --model or --set"]
+    return Baseline("torchtitan", layout, workload, model=model, notes=notes)
+
+
+def _read_config(cfg: Any, args: Sequence[str], source: str) -> Baseline:
+    """A config torchtitan's own ``ConfigManager`` parsed."""
+    par, tr = cfg.parallelism, cfg.training
+    kind = type(cfg.activation_checkpoint).__qualname__.split(".")[0]
+    ac = {"FullAC": "full", "SelectiveAC": "selective", "NoneType": "none"}.get(kind)
+    if ac is None:
+        raise ExportError(f"{source}: activation checkpointing {kind} has no perfzoo counterpart; use "
+                          f"{AC_PREFIX}none, selective or full")
+    module = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--module"), None)
+    config = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--config"), None)
+    model, precision = _model(module, config)
+    values = {"tp": par.tensor_parallel_degree, "pp": par.pipeline_parallel_degree,
+              "cp": par.context_parallel_degree, "ep": par.expert_parallel_degree,
+              "dp_shard": par.data_parallel_shard_degree, "dp_replicate": par.data_parallel_replicate_degree,
+              "reshard": par.fsdp_reshard_after_forward, "microbatch": par.pipeline_parallel_microbatch_size,
+              "layers_per_stage": par.pipeline_parallel_layers_per_stage,
+              "schedule": par.pipeline_parallel_schedule,
+              "first_less": par.pipeline_parallel_first_stage_less_layers,
+              "last_less": par.pipeline_parallel_last_stage_less_layers,
+              "local_batch": tr.local_batch_size, "global_batch": tr.global_batch_size, "seq_len": tr.seq_len,
+              "ac": ac, "precision": precision or "bf16"}
+    layers = getattr(getattr(cfg, "model_spec", None), "model", None)
+    n_layers = len(layers.layers) if layers is not None and hasattr(layers, "layers") else _catalog_layers(model)
+    layout, workload = _layout(values, n_layers)
+    return Baseline("torchtitan", layout, workload, model=model)
+
+
+def _catalog_layers(model: Optional[str]) -> Optional[int]:
+    return None if model is None else int(models.get(model)["n_layers"])
+
+
+def read_toml(data: Mapping[str, Any], source: str) -> Baseline:
+    """An older torchtitan release's TOML job file (0.1-0.2: ``[model] name/flavor``,
+    ``[training]``, ``[parallelism]`` (0.1: degrees in ``[training]``), ``[activation_checkpoint]
+    mode``, ``[float8] enable_float8_linear``). What the file leaves out is that release's
+    ``JobConfig`` default (tensor, pipeline, context, expert degree 1; the shard degree the
+    rest; selective checkpointing), each said in ``notes``."""
+    model_t, training, par = data.get("model", {}), data.get("training", {}), data.get("parallelism", {})
+    notes: list[str] = []
+
+    def get(key: str, default: Any, *tables: Mapping[str, Any]) -> Any:
+        for t in tables:
+            if key in t:
+                return t[key]
+        notes.append(f"{source}: {key} not given: torchtitan's default {default}")
+        return default
+
+    local = training.get("local_batch_size", training.get("batch_size"))
+    if local is None:
+        raise ExportError(f"{source}: [training] gives no local_batch_size (or batch_size): add it")
+    values = {"tp": get("tensor_parallel_degree", 1, par, training),
+              "pp": get("pipeline_parallel_degree", 1, par, data.get("experimental", {}), training),
+              "cp": get("context_parallel_degree", 1, par, data.get("experimental", {}), training),
+              "ep": par.get("expert_parallel_degree", 1),
+              "dp_shard": get("data_parallel_shard_degree", -1, par, training),
+              "dp_replicate": get("data_parallel_replicate_degree", 1, par, training),
+              "reshard": par.get("fsdp_reshard_after_forward", "default"),
+              "microbatch": par.get("pipeline_parallel_microbatch_size", 1),
+              "layers_per_stage": par.get("pipeline_parallel_layers_per_stage"),
+              "schedule": par.get("pipeline_parallel_schedule", "1F1B"),
+              "local_batch": local, "global_batch": training.get("global_batch_size"),
+              "seq_len": get("seq_len", 2048, training),
+              "ac": get("mode", "selective", data.get("activation_checkpoint", {})),
+              "precision": "fp8" if data.get("float8", {}).get("enable_float8_linear")
+              or "float8" in model_t.get("converters", []) else "bf16"}
+    model = TOML_MODELS.get((model_t.get("name"), model_t.get("flavor")))
+    if model is None:
+        notes.append(f"{source}: [model] {model_t.get('name')} {model_t.get('flavor')} is no model perfzoo knows: "
+                     "give it with --model or --set")
+    layout, workload = _layout(values, _catalog_layers(model))
+    return Baseline("torchtitan", layout, workload, model=model, notes=notes)
+
+
+FRAMEWORK = Torchtitan()
+
+__all__ = ["CONFIGS", "FRAMEWORK", "Torchtitan", "read_toml"]

@@ -1,0 +1,101 @@
+"""A plan taken to a training framework: ``plan --framework NAME --export DIR`` writes the top
+layouts as that framework's launch lines, and ``plan --baseline-from FILE`` reads the user's own
+launch line as the baseline (:mod:`perfzoo.frameworks` spells and reads each framework's flags).
+
+::
+
+    python -m perfzoo.plan --model llama3-8b --gpus 8 --accelerator H100-SXM-80GB --seq-len 8192 \\
+        --global-batch 64 --framework torchtitan --export plan-titan/      # plan-titan/rank01.sh ...
+    python -m perfzoo.plan --baseline-from my_titan_job.sh --accelerator H100-SXM-80GB   # how much faster?
+
+Each ``rankNN.sh`` is a bash script: comment lines (the layout, its predicted tokens/s per GPU
+and memory, what the framework needs beside the line) and one ``torchrun`` line that runs it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from perfzoo import frameworks
+from perfzoo._cli import UsageError
+from perfzoo.plan.planner import Plan
+from perfzoo.plan.report import layout_text
+
+SCRIPT = "rank{:02d}.sh"
+
+
+def check_folder(folder: str) -> None:
+    """Refuse ``--export`` ``folder`` before any work: its parent must exist and it must hold no
+    earlier export (nothing written is silently replaced)."""
+    path = Path(folder)
+    if not path.resolve().parent.is_dir():
+        raise UsageError(f"--export {folder}: the folder {path.resolve().parent} does not exist")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--export {folder}: a file, not a folder")
+    if path.is_dir() and any(path.glob("rank*.sh")):
+        raise UsageError(f"--export {folder} already holds an export (rank*.sh): give a new or empty folder")
+
+
+def write(plan: Plan, framework: str, folder: str, k: int = 10) -> list[Path]:
+    """The top ``k`` layouts of ``plan`` as ``framework``'s launch scripts in ``folder``
+    (``rank01.sh`` the top pick); returns their paths."""
+    fw = frameworks.get(framework)
+    launch = frameworks.Launch(nodes=plan.cluster.nodes, gpus_per_node=min(plan.cluster.node_size, plan.cluster.gpus))
+    out = Path(folder)
+    out.mkdir(exist_ok=True)
+    paths = []
+    for rank, (config, row) in enumerate(zip(plan.configs(k), plan.top(k).to_dict("records")), 1):
+        comments = [f"perfzoo plan, rank {rank}: {plan.model.get('model_name')} on {plan.cluster.describe()}, "
+                    f"{fw.name} {fw.version}",
+                    f"layout {layout_text(row)}: predicted {row['predicted_tokens_per_s_per_device']:,.0f} tokens/s "
+                    f"per GPU ({plan.scorer.name}), {row['memory_gib']:,.1f} GiB per GPU (memory model)"]
+        if launch.nodes > 1:
+            comments.append(f"run on each of the {launch.nodes} nodes with MASTER_ADDR set to the first node")
+        path = out / SCRIPT.format(rank)
+        path.write_text(frameworks.script(fw.command(config, launch), comments))
+        paths.append(path)
+    return paths
+
+
+def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> Any:
+    """``config`` (a :class:`~perfzoo.plan.command.PlanConfig`) with what its ``--baseline-from``
+    file gives filled in where the command line is silent: the baseline layout, the framework,
+    the model (a catalog name or the shape the line gives), the GPUs, the sequence and the batch.
+    What the file left to a default is logged."""
+    log = log or (lambda _msg: None)
+    if config.baseline:
+        raise UsageError("give --baseline KNOB=VALUE or --baseline-from FILE, not both")
+    read = frameworks.read_baseline(config.baseline_from)
+    for note in read.notes:
+        log(f"baseline: {note}")
+    fill: dict[str, Any] = {"baseline_from": None}
+    if config.framework is None:
+        fill["framework"] = read.framework
+    if config.model is None and read.model is not None:
+        fill["model"] = read.model
+    if config.model is None and read.model is None and read.shape:
+        given = {k.split("=", 1)[0] for k in config.knobs}
+        fill["knobs"] = [*config.knobs, *(f"{k}={json.dumps(v)}" for k, v in read.shape.items() if k not in given)]
+    gpus = config.gpus if config.gpus is not None else read.gpus
+    fill["gpus"] = gpus
+    if config.seq_len is None:
+        fill["seq_len"] = read.workload.get("seq_len")
+    layout = dict(read.layout)
+    dp = gpus // (layout["tp"] * layout["pp"] * layout["cp"]) if gpus else None
+    if dp is not None and dp * layout["cp"] == 1:
+        layout["fsdp"] = "none"  # nothing to shard over
+    if config.global_batch is None:
+        batch = read.workload.get("global_batch_size")
+        if batch is None and dp and "local_batch_size" in read.workload:  # torchtitan's default: local x dp
+            batch = read.workload["local_batch_size"] * dp
+        fill["global_batch"] = batch
+    fill["baseline"] = [f"{k}={json.dumps(v)}" for k, v in layout.items()]
+    log(f"baseline: {config.baseline_from} read as {read.framework}: {layout_text({**layout, 'dp': dp})}"
+        + (f" on {gpus} GPUs" if gpus else ""))
+    return replace(config, **fill)
+
+
+__all__ = ["SCRIPT", "check_folder", "with_baseline", "write"]
