@@ -191,10 +191,10 @@ def read_hf_json(path: Union[str, Path]) -> dict[str, Any]:
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable JSON model config ({exc})") from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a readable JSON model config (not UTF-8 text: byte {exc.start})") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a readable JSON model config ({exc})") from None
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: not a model config (expected a JSON object)")
     for nested in ("text_config", "attn_config", "ffn_config"):  # Llama 4's text model, DBRX's blocks

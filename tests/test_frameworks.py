@@ -70,7 +70,7 @@ def test_the_framework_prices_every_layout_and_keeps_to_those_it_runs(titan_plan
     assert "zero1" not in set(titan_plan.layouts["fsdp"])  # torchtitan has no ZeRO-1
     plain = plan("llama3-8b", Cluster(gpus=16, accelerator=H100), seq_len=8192, global_batch=64, scorer=toy(None))
     assert "zero1" in set(plain.layouts["fsdp"]) and SEEN[None] == {"(none)"}
-    assert "framework torchtitan" in __import__("perfzoo.plan.report", fromlist=["table"]).table(titan_plan, 1)
+    assert "framework: torchtitan" in __import__("perfzoo.plan.report", fromlist=["table"]).table(titan_plan, 1)
 
 
 @pytest.mark.parametrize("model, layers", [("llama3-8b", 32), ("qwen3-30b-a3b", 48)])

@@ -349,7 +349,7 @@ def test_search_out_is_checked_before_the_search_and_named_as_given(tmp_path):
 
     with pytest.raises(UsageError, match=r"^--out /proc/perfzoo/p.jsonl: cannot write there"):
         SearchConfig(space="fsdp-ads", out="/proc/perfzoo/p.jsonl")
-    with pytest.raises(UsageError, match=f"^--out {tmp_path}: a folder; give a file name$"):
+    with pytest.raises(UsageError, match=f"^--out {tmp_path}: is a folder; give a file path$"):
         SearchConfig(space="fsdp-ads", out=str(tmp_path))
     assert not list(tmp_path.iterdir())  # the check leaves nothing behind
     blocked = tmp_path / "file"
