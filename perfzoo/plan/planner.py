@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import llmconfig, models
+from perfzoo.columns import Columns
+from perfzoo.features import as_columns
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.search import Objective, Reinforce, Searcher
@@ -36,7 +38,7 @@ from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.zoo.best import load_best
 
 EXHAUSTIVE_LIMIT = 250_000  # valid layouts scored one by one; past this, REINFORCE
-CHUNK = 1_000_000  # grid points checked for validity at once
+CHUNK = 2 ** 16  # grid points checked for validity at once (their index rows stay in the cache)
 COUNT_LIMIT = 50_000_000  # past this many grid points the valid ones are not counted
 SHAPE_KEYS = ("n_layers", "hidden_dim", "n_heads", "vocab_size")
 KNOBS = LAYOUT_KNOBS + DERIVED_KNOBS
@@ -123,8 +125,9 @@ class _Recorder:
         self.parts: list[pd.DataFrame] = []
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        memory = self.scorer.memory(X)
-        scored = _scored(self.scorer, self.codec, X, memory)
+        layouts = as_columns(X)
+        memory = self.scorer.memory(layouts)
+        scored = _scored(self.scorer, layouts, memory, _keys(self.codec, X))
         self.parts.append(scored)
         out = np.full(len(X), np.nan)
         out[memory["fits"].to_numpy()] = scored.loc[scored["fits"], "predicted_tokens_per_s_per_device"].to_numpy()
@@ -138,21 +141,18 @@ def _keys(codec: SpaceCodec, frame: pd.DataFrame) -> np.ndarray:
     return codec.keys(idx)
 
 
-def _scored(scorer: Scorer, codec: SpaceCodec, frame: pd.DataFrame, memory: pd.DataFrame) -> pd.DataFrame:
-    """The knobs, key and memory of every layout of ``frame``; the scorer's columns where it fits."""
-    out = pd.DataFrame({k: np.asarray(frame[f"config.{k}"].astype(object)) for k in KNOBS}, index=frame.index)
-    out["key"] = _keys(codec, frame)
+def _scored(scorer: Scorer, layouts: Columns, memory: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
+    """The knobs, key and memory of every layout; the scorer's columns where it fits."""
+    out = pd.DataFrame({k: pd.Series(layouts.full(f"config.{k}")).to_numpy(dtype=object) for k in KNOBS},
+                       index=layouts.index)
+    out["key"] = keys
     fits = memory["fits"].to_numpy()
-    scored = scorer.score(frame[fits], memory[fits])
+    scored = scorer.score(layouts.take(fits), memory[fits])
     out = out.join(memory)
     for col in scored.columns.difference(memory.columns):
         out[col] = np.nan
         out.loc[fits, col] = scored[col].to_numpy()
     return out.reset_index(drop=True)
-
-
-def _layout_frame(codec: SpaceCodec, idx: np.ndarray, cluster: Cluster) -> pd.DataFrame:
-    return codec.frame(idx, fixed=cluster.hardware())
 
 
 def _valid(codec: SpaceCodec, keep: bool) -> tuple[int, Optional[np.ndarray]]:
@@ -227,11 +227,11 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         method = "exhaustive"
         reason = f"{count:,} valid layouts <= {exhaustive_limit:,}: every one checked and scored"
         log(f"plan: exhaustive ({reason})")
-        frame = _layout_frame(codec, idx, cluster)
-        memory = scorer.memory(frame)
+        layouts = codec.columns(idx, fixed=cluster.hardware())  # arrays, constants held once: no frame
+        memory = scorer.memory(layouts)
         if not memory["fits"].any():
             raise _fits_nowhere(shape, cluster, memory, scorer.memory_margin, count)
-        table = _scored(scorer, codec, frame, memory)
+        table = _scored(scorer, layouts, memory, codec.keys(idx))
     else:
         searcher = searcher or Reinforce()
         method = searcher.name
