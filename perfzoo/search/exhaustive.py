@@ -21,13 +21,14 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from harness.environment import cpu_cores
 from perfzoo.search._base import NO_KEYS, Searcher
 from perfzoo.search.objective import Objective, SearchResult, select_top, top_rows
 
@@ -40,7 +41,8 @@ class Exhaustive(Searcher):
     --------
     chunk_size : configs per predictor call.
     n_jobs : chunks scored at once, each in its own thread (numpy, pandas and LightGBM release
-        the interpreter while they compute); the proposals do not depend on it.
+        the interpreter while they compute; default: the cores this process may use); the
+        proposals do not depend on it.
     limit : refuse grids larger than this.
     fast : LightGBM-based predictors: score the grid tree by tree, exactly (see
         :mod:`perfzoo.search.treegrid`); falls back to chunked prediction by itself.
@@ -53,7 +55,7 @@ class Exhaustive(Searcher):
 
     name = "exhaustive"
     chunk_size: int = 2 ** 16
-    n_jobs: int = 1
+    n_jobs: int = field(default_factory=cpu_cores)
     limit: int = 20_000_000
     fast: bool = True
     progress: bool = False
@@ -114,7 +116,7 @@ def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
         while True:
             batch = batch[bound(batch) >= best.kth()]
             if len(batch):
-                pieces = np.array_split(batch, -(-len(batch) // chunk_size))
+                pieces = np.array_split(batch, max(-(-len(batch) // chunk_size), min(settings.n_jobs, len(batch))))
                 ps = np.concatenate(list(_map(pool, lambda b: objective.success(codec.decode(keys[b])), pieces)))
                 reward = objective.reward(pred[batch], ps)
                 scored += len(batch) if objective.failure is not None else 0
