@@ -20,6 +20,7 @@ same scorer; the :class:`Plan` says where each ranks and what the top pick gains
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -27,6 +28,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from harness.environment import cpu_cores
 from perfzoo import llmconfig, models
 from perfzoo.columns import Columns
 from perfzoo.features import as_columns
@@ -141,18 +143,31 @@ def _keys(codec: SpaceCodec, frame: pd.DataFrame) -> np.ndarray:
     return codec.keys(idx)
 
 
-def _scored(scorer: Scorer, layouts: Columns, memory: pd.DataFrame, keys: np.ndarray) -> pd.DataFrame:
+def _scored(scorer: Scorer, layouts: Columns, memory: pd.DataFrame, keys: np.ndarray, n_jobs: int = 1) -> pd.DataFrame:
     """The knobs, key and memory of every layout; the scorer's columns where it fits."""
     out = pd.DataFrame({k: pd.Series(layouts.full(f"config.{k}")).to_numpy(dtype=object) for k in KNOBS},
                        index=layouts.index)
     out["key"] = keys
     fits = memory["fits"].to_numpy()
-    scored = scorer.score(layouts.take(fits), memory[fits])
+    scored = _in_parts(scorer.score, layouts.take(fits), n_jobs, memory[fits])
     out = out.join(memory)
     for col in scored.columns.difference(memory.columns):
         out[col] = np.nan
         out.loc[fits, col] = scored[col].to_numpy()
     return out.reset_index(drop=True)
+
+
+def _in_parts(fn: Callable[..., pd.DataFrame], layouts: Columns, n_jobs: int, *frames: pd.DataFrame) -> pd.DataFrame:
+    """``fn(layouts, *frames)``, as ``n_jobs`` calls on consecutive slices of the rows, each in its own
+    thread (numpy and LightGBM leave the interpreter while they compute): the same rows as one
+    call, since the memory model and the predictors price each layout by itself."""
+    if n_jobs <= 1 or len(layouts) < 2 * n_jobs:
+        return fn(layouts, *frames)
+    cuts = np.linspace(0, len(layouts), n_jobs + 1).astype(int)
+    parts = [(layouts.take(np.arange(a, b)), *(f.iloc[a:b] for f in frames)) for a, b in zip(cuts[:-1], cuts[1:])]
+    with ThreadPoolExecutor(n_jobs) as pool:
+        done = list(pool.map(lambda part: fn(*part), parts))
+    return pd.concat(done).set_axis(frames[0].index if frames else layouts.index)
 
 
 def _valid(codec: SpaceCodec, keep: bool) -> tuple[int, Optional[np.ndarray]]:
@@ -183,7 +198,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
          precisions: Sequence[str] = ("bf16",), scorer: Optional[Scorer] = None,
          baseline: Optional[dict] = None, published: Optional[pd.DataFrame] = None,
          exhaustive_limit: int = EXHAUSTIVE_LIMIT, searcher: Optional[Searcher] = None,
-         tp_beyond_node: bool = False, log: Optional[Callable[[str], Any]] = None) -> Plan:
+         tp_beyond_node: bool = False, log: Optional[Callable[[str], Any]] = None,
+         n_jobs: Optional[int] = None) -> Plan:
     """The ranked layouts of ``model`` on ``cluster`` (see the module docstring).
 
     Parameters
@@ -201,6 +217,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         (default: :class:`~perfzoo.search.Reinforce`, the paper's settings).
     tp_beyond_node : let tensor parallelism span NVLink domains.
     log : where progress lines go (default: nowhere).
+    n_jobs : threads pricing the layouts scored one by one (default: the cores this process may
+        use); the plan does not depend on it.
     """
     log = log or (lambda _msg: None)
     shape = resolve_model(model)
@@ -228,10 +246,11 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         reason = f"{count:,} valid layouts <= {exhaustive_limit:,}: every one checked and scored"
         log(f"plan: exhaustive ({reason})")
         layouts = codec.columns(idx, fixed=cluster.hardware())  # arrays, constants held once: no frame
-        memory = scorer.memory(layouts)
+        n_jobs = n_jobs or cpu_cores()
+        memory = _in_parts(scorer.memory, layouts, n_jobs)
         if not memory["fits"].any():
             raise _fits_nowhere(shape, cluster, memory, scorer.memory_margin, count)
-        table = _scored(scorer, layouts, memory, codec.keys(idx))
+        table = _scored(scorer, layouts, memory, codec.keys(idx), n_jobs)
     else:
         searcher = searcher or Reinforce()
         method = searcher.name
