@@ -25,6 +25,12 @@ between the two lines it finds the array by its name with ``sacct``; nothing is 
 twice and no submitted job is forgotten. Ctrl-C (or SIGTERM) of the collect stops the
 waiting and leaves the jobs to Slurm.
 
+Python calls
+------------
+:func:`run_calls` submits work that is a Python function of picklable arguments (the
+benchmark's fits, ``python -m perfzoo.bench --launcher slurm``) as one array, with the same
+options, and yields each element's return value as it ends.
+
 Example::
 
     opts = SlurmOptions(partition="gpu", nodes=2, gpus_per_node=8, time_min=20)
@@ -48,7 +54,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from harness.command import harness_values, outcome_of as command_outcome, run_command
 from harness.environment import capture_hardware
@@ -306,6 +312,52 @@ def _ids_by_name(name: str) -> list[str]:
                             capture_output=True, text=True)
     ids = queued.stdout.split() if queued.returncode == 0 else []
     return ids or [r[0] for r in _sacct(["-X", "-S", "2000-01-01", "--name", name, "-o", "JobID"])]
+
+
+def run_calls(fn: Callable[[Any], Any], items: Sequence[Any], options: SlurmOptions, folder: str | Path,
+              time_min: int = 60) -> Iterator[tuple[int, Any, Optional[str]]]:
+    """``fn(item)`` for each of ``items`` as one element of one Slurm job array, submitted with
+    submitit like the profiling jobs (``options``: the same sbatch options, one core per element
+    unless ``cpus_per_task`` says more, ``time_min`` unless ``options.time_min`` is set). Yields
+    ``(position, result, None)`` as each element ends, or ``(position, None, why)`` where it ended
+    without a result (Slurm killed it, or ``fn`` raised): work that is a Python function of
+    picklable arguments, such as the benchmark's fits (:mod:`perfzoo.evaluation.runner`)."""
+    import submitit
+
+    missing = [c for c in ("sbatch", "sacct") if shutil.which(c) is None]
+    if items and missing:
+        raise SlurmError(f"{', '.join(missing)} not found: run --launcher slurm on a Slurm login node, "
+                         "where Slurm's commands are on PATH")
+    if not items:
+        return
+    executor = submitit.SlurmExecutor(folder=Path(folder).resolve(), python=sys.executable)
+    params = {"job_name": JOB_NAME_PREFIX + uuid.uuid4().hex[:12], "time": options.time_min or time_min,
+              "cpus_per_task": options.cpus_per_task or 1, "array_parallelism": options.array_parallelism,
+              "stderr_to_stdout": True, "additional_parameters": {"signal": f"{NO_OP_SIGNAL}@60", **options.extra}}
+    for key in ("partition", "account", "qos", "constraint"):
+        if getattr(options, key) is not None:
+            params[key] = getattr(options, key)
+    if options.mem_gb is not None:
+        params["mem"] = f"{int(options.mem_gb * 1024)}MB"
+    executor.update_parameters(**params)
+    try:
+        with executor.batch():
+            jobs = [executor.submit(fn, item) for item in items]
+    except Exception as exc:  # sbatch said no: nothing was queued
+        said = [line for line in str(exc).splitlines() if line.strip()]
+        raise SlurmError(f"sbatch refused the array: {said[-1] if said else exc}") from exc
+    waiting = dict(enumerate(jobs))
+    while waiting:
+        for i, job in list(waiting.items()):
+            if not job.done():
+                continue
+            del waiting[i]
+            try:
+                yield i, job.result(), None
+            except Exception as exc:  # submitit's: the job failed, timed out, ran out of memory or was cancelled
+                yield i, None, f"Slurm job {job.job_id} ended {job.state}: {' '.join(str(exc).split())[-300:]}"
+        if waiting:
+            time.sleep(options.poll_s)
 
 
 class SlurmLauncher(Launcher):

@@ -8,6 +8,7 @@ Usage
 -----
     python -m perfzoo.bench                 # the full run -> leaderboard/
     python -m perfzoo.bench --quick         # CI-sized (< 3 min on 2 cores) -> .perfzoo-cache/leaderboard-quick/
+    python -m perfzoo.bench --launcher slurm --jobs 64 --partition cpu --time 30   # the fits as 64 Slurm jobs
     python -m perfzoo.bench --datasets vtrain-a100 --predictors lightgbm,catboost --splits random,scale --seeds 5
     python -m perfzoo.bench --predictors mypkg.models:MyPredictor --datasets vtrain-a100 --out my-results
     python -m perfzoo.bench --list-tasks                # the benchmark tasks, by id
@@ -22,6 +23,13 @@ README sets it beside every member the committed leaderboard (``--reference DIR`
 same tasks. Every number names its benchmark task (:mod:`perfzoo.evaluation.suite`):
 ``--list-tasks`` prints the tasks a run covers (``--json``: their definitions), ``--task ID`` runs
 exactly one.
+
+On a cluster (``--launcher slurm``): the fits not in the cache are dealt over ``--jobs`` Slurm jobs
+(one array, submitted with submitit as ``collect`` submits its profiling jobs, sbatch's options by
+the same flags); each job fits its share one after another and writes each result into the cache
+(``--cache-dir``, on a file system the nodes share), where the leaderboard is made from as on one
+machine; a job Slurm ends without results leaves its fits as errors in the leaderboard, fitted
+again by the next run. Without ``--launcher`` nothing changes.
 
 Cross-dataset (``--train A --test B``, names or file paths): fit on every successful job of A
 that is not also a job of B (so ``--train published-llm --test published-torchtitan`` leaves the
@@ -62,15 +70,17 @@ import math
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import pandas as pd
 
 from harness.environment import cpu_cores
+from harness.slurm import SlurmError
 from perfzoo import zoo
-from perfzoo._cli import EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, config_from_args, field_defaults, guarded, spelled_call
+from perfzoo._cli import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check_choice, config_from_args, field_defaults,
+                          guarded, spelled_call)
 from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation import hardware, leaderboard, runner, transfer
@@ -85,6 +95,7 @@ from perfzoo.zoo.best import leaderboard_dir
 from perfzoo.zoo.plugin import ContractError
 
 SPLITS = ("random", "temporal", "scale", "node", "group", "curve", "transfer")
+SLURM_JOBS = 32  # with --launcher slurm: the Slurm jobs a run's fits are dealt over, unless --jobs says
 
 
 @dataclass(frozen=True)
@@ -115,12 +126,26 @@ class BenchConfig:
     quiet: bool = False  # no progress bar
     task: Optional[str] = None  # run exactly this benchmark task (an id --list-tasks prints)
     reference: Optional[str] = None  # the leaderboard whose rows of the same tasks stand beside your members'
+    launcher: str = "local"  # local | slurm: the fits as `jobs` Slurm jobs (default SLURM_JOBS), submitit
+    partition: Optional[str] = None  # Slurm (with launcher='slurm'): sbatch's options of these names
+    cpus_per_task: Optional[int] = None
+    time: Optional[int] = None
+    mem_gb: Optional[float] = None
+    account: Optional[str] = None
+    qos: Optional[str] = None
+    constraint: Optional[str] = None
+    array_parallelism: Optional[int] = None
+    slurm_arg: list = field(default_factory=list)  # more sbatch options, KEY=VALUE
+    slurm_folder: Optional[str] = None  # job files and logs, on a file system the nodes share
+    poll: Optional[float] = None
 
     def __post_init__(self):
         for flag, names in (("--predictors", self.predictors), ("--datasets", self.datasets)):
             twice = sorted({n for n in names or () if list(names).count(n) > 1})
             if twice:
                 raise UsageError(f"{flag} names {', '.join(twice)} more than once: keep one of each")
+        check_choice("--launcher", self.launcher, ("local", "slurm"))
+        self.slurm()  # a Slurm option without --launcher slurm, or a bad one, is named now
         bad = [s for s in self.splits or () if s not in SPLITS]
         if bad:
             raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
@@ -137,6 +162,16 @@ class BenchConfig:
         small = [v for v in self.curve_sizes or () if v < 2]
         if small:
             raise UsageError(f"--curve-sizes {small[0]} is not a training-set size (a whole number >= 2)")
+
+    def slurm(self) -> Optional[runner.Slurm]:
+        """Where the fits go with ``launcher='slurm'`` (None: this machine's processes)."""
+        from perfzoo.sweep import slurm_options
+
+        options = slurm_options(self)
+        if options is None:
+            return None
+        folder = self.slurm_folder or str(Path(self.cache_dir) / "slurm")
+        return runner.Slurm(options, str(Path(folder).resolve()))
 
     @property
     def preset(self) -> BenchPreset:
@@ -186,7 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seeds per learning-curve size (default: {FULL.curve_seeds})")
     p.add_argument("--curve-sizes", type=_sizes, metavar="25,50,...", help="learning-curve training sizes")
     p.add_argument("--out", metavar="DIR", help="leaderboard folder (default: leaderboard/)")
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="parallel processes (default: all cores)")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help=f"parallel processes (default: all cores); with --launcher slurm, the Slurm jobs the fits "
+                        f"are dealt over (default {SLURM_JOBS})")
     p.add_argument("--cache-dir", metavar="DIR", help=f"result cache (default: {BenchConfig.cache_dir}/)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
@@ -200,6 +237,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", metavar="DIR",
                    help="the leaderboard whose rows of the same tasks the README sets beside members from outside "
                         "the zoo (default: leaderboard/)")
+    p.add_argument("--launcher", choices=["local", "slurm"],
+                   help="local (default): fit on this machine's cores; slurm: fit as --jobs Slurm jobs (default "
+                        f"{SLURM_JOBS}) through submitit, each writing its results into the cache")
+    g = p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)")
+    g.add_argument("--partition", help="partition to submit to (default: the cluster's default)")
+    g.add_argument("--cpus-per-task", type=int,
+                   help="cores per job (default 1; a job fits its share one after another)")
+    g.add_argument("--time", type=int, metavar="MIN", help="Slurm time limit per job in minutes (default 60)")
+    g.add_argument("--mem-gb", type=float, help="memory per job in GiB (sbatch --mem)")
+    g.add_argument("--account", help="account to charge")
+    g.add_argument("--qos", help="quality of service")
+    g.add_argument("--constraint", help="node features (sbatch --constraint)")
+    g.add_argument("--array-parallelism", type=int, help="jobs running at once (default 256)")
+    g.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE",
+                   help="any other sbatch option, e.g. --slurm-arg reservation=r1 (repeatable)")
+    g.add_argument("--slurm-folder", metavar="DIR",
+                   help="job files and logs, on a file system the nodes share, as the cache must be "
+                        "(default: CACHE_DIR/slurm)")
+    g.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
     p.add_argument("--train", metavar="A", help="cross-dataset: fit on this dataset (name or path)")
     p.add_argument("--test", metavar="B", help="cross-dataset: score on this dataset (name or path)")
     p.add_argument("--shots", type=_shots, metavar="0,1,3,10",
@@ -377,12 +433,17 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
     out = config.out_dir
     yours = [spec.display for spec in specs if spec.name not in zoo.REGISTRY]
     beside = _reference(config, out) if yours or config.reference else None
-    jobs = config.jobs or cpu_cores()
+    slurm = config.slurm()
+    jobs = config.jobs or (SLURM_JOBS if slurm else cpu_cores())
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "
           f"{len(specs)} predictors, {len(defined)} tasks ({config.task or 'splits ' + ', '.join(splits)}), "
-          f"{len(defined[0][1].seeds) if config.task else len(settings['seeds'])} seeds, {jobs} jobs", file=sys.stderr)
-    results = runner.run_defined(defined, specs, jobs=jobs, cache_dir=None if config.no_cache else config.cache_dir,
-                                 progress=not config.quiet, skipped=skipped)
+          f"{len(defined[0][1].seeds) if config.task else len(settings['seeds'])} seeds, {jobs} "
+          f"{'Slurm jobs (' + slurm.folder + ')' if slurm else 'jobs'}", file=sys.stderr)
+    try:
+        results = runner.run_defined(defined, specs, jobs=jobs, cache_dir=None if config.no_cache else config.cache_dir,
+                                     progress=not config.quiet, skipped=skipped, slurm=slurm)
+    except SlurmError as exc:
+        raise UsageError(str(exc)) from None
     transfers = {bt.dataset: bt.id for _, bt in defined if bt.kind == "transfer"}
     if transfers:
         transfer.write([ds for ds in datasets if ds.name in transfers], [spec.name for spec in specs], out, transfers)

@@ -350,10 +350,11 @@ class FeatureEncoder:
         return self._dense(data, num)
 
     def matrix(self, X) -> np.ndarray:
-        """The encoded features as one float64 matrix, rows in C order, for every encoding:
-        ``native`` categoricals as their index in the fitted categories (NaN: missing or unseen),
-        which is what LightGBM reads from a frame of pandas categoricals; the others as
-        :meth:`transform`.
+        """The encoded features as one float64 matrix, each column contiguous (Fortran order: a
+        feature is written in one pass, and LightGBM reads either order without a copy), for
+        every encoding: ``native`` categoricals as their index in the fitted categories (NaN:
+        missing or unseen), which is what LightGBM reads from a frame of pandas categoricals; the
+        others as :meth:`transform`.
 
         >>> X = pd.DataFrame({"config.n_layers": [2, 4], "config.precision": ["bf16", "fp8"]})
         >>> FeatureEncoder("native", analytic=False).fit(X).matrix(X).tolist()
@@ -361,9 +362,9 @@ class FeatureEncoder:
         """
         data = self._columns(X)
         if self.encoding != "native":
-            return np.ascontiguousarray(self.transform(data), dtype=np.float64)
+            return np.asfortranarray(self.transform(data), dtype=np.float64)
         num = self._numeric_block(data)
-        mat = np.empty((len(data), len(self.feature_names_)), dtype=np.float64)
+        mat = np.empty((len(data), len(self.feature_names_)), dtype=np.float64, order="F")
         for j, name in enumerate(self.feature_names_):
             if name in num:
                 mat[:, j] = num[name]

@@ -85,19 +85,26 @@ def names() -> list[str]:
     return list(catalog()["name"])
 
 
+@functools.lru_cache(maxsize=None)
+def _shapes() -> dict[str, dict[str, Any]]:
+    """Each model's config keys by catalog name, read off the catalog once (the published loaders
+    look a model up per table row)."""
+    shapes = {}
+    for row in catalog().to_dict("records"):
+        keys: dict[str, Any] = {"model_name": row["name"]}
+        for column, value in row.items():
+            key = _COLUMN_KEYS.get(column, column)
+            if key not in SHAPE_KEYS or pd.isna(value):
+                continue
+            keys[key] = bool(value) if key in _BOOL_KEYS else (int(value) if float(value).is_integer() else float(value))
+        shapes[row["name"]] = keys
+    return shapes
+
+
 def lookup(name: str) -> Optional[dict[str, Any]]:
     """The config keys of the model called ``name`` (or one of its aliases), or None."""
     found = _index().get(_norm(name))
-    if found is None:
-        return None
-    row = catalog().set_index("name").loc[found]
-    keys: dict[str, Any] = {"model_name": found}
-    for column, value in row.items():
-        key = _COLUMN_KEYS.get(column, column)
-        if key not in SHAPE_KEYS or pd.isna(value):
-            continue
-        keys[key] = bool(value) if key in _BOOL_KEYS else (int(value) if float(value).is_integer() else float(value))
-    return keys
+    return None if found is None else dict(_shapes()[found])
 
 
 def close_names(name: str, n: int = 3) -> list[str]:

@@ -120,22 +120,22 @@ SLURM_FLAGS = {"partition": "partition", "nodes": "nodes", "tasks_per_node": "ta
                "array_parallelism": "array_parallelism", "poll": "poll_s"}
 
 
-def slurm_options(config: CollectConfig):
-    """The :class:`harness.slurm.SlurmOptions` of ``config`` (``None`` without ``launcher='slurm'``; a
-    :class:`UsageError` names a misuse)."""
-    given = [f for f in (*SLURM_FLAGS, "slurm_folder") if getattr(config, f) is not None] + (
+def slurm_options(config) -> Optional[SlurmOptions]:
+    """The :class:`harness.slurm.SlurmOptions` of a command's config: collect's, or any with a
+    ``launcher`` and some of the fields of :data:`SLURM_FLAGS` (bench's); ``None`` without
+    ``launcher='slurm'``; a :class:`UsageError` names a misuse."""
+    flags = [f for f in SLURM_FLAGS if hasattr(config, f)]
+    given = [f for f in (*flags, "slurm_folder") if getattr(config, f) is not None] + (
         ["slurm_arg"] if config.slurm_arg else [])
     if config.launcher != "slurm":
         if given:
             raise UsageError(f"--{given[0].replace('_', '-')} is a Slurm option; add --launcher slurm")
         return None
-    if config.warm or config.mode == "inprocess":
-        raise UsageError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
     for flag in ("nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "array_parallelism"):
-        if getattr(config, flag) is not None and getattr(config, flag) < 1:
+        if flag in flags and getattr(config, flag) is not None and getattr(config, flag) < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
     for flag in ("mem_gb", "poll"):
-        if getattr(config, flag) is not None and getattr(config, flag) <= 0:
+        if flag in flags and getattr(config, flag) is not None and getattr(config, flag) <= 0:
             raise UsageError(f"--{flag.replace('_', '-')} must be positive")
     extra = {}
     for item in config.slurm_arg:
@@ -143,7 +143,7 @@ def slurm_options(config: CollectConfig):
         if not sep or not key.strip():
             raise UsageError(f"--slurm-arg {item!r}: expected KEY=VALUE, e.g. reservation=r1")
         extra[key.strip().lstrip("-").replace("-", "_")] = value
-    return SlurmOptions(extra=extra, **{field: getattr(config, flag) for flag, field in SLURM_FLAGS.items()
+    return SlurmOptions(extra=extra, **{SLURM_FLAGS[flag]: getattr(config, flag) for flag in flags
                                         if getattr(config, flag) is not None})
 
 
@@ -324,6 +324,8 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
     if config.warm and config.device != "cpu":
         raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
     slurm = slurm_options(config)
+    if slurm is not None and (config.warm or config.mode == "inprocess"):
+        raise UsageError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
     if slurm is not None:
         for cfg in configs:
             try:

@@ -365,6 +365,10 @@ def test_run_from_python_writes_the_leaderboard_and_returns_the_scores(tmp_path)
     ({"splits": ["random", "sideways"]}, ValueError, "unknown split sideways; choose from random"),
     ({"seeds": 0}, UsageError, "--seeds must be at least 1, got 0"),
     ({"curve_sizes": (25, 1)}, UsageError, "--curve-sizes 1 is not a training-set size"),
+    ({"partition": "cpu"}, UsageError, "--partition is a Slurm option; add --launcher slurm"),
+    ({"launcher": "slurm", "time": 0}, UsageError, "--time must be at least 1"),
+    ({"launcher": "slurm", "slurm_arg": ["reservation"]}, UsageError, "expected KEY=VALUE"),
+    ({"launcher": "cloud"}, UsageError, "--launcher"),
 ])
 def test_a_bad_config_field_is_named(fields, error, message):
     with pytest.raises(error, match=message):
@@ -380,3 +384,34 @@ def test_a_member_or_dataset_named_twice_is_refused(fields, message, capsys):
         bench.BenchConfig(**fields)
     assert bench.main(["--predictors", "ridge,ridge", "--datasets", "llm-cpu"]) == 2
     assert "--predictors names ridge more than once" in capsys.readouterr().err
+
+
+class _SecondShareLost:
+    """Stands in for :class:`runner.Slurm`: runs the first job's share here and reports a second
+    job as ended by Slurm without results."""
+
+    def run(self, fn, items):
+        if len(items) > 1:
+            yield 1, None, "Slurm job 7_1 ended TIMEOUT"
+        yield 0, fn(items[0]), None
+
+
+def test_fits_of_a_slurm_job_that_ended_without_results_are_errors_and_not_cached(tmp_path):
+    built = tasks.build_tasks(load_dataset("llm-cpu"), [PredictorSpec("counting", factory=CountingLinear)], ["random"],
+                              seeds=[0, 1], skipped=[])
+    cache = tasks.Cache(tmp_path / "cache")
+    results, computed, cached = runner.run_tasks(built, jobs=2, cache=cache, progress=False, slurm=_SecondShareLost())
+    assert computed == 2 and cached == 0
+    assert results[0]["error"] is None and results[0]["kendall"] == results[0]["kendall"]
+    assert results[1]["error"] == "Slurm job 7_1 ended TIMEOUT" and results[1]["seed"] == 1
+    assert cache.get(built[0].key) is not None and cache.get(built[1].key) is None  # the lost fit runs again next time
+    again, computed, cached = runner.run_tasks(built, jobs=2, cache=cache, progress=False, slurm=_SecondShareLost())
+    assert (computed, cached) == (1, 1) and again[1]["error"] is None and cache.get(built[1].key) is not None
+
+
+def test_bench_on_slurm_without_slurm_commands_says_where_to_run_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch, no sacct
+    code = bench.main(["--datasets", "llm-cpu", "--predictors", "ridge", "--splits", "random", "--seeds", "1",
+                       "--out", str(tmp_path / "lb"), "--no-cache", "--quiet", "--launcher", "slurm"])
+    assert code == 2
+    assert "sbatch, sacct not found: run --launcher slurm on a Slurm login node" in capsys.readouterr().err

@@ -286,6 +286,20 @@ def test_list_models(capsys):
     assert "llama3-70b" in out and "mixtral-8x7b" in out and "8 (2 active)" in out
 
 
+def test_the_plan_is_the_same_whatever_threads_price_it(llama8b_on_16):
+    """The layouts are priced in slices, one thread each: every column of the ranked table is
+    the one a single call gives (the memory model and the predictor price each layout alone)."""
+    alone = plan("llama3-8b", Cluster(gpus=16, accelerator=H100), seq_len=8192, global_batch=128,
+                 precisions=("bf16", "fp8"), baseline={"tp": 2, "pp": 2}, n_jobs=1)
+    for threads in (2, 3):
+        again = plan("llama3-8b", Cluster(gpus=16, accelerator=H100), seq_len=8192, global_batch=128,
+                     precisions=("bf16", "fp8"), baseline={"tp": 2, "pp": 2}, n_jobs=threads)
+        pd.testing.assert_frame_equal(alone.layouts, again.layouts, check_exact=True)
+        pd.testing.assert_frame_equal(alone.baselines, again.baselines, check_exact=True)
+    pd.testing.assert_frame_equal(alone.layouts, llama8b_on_16.layouts, check_exact=True)  # the default: every core
+    assert len(alone.layouts) > 100
+
+
 def test_the_shipped_scorer_prices_layouts():
     scorer = default_scorer()
     assert scorer.per_device and scorer.memory_margin == 0.1 and scorer.columns

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from harness.jobs import JobSpec
@@ -364,3 +365,39 @@ def test_a_submission_whose_ledger_line_was_lost_is_found_by_name(slurm, tmp_pat
     assert out[0].status == "ok"
     [batch] = SubmissionLedger(ledger).batches().values()
     assert batch["submitted"]["recovered"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_bench_fits_as_slurm_jobs_write_the_local_leaderboard_and_fill_the_cache(slurm, tmp_path):
+    """``python -m perfzoo.bench --launcher slurm``: the same scores as on this machine, each job
+    writing its fits into the cache, so a rerun submits nothing."""
+    from perfzoo import bench
+
+    args = ["--datasets", "llm-cpu", "--predictors", "ridge,knn", "--splits", "random", "--seeds", "2",
+            "--no-figures", "--no-artifacts", "--quiet"]
+    assert bench.main([*args, "--out", str(tmp_path / "local"), "--cache-dir", str(tmp_path / "local-cache"),
+                       "--jobs", "1"]) == 0
+    cache = tmp_path / "cache"
+    slurm_args = [*args, "--out", str(tmp_path / "slurm"), "--cache-dir", str(cache), "--launcher", "slurm",
+                  "--jobs", "2", "--poll", "0.5"]
+    assert bench.main(slurm_args) == 0
+    key = ["dataset", "predictor", "split", "fold", "seed"]
+    local, remote = (pd.read_csv(tmp_path / d / "results.csv").sort_values(key).reset_index(drop=True)
+                     for d in ("local", "slurm"))
+    assert len(local) == 4 and local["error"].isna().all()
+    scores = [c for c in local.columns if c not in ("fit_time_s", "predict_time_s")]  # times differ, nothing else
+    pd.testing.assert_frame_equal(local[scores], remote[scores])
+    # two jobs of one array ran the four fits, and they wrote the cache themselves
+    results = sorted(p.name for p in (cache / "slurm").glob("*_result.pkl"))
+    assert len(results) == 2 and len(list(cache.glob("??/*.json"))) == 4
+    array = results[0].split("_")[0]
+    states = lambda: _sh("sacct", "-n", "-P", "-X", "-j", array, "-o", "JobID,JobName,State").split()  # noqa: E731
+    # a job's result comes back a moment before Slurm marks it ended
+    _wait_for(lambda: all(s.endswith("|COMPLETED") for s in states()), 60, "the array's jobs to end")
+    assert len(states()) == 2 and all("|perfzoo-" in s for s in states())
+    again = bench.run(bench.BenchConfig(datasets=["llm-cpu"], predictors=["ridge", "knn"], splits=["random"], seeds=2,
+                                        no_figures=True, no_artifacts=True, quiet=True, out=str(tmp_path / "again"),
+                                        cache_dir=str(cache), launcher="slurm", jobs=2, poll=0.5))
+    assert again.computed == 0 and again.cached == 4
+    assert len(list((cache / "slurm").glob("*_result.pkl"))) == 2  # nothing submitted again

@@ -1,9 +1,9 @@
 """The benchmark runner: executes tasks (:mod:`perfzoo.evaluation.tasks`) in parallel, cached.
 
 :func:`run` builds every task of predictors x datasets x splits x seeds, reads finished ones
-back from the cache, fits and scores the rest in parallel (joblib) and collects one row per
-task (:mod:`perfzoo.evaluation.cross` runs its tasks here too). Tasks that raise are
-recorded with their error and *not* cached.
+back from the cache, fits and scores the rest in parallel (joblib, or Slurm jobs:
+:class:`Slurm`) and collects one row per task (:mod:`perfzoo.evaluation.cross` runs its tasks
+here too). Tasks that raise are recorded with their error and *not* cached.
 
 Example
 -------
@@ -22,6 +22,7 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -147,8 +148,11 @@ def run_tasks(
     cache: Optional[Cache] = None,
     progress: bool = True,
     desc: str = "bench",
+    slurm: Optional[Slurm] = None,
 ) -> tuple[list[dict[str, Any]], int, int]:
-    """Run tasks (cached ones are read back), in parallel over ``jobs`` processes.
+    """Run tasks (cached ones are read back), in parallel over ``jobs`` processes, or with
+    ``slurm`` as ``jobs`` Slurm jobs (each fits its share of the tasks one after the other and
+    writes each result into the cache itself, so a run killed while they run loses none).
 
     Returns (results in task order, number computed, number read from the cache).
     """
@@ -166,7 +170,17 @@ def run_tasks(
     bar = _progress(len(todo), desc, progress, n_cached)
     # heavy first, so the pool does not end on one long task
     todo.sort(key=lambda i: -_cost(tasks[i]))
-    if jobs == 1 or len(todo) <= 1:
+    if slurm is not None:
+        shares = [todo[k::jobs] for k in range(min(jobs, len(todo)))]  # dealt heavy first: about equal work
+        where = None if cache.root is None else cache.root.resolve()  # the jobs' own working folder may differ
+        runs = slurm.run(partial(execute_share, where), [[tasks[i] for i in share] for share in shares])
+        for k, outs, why in runs:
+            outs = outs or [_lost(tasks[i], why) for i in shares[k]]
+            for i, res in zip(shares[k], outs):
+                results[i] = res
+                cache.put(tasks[i].key, res)
+            bar.update(len(shares[k]))
+    elif jobs == 1 or len(todo) <= 1:
         for i in todo:
             results[i] = execute(tasks[i])
             cache.put(tasks[i].key, results[i])
@@ -184,6 +198,37 @@ def run_tasks(
 
 def _execute_indexed(i: int, task: Task) -> tuple[int, dict[str, Any]]:
     return i, execute(task)
+
+
+def execute_share(cache_root: Optional[os.PathLike], tasks: Sequence[Task]) -> list[dict[str, Any]]:
+    """:func:`execute` of each task, in order, each result written into the cache at ``cache_root``
+    as it ends: what one Slurm job of a run does."""
+    cache = Cache(cache_root)
+    out = []
+    for task in tasks:
+        out.append(execute(task))
+        cache.put(task.key, out[-1])
+    return out
+
+
+def _lost(task: Task, why: Optional[str]) -> dict[str, Any]:
+    """The result of a task whose Slurm job ended without results: an error, not cached."""
+    return {**task.ids, "n_train": int(len(task.y_train)), "n_test": int(len(task.y_test)), "error": why}
+
+
+@dataclass(frozen=True)
+class Slurm:
+    """Where a run's Slurm jobs go: the sbatch options (:class:`harness.slurm.SlurmOptions`) and
+    the folder of their files and logs (on a file system the nodes share)."""
+
+    options: Any
+    folder: str
+
+    def run(self, fn, items):
+        """``fn(item)`` per item, one Slurm job each: :func:`harness.slurm.run_calls`."""
+        from harness.slurm import run_calls
+
+        return run_calls(fn, items, self.options, self.folder)
 
 
 def _cost(task: Task) -> float:
@@ -244,12 +289,14 @@ def run_defined(
     cache_dir: Optional[os.PathLike] = DEFAULT_CACHE_DIR,
     progress: bool = True,
     skipped: Optional[list[dict[str, Any]]] = None,
+    slurm: Optional[Slurm] = None,
 ) -> Results:
     """Benchmark ``predictors`` on benchmark tasks already defined (:mod:`perfzoo.evaluation.suite`),
-    each with its dataset; ``skipped`` (the splits left out while defining them) is reported."""
+    each with its dataset; ``skipped`` (the splits left out while defining them) is reported;
+    ``slurm``: the fits run as ``jobs`` Slurm jobs (:func:`run_tasks`)."""
     skipped = list(skipped or [])
     tasks: list[Task] = [t for ds, bt in defined for t in fits(ds, bt, predictors, skipped=skipped)]
-    results, computed, cached = run_tasks(tasks, jobs=jobs, cache=Cache(cache_dir), progress=progress)
+    results, computed, cached = run_tasks(tasks, jobs=jobs, cache=Cache(cache_dir), progress=progress, slurm=slurm)
     predictions = {}
     rows = []
     errors = []

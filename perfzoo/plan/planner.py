@@ -24,6 +24,7 @@ inside it). A predictor that returns NaN for a layout that fits is an error nami
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
@@ -31,8 +32,11 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from harness.environment import cpu_cores
 from perfzoo import frameworks, hf_defaults, layout_defaults, llmconfig
 from perfzoo._cli import RunFailed
+from perfzoo.columns import Columns
+from perfzoo.features import as_columns
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
 from perfzoo.search import Objective, Reinforce, Searcher
@@ -41,7 +45,7 @@ from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.zoo.best import load_best
 
 EXHAUSTIVE_LIMIT = 250_000  # valid layouts scored one by one; past this, REINFORCE
-CHUNK = 1_000_000  # grid points checked for validity at once
+CHUNK = 2 ** 16  # grid points checked for validity at once (their index rows stay in the cache)
 COUNT_LIMIT = 50_000_000  # past this many grid points the valid ones are not counted
 SHAPE_KEYS = ("n_layers", "hidden_dim", "n_heads", "vocab_size")
 KNOBS = LAYOUT_KNOBS + DERIVED_KNOBS
@@ -146,8 +150,9 @@ class _Recorder:
         self.parts: list[pd.DataFrame] = []
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        memory = self.scorer.memory(X)
-        scored = _scored(self.scorer, self.codec, X, memory)
+        layouts = as_columns(X)
+        memory = self.scorer.memory(layouts)
+        scored = _scored(self.scorer, layouts, memory, _keys(self.codec, X))
         self.parts.append(scored)
         out = np.full(len(X), np.nan)
         out[memory["fits"].to_numpy()] = scored.loc[scored["fits"], "predicted_tokens_per_s_per_device"].to_numpy()
@@ -161,12 +166,13 @@ def _keys(codec: SpaceCodec, frame: pd.DataFrame) -> np.ndarray:
     return codec.keys(idx)
 
 
-def _scored(scorer: Scorer, codec: SpaceCodec, frame: pd.DataFrame, memory: pd.DataFrame) -> pd.DataFrame:
-    """The knobs, key and memory of every layout of ``frame``; the scorer's columns where it fits."""
-    out = pd.DataFrame({k: np.asarray(frame[f"config.{k}"].astype(object)) for k in KNOBS}, index=frame.index)
-    out["key"] = _keys(codec, frame)
+def _scored(scorer: Scorer, layouts: Columns, memory: pd.DataFrame, keys: np.ndarray, n_jobs: int = 1) -> pd.DataFrame:
+    """The knobs, key and memory of every layout; the scorer's columns where it fits."""
+    out = pd.DataFrame({k: pd.Series(layouts.full(f"config.{k}")).to_numpy(dtype=object) for k in KNOBS},
+                       index=layouts.index)
+    out["key"] = keys
     fits = memory["fits"].to_numpy()
-    scored = scorer.score(frame[fits], memory[fits])
+    scored = _in_parts(scorer.score, layouts.take(fits), n_jobs, memory[fits])
     out = out.join(memory)
     for col in scored.columns.difference(memory.columns):
         out[col] = np.nan
@@ -174,8 +180,17 @@ def _scored(scorer: Scorer, codec: SpaceCodec, frame: pd.DataFrame, memory: pd.D
     return out.reset_index(drop=True)
 
 
-def _layout_frame(codec: SpaceCodec, idx: np.ndarray, cluster: Cluster) -> pd.DataFrame:
-    return codec.frame(idx, fixed=cluster.hardware())
+def _in_parts(fn: Callable[..., pd.DataFrame], layouts: Columns, n_jobs: int, *frames: pd.DataFrame) -> pd.DataFrame:
+    """``fn(layouts, *frames)``, as ``n_jobs`` calls on consecutive slices of the rows, each in its own
+    thread (numpy and LightGBM leave the interpreter while they compute): the same rows as one
+    call, since the memory model and the predictors price each layout by itself."""
+    if n_jobs <= 1 or len(layouts) < 2 * n_jobs:
+        return fn(layouts, *frames)
+    cuts = np.linspace(0, len(layouts), n_jobs + 1).astype(int)
+    parts = [(layouts.take(np.arange(a, b)), *(f.iloc[a:b] for f in frames)) for a, b in zip(cuts[:-1], cuts[1:])]
+    with ThreadPoolExecutor(n_jobs) as pool:
+        done = list(pool.map(lambda part: fn(*part), parts))
+    return pd.concat(done).set_axis(frames[0].index if frames else layouts.index)
 
 
 def _valid(codec: SpaceCodec, keep: bool) -> tuple[int, Optional[np.ndarray]]:
@@ -207,7 +222,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
          baseline: Optional[dict] = None, published: Optional[pd.DataFrame] = None,
          exhaustive_limit: int = EXHAUSTIVE_LIMIT, searcher: Optional[Searcher] = None,
          tp_beyond_node: bool = False, framework: Optional[str] = None,
-         log: Optional[Callable[[str], Any]] = None) -> Plan:
+         log: Optional[Callable[[str], Any]] = None, n_jobs: Optional[int] = None) -> Plan:
     """The ranked layouts of ``model`` on ``cluster`` (see the module docstring).
 
     Parameters
@@ -227,6 +242,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     framework : price every layout as this framework runs it, and keep to the layouts it can run
         (:mod:`perfzoo.frameworks`; default: the model's ``framework`` key, else none).
     log : where progress lines go (default: nowhere).
+    n_jobs : threads pricing the layouts scored one by one (default: the cores this process may
+        use); the plan does not depend on it.
     """
     log = log or (lambda _msg: None)
     shape, sources = model_keys(model, {"framework": framework} if framework else None)
@@ -256,11 +273,12 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         method = "exhaustive"
         reason = f"{count:,} valid layouts <= {exhaustive_limit:,}: every one checked and scored"
         log(f"plan: exhaustive ({reason})")
-        frame = _layout_frame(codec, idx, cluster)
-        memory = scorer.memory(frame)
+        layouts = codec.columns(idx, fixed=cluster.hardware())  # arrays, constants held once: no frame
+        n_jobs = n_jobs or cpu_cores()
+        memory = _in_parts(scorer.memory, layouts, n_jobs)
         if not memory["fits"].any():
             raise _fits_nowhere(shape, cluster, memory, scorer.memory_margin, count)
-        table = _scored(scorer, codec, frame, memory)
+        table = _scored(scorer, layouts, memory, codec.keys(idx), n_jobs)
     else:
         searcher = searcher or Reinforce()
         method = searcher.name
@@ -293,12 +311,12 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
                   global_batch=workload["global_batch_size"], precisions=precisions, space=space, layouts=ranked,
                   baselines=pd.DataFrame(), counts=counts, method=method, reason=reason, scorer=scorer,
                   sources=sources)
-    result.tie = _tie(result, codec)
+    result.tie = _tie(result)
     result.baselines = _baselines(result, baseline, published)
     return result
 
 
-def _tie(result: Plan, codec: SpaceCodec) -> Optional[dict]:
+def _tie(result: Plan) -> Optional[dict]:
     """The band around the top pick within which a layout's rank is within the predictor's error, and
     how many ranked layouts lie in it (None without one): the predictor's error between two layouts of
     one model where it has one (:meth:`~perfzoo.plan.scoring.Scorer.relative`: the layouts of a plan
@@ -312,7 +330,7 @@ def _tie(result: Plan, codec: SpaceCodec) -> Optional[dict]:
         what = "80% error between two layouts of one model"
         ranks = int((result.layouts["predicted_tokens_per_s_per_device"] >= low).sum())
         return {"low": low, "high": high, "what": what, "ranks": ranks}
-    top = _layout_frame(codec, codec.decode(result.layouts["key"].head(1).to_numpy(dtype=np.int64)), result.cluster)
+    top = pd.DataFrame([{**llmconfig.as_columns(result.configs(1)[0]), **result.cluster.hardware()}])
     found = result.scorer.interval(top)
     if found is None:
         return None

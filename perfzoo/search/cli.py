@@ -29,7 +29,7 @@ import sys
 from typing import Any, Optional, Sequence
 
 from perfzoo._cli import config_from_args, field_defaults, guarded
-from perfzoo.search import SEARCHERS, Exhaustive, Reinforce, SearchResult, benchmark
+from perfzoo.search import SEARCHERS, Reinforce, SearchResult, benchmark
 from perfzoo.search.command import SearchConfig, run
 
 
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, help=f"REINFORCE batch (default {Reinforce.batch_size})")
     p.add_argument("--lr", type=float, help=f"REINFORCE Adam learning rate (default {Reinforce.lr})")
     p.add_argument("--n-jobs", type=int,
-                   help=f"exhaustive: chunks scored at once, one thread each (default {Exhaustive.n_jobs})")
+                   help="exhaustive: chunks scored at once, one thread each (default: the cores this process may use)")
     p.add_argument("--seed", type=int)
     p.add_argument("--include-measured", action="store_true",
                    help="do not exclude the configs --dataset has already measured")

@@ -21,13 +21,14 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from harness.environment import cpu_cores
 from perfzoo.search._base import NO_KEYS, Searcher
 from perfzoo.search.objective import Objective, SearchResult, select_top, top_rows
 
@@ -40,7 +41,8 @@ class Exhaustive(Searcher):
     --------
     chunk_size : configs per predictor call.
     n_jobs : chunks scored at once, each in its own thread (numpy, pandas and LightGBM release
-        the interpreter while they compute); the proposals do not depend on it.
+        the interpreter while they compute; default: the cores this process may use); the
+        proposals do not depend on it.
     limit : refuse grids larger than this.
     fast : LightGBM-based predictors: score the grid tree by tree, exactly (see
         :mod:`perfzoo.search.treegrid`); falls back to chunked prediction by itself.
@@ -53,7 +55,7 @@ class Exhaustive(Searcher):
 
     name = "exhaustive"
     chunk_size: int = 2 ** 16
-    n_jobs: int = 1
+    n_jobs: int = field(default_factory=cpu_cores)
     limit: int = 20_000_000
     fast: bool = True
     progress: bool = False
@@ -78,24 +80,31 @@ class Exhaustive(Searcher):
 
 
 def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
-    """Every valid config's prediction and reward bound first (chunk by chunk; each chunk also names
-    its highest bounds), then the rewards in order of the most each config could get
+    """Every valid config's prediction first (chunk by chunk, into one array; each chunk also names
+    its highest reward bounds), then the rewards in order of the most each config could get
     (:meth:`Objective.reward_bound`; without a failure classifier, the reward itself), until no config
     left could enter the top k: P(success) is only computed where it can matter. Exact: a config left
     out has a bound, so a reward, below the k-th best reward scored; the maxima in ``stats`` are those
-    of every config."""
+    of every config. The keys and predictions go into two arrays made once (a chunk's own arrays,
+    kept, would each be fresh memory: page faults cost more than the copy)."""
     codec, chunk_size = objective.codec, settings.chunk_size
-    parts = list(_over_chunks(settings, objective, partial(_predict_chunk, objective, chunk_size, top_k + len(excl))))
-    keys = np.concatenate([p.keys for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-    pred = np.concatenate([p.pred for p in parts]) if parts else np.zeros(0)
-    bound = np.concatenate([p.bound for p in parts]) if parts else np.zeros(0)
-    starts = np.cumsum([0] + [len(p.keys) for p in parts])
-    # the first batch: each chunk's highest bounds; `ceiling`: the highest bound outside the batch
-    batch = np.concatenate([p.first + at for p, at in zip(parts, starts)]) if parts else np.zeros(0, dtype=np.int64)
-    ceiling = max((p.after for p in parts), default=-np.inf)
-    del parts
+    keys = np.empty(codec.size, dtype=np.int64)
+    pred = np.empty(codec.size)
+    firsts, ceiling, n = [], -np.inf, 0  # `ceiling`: the highest bound outside the first batch
+    for part in _over_chunks(settings, objective, partial(_predict_chunk, objective, chunk_size, top_k + len(excl))):
+        keys[n:n + len(part.keys)], pred[n:n + len(part.keys)] = part.keys, part.pred
+        firsts.append(part.first + n)
+        ceiling = max(ceiling, part.after)
+        n += len(part.keys)
+    keys, pred = keys[:n], pred[:n]
+
+    def bound(rows: np.ndarray) -> np.ndarray:  # elementwise: as each chunk computed it
+        return objective.reward_bound(pred[rows])
+
+    # the first batch: each chunk's highest bounds
+    batch = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
     if objective.failure is not None and len(batch) > chunk_size:  # P(success) costs: the highest bounds first
-        first = bound[batch]
+        first = bound(batch)
         high = first >= np.partition(first, len(first) - chunk_size)[len(first) - chunk_size]
         ceiling = max(ceiling, float(first[~high].max())) if not high.all() else ceiling
         batch = batch[high]
@@ -105,9 +114,9 @@ def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
     step = max(len(batch), 1)
     with _pool(settings) as pool:
         while True:
-            batch = batch[bound[batch] >= best.kth()]
+            batch = batch[bound(batch) >= best.kth()]
             if len(batch):
-                pieces = np.array_split(batch, -(-len(batch) // chunk_size))
+                pieces = np.array_split(batch, max(-(-len(batch) // chunk_size), min(settings.n_jobs, len(batch))))
                 ps = np.concatenate(list(_map(pool, lambda b: objective.success(codec.decode(keys[b])), pieces)))
                 reward = objective.reward(pred[batch], ps)
                 scored += len(batch) if objective.failure is not None else 0
@@ -125,12 +134,12 @@ def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
                 todo = np.flatnonzero(left)
             step *= 2
             if step < len(todo):  # about the `step` highest bounds left: above a quantile of every 64th
-                left_bound = bound[todo]
+                left_bound = bound(todo)
                 take = left_bound >= np.quantile(left_bound[::64], 1.0 - step / len(todo))
                 batch, todo = todo[take], todo[~take]
             else:
                 batch, todo = todo, todo[:0]
-            ceiling = float(bound[todo].max()) if len(todo) else -np.inf
+            ceiling = float(bound(todo).max()) if len(todo) else -np.inf
     stats = {"grid": codec.size, "valid": int(len(keys)), "max_reward": max_reward,
              "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf,
              "failure_scored": scored, "chunk_size": chunk_size, "n_jobs": settings.n_jobs,
@@ -178,20 +187,19 @@ def _over_chunks(settings: Exhaustive, objective: Objective, fn: Callable[[int],
 
 @dataclass
 class _Chunk:
-    """A chunk's valid configs: keys, predictions, reward bounds; ``first``: the positions of its
-    highest bounds (at least as many as there are configs to propose and to exclude, ties included),
+    """A chunk's valid configs: keys and predictions; ``first``: the positions of its highest reward
+    bounds (at least as many as there are configs to propose and to exclude, ties included),
     ``after``: the highest bound of the others (-inf if none). Without a failure classifier the
     chunks' first batches hold the top k: each chunk's ``after`` is below the k-th reward they give."""
 
     keys: np.ndarray
     pred: np.ndarray
-    bound: np.ndarray
     first: np.ndarray
     after: float
 
 
 def _predict_chunk(objective: Objective, chunk_size: int, keep: int, start: int) -> _Chunk:
-    """The predictor's value and the reward bound on a chunk's valid configs, its ``keep`` highest bounds named."""
+    """The predictor's value on a chunk's valid configs, its ``keep`` highest reward bounds named."""
     codec = objective.codec
     stop = min(start + chunk_size, codec.size)
     idx = codec.all_indices(start, stop)
@@ -202,10 +210,10 @@ def _predict_chunk(objective: Objective, chunk_size: int, keep: int, start: int)
     pred = objective.predicted(idx) if len(keys) else np.zeros(0)
     bound = objective.reward_bound(pred)
     if len(bound) <= keep:
-        return _Chunk(keys, pred, bound, np.arange(len(bound)), -np.inf)
+        return _Chunk(keys, pred, np.arange(len(bound)), -np.inf)
     cut = np.partition(bound, len(bound) - keep)[len(bound) - keep]  # the keep-th highest; its ties join it
     high = bound >= cut
-    return _Chunk(keys, pred, bound, np.flatnonzero(high), float(bound[~high].max()) if not high.all() else -np.inf)
+    return _Chunk(keys, pred, np.flatnonzero(high), float(bound[~high].max()) if not high.all() else -np.inf)
 
 
 def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
