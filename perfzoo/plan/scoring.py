@@ -38,6 +38,7 @@ import pandas as pd
 from perfzoo import llmconfig, zoo
 from perfzoo.analytic.memory import MEMORY_MARGIN, fits
 from perfzoo.analytic_features import estimates, host_paced, n_devices
+from perfzoo.columns import Columns
 from perfzoo.features import as_columns
 from perfzoo.search.objective import Model, input_columns
 
@@ -88,6 +89,8 @@ class Scorer:
     def _inputs(self, frame: pd.DataFrame):
         if isinstance(self.predictor, zoo.Predictor):  # the layouts' arrays, not copied
             return as_columns(frame) if self.columns is None else as_columns(frame).reindex(self.columns)
+        if isinstance(frame, Columns):  # a formula or a calibrated predictor reads a frame
+            frame = frame.to_frame()
         return frame if self.columns is None else frame.reindex(columns=list(self.columns))
 
     def relative(self) -> Optional[tuple[float, float]]:
