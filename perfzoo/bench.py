@@ -91,6 +91,7 @@ from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, member_specs
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks, parse_id
 from perfzoo.evaluation.suite import find_task as find_task_in
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR
+from perfzoo.sweep import slurm_options
 from perfzoo.zoo.best import leaderboard_dir
 from perfzoo.zoo.plugin import ContractError
 
@@ -165,8 +166,6 @@ class BenchConfig:
 
     def slurm(self) -> Optional[runner.Slurm]:
         """Where the fits go with ``launcher='slurm'`` (None: this machine's processes)."""
-        from perfzoo.sweep import slurm_options
-
         options = slurm_options(self)
         if options is None:
             return None

@@ -229,7 +229,7 @@ def rows(args) -> list[dict]:
     if args.plan or args.headline:
         out += [{"kind": "plan-run", "space": space, "predictor": "shipped"} for space in PLAN_RUNS]
     for r in out:
-        r.setdefault("n_jobs", 1)
+        r.setdefault("n_jobs", 1 if r["kind"] in SEARCHERS else "default")  # plan: its own threads
         r["repeats"] = args.repeats
     return out
 
@@ -312,7 +312,8 @@ def speed(args, command: str) -> str:
              f"analytic features too); `shipped`: what that command scores with, the member `leaderboard/best.json` "
              f"names for `{DATASET}` and the failure classifier fitted on it; `+failure` adds the failure "
              f"classifier (reward = prediction x P(success)). Exhaustive and REINFORCE over `{SPACE}` (top {TOP_K}, "
-             "the measured configs excluded); `n_jobs`: the exhaustive searcher's threads. Plan: "
+             "the measured configs excluded); `n_jobs`: the exhaustive searcher's threads (plan: `default`, one thread per "
+             "core). Plan: "
              f"{describe_plans()}, every valid layout checked against the memory model and scored (`shipped`: the "
              "leaderboard's `published-llm` predictor; `hybrid_roofline` fitted on `published-llm`); plan-run: "
              "`python -m perfzoo.plan` after its imports, "

@@ -358,3 +358,35 @@ def test_search_out_is_checked_before_the_search_and_named_as_given(tmp_path):
     with pytest.raises(OSError) as info:  # a write that fails names the file asked for, not its .tmp
         result.write_jsonl(blocked / "p.jsonl")
     assert info.value.filename == str(blocked / "p.jsonl")
+
+
+class _BigBatchesFail:
+    """A failure classifier that fails most configs with a large batch: the best predictions, so
+    the chunks' first batches cannot fill the top k and the search goes on past them."""
+
+    input_columns_ = ["config.local_batch", "config.tensor_budget_mib"]
+
+    def predict_failure(self, X):
+        return (X["config.local_batch"].to_numpy() >= 64) * 0.9 + (X["config.tensor_budget_mib"].to_numpy() < 40) * 0.05
+
+
+@pytest.mark.parametrize("mode", ["expected", "filter"])
+def test_exhaustive_goes_past_the_first_batch_when_failures_empty_it(mode):
+    from perfzoo.datasets import load_dataset
+    from perfzoo.search import Objective
+    from perfzoo.search.command import fixed_columns
+
+    space = _v3_small()
+    codec = SpaceCodec(space)
+    ds = load_dataset("fsdp-cpu")
+    model = zoo.make("ridge").fit(ds.ok().X, ds.ok().y)
+    objective = Objective(codec, model, _BigBatchesFail(), fixed=fixed_columns(ds, codec.knob_columns(), []),
+                          failure_mode=mode)
+    found = Exhaustive(chunk_size=2048, n_jobs=2).propose(objective, 30)
+    assert found.stats["failure_scored"] > 2048  # more than the first batch had to be scored
+    idx = codec.all_indices()
+    pred, ps, reward = objective.score(idx)
+    order = np.lexsort((-pred, -reward))[:30]
+    assert found.keys.tolist() == codec.keys(idx)[order].tolist()
+    np.testing.assert_array_equal(found.reward, reward[order])
+    assert found.stats["max_reward"] == reward.max() and found.stats["max_predicted"] == np.nanmax(pred)

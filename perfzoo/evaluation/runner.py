@@ -32,6 +32,7 @@ from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
+from harness.slurm import SlurmOptions, run_calls
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.anchored import shots_within, within_columns
@@ -221,13 +222,11 @@ class Slurm:
     """Where a run's Slurm jobs go: the sbatch options (:class:`harness.slurm.SlurmOptions`) and
     the folder of their files and logs (on a file system the nodes share)."""
 
-    options: Any
+    options: SlurmOptions
     folder: str
 
     def run(self, fn, items):
         """``fn(item)`` per item, one Slurm job each: :func:`harness.slurm.run_calls`."""
-        from harness.slurm import run_calls
-
         return run_calls(fn, items, self.options, self.folder)
 
 

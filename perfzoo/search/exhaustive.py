@@ -2,12 +2,14 @@
 
 Vectorised and chunked: grid points are enumerated with numpy, checked against the compiled
 constraints, turned into :class:`~perfzoo.columns.Columns` (arrays, no DataFrame) and predicted
-in one call per chunk (``n_jobs`` chunks at once, one thread each); each valid config keeps its
-key and prediction (16 bytes: 128 MB for 8M configs). Then the rewards, in order of the most
-a config could get, until none left can enter the top k: with a failure classifier, P(success)
-is computed only where it can change the top k. ``fsdp-ads`` (7,971,615 configs) takes seconds
-with a linear model and a minute with LightGBM (``python scripts/search_benchmark.py --speed``). The result is also
-the ground truth for how close REINFORCE gets to the predictor's own optimum (``stats['max_reward']``).
+in one call per chunk (``n_jobs`` chunks at once, one thread each, default: every core); each
+chunk keeps the key and prediction of its best configs only (as many as could be proposed or
+excluded). Then the rewards, in order of the most a config could get, until none left can enter
+the top k: with a failure classifier, P(success) is computed only where it can change the top k
+(and where the chunks' best are not enough, every config is predicted again and kept).
+``fsdp-ads-v3`` (7,971,615 configs) takes seconds with a linear model and a minute with LightGBM
+(``python scripts/search_benchmark.py --speed``). The result is also the ground truth for how
+close REINFORCE gets to the predictor's own optimum (``stats['max_reward']``).
 
 >>> from perfzoo.search import Formula, propose
 >>> from perfzoo.spaces import get
@@ -80,29 +82,29 @@ class Exhaustive(Searcher):
 
 
 def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.ndarray, t0: float) -> SearchResult:
-    """Every valid config's prediction first (chunk by chunk, into one array; each chunk also names
-    its highest reward bounds), then the rewards in order of the most each config could get
+    """Every valid config's prediction first, chunk by chunk, each chunk keeping only its highest
+    reward bounds (the first batch), then the rewards in order of the most each config could get
     (:meth:`Objective.reward_bound`; without a failure classifier, the reward itself), until no config
     left could enter the top k: P(success) is only computed where it can matter. Exact: a config left
     out has a bound, so a reward, below the k-th best reward scored; the maxima in ``stats`` are those
-    of every config. The keys and predictions go into two arrays made once (a chunk's own arrays,
-    kept, would each be fresh memory: page faults cost more than the copy)."""
+    of every config. Where the first batch is not enough (a failure classifier that lowers the best
+    rewards a lot), every prediction is made again, kept this time (:func:`_every_prediction`)."""
     codec, chunk_size = objective.codec, settings.chunk_size
-    keys = np.empty(codec.size, dtype=np.int64)
-    pred = np.empty(codec.size)
-    firsts, ceiling, n = [], -np.inf, 0  # `ceiling`: the highest bound outside the first batch
+    firsts, ceiling, valid, tops, finite = [], -np.inf, 0, [], False  # `ceiling`: the highest bound left out
     for part in _over_chunks(settings, objective, partial(_predict_chunk, objective, chunk_size, top_k + len(excl))):
-        keys[n:n + len(part.keys)], pred[n:n + len(part.keys)] = part.keys, part.pred
-        firsts.append(part.first + n)
+        firsts.append((part.keys[part.first], part.pred[part.first]))
         ceiling = max(ceiling, part.after)
-        n += len(part.keys)
-    keys, pred = keys[:n], pred[:n]
+        valid += part.valid
+        tops += [part.top] if part.top == part.top else []  # NaN: no prediction in the chunk
+        finite = finite or part.finite
+    keys = np.concatenate([k for k, _ in firsts]) if firsts else np.zeros(0, dtype=np.int64)
+    pred = np.concatenate([p for _, p in firsts]) if firsts else np.zeros(0)
+    del firsts
 
     def bound(rows: np.ndarray) -> np.ndarray:  # elementwise: as each chunk computed it
         return objective.reward_bound(pred[rows])
 
-    # the first batch: each chunk's highest bounds
-    batch = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+    batch = np.arange(len(keys))
     if objective.failure is not None and len(batch) > chunk_size:  # P(success) costs: the highest bounds first
         first = bound(batch)
         high = first >= np.partition(first, len(first) - chunk_size)[len(first) - chunk_size]
@@ -128,9 +130,11 @@ def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
                 best.add(bk, bp, bs, br)
             if ceiling < best.kth() or (todo is not None and not len(todo)):
                 break
-            if todo is None:
+            if todo is None:  # every config's prediction, the batch just scored left out
+                done = keys[batch]
+                keys, pred = _every_prediction(settings, objective)
                 left = np.ones(len(keys), dtype=bool)
-                left[batch] = False
+                left[np.searchsorted(keys, done)] = False
                 todo = np.flatnonzero(left)
             step *= 2
             if step < len(todo):  # about the `step` highest bounds left: above a quantile of every 64th
@@ -140,8 +144,8 @@ def _chunked(settings: Exhaustive, objective: Objective, top_k: int, excl: np.nd
             else:
                 batch, todo = todo, todo[:0]
             ceiling = float(bound(todo).max()) if len(todo) else -np.inf
-    stats = {"grid": codec.size, "valid": int(len(keys)), "max_reward": max_reward,
-             "max_predicted": float(np.nanmax(pred)) if np.isfinite(pred).any() else -np.inf,
+    stats = {"grid": codec.size, "valid": valid, "max_reward": max_reward,
+             "max_predicted": float(max(tops)) if finite else -np.inf,
              "failure_scored": scored, "chunk_size": chunk_size, "n_jobs": settings.n_jobs,
              "excluded_known": int(len(excl)), "path": "chunked",
              "path_reason": objective.grid_reason if settings.fast else "fast=False"}
@@ -190,12 +194,16 @@ class _Chunk:
     """A chunk's valid configs: keys and predictions; ``first``: the positions of its highest reward
     bounds (at least as many as there are configs to propose and to exclude, ties included),
     ``after``: the highest bound of the others (-inf if none). Without a failure classifier the
-    chunks' first batches hold the top k: each chunk's ``after`` is below the k-th reward they give."""
+    chunks' first batches hold the top k: each chunk's ``after`` is below the k-th reward they give.
+    ``valid``: how many; ``top``: the highest prediction (NaN if none), ``finite``: whether any is."""
 
     keys: np.ndarray
     pred: np.ndarray
     first: np.ndarray
     after: float
+    valid: int
+    top: float
+    finite: bool
 
 
 def _predict_chunk(objective: Objective, chunk_size: int, keep: int, start: int) -> _Chunk:
@@ -209,11 +217,23 @@ def _predict_chunk(objective: Objective, chunk_size: int, keep: int, start: int)
         keys, idx = keys[valid], idx[valid]
     pred = objective.predicted(idx) if len(keys) else np.zeros(0)
     bound = objective.reward_bound(pred)
+    seen = ~np.isnan(pred)
+    facts = dict(valid=len(keys), top=float(np.max(pred[seen])) if seen.any() else np.nan,
+                 finite=bool(np.isfinite(pred).any()))
     if len(bound) <= keep:
-        return _Chunk(keys, pred, np.arange(len(bound)), -np.inf)
+        return _Chunk(keys, pred, np.arange(len(bound)), -np.inf, **facts)
     cut = np.partition(bound, len(bound) - keep)[len(bound) - keep]  # the keep-th highest; its ties join it
     high = bound >= cut
-    return _Chunk(keys, pred, np.flatnonzero(high), float(bound[~high].max()) if not high.all() else -np.inf)
+    return _Chunk(keys, pred, np.flatnonzero(high), float(bound[~high].max()) if not high.all() else -np.inf, **facts)
+
+
+def _every_prediction(settings: Exhaustive, objective: Objective) -> tuple[np.ndarray, np.ndarray]:
+    """The keys and predictions of every valid config, in grid order (a second pass over the chunks)."""
+    parts = list(_over_chunks(settings, objective, partial(_predict_chunk, objective, settings.chunk_size,
+                                                           settings.chunk_size)))
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate([p.keys for p in parts]), np.concatenate([p.pred for p in parts])
 
 
 def _among(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
