@@ -118,7 +118,7 @@ def source_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
     (:data:`SOURCE_COLUMN`), or, where every row was measured by the harness, its collection
     session (:func:`collection_sessions`): one lent machine, whose host paces short steps its own
     way, so an interval calibrated across sessions is sized for a machine never seen (on
-    ``llm-h100``'s two sessions the shipped ``gp``'s 80% interval covers 79% of ``llm-h200``'s
+    ``llm-h100``'s two sessions a fitted ``gp``'s 80% interval covers 79% of ``llm-h200``'s
     jobs, 68% calibrated across configurations).
 
     >>> source_labels(pd.DataFrame({SOURCE_COLUMN: ["a.csv", "b.csv"]})).tolist()

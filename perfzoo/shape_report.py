@@ -61,7 +61,8 @@ def describe(cfg: Mapping[str, Any], sources: Mapping[str, str]) -> str:
         groups.setdefault(source, []).append(what)
     sep = {default: "; "}
     where = ", ".join(f"{g} ({sep.get(g, ', ').join(items)})" for g, items in groups.items())
-    return f"{cfg.get('model_name', 'model')}: {', '.join(values)}; from {where}"
+    name = f"{cfg['model_name']}: " if cfg.get("model_name") else ""
+    return f"{name}{', '.join(values)}; from {where}"
 
 
 def _value(key: str, label: str, value: float) -> str:

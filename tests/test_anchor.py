@@ -18,7 +18,7 @@ from perfzoo.plan.command import run as plan_run
 from perfzoo.predict import PredictConfig
 from perfzoo.predict import run as predict
 from perfzoo.sources import DataError
-from perfzoo.zoo.anchor import Anchored, Keys, Spread, keys, posterior, widened
+from perfzoo.zoo.anchor import SIGMA_PRIOR_DOF, Anchored, Keys, Spread, keys, posterior, updated
 from test_calibrate import CONFIG, labs  # noqa: F401 (the fixture)
 
 H100 = "H100-SXM-80GB"
@@ -58,9 +58,20 @@ def test_runs_of_two_groups_pool_through_their_cluster():
 def test_runs_that_disagree_widen_the_spread_between_models():
     sp = spread(tau_g=0.01)
     runs = Keys(np.array([1, 2, 3]), np.array([9, 9, 9]))
-    wide = widened(sp, runs, np.log([1.0, 1.5, 2.0]))
+    wide = updated(sp, runs, np.log([1.0, 1.5, 2.0]))
     assert wide.between_groups == pytest.approx(np.var(np.log([1.0, 1.5, 2.0]), ddof=1) - 0.01)
-    assert widened(sp, runs, np.log([1.2, 1.2, 1.2])).between_groups == 0.01  # they agree: nothing to widen
+    assert updated(sp, runs, np.log([1.2, 1.2, 1.2])).between_groups == 0.01  # they agree: nothing to widen
+    assert wide.within == sp.within  # one run per model: nothing said about the layouts' scatter
+
+
+def test_runs_of_one_model_update_the_scatter_between_its_layouts():
+    sp = spread(sigma=0.01)
+    one_model = Keys(np.array([1, 1, 1, 1]), np.array([9, 9, 9, 9]))
+    scattered = np.log([1.0, 1.4, 0.8, 1.2])
+    ss = float(((scattered - scattered.mean()) ** 2).sum())
+    wide = updated(sp, one_model, scattered)
+    assert wide.within == pytest.approx((SIGMA_PRIOR_DOF * 0.01 + ss) / (SIGMA_PRIOR_DOF + 3))
+    assert wide.within > 0.01 > updated(sp, one_model, np.log([1.0, 1.01, 0.99, 1.0])).within
 
 
 def test_keys_read_equal_configs_alike():
@@ -170,6 +181,16 @@ def test_shots_within_skips_and_counts_small_groups():
     assert (out[1]["groups"], out[1]["groups_skipped"], out[1]["scored"]) == (1, 1, 3)
     assert (out[3]["groups"], out[3]["groups_skipped"], out[3]["scored"]) == (1, 1, 1)
     assert out[3]["mape"] < out[1]["mape"] < out[0]["mape"]
+
+
+def test_shots_within_anchors_each_release_by_its_own_runs():
+    # one model, two software releases: 1.5x and 0.6x the cost model; a user's runs are of one
+    X = pd.DataFrame({"config.hidden_dim": [1024] * 8, "hardware.accelerator": [H100] * 8})
+    y = np.array([1500.0] * 4 + [600.0] * 4)
+    by_release = shots_within(fitted_constant(), X, y, shots=(1,), draws=3, releases=np.array(["24.09"] * 4 + ["25.01"] * 4))
+    pooled = shots_within(fitted_constant(), X, y, shots=(1,), draws=3)
+    assert by_release[1]["groups"] == 2 and by_release[1]["scored"] == 6
+    assert by_release[1]["mape"] < 10.0 < 30.0 < pooled[1]["mape"]  # shrunk a little toward the cost model; pooled: off by the other release
 
 
 def test_bench_shots_within_scores_the_anchored_workflow(labs, capsys):  # noqa: F811

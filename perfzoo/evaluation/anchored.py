@@ -15,7 +15,7 @@ shots anchor at once, as one user's runs of several models would. ``python -m pe
 >>> model = RidgePredictor().fit(X, y).fit_interval(X, y)
 >>> out = shots_within(model, X, 1.4 * y, shots=(0, 1), draws=2)   # a stack 1.4x faster than the training data
 >>> round(out[0]["mape"]), round(out[1]["mape"]), out[1]["groups"], out[1]["scored"]
-(28, 11, 2.0, 10.0)
+(28, 12, 2.0, 10.0)
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[
     anchored by K rows of each test group and scored on the group's other rows, averaged over
     ``draws`` draws (``scored``: rows scored per draw; ``groups`` used and ``groups_skipped``, those of
     K rows or fewer). K = 0 scores the unanchored model on every row. ``releases`` (each row's
-    software release: :func:`perfzoo.calibrate.release_labels`) cut the groups further: a user's runs
-    and the layouts they ask about run one release."""
+    software release: :func:`perfzoo.calibrate.release_labels`) cut the groups further, and each
+    release is anchored by its own shots only: a user's runs and the layouts they ask about run one
+    release."""
     X = X_test.reset_index(drop=True)
     y = np.asarray(y_test, dtype=float)
     label = pd.Series(keys(X).group)
-    if releases is not None:
-        label = label.astype(str) + "@" + pd.Series(np.asarray(releases, dtype=object)).astype(str)
+    release = np.zeros(len(y), dtype=np.int64) if releases is None else pd.factorize(np.asarray(releases, dtype=object))[0]
+    label = label.astype(str) + "@" + pd.Series(release).astype(str)
     members = pd.Series(np.arange(len(y))).groupby(label.to_numpy()).apply(np.asarray).tolist()
     base = np.asarray(model.predict(X), dtype=float)
     out: dict[int, dict[str, float]] = {}
@@ -66,9 +67,12 @@ def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[
             picks = [rng.choice(rows, k, replace=False) for rows in usable]
             anchors = np.concatenate(picks)
             rest = np.concatenate([np.setdiff1d(rows, p) for rows, p in zip(usable, picks)])
-            anchored = Anchored(model, X.iloc[anchors], y[anchors])
-            pred = anchored.predict(X.iloc[rest])
-            low, high = anchored.predict_interval(X.iloc[rest], alpha=alpha)
+            pred, low, high = np.empty(rest.size), np.empty(rest.size), np.empty(rest.size)
+            for stack in np.unique(release[anchors]):  # one user's runs and questions: one release
+                at = release[rest] == stack
+                anchored = Anchored(model, X.iloc[anchors[release[anchors] == stack]], y[anchors[release[anchors] == stack]])
+                pred[at] = anchored.predict(X.iloc[rest[at]])
+                low[at], high[at] = anchored.predict_interval(X.iloc[rest[at]], alpha=alpha)
             rows_scored.append({"mape": M.mape(y[rest], pred), "mdape": M.mdape(y[rest], pred),
                                 **M.interval_scores(y[rest], low, high), "scored": float(rest.size)})
         mean = pd.DataFrame(rows_scored).mean()

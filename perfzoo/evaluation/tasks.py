@@ -47,6 +47,7 @@ import perfzoo.zoo.interval
 from perfzoo import accelerators
 from perfzoo import zoo
 from perfzoo.dataset import Dataset
+from perfzoo.evaluation import anchored as _anchored
 from perfzoo.evaluation import metrics as M
 from perfzoo.calibrate import release_labels, source_labels
 from perfzoo.zoo.plugin import source_files
@@ -141,7 +142,6 @@ _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.targets),
     inspect.getsourcefile(perfzoo.columns), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
     inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
-    inspect.getsourcefile(perfzoo.zoo.anchor),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),
 )
@@ -198,6 +198,9 @@ class Task:
 
 
 _METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
+# anchored scores (shots within a group) also change with the anchoring's code: it keys those tasks
+_ANCHOR_SOURCE = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (
+    perfzoo.zoo.anchor, _anchored))).hexdigest()[:16]
 
 
 def stable_hash(obj: Any) -> str:
@@ -296,7 +299,7 @@ def _task(task_id: str, dname: str, dhash: str, spec: PredictorSpec, sp: Split, 
     key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
                        "predictor": spec.cache_identity(), "split": sp.key, "train": _rows_hash(tr),
                        "test": _rows_hash(te), "failure": failure, "interval": interval,
-                       **({"anchor": list(anchor_shots)} if anchor_shots else {})})
+                       **({"anchor": list(anchor_shots), "anchoring": _ANCHOR_SOURCE} if anchor_shots else {})})
     return Task(
         key=key, ids=ids, spec=spec,
         X_train=X.iloc[tr].reset_index(drop=True), y_train=y[tr],
