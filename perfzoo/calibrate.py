@@ -33,6 +33,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from perfzoo.capability import difference, hardware_of, kind
+from perfzoo import zoo
 from perfzoo.dataset import Dataset
 from perfzoo.sources import DataError
 from perfzoo.zoo.anchor import Anchored
@@ -239,6 +240,14 @@ class Calibrated:
             text += (f"; {', '.join(idle[:3])}{' and more' if len(idle) > 3 else ''} anchor none of these configs "
                      "(another GPU or framework): only the refit uses them")
         return text
+
+
+def anchor_base(training: Dataset) -> Predictor:
+    """The predictor ``--calibrate`` anchors where ``--predictor best`` (the default): the member
+    :func:`perfzoo.zoo.anchor_member` names for ``training``, fitted there with its interval (it is
+    refitted with the runs anyway, so nothing saved is needed)."""
+    name, params = zoo.anchor_member(training)
+    return fit_with_interval(zoo.make(name, **params), training)
 
 
 def calibrated(base: Predictor, training: Dataset, runs: Dataset, runs_name: str) -> Calibrated:

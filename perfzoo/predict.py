@@ -515,9 +515,9 @@ def run(config: PredictConfig) -> pd.DataFrame:
         predictor = zoo.load(config.predictor)
     elif config.predictor != "best":
         predictor = calibrate.fit_with_interval(zoo.make(config.predictor), training)
-    elif runs is not None:
+    elif runs is not None:  # the leaderboard's member for anchoring (zoo.anchor_member)
         try:
-            predictor = zoo.load_best(training)
+            predictor = calibrate.anchor_base(training)
         except (FileNotFoundError, KeyError):
             predictor = calibrate.fit_with_interval(zoo.make("ridge"), training)
     if runs is not None:  # anchored on the runs, and refitted with them (perfzoo.calibrate.calibrated)

@@ -208,6 +208,26 @@ def test_bench_shots_within_scores_the_anchored_workflow(labs, capsys):  # noqa:
     assert one["mape"] < 5 and one["draws"] == 2
 
 
+def test_calibrate_with_the_best_predictor_refits_the_leaderboards_anchoring_pick(labs, tmp_path, monkeypatch):  # noqa: F811
+    public, runs = labs
+    ds = load_dataset(str(public))
+    board = tmp_path / "board"
+    board.mkdir()
+    entry = {"predictor": "ridge", "name": "ridge", "params": {},
+             "calibrate": {"predictor": "analytic", "name": "analytic", "params": {}}}
+    (board / "best.json").write_text(json.dumps({"datasets": {ds.name: entry}}))
+    monkeypatch.setenv("PERFZOO_LEADERBOARD", str(board))
+    assert zoo.anchor_member(ds.name) == ("analytic", {})
+    base = calibrate.anchor_base(ds)
+    assert base.name == "analytic" and base.interval_spread_ is not None  # fitted, with its spread of offsets
+    cfg = {**CONFIG, "global_batch_size": 128, "n_gpus": 32, "dp": 32}
+    table = predict(PredictConfig(knobs=[f"{k}={v}" for k, v in cfg.items()], dataset=str(public),
+                                  calibrate=str(runs)))
+    assert table.attrs["predictor"].startswith("analytic")
+    (board / "best.json").write_text(json.dumps({"datasets": {ds.name: {**entry, "calibrate": None}}}))
+    assert zoo.anchor_member(ds.name) == ("ridge", {})  # no anchored scores: the shipped member
+
+
 def test_plan_calibrate_ranks_with_the_anchored_predictor(labs, tmp_path):  # noqa: F811
     public, _ = labs
     layout = {"model": "llama3-8b", "seq_len": 4096, "global_batch_size": 64, "micro_batch_size": 1, "n_gpus": 8,

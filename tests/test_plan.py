@@ -197,6 +197,12 @@ def test_the_top_layouts_are_configs_collect_runs(tmp_path, llama8b_on_16):
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [rec["rank"] for rec in lines] == [1, 2, 3, 4] and space.suffix == ".toml"
     assert lines[0]["config"]["tp"] == llama8b_on_16.layouts["tp"].iloc[0]
+    from perfzoo.spaces.file import load as load_space
+    launch = load_space(space)
+    for rec in lines:  # torchtitan's local batch: a pipeline's micro-batches, else one micro-batch (it accumulates)
+        c = launch.validate(rec["config"])
+        assert c["local_batch"] == c["micro_batch_size"] * (c["grad_accum"] if c["pp"] > 1 else 1)
+        assert c["global_batch_size"] // (c["local_batch"] * c["dp"]) == (1 if c["pp"] > 1 else c["grad_accum"])
     code = collect(CollectConfig(space=str(space), configs=str(path), out=str(tmp_path / "runs"), dry_run=True,
                                  metric_parser="torchtitan"))
     assert code == 0

@@ -16,14 +16,17 @@ import shutil
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from perfzoo.calibrate import fit_with_interval
 from perfzoo.dataset import Dataset
 from perfzoo.evaluation.ranking import (
-    ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, best_per_split, shipping_order, task_id,
+    ANCHOR_RULE, ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, anchor_pick, best_per_split, shipping_order,
+    task_id,
 )
+from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.runner import set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
 
@@ -138,6 +141,13 @@ def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec],
         entry.update(artifact=str(Path(art["path"]).relative_to(out)), artifact_bytes=art["bytes"],
                      artifact_n_train=art["n_train"], artifact_fit_time_s=round(art["fit_time_s"], 3),
                      artifact_key=art["key"])
+    anchor = anchor_pick(summary, ds.name)
+    if anchor is not None:  # what --calibrate refits and anchors (zoo.best.anchor_member)
+        aspec = by_spec.get(anchor["predictor"])
+        entry["calibrate"] = {"predictor": anchor["predictor"], "name": aspec.name if aspec else anchor["predictor"],
+                              "params": {k: v for k, v in aspec.params} if aspec else {}, "split": anchor["split"],
+                              **{f"{m}_within_{k}": round(float(anchor.get(f"{m}_within_{k}_mean", np.nan)), 3)
+                                 for k in M.WITHIN_SHOTS for m in ("mape", "coverage")}}
     entry["best_by_split"] = {split: {"predictor": b["predictor"], "kendall": round(float(b["kendall_mean"]), 4),
                                       "spearman": round(float(b["spearman_mean"]), 4),
                                       "pearson": round(float(b["pearson_mean"]), 4)}
@@ -160,7 +170,7 @@ def write_best(summary: pd.DataFrame, datasets: Sequence[Dataset], predictors: S
     ``artifacts=False`` picks without fitting or saving anything (the fit-time budget still applies).
     """
     by_spec = {p.display: p for p in predictors}
-    best_doc: dict[str, Any] = {"rule": BEST_RULE, "generated": context.get("date"),
+    best_doc: dict[str, Any] = {"rule": BEST_RULE, "calibrate_rule": ANCHOR_RULE, "generated": context.get("date"),
                                 "commit": context.get("commit"), "datasets": {}}
     previous: dict[str, Any] = {}
     if (out / BEST_FILE).exists():

@@ -145,6 +145,31 @@ def best_per_split(summary: pd.DataFrame, dataset: str) -> list[tuple[str, pd.Se
     return [(split, b) for split in split_order(splits) if (b := pick_best(summary, dataset, split)) is not None]
 
 
+ANCHOR_RULE = (
+    "the member whose predictions, anchored by one run of each held-out model, are closest leaving one "
+    "source out: the lowest mean 1-shot-within MAPE over the held-out sources, among throughput members "
+    "whose median fit time there is within the fit budget"
+)
+
+
+def anchor_pick(summary: pd.DataFrame, dataset: str) -> Optional[pd.Series]:
+    """The member ``--calibrate`` anchors by :data:`ANCHOR_RULE` (its row of the leave-one-source-out
+    split), or None where the dataset has no anchored scores.
+
+    >>> rows = [{"dataset": "d", "split": SOURCE_SPLIT, "kind": "group", "predictor": p, "output": "throughput",
+    ...          "mape_within_1_mean": m, "fit_time_s_median": t} for p, m, t in (("a", 9.0, 0.1), ("b", 7.0, 60.0), ("c", 12.0, 1.0))]
+    >>> anchor_pick(pd.DataFrame(rows), "d")["predictor"]
+    'a'
+    """
+    within = f"mape_within_{M.WITHIN_SHOTS[0]}_mean"
+    if within not in summary.columns:
+        return None
+    s = summary[(summary["dataset"] == dataset) & (summary["split"] == SOURCE_SPLIT)
+                & (summary["output"] == "throughput") & summary[within].notna()
+                & (summary["fit_time_s_median"] <= FIT_BUDGET_S)]
+    return None if s.empty else s.loc[s[within].idxmin()]
+
+
 def ship_splits(summary: pd.DataFrame, dataset: str) -> tuple[list[str], list[str]]:
     """``(rank splits, error splits)`` of a dataset by :data:`BEST_RULE`: the :data:`SHIP_SPLITS` it has
     (else its first split), and the :data:`~perfzoo.evaluation.splits.TRANSFER_SPLITS` it has (else

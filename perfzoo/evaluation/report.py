@@ -29,7 +29,7 @@ from perfzoo.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.figures import curve_figure, scatter_figure
 from perfzoo.evaluation.ranking import (
-    BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, summarize, task_id,
+    ANCHOR_RULE, BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, summarize, task_id,
 )
 from perfzoo.evaluation.runner import Results
 from perfzoo.evaluation.splits import SOURCE_SPLIT
@@ -166,8 +166,8 @@ def split_table(summary: pd.DataFrame, dataset: str, split: str) -> str:
     return "\n".join(lines)
 
 
-def held_out_lines(frame: pd.DataFrame, dataset: str, member: str) -> list[str]:
-    """Leaving one source out, per held-out source: the shipped ``member``'s rank, error and 80%
+def held_out_lines(frame: pd.DataFrame, dataset: str, member: str, role: str) -> list[str]:
+    """Leaving one source out, per held-out source: ``member``'s (``role``: shipped, ...) rank, error and 80%
     coverage as it comes (0 shots), then anchored by 1 and 3 runs of each held-out group
     (:mod:`perfzoo.evaluation.anchored`): the numbers a user with one profiling run can act on."""
     rows = frame[(frame["dataset"] == dataset) & (frame["split"] == SOURCE_SPLIT) & (frame["predictor"] == member)]
@@ -175,7 +175,7 @@ def held_out_lines(frame: pd.DataFrame, dataset: str, member: str) -> list[str]:
         return []
     head = ["held-out source", "rows", "Kendall", "MAPE %", "80% cover"]
     head += [f"{k}-shot {h}" for k in M.WITHIN_SHOTS for h in ("MAPE %", "cover")]
-    out = [f"The shipped **{member}** per held-out source, as it comes and anchored by K runs of each held-out "
+    out = [f"The {role} **{member}** per held-out source, as it comes and anchored by K runs of each held-out "
            "group (model shape, GPU, precision, task, framework: `perfzoo/zoo/anchor.py`), the group's other rows "
            "scored (mean of 5 draws; groups of K rows or fewer skipped):", "",
            "| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
@@ -256,6 +256,12 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
         L.append(f"| {ds.name} | **{e['predictor']}** | {e['ship_score']:.3f} | {e['ship_kendall']:.3f} | {per_split} | "
                  f"{per_error} | {e.get('fit_time_s_median', e['fit_time_s']):.2f} | {art} | {over} |")
     L.append("")
+    picks = [(ds.name, e["calibrate"]) for ds in datasets if (e := best_doc["datasets"].get(ds.name, {})).get("calibrate")]
+    if picks:
+        L += [f"`--calibrate` (your runs anchor the predictions, `perfzoo/zoo/anchor.py`) refits, where `--predictor` is "
+              f"`best`, {ANCHOR_RULE}: " + "; ".join(
+                  f"{name}: **{c['predictor']}** (1-shot MAPE {c['mape_within_1']:.1f}%, cover {c['coverage_within_1']:.2f}; "
+                  f"3-shot {c['mape_within_3']:.1f}%, {c['coverage_within_3']:.2f})" for name, c in picks) + ".", ""]
 
     # headline
     L += ["## Headline: the best predictor (★) per dataset and split", "",
@@ -310,7 +316,10 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
                 L += [f"> Target: {tgt}.", ""]
             L += [split_table(summary, ds.name, split), ""]
             if entry and split == SOURCE_SPLIT:
-                L += held_out_lines(results.frame, ds.name, entry["predictor"])
+                L += held_out_lines(results.frame, ds.name, entry["predictor"], "shipped")
+                pick = (entry.get("calibrate") or {}).get("predictor")
+                if pick and pick != entry["predictor"]:
+                    L += held_out_lines(results.frame, ds.name, pick, "anchoring pick (what `--calibrate` refits and anchors)")
             fail = s_split[s_split["output"] == "probability"]
             if not fail.empty and "roc_auc_mean" in fail.columns:
                 r = fail.iloc[0]

@@ -228,7 +228,8 @@ def plot(plan: Plan, path: str | Path, k: int = 10) -> Path:
     return path
 
 
-# torchtitan (0.3.0, as examples/torchtitan/space.toml spells its flags) launched by torchrun on each node
+# torchtitan (0.3.0, as examples/torchtitan/space.toml spells its flags) launched by torchrun on each node; its
+# local batch is what one rank runs per step, split into micro-batches only by a pipeline (accumulation: global / local x dp)
 COMMAND = ("torchrun --nnodes {nodes} --nproc-per-node {gpus_per_node} -m torchtitan.train --module {titan_module} "
            "--config {titan_config} --training.steps {total_steps} --metrics.log-freq 1 "
            "--training.local-batch-size {local_batch} --training.global-batch-size {global_batch_size} "
@@ -237,7 +238,7 @@ COMMAND = ("torchrun --nnodes {nodes} --nproc-per-node {gpus_per_node} -m torcht
            "{micro_batch_size} --parallelism.context-parallel-degree {cp} --parallelism.expert-parallel-degree {ep} "
            "--parallelism.data-parallel-shard-degree -1 activation-checkpoint:{activation_checkpointing}")
 DERIVED = {"dp": "n_gpus // (tp * pp * cp)", "grad_accum": "global_batch_size // (micro_batch_size * dp)",
-           "local_batch": "micro_batch_size * grad_accum", "sequence_parallel": "tp > 1", "flash_attention": "True"}
+           "local_batch": "micro_batch_size * grad_accum if pp > 1 else micro_batch_size", "sequence_parallel": "tp > 1", "flash_attention": "True"}
 
 
 def _toml(value: Any) -> str:

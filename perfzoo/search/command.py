@@ -28,7 +28,7 @@ import numpy as np
 from perfzoo import llmconfig, zoo
 from perfzoo._cli import UsageError, assignments, check_choice, check_writable
 from perfzoo.dataset import Dataset
-from perfzoo.calibrate import calibrated
+from perfzoo.calibrate import anchor_base, calibrated
 from perfzoo.datasets import load_dataset
 from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher
 from perfzoo.search.objective import check_inputs
@@ -222,10 +222,16 @@ def run(config: SearchConfig) -> SearchResult:
                              f"{space.name} configs of the {space.workload} workload: a predictor fitted on one "
                              "cannot rank the other; give a dataset measured in this space")
     codec = SpaceCodec(space)
-    predictor = resolve_predictor(config.predictor, dataset, log)
+    if config.calibrate and dataset is None:
+        raise UsageError("--calibrate needs --dataset (the data the predictor was fitted on)")
+    if config.calibrate and config.predictor == "best":  # the leaderboard's member for anchoring
+        try:
+            predictor = anchor_base(dataset)
+        except (FileNotFoundError, KeyError) as exc:
+            raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
+    else:
+        predictor = resolve_predictor(config.predictor, dataset, log)
     if config.calibrate:
-        if dataset is None:
-            raise UsageError("--calibrate needs --dataset (the data the predictor was fitted on)")
         predictor = calibrated(predictor, dataset, load_dataset(config.calibrate), config.calibrate)
         log(f"predictor: {predictor.describe()}")
     caveat = small_data_caveat(config.predictor, dataset)

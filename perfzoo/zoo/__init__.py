@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
-from perfzoo.zoo.best import best_member, load_best
+from perfzoo.zoo.best import anchor_member, best_member, load_best
 from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor, RooflinePredictor
 from perfzoo.zoo.boosting import (
     CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, HybridRooflinePredictor, LightGBMPredictor,
@@ -121,6 +121,6 @@ def load(path: Union[str, Path]) -> Predictor:
 
 
 __all__ = [
-    "REGISTRY", "names", "installed", "get", "make", "SklearnRegressor", "load", "load_best", "best_member", "Predictor", "EncodedPredictor", "NotFittedError",
+    "REGISTRY", "names", "installed", "get", "make", "SklearnRegressor", "load", "load_best", "best_member", "anchor_member", "Predictor", "EncodedPredictor", "NotFittedError",
     "failure_labels", *[cls.__name__ for cls in REGISTRY.values()],
 ]

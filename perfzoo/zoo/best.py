@@ -55,6 +55,21 @@ def best_member(dataset: Union[str, Dataset], folder: Optional[Union[str, os.Pat
     return entry.get("name", entry["predictor"]), dict(entry.get("params") or {})
 
 
+def anchor_member(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> tuple[str, dict]:
+    """``(member name, parameters)`` that ``--calibrate`` refits and anchors on the user's runs: the
+    leaderboard's pick for anchoring (``best.json``'s ``calibrate``: the lowest 1-shot error leaving
+    one source out), and where the dataset has no anchored scores (no published sources to leave
+    out), its shipped member (:func:`best_member`).
+
+    >>> anchor_member("published-llm")               # doctest: +SKIP
+    ('analytic', {})
+    """
+    pick = best_entry(dataset, folder).get("calibrate")
+    if pick:
+        return pick["name"], dict(pick.get("params") or {})
+    return best_member(dataset, folder)
+
+
 def load_best(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> Predictor:
     """The best predictor of ``dataset`` (its name, or the Dataset), fitted and ready to predict.
 

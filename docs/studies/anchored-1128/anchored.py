@@ -1,7 +1,7 @@
 """One measured run, then numbers you can act on: leave-one-source-out and the DGX Cloud recipes'
 releases, as they come (0 shots) and anchored by 1 and 3 runs of each held-out model.
 
-    python docs/studies/anchored-1128/anchored.py [--members analytic,hybrid] [--draws 5]
+    python docs/studies/anchored-1128/anchored.py [--members analytic,hybrid_roofline] [--draws 5]
 
 For each member: fitted (with its interval, folds by source, spread by source and release) on
 published-llm less one source, then on the held-out source's rows: MAPE, median predicted/measured
@@ -44,7 +44,7 @@ def scores(member: str, X, y, src, rel, train, test, draws: int) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--members", default="analytic,hybrid")
+    p.add_argument("--members", default="analytic,hybrid_roofline")
     p.add_argument("--draws", type=int, default=5)
     args = p.parse_args()
     ds = load_dataset("published-llm").labelled().ok()
