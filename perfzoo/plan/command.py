@@ -27,7 +27,7 @@ import pandas as pd
 
 from perfzoo import analytic, frameworks, llmconfig
 from perfzoo._cli import UsageError, assignments, check_writable
-from perfzoo.calibrate import anchor_base, calibrated
+from perfzoo.calibrate import calibrated
 from perfzoo.datasets import load_dataset
 from perfzoo.plan import export, report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
@@ -144,13 +144,7 @@ def scorer_for(config: PlanConfig, log) -> Scorer:
         return Scorer(model, per_device=_per_device(config.dataset, config.external_dir),
                       memory_margin=config.memory_margin)
     training = load_dataset(config.dataset, external_dir=config.external_dir)
-    if config.predictor == "best":  # with --calibrate: the leaderboard's member for anchoring
-        try:
-            model = anchor_base(training)
-        except (FileNotFoundError, KeyError) as exc:
-            raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
-    else:
-        model = resolve_predictor(config.predictor, training, log)
+    model = resolve_predictor(config.predictor, training, log, anchoring=config.calibrate is not None)
     if config.calibrate is not None:
         t = time.perf_counter()
         runs = load_dataset(config.calibrate, external_dir=config.external_dir)

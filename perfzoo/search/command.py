@@ -119,14 +119,21 @@ def measured_configs(dataset: Dataset) -> list[dict]:
             for row in frame.to_dict("records")]
 
 
-def resolve_predictor(name: str, dataset: Optional[Dataset], log=print) -> Any:
-    """A fitted predictor from ``best`` / a zoo name / a saved folder (see the CLI help)."""
+def resolve_predictor(name: str, dataset: Optional[Dataset], log=print, anchoring: bool = False) -> Any:
+    """A fitted predictor from ``best`` / a zoo name / a saved folder (see the CLI help); with
+    ``anchoring`` (``--calibrate`` runs will anchor it), ``best`` is the leaderboard's member for
+    anchoring (:func:`perfzoo.calibrate.anchor_base`)."""
     path = Path(name)
     if path.is_dir():
         return zoo.load(path)
     if name == "best":
         if dataset is None:
             raise UsageError("--predictor best needs --dataset (the dataset whose best predictor to use)")
+        if anchoring:
+            try:
+                return anchor_base(dataset)
+            except (FileNotFoundError, KeyError) as exc:
+                raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
         try:
             model = zoo.load_best(dataset)
             log(f"predictor: the leaderboard's best for {dataset.name} ({getattr(model, 'name', type(model).__name__)})")
@@ -224,13 +231,7 @@ def run(config: SearchConfig) -> SearchResult:
     codec = SpaceCodec(space)
     if config.calibrate and dataset is None:
         raise UsageError("--calibrate needs --dataset (the data the predictor was fitted on)")
-    if config.calibrate and config.predictor == "best":  # the leaderboard's member for anchoring
-        try:
-            predictor = anchor_base(dataset)
-        except (FileNotFoundError, KeyError) as exc:
-            raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
-    else:
-        predictor = resolve_predictor(config.predictor, dataset, log)
+    predictor = resolve_predictor(config.predictor, dataset, log, anchoring=bool(config.calibrate))
     if config.calibrate:
         predictor = calibrated(predictor, dataset, load_dataset(config.calibrate), config.calibrate)
         log(f"predictor: {predictor.describe()}")
