@@ -91,7 +91,7 @@ from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, member_specs
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks, parse_id
 from perfzoo.evaluation.suite import find_task as find_task_in
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR
-from perfzoo.sweep import slurm_options
+from perfzoo.sweep import add_sbatch_arguments, slurm_options
 from perfzoo.zoo.best import leaderboard_dir
 from perfzoo.zoo.plugin import ContractError
 
@@ -240,21 +240,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local (default): fit on this machine's cores; slurm: fit as --jobs Slurm jobs (default "
                         f"{SLURM_JOBS}) through submitit, each writing its results into the cache")
     g = p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)")
-    g.add_argument("--partition", help="partition to submit to (default: the cluster's default)")
+    add_sbatch_arguments(g)
     g.add_argument("--cpus-per-task", type=int,
                    help="cores per job (default 1; a job fits its share one after another)")
     g.add_argument("--time", type=int, metavar="MIN", help="Slurm time limit per job in minutes (default 60)")
     g.add_argument("--mem-gb", type=float, help="memory per job in GiB (sbatch --mem)")
-    g.add_argument("--account", help="account to charge")
-    g.add_argument("--qos", help="quality of service")
-    g.add_argument("--constraint", help="node features (sbatch --constraint)")
     g.add_argument("--array-parallelism", type=int, help="jobs running at once (default 256)")
-    g.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE",
-                   help="any other sbatch option, e.g. --slurm-arg reservation=r1 (repeatable)")
     g.add_argument("--slurm-folder", metavar="DIR",
                    help="job files and logs, on a file system the nodes share, as the cache must be "
                         "(default: CACHE_DIR/slurm)")
-    g.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
     p.add_argument("--train", metavar="A", help="cross-dataset: fit on this dataset (name or path)")
     p.add_argument("--test", metavar="B", help="cross-dataset: score on this dataset (name or path)")
     p.add_argument("--shots", type=_shots, metavar="0,1,3,10",

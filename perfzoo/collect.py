@@ -44,7 +44,7 @@ from harness.slurm import SlurmError
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
 from perfzoo._cli import UsageError, config_from_args, field_defaults, guarded, spelled_call
-from perfzoo.sweep import JOB_DEFAULTS, CollectConfig, JobDefaults, infer_space, run_sweep
+from perfzoo.sweep import JOB_DEFAULTS, CollectConfig, JobDefaults, add_sbatch_arguments, infer_space, run_sweep
 
 
 def default_space(workload: Optional[str]) -> Optional[str]:
@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "machines differ (CPU capability, GPU limits) or are not known to be alike, instead of "
                         "calling it a drift (the --out store's earlier records are compared always)")
     g = p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)")
-    g.add_argument("--partition", help="partition to submit to (default: the cluster's default)")
+    add_sbatch_arguments(g)
     g.add_argument("--nodes", type=int, help="nodes per job (default 1)")
     g.add_argument("--tasks-per-node", type=int,
                    help="torchrun agents per node (default 1; each starts world size / (nodes x this) ranks)")
@@ -132,15 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--time", type=int, metavar="MIN",
                    help="Slurm time limit per job in minutes (default: --timeout rounded up, plus 2)")
     g.add_argument("--mem-gb", type=float, help="memory per node in GiB (sbatch --mem)")
-    g.add_argument("--account", help="account to charge")
-    g.add_argument("--qos", help="quality of service")
-    g.add_argument("--constraint", help="node features (sbatch --constraint)")
     g.add_argument("--array-parallelism", type=int, help="array elements running at once (default 256)")
-    g.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE",
-                   help="any other sbatch option, e.g. --slurm-arg reservation=r1 (repeatable)")
     g.add_argument("--slurm-folder", metavar="DIR",
                    help="job files and logs, on a file system the nodes share (default: OUT/slurm)")
-    g.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
     p.set_defaults(**field_defaults(CollectConfig))  # every default lives once, in CollectConfig
     return p
 

@@ -147,6 +147,19 @@ def slurm_options(config) -> Optional[SlurmOptions]:
                                         if getattr(config, flag) is not None})
 
 
+def add_sbatch_arguments(group) -> None:
+    """The Slurm options whose meaning is the same for every command that submits (collect's jobs,
+    bench's fits) to an argparse ``group``; each command adds those that differ (cores, time, memory,
+    array, folder). :func:`slurm_options` reads them back."""
+    group.add_argument("--partition", help="partition to submit to (default: the cluster's default)")
+    group.add_argument("--account", help="account to charge")
+    group.add_argument("--qos", help="quality of service")
+    group.add_argument("--constraint", help="node features (sbatch --constraint)")
+    group.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE",
+                       help="any other sbatch option, e.g. --slurm-arg reservation=r1 (repeatable)")
+    group.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
+
+
 # configs ---------------------------------------------------------------------------------
 
 def infer_space(path: str) -> str:

@@ -21,6 +21,9 @@ from perfzoo.plan.scoring import Scorer
 from perfzoo.search import Formula
 
 H100 = "H100-SXM-80GB"
+# torchtitan 0.3.0 comes with the test extra (pip install -e ".[test]", as CI and the README install it): a checkout
+# installed without that extra has no ConfigManager to parse the lines with
+NO_TORCHTITAN = "torchtitan is not installed: install the test extra, pip install -e \".[test]\""
 SEEN: dict = {}  # what the toy scorer was given, by framework
 
 
@@ -77,7 +80,7 @@ def test_the_framework_prices_every_layout_and_keeps_to_those_it_runs(titan_plan
 def test_torchtitan_arguments_parse_with_torchtitans_config_manager(titan_plan, model, layers):
     """The exported line parsed by torchtitan 0.3.0's own ConfigManager (the ``test`` extra installs
     torchtitan beside the CPU torch) into the planned degrees, batch, sequence and checkpointing."""
-    manager = pytest.importorskip("torchtitan.config").ConfigManager
+    manager = pytest.importorskip("torchtitan.config", reason=NO_TORCHTITAN).ConfigManager
     ac_class = {"none": "NoneType", "selective": "SelectiveAC", "full": "FullAC"}
     p = titan_plan if model == "llama3-8b" else plan(model, Cluster(gpus=16, accelerator=H100), seq_len=8192,
                                                       global_batch=64, framework="torchtitan", scorer=toy("moe"))
@@ -117,7 +120,7 @@ TORCHTITAN_DECLARED = {
 
 
 def test_torchtitans_own_refusal_of_a_line_is_one_line():
-    pytest.importorskip("torchtitan.config")  # the test extra; without torchtitan the flags are read as written
+    pytest.importorskip("torchtitan.config", reason=NO_TORCHTITAN)
     with pytest.raises(UsageError, match=r"job: torchtitan 0.3.0 refuses it: --parallelism.tensor-parallel-degree: "
                                          r"invalid literal for int\(\) with base 10: 'x'"):
         torchtitan.FRAMEWORK.read(["--module", "llama3", "--config", "llama3_70b",

@@ -69,8 +69,8 @@ def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[
             rest = np.concatenate([np.setdiff1d(rows, p) for rows, p in zip(usable, picks)])
             pred, low, high = np.empty(rest.size), np.empty(rest.size), np.empty(rest.size)
             for stack in np.unique(release[anchors]):  # one user's runs and questions: one release
-                at = release[rest] == stack
-                anchored = Anchored(model, X.iloc[anchors[release[anchors] == stack]], y[anchors[release[anchors] == stack]])
+                at, shots = release[rest] == stack, anchors[release[anchors] == stack]
+                anchored = Anchored(model, X.iloc[shots], y[shots])
                 pred[at] = anchored.predict(X.iloc[rest[at]])
                 low[at], high[at] = anchored.predict_interval(X.iloc[rest[at]], alpha=alpha)
             rows_scored.append({"mape": M.mape(y[rest], pred), "mdape": M.mdape(y[rest], pred),
