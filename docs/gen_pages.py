@@ -2,7 +2,7 @@
 (``mkdocs build`` runs this file; nothing here is hand-copied):
 
 * ``index.md``: the README, its links made the site's (``docs/X`` -> ``X``, the leaderboard's
-  README -> ``results/leaderboard.md``);
+  README -> ``results/leaderboard.md``); ``changelog.md``: ``CHANGELOG.md``, as it is;
 * ``reference/cli.md``: every command's ``--help``, from the command's own argparse parser
   (``build_parser()`` of the module ``perfzoo COMMAND`` runs, :data:`perfzoo.cli.COMMANDS`);
 * ``reference/api/``: one page per public module of ``perfzoo`` and ``harness``, rendered from
@@ -98,6 +98,8 @@ def home_page() -> str:
 
 with mkdocs_gen_files.open("index.md", "w") as f:
     f.write(home_page())
+with mkdocs_gen_files.open("changelog.md", "w") as f:
+    f.write((ROOT / "CHANGELOG.md").read_text())
 with mkdocs_gen_files.open("reference/cli.md", "w") as f:
     f.write(cli_page())
 api_pages()

@@ -9,7 +9,7 @@ limit) only when asked for ``device='cuda'``; CPU facts from ``/proc/cpuinfo`` (
 vendor, family, model, stepping and the speed-deciding flags), torch's dispatch level and
 ``psutil``. For CPU jobs a probe times a bf16 and an fp32 matmul once per process
 (:func:`matmul_rates`, about 0.1 s on an AVX2 CPU that emulates bf16, a few ms elsewhere). What
-cannot be read stays unknown (None); :mod:`perfzoo.capability` names and compares the facts.
+cannot be read stays unknown (None); :mod:`perfzoo.hardware.capability` names and compares the facts.
 
     python -m harness.environment          # this machine's facts as JSON (--cuda: the GPU's too)
 """
@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.capability import CPU_FLAGS, cpu_capability
+import perfzoo
+from perfzoo.hardware.accelerators import spec as accelerator_spec
+from perfzoo.hardware.capability import CPU_FLAGS, cpu_capability
 
 ENV_PREFIXES = ("OMP_", "MKL_", "CUDA_", "NCCL_", "TORCH_", "PYTORCH_", "GLOO_", "PERFZOO_",
                 "SLURM_JOB_ID", "SLURM_NNODES", "TORCHINDUCTOR_", "KMP_", "MALLOC_", "GLIBC_TUNABLES", "LD_PRELOAD",
@@ -44,7 +45,7 @@ GPU_LIMIT_FIELDS = ("accelerator_clock_max_mhz", "accelerator_memory_clock_max_m
 
 
 def peak_bf16_flops(device_name: Optional[str]) -> Optional[float]:
-    """The dense bf16 peak FLOP/s of a device (the accelerator table, :mod:`perfzoo.accelerators`),
+    """The dense bf16 peak FLOP/s of a device (the accelerator table, :mod:`perfzoo.hardware.accelerators`),
     or ``None`` for CPUs and devices the table does not know.
 
     >>> peak_bf16_flops("NVIDIA H100 80GB HBM3")
@@ -90,7 +91,7 @@ def cpu_model() -> str:
 
 def cpu_facts(text: str) -> dict:
     """The first processor's vendor, family, model, stepping and speed-deciding flags
-    (:data:`perfzoo.capability.CPU_FLAGS`, space-separated, '' for none) in ``/proc/cpuinfo`` text,
+    (:data:`perfzoo.hardware.capability.CPU_FLAGS`, space-separated, '' for none) in ``/proc/cpuinfo`` text,
     as :class:`perfzoo.records.Hardware` fields; what the text lacks is None.
 
     >>> facts = cpu_facts("vendor_id\\t: AuthenticAMD\\ncpu family\\t: 25\\nmodel\\t\\t: 1\\n"
@@ -116,7 +117,7 @@ def cpu_facts(text: str) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def this_cpu() -> dict:
-    """:func:`cpu_facts` of this machine, its capability (:func:`perfzoo.capability.cpu_capability`)
+    """:func:`cpu_facts` of this machine, its capability (:func:`perfzoo.hardware.capability.cpu_capability`)
     and torch's dispatch level (``torch.backends.cpu.get_cpu_capability()``); None where unreadable."""
     try:
         facts = cpu_facts(CPUINFO.read_text())
@@ -285,9 +286,7 @@ def capture_hardware(device: str, n_devices: int, nodes: int = 1) -> dict:
 
 
 def capture_software() -> dict:
-    import torch
-
-    import perfzoo
+    import torch  # the parent captures software too, and a dry run imports no torch
 
     nccl = None
     cuda = getattr(torch.version, "cuda", None)

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from harness import memory as _memory
 from harness.environment import peak_bf16_flops
-from harness.protocol import QUIET_CORES, QUIET_WAIT_S
+from harness.protocol import QUIET_CORES, default_quiet_wait
 from harness.timing import max_over_ranks, summarize_steps, summarize_throughputs
 
 MESSAGE_TAIL = 4000  # characters of error text kept in a record
@@ -40,7 +40,7 @@ class JobSpec:
     timeout_s: float = 120.0
     repeat: int = 0
     require_quiet: bool = False  # harness.protocol: fail instead of timing on a busy machine
-    quiet_wait_s: float = QUIET_WAIT_S  # how long to wait for quiet before timing anyway
+    quiet_wait_s: float = field(default_factory=default_quiet_wait)  # how long to wait for quiet before timing anyway
     debug: dict = field(default_factory=dict)  # test-only: {"hang": True} / {"crash": "msg"}
     command: Optional[str] = None  # the command workload's template (harness.command), else None
     metrics: dict = field(default_factory=dict)  # the command workload's harness.command.MetricSource
@@ -182,7 +182,7 @@ def metrics_of(outcome: JobOutcome, throughput_unit: str, accelerator: Optional[
 def to_record(outcome: JobOutcome, *, hardware: dict, software: dict, provenance: str,
               sweep_id: Optional[str], throughput_unit: str, space: Optional[str] = None):
     """The :class:`perfzoo.records.JobRecord` of an outcome (``space``: the search space's name)."""
-    from perfzoo.records import JobRecord
+    from perfzoo.records import JobRecord  # the ranks import this module; only the parent builds records (pydantic)
 
     metrics = metrics_of(outcome, throughput_unit, hardware.get("accelerator"))
     ann: dict[str, Any] = {"space": space, "launcher": outcome.launcher, "repeat": outcome.spec.repeat,

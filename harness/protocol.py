@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Optional
+from typing import Mapping, Optional
 
 from harness import memory
 from harness.environment import cpu_cores
@@ -37,6 +37,32 @@ from harness.environment import cpu_cores
 QUIET_CORES = 0.25  # busy cores outside the job above which the machine is not quiet
 PROBE_S = 0.4  # how long one probe of the machine's load lasts
 QUIET_WAIT_S = 30.0  # default wait for quiet before timing anyway (flagged noisy)
+# another default, for a machine shared on purpose (a test suite running in parallel): seconds
+QUIET_WAIT_ENV = "PERFZOO_QUIET_WAIT_S"
+
+
+def default_quiet_wait(environ: Mapping[str, str] = os.environ) -> float:
+    """The seconds a job waits for a quiet machine unless told: ``$PERFZOO_QUIET_WAIT_S``, else
+    :data:`QUIET_WAIT_S`; a value that is not seconds >= 0 is refused, naming the variable.
+
+    >>> default_quiet_wait({}), default_quiet_wait({QUIET_WAIT_ENV: "0"})
+    (30.0, 0.0)
+    >>> default_quiet_wait({QUIET_WAIT_ENV: "soon"})
+    Traceback (most recent call last):
+    ...
+    ValueError: $PERFZOO_QUIET_WAIT_S='soon': give the seconds a job waits for a quiet machine (>= 0), or unset it for 30
+    """
+    text = environ.get(QUIET_WAIT_ENV, "").strip()
+    if not text:
+        return QUIET_WAIT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds >= 0:
+        raise ValueError(f"${QUIET_WAIT_ENV}={text!r}: give the seconds a job waits for a quiet machine (>= 0), or "
+                         f"unset it for {QUIET_WAIT_S:g}")
+    return seconds
 
 
 def rank_threads(cores: int, world_size: int) -> int:

@@ -60,6 +60,7 @@ from harness.command import harness_values, outcome_of as command_outcome, run_c
 from harness.environment import capture_hardware
 from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail, write_json_atomic
 from harness.launchers import Launcher, free_port, run_process, torchrun_command, worker_env
+from perfzoo.records.store import append_line
 
 JOB_NAME_PREFIX = "perfzoo-"
 RENDEZVOUS_WAIT_S = 300.0
@@ -252,8 +253,6 @@ class SubmissionLedger:
         self.path = Path(path)
 
     def append(self, event: str, **fields) -> None:
-        from perfzoo.store import append_line
-
         append_line(self.path, json.dumps({"event": event, "at": _now().isoformat(), **fields}))
 
     def batches(self) -> dict[str, dict]:

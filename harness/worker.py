@@ -39,14 +39,18 @@ import sys  # noqa: E402
 import traceback  # noqa: E402
 from datetime import timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING, Iterator, Optional  # noqa: E402
+from typing import Iterator, Optional  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 
 from harness import memory, protocol  # noqa: E402
 from harness.environment import peak_bf16_flops, relevant_env  # noqa: E402
 from harness.jobs import JobSpec, tail, write_json_atomic  # noqa: E402
-
-if TYPE_CHECKING:
-    from harness.live_tensors import LiveTensorBytes
+from harness.live_tensors import LiveTensorBytes  # noqa: E402
+from harness.timing import StepTimer  # noqa: E402
+from harness.workloads import RunContext, load  # noqa: E402
 
 EXIT_FAILED = 3
 PG_TIMEOUT_S = float(os.environ.get("PERFZOO_PG_TIMEOUT_S", "300"))
@@ -79,7 +83,7 @@ def _classify(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _tensor_budget(spec: JobSpec) -> Iterator[Optional["LiveTensorBytes"]]:
+def _tensor_budget(spec: JobSpec) -> Iterator[Optional[LiveTensorBytes]]:
     """Step 3 of :mod:`harness.protocol` for ``tensor_budget_mib`` configs: count the rank's live
     tensors over build and warm-up (:mod:`harness.live_tensors`); yields None for other configs."""
     budget = spec.config.get("tensor_budget_mib")
@@ -89,8 +93,6 @@ def _tensor_budget(spec: JobSpec) -> Iterator[Optional["LiveTensorBytes"]]:
     if spec.warmup < 2:
         raise ValueError(f"knob 'tensor_budget_mib' is checked over the warm-up steps, where the optimizer state and the "
                          f"gradients first coexist: give 2 or more (--warmup {spec.warmup} given)")
-    from harness.live_tensors import LiveTensorBytes  # imports torch: only in the rank, once it runs a job
-
     gc.collect()  # no garbage left from before, and the collector's counts start at zero: the same peak every repeat
     with LiveTensorBytes(int(float(budget) * memory.MIB)) as live:
         yield live
@@ -108,13 +110,6 @@ def _debug_actions(spec: JobSpec) -> dict:
 def run_job(spec: JobSpec, results_dir: Path, rank: int, world_size: int, local_rank: int,
             in_process: bool = False, forked: bool = False) -> dict:
     """Run one job on this rank; returns (and writes) the rank report. Never raises."""
-    import torch
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-
-    from harness.timing import StepTimer
-    from harness.workloads import RunContext, load
-
     timings = {"import_s": time.perf_counter() - _T0} if not (in_process or forked) else {}
     t = time.perf_counter()
     report: dict = {"rank": rank, "world_size": world_size, "status": "failed", "pid": os.getpid()}
@@ -341,14 +336,10 @@ def main_batch_torchrun(batch_file: str) -> int:
     """
     import uuid
 
-    import torch  # noqa: F401  - the point: imported once, inherited by every forked rank
-    import torch.distributed.fsdp  # noqa: F401
+    import torch.distributed.fsdp  # noqa: F401  - imported once (torch too, above), inherited by every forked rank
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
-    import harness.timing  # noqa: F401
-    from harness.workloads import load
 
     batch = json.loads(Path(batch_file).read_text())
     if any(item["spec"].get("device", "cpu") != "cpu" for item in batch["jobs"]):

@@ -38,10 +38,10 @@ predicted/measured and the coverage of the 80% interval. The members are the shi
 (``best``: A's member in the leaderboard's ``best.json``), ``roofline``, ``hybrid_roofline`` and a
 few fast ones unless ``--predictor`` names others (``best`` among them). ``--shots 0,1,3,10``:
 few-shot calibration, K jobs of B drawn by seed (``--shot-seeds`` draws each) join the training
-data (:func:`perfzoo.calibrate.join`) and the rest of B is scored: one line per K and member.
+data (:func:`perfzoo.zoo.calibrate.join`) and the rest of B is scored: one line per K and member.
 ``--json`` prints one JSON object per line instead of the table.
 
-Exit status (every command's, :mod:`perfzoo._cli`): 0 done (a member that fails is reported in the
+Exit status (every command's, :mod:`perfzoo.console`): 0 done (a member that fails is reported in the
 leaderboard, not fatal), 1 interrupted, 2 a usage or input error (bad argument, unknown dataset,
 missing file, an output folder that cannot be written).
 
@@ -79,19 +79,19 @@ import pandas as pd
 from harness.environment import cpu_cores
 from harness.slurm import SlurmError
 from perfzoo import zoo
-from perfzoo._cli import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check_choice, config_from_args, field_defaults,
+from perfzoo.collect.sweep import add_sbatch_arguments, slurm_options
+from perfzoo.console import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check_choice, config_from_args, field_defaults,
                           guarded, spelled_call)
-from perfzoo.dataset import Dataset
 from perfzoo.datasets import list_datasets, load_dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import hardware, leaderboard, runner, transfer
-from perfzoo.evaluation.ranking import best_per_split, summarize
-from perfzoo.evaluation.report import run_context
 from perfzoo.evaluation.cross import CROSS_METRICS, CrossConfig, cross
 from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, member_specs
+from perfzoo.evaluation.ranking import best_per_split, summarize
+from perfzoo.evaluation.report import run_context
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks, parse_id
 from perfzoo.evaluation.suite import find_task as find_task_in
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR
-from perfzoo.sweep import add_sbatch_arguments, slurm_options
 from perfzoo.zoo.best import leaderboard_dir
 from perfzoo.zoo.plugin import ContractError
 

@@ -8,12 +8,12 @@ options, ``perfzoo COMMAND --help`` its own help): ``plan`` (and ``plan benchmar
 ``perfzoo datasets`` lists every dataset (rows, ok/oom/timeout/failed counts, time range,
 scale range, source); ``perfzoo datasets show NAME_OR_PATH`` describes one; ``--json`` prints
 either as JSON. ``perfzoo datasets export NAME_OR_PATH --format parquet|csv|hf OUT`` writes one's
-flat frame (:func:`perfzoo.store.export_frame`; ``hf``: a folder ``datasets.load_from_disk`` reads);
+flat frame (:func:`perfzoo.records.store.export_frame`; ``hf``: a folder ``datasets.load_from_disk`` reads);
 with ``--split TASK_ID`` (an id ``perfzoo bench --list-tasks`` prints) the folder ``OUT``
 holds that benchmark task's training and test rows, its card and definition
 (:mod:`perfzoo.evaluation.export`).
 A mistake the user can fix (unknown dataset, missing or malformed file) prints one line,
-``perfzoo: error: ...``, and exits 2, as every command does (:mod:`perfzoo._cli`); set
+``perfzoo: error: ...``, and exits 2, as every command does (:mod:`perfzoo.console`); set
 ``PERFZOO_DEBUG=1`` for the traceback instead.
 
 Example
@@ -33,12 +33,12 @@ import sys
 from typing import Any, Optional, Sequence
 
 from perfzoo import __version__
-from perfzoo._cli import EXIT_DONE, EXIT_USAGE, USER_ERRORS, guarded, one_line
 from perfzoo.bench import find_task
+from perfzoo.console import EXIT_DONE, EXIT_USAGE, USER_ERRORS, guarded, one_line
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation.export import CARD_FILE, TASK_FILE, write_task
 from perfzoo.records import STATUSES
-from perfzoo.store import EXPORT_FORMATS, export_frame
+from perfzoo.records.store import EXPORT_FORMATS, export_frame
 
 # command -> (the module whose main() and build_parser() it runs, what it does)
 COMMANDS = {
@@ -47,7 +47,7 @@ COMMANDS = {
     "predict": ("perfzoo.predict", "predict the throughput and memory of configurations, with the analytic breakdown"),
     "bench": ("perfzoo.bench", "fit and score the predictor zoo, write the leaderboard; --train/--test: "
                                "your cluster, unseen"),
-    "collect": ("perfzoo.collect", "run a sweep of profiling jobs (local or Slurm) and record them"),
+    "collect": ("perfzoo.collect.cli", "run a sweep of profiling jobs (local or Slurm) and record them"),
     "search": ("perfzoo.search.cli", "search configurations with a predictor (REINFORCE and baselines); "
                                      "'search benchmark': which searcher needs the fewest jobs?"),
     "tune": ("perfzoo.tune", "the closed loop on real jobs: random jobs, fit, search, launch the top k, repeat"),

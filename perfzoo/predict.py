@@ -16,10 +16,10 @@ LLM configs pass the front door (:mod:`perfzoo.llmconfig`, the keys and units in
 range, parallel degrees that do not multiply to the device count, a precision the accelerator
 lacks or an unknown accelerator is a one-line error (exit 2), and so is a config that gives no
 shape, sequence length, device count or accelerator: no prediction from fallback values. A
-layout knob the config leaves out is filled as ``plan`` fills it (:mod:`perfzoo.layout_defaults`:
+layout knob the config leaves out is filled as ``plan`` fills it (:mod:`perfzoo.llmconfig.layout_defaults`:
 ``tp=1``, micro batch 1, ``zero1`` over data-parallel ranks, ...), so ``predict`` and ``plan`` give
 one answer per layout; the output prints what was filled, the model shape priced and where each
-value came from (:mod:`perfzoo.shape_report`), the framework priced, and the memory: the peak
+value came from (:mod:`perfzoo.llmconfig.shape_report`), the framework priced, and the memory: the peak
 allocated (what ``torch.cuda.max_memory_allocated`` reports) and what the device needs with the
 allocator's overheads, against its capacity less the margin (``--memory-margin``, plan's 10%).
 Any other key left out (``compile``, ``framework``, ...) is unknown: the predictor treats it as
@@ -39,7 +39,7 @@ Llama 3 70B on 1,024 H100s, with the leaderboard's best predictor for the publis
 
 With a few jobs measured on your own cluster (a published-table CSV, or a record store that
 ``perfzoo collect`` wrote), ``--calibrate my_runs.csv`` refits the predictor with them joined to
-the training data (:func:`perfzoo.calibrate.join`); the output says how many were used.
+the training data (:func:`perfzoo.zoo.calibrate.join`); the output says how many were used.
 
 Python API
 ----------
@@ -66,26 +66,21 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, analytic, calibrate, layout_defaults, llmconfig, shape_report, zoo
-from perfzoo._cli import (RunFailed, UsageError, assignments, check_options, config_from_args, field_defaults,
-                          guarded)
+from perfzoo import analytic, llmconfig, zoo
 from perfzoo.analytic.memory import MEMORY_MARGIN, fits
-from perfzoo.dataset import Dataset
+from perfzoo.console import (RunFailed, UsageError, assignments, check_options, config_from_args, field_defaults,
+                             guarded, read_located)
 from perfzoo.datasets import load_dataset
-from perfzoo.drift import software_note
-from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
-from perfzoo.features import base_key
-from perfzoo.inputs import input_columns, read_located
-from perfzoo.zoo.base import NotFittedError, Predictor
+from perfzoo.datasets.dataset import Dataset
+from perfzoo.datasets.drift import software_note
+from perfzoo.llmconfig import layout_defaults, shape_report
+from perfzoo.zoo import calibrate
+from perfzoo.zoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
+from perfzoo.zoo.base import NotFittedError, Predictor, input_columns
+from perfzoo.zoo.extrapolation import beyond_training, outside_training, widened
+from perfzoo.zoo.features import base_key
 
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
-SCALE_AXES = ("devices", "sequence", "parameters")  # how far beyond its training data a config extrapolates
-LABELS = {"devices": "devices", "sequence": "sequence length", "parameters": "parameters"}
-# log throughput each end of an interval moves out per doubling beyond the training data's largest device
-# count, sequence or model size: how fast the 80th percentile of the shipped member's |log residual| grows
-# per doubling on the published tables' scale split (trained on <= 64 GPUs, tested up to 6.6 doublings
-# beyond: 0.13 + 0.022 x doublings), measured by scripts/extrapolation_widening.py (its docstring says how)
-WIDENING_PER_DOUBLING = 0.022
 BREAKDOWN = ("compute_time_s", "comm_time_s", "host_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
              "comm_cp_bytes", "comm_ep_bytes", "peak_allocated_bytes", "overhead_bytes", "memory_bytes",
              "memory_fraction", "step_time_s", "throughput_per_device")
@@ -100,7 +95,7 @@ class PredictConfig:
     >>> PredictConfig(knobs=["n_layers"])
     Traceback (most recent call last):
     ...
-    perfzoo._cli.UsageError: --set 'n_layers': expected KEY=VALUE
+    perfzoo.console.UsageError: --set 'n_layers': expected KEY=VALUE
     """
 
     knobs: Optional[list[str]] = None  # one config, KEY=VALUE items (hardware keys too: accelerator=...) ...
@@ -152,7 +147,7 @@ def is_llm(training: Dataset) -> bool:
 def checked_configs(configs: Sequence[dict], training: Dataset) -> list[dict]:
     """The configs to predict, checked: for LLM data each through the front door
     (:func:`perfzoo.llmconfig.check`: presets, types, ranges, degrees, accelerator, what is
-    missing) and its layout completed as ``plan`` completes one (:func:`perfzoo.layout_defaults.complete`),
+    missing) and its layout completed as ``plan`` completes one (:func:`perfzoo.llmconfig.layout_defaults.complete`),
     for other workloads each key must be one ``training`` has. The error names the config when
     there are several."""
     return [done.config for done in completed_configs(configs, training)]
@@ -193,111 +188,8 @@ def screen(located: Sequence[tuple[str, dict]], training: Dataset) -> tuple[list
     return kept, refused
 
 
-def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
-    """Whether the cost model sees the same device in both: equal peak FLOP/s, memory bandwidth,
-    softmax exponential rate, link bandwidths and node size (memory capacity only decides whether
-    a config fits).
-
-    >>> priced_alike(accelerators.spec("H200"), accelerators.spec("H100-SXM-80GB"))  # 4.8 vs 3.35 TB/s
-    False
-    >>> priced_alike(accelerators.spec("H100-SXM-80GB"), accelerators.spec("DGX-H100"))
-    True
-    """
-    def figures(s: accelerators.AcceleratorSpec) -> tuple:
-        return dict(s.peak_flops), s.hbm_bw, s.exp_rate, s.intra_bw, s.inter_bw, s.node_size
-
-    return figures(spec) == figures(other)
-
-
-def _extent(frame: pd.DataFrame, params: np.ndarray) -> dict[str, np.ndarray]:
-    """Each row's value on every scale axis (:data:`SCALE_AXES`)."""
-    seq = pd.to_numeric(frame.get("config.seq_len", pd.Series(np.nan, index=frame.index)), errors="coerce")
-    return {"devices": np.asarray(n_devices(frame), dtype=float), "sequence": seq.to_numpy(dtype=float),
-            "parameters": np.asarray(params, dtype=float)}
-
-
-def beyond_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> pd.DataFrame:
-    """Per config (``params``: its parameter count) and scale axis (:data:`SCALE_AXES`: devices,
-    sequence length, parameters), how many times the largest value among ``training``'s jobs it
-    is (NaN where either is unknown); a column ``doublings`` sums ``log2`` of those above 1, how
-    far the config extrapolates in all (:func:`widened`).
-
-    >>> from types import SimpleNamespace
-    >>> seen = SimpleNamespace(frame=pd.DataFrame({"config.n_gpus": [8, 64], "config.seq_len": [4096, 8192],
-    ...                                            "config.n_params": [8e9, 70e9]}))
-    >>> asked = pd.DataFrame({"config.n_gpus": [256, 32], "config.seq_len": [32768, 2048]})
-    >>> beyond_training(asked, np.array([70e9, 8e9]), seen).round(2).to_dict("list")
-    {'devices': [4.0, 0.5], 'sequence': [4.0, 0.25], 'parameters': [1.0, 0.11], 'doublings': [4.0, 0.0]}
-    """
-    known = _extent(training.frame, analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float))
-    asked = _extent(frame, params)
-    out = pd.DataFrame({what: asked[what] / (np.nanmax(known[what]) if np.isfinite(known[what]).any() else np.nan)
-                        for what in SCALE_AXES}, index=frame.index)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out["doublings"] = np.log2(out[list(SCALE_AXES)].clip(lower=1.0)).fillna(0.0).sum(axis=1)
-    return out
-
-
-def widened(low: np.ndarray, high: np.ndarray, doublings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An interval ``(low, high)`` widened for a config ``doublings`` beyond the training data
-    (:func:`beyond_training`): each end moves out by :data:`WIDENING_PER_DOUBLING` (log
-    throughput) per doubling, ``low * exp(-w)``, ``high * exp(w)``.
-
-    >>> lo, hi = widened(np.array([90.0]), np.array([110.0]), np.array([2.0]))
-    >>> bool(lo[0] < 90.0 < 110.0 < hi[0]), bool(np.isclose(np.log(hi[0] / 110.0), 2 * WIDENING_PER_DOUBLING))
-    (True, True)
-    """
-    w = WIDENING_PER_DOUBLING * np.asarray(doublings, dtype=float)
-    return np.asarray(low, dtype=float) * np.exp(-w), np.asarray(high, dtype=float) * np.exp(w)
-
-
-def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
-    """Per config (``params``: its parameter count), why it lies outside what ``training``
-    covered: an accelerator never seen (and the one it is priced exactly as, where the
-    accelerator table gives both the same figures), a device count, sequence length or model size
-    beyond the largest seen (how many times, how many doublings, and how much wider that makes
-    the interval: :func:`beyond_training`, :func:`widened`)."""
-    def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
-        found = llmconfig.known_accelerator(name)
-        return found.name if found is not None else accelerators.normalise(str(name))
-
-    rows = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().map(identity).value_counts()
-    seen = set(rows.index)
-    factors = beyond_training(frame, params, training)
-    values = _extent(frame, params)
-    out = []
-    for i in range(len(frame)):
-        notes = []
-        acc = frame["hardware.accelerator"].iloc[i] if "hardware.accelerator" in frame else None
-        if acc is None or (isinstance(acc, float) and np.isnan(acc)):
-            notes.append("no accelerator given: the predictor treats it as unknown")
-        elif identity(acc) not in seen:
-            notes.append(f"accelerator {acc} is not in {training.name}'s training data "
-                         f"({', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
-        spec = llmconfig.known_accelerator(acc) if isinstance(acc, str) else None
-        twins = sorted(s for s in seen if spec is not None and s != spec.name and llmconfig.known_accelerator(s) is not None
-                       and priced_alike(spec, llmconfig.known_accelerator(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
-        if twins:
-            notes.append(f"{spec.name} is priced exactly as {twins[0]}: the accelerator table gives both the same "
-                         "peak FLOP/s, memory and link bandwidths, so only the memory check tells them apart")
-        beyond = []
-        for what in SCALE_AXES:
-            factor = float(factors[what].iloc[i])
-            if np.isfinite(factor) and factor > 1.0:
-                value = values[what][i]
-                beyond.append(f"{LABELS[what]} {value:,.0f} is {factor:.1f}x the largest in {training.name} "
-                              f"({value / factor:,.0f})")
-        if beyond:
-            d = float(factors["doublings"].iloc[i])
-            notes.append("; ".join(beyond) + f": {d:.1f} doublings beyond the training data, so the interval is "
-                         f"widened {np.exp(WIDENING_PER_DOUBLING * d):.2f}x at each end "
-                         f"({WIDENING_PER_DOUBLING:.3f} log per doubling, scripts/extrapolation_widening.py)")
-        out.append(notes)
-    return out
-
-
 def launch_bound(est: pd.DataFrame) -> list[list[str]]:
-    """Per config, a warning where :func:`perfzoo.analytic_features.host_paced` flags it."""
+    """Per config, a warning where :func:`perfzoo.zoo.analytic_features.host_paced` flags it."""
     seconds, flagged = host_paced(est)
     return [[f"its ideal GPU time per layer pass (forward and backward, one micro-batch) is {1e3 * t:.1f} ms, under "
              f"the ~{1e3 * HOST_PASS_S:.0f} ms of host time such a pass takes: it {HOST_PACE}"] if f else []
@@ -316,7 +208,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     are per device or global; its range drives the warnings; LLM data puts every config through
     :func:`checked_configs`); ``predictor`` a fitted predictor (default: the leaderboard's best
     for ``training``, else ``ridge`` fitted on it). A prediction that is NaN or infinite is a
-    :class:`~perfzoo._cli.RunFailed` naming the predictor and the config.
+    :class:`~perfzoo.console.RunFailed` naming the predictor and the config.
     """
     raw = list(configs)
     done = completed_configs(raw, training)
@@ -520,7 +412,7 @@ def run(config: PredictConfig) -> pd.DataFrame:
             predictor = calibrate.anchor_base(training)
         except (FileNotFoundError, KeyError):
             predictor = calibrate.fit_with_interval(zoo.make("ridge"), training)
-    if runs is not None:  # anchored on the runs, and refitted with them (perfzoo.calibrate.calibrated)
+    if runs is not None:  # anchored on the runs, and refitted with them (perfzoo.zoo.calibrate.calibrated)
         predictor = calibrate.calibrated(predictor, training, runs, config.calibrate)
     table = predict_frame(configs, training, predictor, memory_margin=config.memory_margin)
     table.index = pd.Index(kept)  # each config's place among those given

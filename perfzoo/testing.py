@@ -38,11 +38,11 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from perfzoo._cli import one_line
+from perfzoo import zoo
+from perfzoo.console import one_line
 from perfzoo.evaluation.metrics import coverage, kendall
 from perfzoo.search import Exhaustive, Formula, Searcher, SearchResult, propose
 from perfzoo.spaces import Categorical, Constraint, Space
-from perfzoo import zoo
 from perfzoo.zoo.base import Predictor
 from perfzoo.zoo.plugin import instance_problems
 

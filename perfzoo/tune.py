@@ -12,7 +12,7 @@ Examples
 The paper's protocol, scaled to this machine (100 random + 3 x 20, a 60-job random control,
 the FSDP default and the expert heuristic, then a race: each arm's 6 best configs by one run
 measured twice more, the better half of each arm and the baselines 6 times in all; champion =
-best median of 6), as ``scripts/tune_seeds.sh`` runs it::
+best median of 6), as ``datasets/fsdp-cpu-loop/tune_seeds.sh`` runs it::
 
     python -m perfzoo.tune --space fsdp-ads-v3 --store runs/tune --n-random 100 --rounds 3 --top-k 20 \\
         --control 60 --hand-tuned --expert --confirm 6 --race 6 --warm --plot runs/tune/frontier.png
@@ -53,17 +53,17 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from perfzoo import workloads, zoo
-from perfzoo._cli import (EXIT_DONE, EXIT_INTERRUPTED, RunFailed, UsageError, check_choice, config_from_args,
-                          field_defaults, guarded)
 from perfzoo.collect import options_from_argv
-from perfzoo.inputs import read_located
+from perfzoo.collect.sweep import JOB_DEFAULTS, open_store
+from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, RunFailed, UsageError, check_choice, config_from_args,
+                          field_defaults, guarded)
+from perfzoo.console import read_located
 from perfzoo.loop import ClosedLoop, CollectLauncher, Launcher, LoopSummary
+from perfzoo.records.store import RECORDS_FILE
 from perfzoo.search import SEARCHERS, Reinforce, Searcher
 from perfzoo.search.command import make_searcher
 from perfzoo.spaces import Space, SpaceError, get
 from perfzoo.spaces.codec import SpaceCodec
-from perfzoo.store import RECORDS_FILE
-from perfzoo.sweep import JOB_DEFAULTS, open_store
 
 COMMAND_FLAGS = ("command", "metric_parser", "metric_regex", "throughput_unit")  # collect's, for your own job
 
@@ -76,7 +76,7 @@ class TuneConfig:
     >>> TuneConfig(store="runs/tune", rounds=-1)
     Traceback (most recent call last):
     ...
-    perfzoo._cli.UsageError: --rounds must be at least 0, got -1
+    perfzoo.console.UsageError: --rounds must be at least 0, got -1
     """
 
     store: str  # the record store the jobs are added to
@@ -270,7 +270,7 @@ def run(config: TuneConfig, launcher: Optional[Launcher] = None) -> TuneResult:
     """Run (or resume) the closed loop ``config`` describes, then draw its frontier figure and write
     its summary beside the plans (``<store>/tune/``); with ``config.status``, only its state (an
     existing store's: nothing is created). A :class:`UsageError` names a bad field before anything
-    is launched; :class:`~perfzoo._cli.RunFailed` says why the loop cannot go on (e.g. every
+    is launched; :class:`~perfzoo.console.RunFailed` says why the loop cannot go on (e.g. every
     random job failed). ``launcher``: runs the jobs instead of the harness
     (:class:`~perfzoo.loop.CollectLauncher`). The loop's log goes to stderr."""
     space = _space(config)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from perfzoo.datasets import load_dataset
 from perfzoo.records import STATUSES
-from perfzoo.store import RecordStore
+from perfzoo.records.store import RecordStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -161,7 +161,7 @@ def card(name: str) -> str:
             vals = [row[c] for c in cols]
             lines.append(f"| {b} | " + " | ".join(f"{v:,.0f}" for v in vals) + f" | {max(vals) / min(vals):.2f}x |")
         lines.append("")
-    lines += ["## Columns", "", "Every record has the perfzoo job-record schema v1 (`perfzoo/records.py`). "
+    lines += ["## Columns", "", "Every record has the perfzoo job-record schema v1 (`perfzoo/records/schema.py`). "
               "Config keys: " + COLUMNS[name], "",
               "Other useful fields: `metrics.step_time_{mean,p50,p90,p99}_s`, `metrics.throughput_{mean,p50,p90}`, "
               "`metrics.peak_memory_gib` (peak RSS of the busiest rank), `metrics.wall_time_s` (launch to "

@@ -23,7 +23,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from perfzoo.datasets import load_dataset  # noqa: E402
-from perfzoo.targets import analytic_log_throughput  # noqa: E402
+from perfzoo.zoo.targets import analytic_log_throughput  # noqa: E402
 
 
 def ratios(dataset: str = "published-llm") -> pd.DataFrame:

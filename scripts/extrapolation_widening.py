@@ -1,5 +1,5 @@
 """How much wider an interval must get per doubling beyond the training data: measured on the
-published tables' scale split, it sets :data:`perfzoo.predict.WIDENING_PER_DOUBLING`.
+published tables' scale split, it sets :data:`perfzoo.zoo.extrapolation.WIDENING_PER_DOUBLING`.
 
     python scripts/extrapolation_widening.py                  # the shipped member of published-llm
     python scripts/extrapolation_widening.py --member ridge
@@ -7,14 +7,14 @@ published tables' scale split, it sets :data:`perfzoo.predict.WIDENING_PER_DOUBL
 The scale split of ``published-llm`` trains on the jobs of at most 64 GPUs and tests on the rest
 (128 to 6,144 GPUs: up to 6.6 doublings beyond). The member (the leaderboard's best for
 ``published-llm``, with its parameters) is fitted on the training side and its 80% interval
-calibrated there, across published sources (:func:`perfzoo.calibrate.fit_with_interval`), as the
+calibrated there, across published sources (:func:`perfzoo.zoo.calibrate.fit_with_interval`), as the
 shipped artifact's is on all the data. Each test job lies ``D`` doublings beyond the training
-side (:func:`perfzoo.predict.beyond_training`: ``log2`` of how many times the training side's
+side (:func:`perfzoo.zoo.extrapolation.beyond_training`: ``log2`` of how many times the training side's
 largest device count, sequence length and parameter count it is, summed) and misses its
 measurement by ``r = log(measured / predicted)``. How ``|r|`` spreads as ``D`` grows is the 80th
 percentile of ``|r|`` as a line in ``D`` (linear quantile regression, scikit-learn's
 ``QuantileRegressor``, pinball loss, no penalty): its slope ``g`` is the spread's growth per
-doubling, and :func:`perfzoo.predict.widened` moves each end of an interval out by ``g`` per
+doubling, and :func:`perfzoo.zoo.extrapolation.widened` moves each end of an interval out by ``g`` per
 doubling (on the 2026-11-28 tables: 0.022, from 0.13 at the edge of the training range). Printed:
 by bins of ``D``, the jobs, the median ``r``, the 80th percentile of ``|r|``, and the coverage of
 the plain and the widened interval; then the fitted line.
@@ -29,10 +29,11 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import QuantileRegressor
 
-from perfzoo import analytic, calibrate, zoo
+from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation.splits import scale_split
-from perfzoo.predict import beyond_training
+from perfzoo.zoo import calibrate
+from perfzoo.zoo.extrapolation import beyond_training
 
 LEVEL = 0.8  # the quantile of |log residual| whose growth is measured: the shipped interval's level
 

@@ -95,7 +95,7 @@ capacity)
   # so the same configs in the same order) until SECONDS have passed since the phase began
   seconds=$1; t0=$SECONDS
   environment "$out/env.txt"
-  timeout --signal=TERM 200 python3 -m perfzoo.collect --device cuda --space llm-gpu --configs scripts/configs/h200-beyond-80gb.jsonl --steps 6 --warmup 2 \
+  timeout --signal=TERM 200 python3 -m perfzoo.collect --device cuda --space llm-gpu --configs datasets/llm-h200/beyond-80gb-configs.jsonl --steps 6 --warmup 2 \
     --timeout 150 --out "$out/beyond" --sweep-id gpu-beyond-80gb
   finish
   timeout --signal=TERM 90 python3 -m perfzoo.collect --device cuda --space llm-gpu --configs scripts/configs/gpu-repeat.jsonl --repeat 3 --steps 6 --warmup 2 \

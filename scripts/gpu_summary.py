@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from perfzoo.store import RecordStore
+from perfzoo.records.store import RecordStore
 
 
 def _mfu(value) -> str:

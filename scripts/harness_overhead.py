@@ -89,7 +89,7 @@ def run_sharding(work: Path) -> None:
 
 
 def _frame(path: Path):
-    from perfzoo.store import RecordStore
+    from perfzoo.records.store import RecordStore
 
     if not (path / "records.jsonl").exists():
         return None

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from perfzoo.store import RecordStore
+from perfzoo.records.store import RecordStore
 
 
 def config_key(config: dict) -> str:

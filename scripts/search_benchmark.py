@@ -48,11 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKOUT = Path(os.environ.get("SEARCH_BENCHMARK_CHECKOUT", ROOT))  # whose perfzoo a row times (--baseline)
 sys.path.insert(0, str(CHECKOUT))
 
-from perfzoo import models, zoo  # noqa: E402
+from perfzoo import zoo  # noqa: E402
 from perfzoo.datasets import load_dataset  # noqa: E402
+from perfzoo.llmconfig import catalog
 from perfzoo.plan.layouts import Cluster  # noqa: E402
-from perfzoo.plan.planner import default_scorer, plan, resolve_model  # noqa: E402
 from perfzoo.plan.layouts import layout_space  # noqa: E402
+from perfzoo.plan.planner import default_scorer, plan, resolve_model  # noqa: E402
 from perfzoo.plan.scoring import Scorer  # noqa: E402
 from perfzoo.search import Exhaustive, Reinforce, propose  # noqa: E402
 from perfzoo.search.command import fixed_columns, measured_configs, resolve_failure  # noqa: E402
@@ -72,7 +73,7 @@ PLANS = {
                              global_batch=2048, precisions=("bf16",), tp_beyond_node=False),
     "mixtral-8x22b x3072": dict(model="mixtral-8x22b", gpus=3072, accelerator="H100-SXM-80GB", seq_len=8192,
                                 global_batch=6144, precisions=("bf16", "fp8"), tp_beyond_node=True),
-    "1e6 layouts": dict(model={**{k: v for k, v in models.get("mixtral-8x22b").items() if k != "n_params"},
+    "1e6 layouts": dict(model={**{k: v for k, v in catalog.get("mixtral-8x22b").items() if k != "n_params"},
                                "n_layers": 48, "n_experts": 96, "model_name": "mixtral-shape-48L-96E"},
                         gpus=4608, accelerator="H100-SXM-80GB", seq_len=8192, global_batch=9216,
                         precisions=("bf16", "fp8"), tp_beyond_node=True),

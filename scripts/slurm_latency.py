@@ -24,7 +24,7 @@ from pathlib import Path
 
 from perfzoo import spaces
 from perfzoo.collect import main as collect
-from perfzoo.store import RecordStore
+from perfzoo.records.store import RecordStore
 
 
 def small_fsdp_config(batch: int) -> dict:

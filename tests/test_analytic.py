@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from perfzoo import analytic as A
-from perfzoo import vocabulary
-from perfzoo.accelerators import spec as accelerator_spec
+from perfzoo.hardware.accelerators import spec as accelerator_spec
+from perfzoo.records import vocabulary
 from perfzoo.workloads.fsdp_ads import fsdp_estimate
 
 # A vTrain-like GPT: L=24, d=1024, a=16 heads (k = a), f = 4d, vocabulary unknown (-> 0), s=1024.
@@ -482,8 +482,8 @@ def test_moe_shape_of_deepseek_v3_by_hand():
     # 3 dense MLPs 3*7168*18432 = 396,361,728 each; 58 MoE layers of 256 experts 3*7168*2048 =
     # 44,040,192 each + 1 shared expert of 2048 + router 7168*256 = 11,320,164,352 each;
     # embedding + LM head 2*129280*7168 = 1,853,358,080
-    from perfzoo import models
-    cfg = {**models.get("deepseek-v3"), "mtp_layers": 0}
+    from perfzoo.llmconfig import catalog
+    cfg = {**catalog.get("deepseek-v3"), "mtp_layers": 0}
     total = 187_105_280 * 61 + 396_361_728 * 3 + 11_320_164_352 * 58 + 1_853_358_080
     assert total == 671_025_397_760 and A.param_count(cfg) == total  # published: 671B
     # active: attention + dense + 58 x (8 + 1 shared experts) + routers + LM head = 36.6B (published 37B)
@@ -618,7 +618,7 @@ def test_accelerator_lookup_and_normalisers():
 def test_an_accelerator_row_with_more_fields_than_the_header_is_refused(tmp_path, monkeypatch):
     # an unquoted comma in a source text splits it into an extra field, which a plain DictReader
     # would drop (the V100 and cpu rows lost their source's tail that way)
-    import perfzoo.accelerators as acc
+    import perfzoo.hardware.accelerators as acc
     header = [line for line in acc.TABLE.read_text(encoding="utf-8").splitlines() if line.startswith("name,")]
     bad = tmp_path / "accelerators.csv"
     bad.write_text(header[0] + "\nX1,X1,100,,,10,,80,2,,,,,300,8,8,25,a datasheet, page 2\n", encoding="utf-8")
@@ -700,7 +700,7 @@ def test_fast_on_a_million_configs():
 
 
 def test_the_accelerator_table_covers_public_tables_with_a_source_each():
-    from perfzoo import accelerators
+    from perfzoo.hardware import accelerators
 
     wanted = ["V100", "A100 40GB", "A100 80GB", "H100 SXM", "H100 PCIe", "H200", "B200", "B300", "GB200",
               "GB300", "MI250X", "MI300X", "MI325X", "MI350X", "MI355X", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "Gaudi 2",
@@ -780,7 +780,7 @@ def test_every_published_source_runs_at_a_like_fraction_of_the_ideal(external):
     (``scripts/efficiency_table.py`` prints it by any column): each source between 45 and 85% of the
     roofline (today 0.58-0.68). A wrong peak table or a misread model shape moves a whole source."""
     from perfzoo.datasets import load_dataset
-    from perfzoo.targets import analytic_log_throughput
+    from perfzoo.zoo.targets import analytic_log_throughput
 
     ds = load_dataset("published-llm", external_dir=str(external)).labelled().ok()
     ratio = np.exp(np.log(np.asarray(ds.y, dtype=float)) - analytic_log_throughput(ds.X, ds.target.endswith("_per_device")))

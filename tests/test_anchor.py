@@ -1,4 +1,4 @@
-"""Anchored calibration (perfzoo.zoo.anchor, perfzoo.calibrate.calibrated): the posterior worked by
+"""Anchored calibration (perfzoo.zoo.anchor, perfzoo.zoo.calibrate.calibrated): the posterior worked by
 hand, the spread of offsets, runs named and left out, and the commands that use them
 (predict / plan / search --calibrate, bench --shots-within), on small synthetic data."""
 
@@ -10,14 +10,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo import bench, calibrate, zoo
+from perfzoo import bench, zoo
 from perfzoo.datasets import load_dataset
+from perfzoo.datasets.sources import DataError
 from perfzoo.evaluation.anchored import shots_within
 from perfzoo.plan.command import PlanConfig
 from perfzoo.plan.command import run as plan_run
 from perfzoo.predict import PredictConfig
 from perfzoo.predict import run as predict
-from perfzoo.sources import DataError
+from perfzoo.zoo import calibrate
 from perfzoo.zoo.anchor import SIGMA_PRIOR_DOF, Anchored, Keys, Spread, keys, posterior, updated
 from test_calibrate import CONFIG, labs  # noqa: F401 (the fixture)
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from perfzoo import bench, zoo
-from perfzoo._cli import UsageError
+from perfzoo.console import UsageError
 from perfzoo.datasets import load_dataset
-from perfzoo.evaluation.cross import cross_specs
+from perfzoo.datasets.sources.vtrain import VTRAIN_COLUMNS, VTRAIN_PARAMS
 from perfzoo.evaluation import leaderboard, ranking, report, runner, tasks
+from perfzoo.evaluation.cross import cross_specs
 from perfzoo.evaluation.tasks import PredictorSpec
-from perfzoo.sources.vtrain import VTRAIN_COLUMNS, VTRAIN_PARAMS
 from test_transfer import three_labs
 
 

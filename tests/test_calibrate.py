@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo import analytic, bench, calibrate, zoo
+from perfzoo import analytic, bench, zoo
 from perfzoo.datasets import load_dataset
+from perfzoo.datasets.sources import DataError
 from perfzoo.predict import PredictConfig
 from perfzoo.predict import run as predict
-from perfzoo.sources import DataError
+from perfzoo.zoo import calibrate
 from test_datasets import published_row
 
 SHAPES = [(16, 2048), (24, 2048), (32, 4096), (40, 5120), (48, 6144)]

@@ -12,14 +12,16 @@ from pathlib import Path
 import pytest
 
 from harness import environment
-from perfzoo import calibrate, capability, spaces
+from perfzoo import spaces
 from perfzoo.cli import main as perfzoo_main
-from perfzoo.dataset import Dataset
+from perfzoo.collect.tally import Tally
 from perfzoo.datasets import load_dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.splits import group_splits
+from perfzoo.hardware import capability
 from perfzoo.records import JobRecord, job_id_for
-from perfzoo.store import RecordStore
-from perfzoo.tally import Tally
+from perfzoo.records.store import RecordStore
+from perfzoo.zoo import calibrate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -258,7 +260,7 @@ def test_the_calibration_join_names_runs_that_re_measure_training_configs_elsewh
 def test_compare_reads_another_store_and_a_bad_one_is_one_line(tmp_path, capsys):
     from perfzoo.collect import CollectConfig
     from perfzoo.collect import main as collect
-    from perfzoo.sweep import earlier_records
+    from perfzoo.collect.sweep import earlier_records
 
     recs = mixed_records(2)
     ours = recs[:2]

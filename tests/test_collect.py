@@ -14,7 +14,7 @@ import pytest
 
 from perfzoo import spaces
 from perfzoo.collect import main
-from perfzoo.store import RecordStore
+from perfzoo.records.store import RecordStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -112,7 +112,9 @@ def _collect(args, **kw):
 @pytest.mark.slow
 def test_a_killed_sweep_resumes_without_duplicates(tmp_path):
     store_dir = tmp_path / "store"
-    args = ["--workload", "llm", "--n", "4", "--nproc", "1", "--seed", "7", "--steps", "2", "--warmup", "1",
+    configs = write_jsonl(tmp_path / "c.jsonl", [llm_raw(seq_len=64), llm_raw(seq_len=128), llm_raw(seq_len=256),
+                                                  llm_raw(n_layers=4)])
+    args = ["--workload", "llm", "--configs", configs, "--nproc", "1", "--steps", "2", "--warmup", "1",
             "--out", str(store_dir), "--no-progress"]
     proc = _collect(args)
     store = RecordStore(store_dir)
@@ -152,8 +154,9 @@ def test_two_concurrent_collects_of_one_sweep_store_each_job_once_and_say_so(tmp
     """Both run every job (neither can know the other's), the store keeps one record per job, and
     the two summaries together count each job once as stored; the other run is counted as raced."""
     store_dir = tmp_path / "store"
-    args = ["--workload", "llm", "--n", "3", "--nproc", "1", "--seed", "3", "--steps", "2", "--warmup", "1",
-            "--quiet-wait", "0", "--out", str(store_dir), "--no-progress"]
+    configs = write_jsonl(tmp_path / "c.jsonl", [llm_raw(seq_len=64), llm_raw(seq_len=128), llm_raw(seq_len=256)])
+    args = ["--workload", "llm", "--configs", configs, "--nproc", "1", "--steps", "2", "--warmup", "1",
+            "--out", str(store_dir), "--no-progress"]
     procs = [_collect(args), _collect(args)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [e for _, e in outs]
@@ -195,7 +198,7 @@ def test_run_from_python_lists_the_jobs_of_a_dry_run(tmp_path, capsys):
     ({"n": 1, "device": "gpu"}, "--device 'gpu': choose one of cpu, cuda"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
-    from perfzoo._cli import UsageError
+    from perfzoo.console import UsageError
     from perfzoo.collect import CollectConfig
 
     with pytest.raises(UsageError, match=message):
@@ -243,7 +246,7 @@ def test_the_summary_table_of_a_tally():
     from datetime import datetime, timezone
 
     from perfzoo.records import JobRecord
-    from perfzoo.tally import Tally
+    from perfzoo.collect.tally import Tally
 
     def record(i, status, exit_code=None, kind=None, qps=None, message=""):
         return JobRecord(job_id=f"j{i}", source="measured", provenance="t", status=status, workload="command",

@@ -7,13 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo import analytic, analytic_features
-from perfzoo.columns import Columns, repeat_to
-from perfzoo.analytic_features import estimates
+from perfzoo import analytic
 from perfzoo.plan.layouts import Cluster, layout_space
 from perfzoo.plan.planner import resolve_model
+from perfzoo.records.columns import Columns, repeat_to
 from perfzoo.spaces import get
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.zoo import analytic_features
+from perfzoo.zoo.analytic_features import estimates
 
 
 def test_constants_broadcast_and_rows_select():

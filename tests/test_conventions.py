@@ -1,4 +1,4 @@
-"""What every command shares (perfzoo/_cli.py): one exit-status convention (0 done, 1 interrupted or a
+"""What every command shares (perfzoo/console.py): one exit-status convention (0 done, 1 interrupted or a
 failed run, 2 a usage or input error), one-line errors that name the path of a file-system error,
 and one-line warnings without the source line that raised them."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfzoo._cli import EXIT_DONE, EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError, guarded
+from perfzoo.console import EXIT_DONE, EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError, guarded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,7 +80,7 @@ def test_a_warning_is_one_line_without_its_source_line(capsys):
 
 
 def test_warnings_of_a_real_command_are_one_line(tmp_path):
-    """A torn store line (``perfzoo.store:0: TornLineWarning``) in a fresh process is one line; an
+    """A torn store line (``perfzoo.records.store:0: TornLineWarning``) in a fresh process is one line; an
     unknown accelerator (once ``hardware.py:41: UnknownAcceleratorWarning`` and its source line) is
     now refused by predict's front door, in one line."""
     records = (ROOT / "datasets" / "llm-h100" / "records.jsonl").read_text().splitlines()

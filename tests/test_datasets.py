@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo.dataset import Dataset
 from perfzoo.datasets import EXTERNAL, UnknownDatasetError, list_datasets, load_dataset, load_path, published_tables
-from perfzoo.sources import DataError, read_vtrain
+from perfzoo.datasets.dataset import Dataset
+from perfzoo.datasets.sources import DataError, read_vtrain
 from perfzoo.records import Hardware, JobRecord, Metrics, RecordError, job_id_for
-from perfzoo.store import RecordStore
+from perfzoo.records.store import RecordStore
 
 VTRAIN_HEADER = ("# GPUs,global batch,micro batch,hidden size,attention heads,# layers,"
                  "sequence length,tensor parallelism,data parallelism,pipeline parallelism,"
@@ -406,7 +406,7 @@ def test_measured_llm_records_read_with_the_fp8_recipe_their_harness_ran():
     the one a record without the key has (a resumed sweep skips it)."""
     from perfzoo import spaces, workloads
     from perfzoo.datasets import bundled_dir
-    from perfzoo.sweep import job_identity
+    from perfzoo.collect.sweep import job_identity
 
     path = bundled_dir() / "llm-h100" / "records.jsonl"
     before = path.read_bytes()

@@ -1,4 +1,4 @@
-"""Software generations as data (perfzoo.drift): the release-to-release speed-up read off re-measured
+"""Software generations as data (perfzoo.datasets.drift): the release-to-release speed-up read off re-measured
 slots, and what predict says about the software it prices."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from perfzoo.drift import release_drift, software_note
+from perfzoo.datasets.drift import release_drift, software_note
 from perfzoo.llmconfig import ConfigError, check
 
 

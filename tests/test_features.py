@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo.analytic_features import ANALYTIC_FEATURES, n_devices
-from perfzoo.features import ENCODINGS, FeatureEncoder
-from perfzoo.targets import TargetTransform
+from perfzoo.zoo.analytic_features import ANALYTIC_FEATURES, n_devices
+from perfzoo.zoo.features import ENCODINGS, FeatureEncoder
+from perfzoo.zoo.targets import TargetTransform
 
 
 def frame(n: int = 40, seed: int = 0) -> pd.DataFrame:

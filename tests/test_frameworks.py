@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from perfzoo import frameworks
-from perfzoo._cli import UsageError, assignments
+from perfzoo.console import UsageError, assignments
 from perfzoo.frameworks import megatron_bridge, torchtitan
 from perfzoo.plan import Cluster, plan
 from perfzoo.plan import export
@@ -368,8 +368,8 @@ def test_an_undecodable_baseline_file_is_named(tmp_path):
 
 
 def test_recipes_and_configs_name_catalog_models():
-    from perfzoo import models
+    from perfzoo.llmconfig import catalog
 
-    names = set(models.catalog()["name"])
+    names = set(catalog.catalog()["name"])
     assert set(torchtitan.CONFIGS) <= names and set(megatron_bridge.RECIPES) <= names
     assert set(torchtitan.TOML_MODELS.values()) <= names

@@ -7,9 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from perfzoo import analytic, hf_defaults, layout_defaults, llmconfig, zoo
-from perfzoo._cli import RunFailed, UsageError
+from perfzoo import analytic, llmconfig, zoo
+from perfzoo.console import RunFailed, UsageError
 from perfzoo.datasets import load_dataset
+from perfzoo.llmconfig import huggingface, layout_defaults
 from perfzoo.llmconfig import ConfigError
 from perfzoo.plan import Cluster, PlanError, Scorer, plan
 from perfzoo.plan.command import PlanConfig
@@ -215,24 +216,24 @@ def _hf(tmp_path, name, config):
 def test_a_hugging_face_config_missing_a_field_takes_its_architectures_default_or_is_refused(tmp_path):
     llama = {"model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048, "num_attention_heads": 16,
              "vocab_size": 32000}
-    keys, sources = hf_defaults.read(_hf(tmp_path, "llama", llama))
+    keys, sources = huggingface.read(_hf(tmp_path, "llama", llama))
     assert keys["ffn_dim"] == 11008 and sources["ffn_dim"] == "transformers' LlamaConfig default intermediate_size"
     assert keys["n_kv_heads"] == 16 and "multi-head attention" in sources["n_kv_heads"]
     assert sources["n_layers"] == "config.json" and keys["gated_mlp"] is True
     mixtral = {"model_type": "mixtral", "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
                "vocab_size": 32000, "intermediate_size": 3584, "num_local_experts": 8}
-    keys, sources = hf_defaults.read(_hf(tmp_path, "mixtral", mixtral))
+    keys, sources = huggingface.read(_hf(tmp_path, "mixtral", mixtral))
     assert keys["experts_per_token"] == 2 and "MixtralConfig default num_experts_per_tok" in sources["experts_per_token"]
     assert keys["moe_ffn_dim"] == 3584 and sources["moe_ffn_dim"] == "config.json"
     unknown = {**llama, "model_type": "toy"}
     with pytest.raises(ConfigError, match=r"gives no intermediate_size \(model_type 'toy', whose defaults perfzoo does "
                                           r"not know\); the cost depends on it"):
-        hf_defaults.read(_hf(tmp_path, "toy", unknown))
-    keys, sources = hf_defaults.read(_hf(tmp_path, "toy", unknown), {"ffn_dim": 5632})
+        huggingface.read(_hf(tmp_path, "toy", unknown))
+    keys, sources = huggingface.read(_hf(tmp_path, "toy", unknown), {"ffn_dim": 5632})
     assert keys["ffn_dim"] == 5632 and sources["ffn_dim"] == "--set"
     moe = {**unknown, "intermediate_size": 1024, "num_experts": 8}
     with pytest.raises(ConfigError, match="gives no num_experts_per_tok"):
-        hf_defaults.read(_hf(tmp_path, "moe", moe))
+        huggingface.read(_hf(tmp_path, "moe", moe))
 
 
 def test_plan_prints_the_shape_it_read_from_a_config_json(tmp_path, planned):

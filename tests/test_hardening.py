@@ -8,9 +8,9 @@ import pytest
 
 from perfzoo.bench import main as bench
 from perfzoo.datasets import list_datasets, load_dataset
-from perfzoo.sources import DataError
+from perfzoo.datasets.sources import DataError
 from perfzoo.records import RecordError, parse_record
-from perfzoo.store import RecordStore, TornLineWarning
+from perfzoo.records.store import RecordStore, TornLineWarning
 
 from test_datasets import VTRAIN_HEADER, make_record
 

@@ -2,13 +2,14 @@
 
 import pytest
 
-from perfzoo import llmconfig, models, workloads
+from perfzoo import llmconfig, workloads
+from perfzoo.llmconfig import catalog
 from perfzoo.llmconfig import ConfigError, check
 
 
 def test_every_vocabulary_and_catalog_key_is_accepted_with_a_unit_or_choices():
     spec = workloads.get("llm")
-    for key in set(models.SHAPE_KEYS) | set(spec.size_keys) | set(spec.optional_keys):
+    for key in set(catalog.SHAPE_KEYS) | set(spec.size_keys) | set(spec.optional_keys):
         assert key in llmconfig.KEYS, key
     for key in llmconfig.KEYS.values():
         assert key.doc and (key.unit or key.choices), key.name
@@ -81,7 +82,7 @@ def test_search_checks_what_set_fixes_for_an_llm_space(capsys):
 
 
 def test_a_device_that_runs_one_16_bit_format_refuses_the_other():
-    from perfzoo import accelerators
+    from perfzoo.hardware import accelerators
 
     v100, a100 = accelerators.spec("V100"), accelerators.spec("A100-80GB")
     llmconfig.check_precision("fp16", v100)  # Volta's tensor cores run fp16

@@ -1,31 +1,32 @@
-"""The model catalog (perfzoo.models): presets by name and alias, close names, Hugging Face configs."""
+"""The model catalog (perfzoo.llmconfig.catalog): presets by name and alias, close names, Hugging Face configs."""
 
 import json
 
 import pytest
 
-from perfzoo import analytic, models
+from perfzoo import analytic
+from perfzoo.llmconfig import catalog, huggingface
 
 
 def test_every_catalog_row_is_a_model_with_a_shape_and_a_source():
-    table = models.catalog()
+    table = catalog.catalog()
     assert table["name"].is_unique and len(table) >= 8
-    for name in models.names():
-        keys = models.get(name)
+    for name in catalog.names():
+        keys = catalog.get(name)
         assert keys["n_layers"] > 0 and keys["hidden_dim"] > 0 and keys["vocab_size"] > 0, name
         assert (keys.get("n_experts", 1) > 1) == ("moe_ffn_dim" in keys), name  # MoE rows give the expert width
     assert table["source"].notna().all()
 
 
 def test_names_match_loosely_and_aliases_resolve():
-    assert models.get("Llama 3.1 70B")["model_name"] == "llama3-70b"
-    assert models.get("LLAMA3_8B") == models.get("llama3-8b")
-    assert models.lookup("no-such-model") is None
+    assert catalog.get("Llama 3.1 70B")["model_name"] == "llama3-70b"
+    assert catalog.get("LLAMA3_8B") == catalog.get("llama3-8b")
+    assert catalog.lookup("no-such-model") is None
 
 
 def test_an_unknown_model_is_one_line_with_close_names():
-    with pytest.raises(models.UnknownModelError) as err:
-        models.get("llama-3-70")
+    with pytest.raises(catalog.UnknownModelError) as err:
+        catalog.get("llama-3-70")
     message = str(err.value)
     assert "unknown model 'llama-3-70'" in message and "llama3-70b" in message and "\n" not in message
 
@@ -36,14 +37,14 @@ def test_a_hugging_face_config_gives_the_same_keys(tmp_path):
                                 "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
                                 "num_local_experts": 8, "num_experts_per_tok": 2, "hidden_act": "silu",
                                 "tie_word_embeddings": False, "model_type": "mixtral"}))
-    keys = models.from_hf_config(path)
-    preset = models.get("mixtral-8x7b")
+    keys = huggingface.from_hf_config(path)
+    preset = catalog.get("mixtral-8x7b")
     for key in ("n_layers", "hidden_dim", "n_heads", "n_kv_heads", "vocab_size", "n_experts", "experts_per_token",
                 "moe_ffn_dim", "gated_mlp", "tie_embeddings"):
         assert keys[key] == preset[key], key
     (tmp_path / "bad.json").write_text(json.dumps({"architectures": ["X"]}))
     with pytest.raises(ValueError, match="no layer count and width"):
-        models.from_hf_config(tmp_path / "bad.json")
+        huggingface.from_hf_config(tmp_path / "bad.json")
 
 
 def test_the_catalog_covers_every_public_architecture_the_shared_tables_and_plan_name():
@@ -56,21 +57,21 @@ def test_the_catalog_covers_every_public_architecture_the_shared_tables_and_plan
               "qwen2.5-72b", "qwen3-4b", "qwen3-14b", "qwen3-32b", "deepseek-v2-lite", "deepseek-v2",
               "llama4-maverick", "mistral-7b", "mistral-nemo-12b", "dbrx", "grok-1", "deepseek-moe-16b",
               "qwen2-57b-a14b", "qwen1.5-moe-a2.7b", "olmoe-1b-7b", "nemotron-h-8b", "nemotron-h-47b", "nemotron-h-56b"]
-    assert set(wanted) <= set(models.names())
-    table = models.catalog().set_index("name")
+    assert set(wanted) <= set(catalog.names())
+    table = catalog.catalog().set_index("name")
     assert table["verified"].isin(["yes", "partly", "no"]).all()
     # every name the Megatron-Bridge table uses resolves (its variants are stripped by the loader)
     for name in ("LLAMA3_8B", "LLAMA3_70B", "LLAMA3.1_405B", "DeepSeekV3", "GPT OSS 120B", "Qwen3_30B_a3B",
                  "Qwen3_235B_a22B", "Kimi_K2", "Nemotron_3_Nano"):
-        assert models.lookup(name) is not None, name
-    assert models.get("Llama 4 Scout (MoE)")["model_name"] == "llama4-scout"  # torchtitan's name for it
-    assert models.get("LLAMA4_MAVERICK")["model_name"] == "llama4-maverick"
-    maverick = models.get("Llama 4 Maverick (MoE)")  # alternating dense and MoE layers, 24 of each
+        assert catalog.lookup(name) is not None, name
+    assert catalog.get("Llama 4 Scout (MoE)")["model_name"] == "llama4-scout"  # torchtitan's name for it
+    assert catalog.get("LLAMA4_MAVERICK")["model_name"] == "llama4-maverick"
+    maverick = catalog.get("Llama 4 Maverick (MoE)")  # alternating dense and MoE layers, 24 of each
     assert (maverick["n_dense_layers"], maverick["ffn_dim"], maverick["moe_ffn_dim"]) == (24, 16384, 8192)
-    nemotron_h = models.get("Nemotron-H 56B")  # squared-ReLU MLPs: two matrices, not gated
+    nemotron_h = catalog.get("Nemotron-H 56B")  # squared-ReLU MLPs: two matrices, not gated
     assert nemotron_h["model_name"] == "nemotron-h-56b" and nemotron_h["gated_mlp"] is False
     assert nemotron_h["n_mamba_layers"] + nemotron_h["n_attention_layers"] < nemotron_h["n_layers"]
-    assert models.get("Mistral-Nemo-Base-2407")["head_dim"] == 128  # 32 heads of 128, not hidden / heads
+    assert catalog.get("Mistral-Nemo-Base-2407")["head_dim"] == 128  # 32 heads of 128, not hidden / heads
 
 
 def test_catalog_shapes_give_the_published_parameter_counts():
@@ -78,9 +79,9 @@ def test_catalog_shapes_give_the_published_parameter_counts():
     # modules are not in DeepSeek-V3's 671B): within 2% except Nemotron-4 15B (+4%: the paper
     # rounds), active parameters within 5% with or without the input embedding (the cost model's
     # count has the LM head, not the embedding lookup; sources count it either way)
-    table = models.catalog().set_index("name")
-    for name in models.names():
-        keys = {k: v for k, v in models.get(name).items() if k != "n_params"}
+    table = catalog.catalog().set_index("name")
+    for name in catalog.names():
+        keys = {k: v for k, v in catalog.get(name).items() if k != "n_params"}
         keys["mtp_layers"] = 0
         est = analytic.estimate(keys)
         stated = table.loc[name, "n_params"]
@@ -99,8 +100,8 @@ def test_a_hugging_face_config_reads_mla_mtp_windows_and_hybrid_patterns(tmp_pat
                 "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
                 "v_head_dim": 128, "num_nextn_predict_layers": 1, "hidden_act": "silu", "model_type": "deepseek_v3"}
     (tmp_path / "config.json").write_text(json.dumps(deepseek))
-    keys = models.from_hf_config(tmp_path / "config.json")
-    preset = models.get("deepseek-v3")
+    keys = huggingface.from_hf_config(tmp_path / "config.json")
+    preset = catalog.get("deepseek-v3")
     for key in ("n_layers", "hidden_dim", "ffn_dim", "n_experts", "experts_per_token", "moe_ffn_dim", "n_shared_experts",
                 "n_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                 "mtp_layers"):
@@ -110,7 +111,7 @@ def test_a_hugging_face_config_reads_mla_mtp_windows_and_hybrid_patterns(tmp_pat
            "num_experts_per_tok": 4, "sliding_window": 128,
            "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]}
     (tmp_path / "oss.json").write_text(json.dumps(oss))
-    keys = models.from_hf_config(tmp_path / "oss.json")
+    keys = huggingface.from_hf_config(tmp_path / "oss.json")
     assert keys["sliding_window"] == 128 and keys["n_sliding_layers"] == 2 and keys["moe_ffn_dim"] == 2880
     maverick = {"model_type": "llama4", "text_config": {
         "model_type": "llama4_text", "num_hidden_layers": 48, "hidden_size": 5120, "intermediate_size": 8192,
@@ -127,18 +128,18 @@ def test_a_hugging_face_config_reads_mla_mtp_windows_and_hybrid_patterns(tmp_pat
             ("dbrx", dbrx, ("n_layers", "hidden_dim", "n_heads", "n_kv_heads", "moe_ffn_dim", "n_experts",
                             "experts_per_token"))):
         (tmp_path / f"{name}.json").write_text(json.dumps(config))
-        keys, preset = models.from_hf_config(tmp_path / f"{name}.json"), models.get(name)
+        keys, preset = huggingface.from_hf_config(tmp_path / f"{name}.json"), catalog.get(name)
         assert {k: keys.get(k) for k in compared} == {k: preset[k] for k in compared}, name
     qwen = {"num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8, "sliding_window": 4096,
             "use_sliding_window": False}
     (tmp_path / "qwen.json").write_text(json.dumps(qwen))
-    assert "sliding_window" not in models.from_hf_config(tmp_path / "qwen.json")
+    assert "sliding_window" not in huggingface.from_hf_config(tmp_path / "qwen.json")
     nano = {"num_hidden_layers": 52, "hidden_size": 2688, "num_attention_heads": 32, "vocab_size": 131072,
             "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", "mamba_num_heads": 64,
             "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8}
     (tmp_path / "nano.json").write_text(json.dumps(nano))
-    keys = models.from_hf_config(tmp_path / "nano.json")
-    preset = models.get("nemotron-3-nano")
+    keys = huggingface.from_hf_config(tmp_path / "nano.json")
+    preset = catalog.get("nemotron-3-nano")
     for key in ("n_layers", "n_mamba_layers", "n_attention_layers", "mamba_heads", "mamba_head_dim", "mamba_state_dim",
                 "mamba_groups"):
         assert keys[key] == preset[key], key
@@ -158,18 +159,18 @@ def test_gemma_configs_read_as_gated_mlps_with_their_window_patterns(tmp_path):
                 "sliding_window", "n_sliding_layers")
     for name, config in (("gemma2-27b", gemma2), ("gemma3-27b", gemma3)):
         (tmp_path / f"{name}.json").write_text(json.dumps(config))
-        keys, preset = models.from_hf_config(tmp_path / f"{name}.json"), models.get(name)
+        keys, preset = huggingface.from_hf_config(tmp_path / f"{name}.json"), catalog.get(name)
         assert {k: keys.get(k) for k in compared} == {k: preset[k] for k in compared}, name
-    assert models.get("gemma3-27b")["n_sliding_layers"] == 52 and models.get("gemma2-27b")["gated_mlp"] is True
+    assert catalog.get("gemma3-27b")["n_sliding_layers"] == 52 and catalog.get("gemma2-27b")["gated_mlp"] is True
     starcoder = {"model_type": "starcoder2", "num_hidden_layers": 4, "hidden_size": 1024, "num_attention_heads": 8,
                  "hidden_act": "gelu_pytorch_tanh"}  # a GELU MLP of two matrices stays ungated
     (tmp_path / "starcoder.json").write_text(json.dumps(starcoder))
-    assert models.from_hf_config(tmp_path / "starcoder.json")["gated_mlp"] is False
+    assert huggingface.from_hf_config(tmp_path / "starcoder.json")["gated_mlp"] is False
 
 
 def test_every_shape_key_is_optional_for_llm_configs():
     """A preset's shape keys can be left out of a config (dense rows have no expert keys)."""
     from perfzoo import workloads
 
-    missing = set(models.SHAPE_KEYS) - {"n_layers", "hidden_dim", "n_heads"} - workloads.get("llm").optional_keys
+    missing = set(catalog.SHAPE_KEYS) - {"n_layers", "hidden_dim", "n_heads"} - workloads.get("llm").optional_keys
     assert not missing, f"add to perfzoo/workloads/llm optional_keys: {sorted(missing)}"

@@ -6,17 +6,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfzoo import analytic, llmconfig, models
+from perfzoo import analytic, llmconfig
+from perfzoo.analytic.llm import stage_layers
+from perfzoo.llmconfig import catalog
 from perfzoo.llmconfig import ConfigError
 from perfzoo.plan import Cluster, PlanError, Scorer, default_scorer, plan
-from perfzoo.analytic.llm import stage_layers
-from perfzoo.plan.layouts import layout_space
 from perfzoo.plan.benchmark import score_group, summarise
 from perfzoo.plan.cli import main
+from perfzoo.plan.layouts import layout_space
 from perfzoo.plan.report import explain, layout_text, records, table, write_configs
 from perfzoo.search import Formula, Reinforce
 from perfzoo.spaces import SpaceError
-from perfzoo.targets import analytic_log_throughput
+from perfzoo.zoo.targets import analytic_log_throughput
 
 # made-up shapes (the catalog's llama / mixtral rows are used where a real one is wanted)
 SMALL = {"model_name": "toy-1b", "n_layers": 16, "hidden_dim": 2048, "ffn_dim": 5632, "n_heads": 16,
@@ -78,7 +79,7 @@ def test_ranked_best_first_with_baselines_placed(llama8b_on_16):
     top = p.layouts.iloc[0]
     assert top["predicted_tokens_per_s"] == pytest.approx(16 * top["predicted_tokens_per_s_per_device"])
     assert top["step_time_s"] == pytest.approx(128 * 8192 / top["predicted_tokens_per_s"])
-    flops = analytic.flops_per_token({**models.get("llama3-8b"), "seq_len": 8192})
+    flops = analytic.flops_per_token({**catalog.get("llama3-8b"), "seq_len": 8192})
     assert top["mfu"] == pytest.approx(top["predicted_tokens_per_s_per_device"] * flops / 989e12)
 
 
@@ -120,7 +121,7 @@ def test_pipelines_split_layers_unevenly_as_deep_as_published_runs():
     # Llama 3.1 405B's 126 layers: no power of two above 2 divides them, yet its published runs use
     # 8 and 16 stages (Megatron's uneven splits, the heaviest rank holding vp * ceil(126 / (pp vp)))
     cluster = Cluster(gpus=16384, accelerator=H100)
-    space = layout_space(models.get("llama3-405b"), cluster, seq_len=8192, global_batch=2048, precisions=("bf16",))
+    space = layout_space(catalog.get("llama3-405b"), cluster, seq_len=8192, global_batch=2048, precisions=("bf16",))
     assert sorted(space.dimension("pp").values) == [1, 2, 4, 8, 16, 32, 64]
     knobs = {"tp": 8, "pp": 16, "vp": 8, "cp": 2, "ep": 1, "micro_batch_size": 1, "activation_checkpointing": "none",
              "fsdp": "zero1", "precision": "bf16"}

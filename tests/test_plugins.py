@@ -64,7 +64,7 @@ def test_a_package_outside_perfzoo_is_scored_by_the_bench(how, tmp_path, monkeyp
     path = [DATA] if how == "import path" else [_entry_point(tmp_path / "site"), DATA]
     out = tmp_path / "lb"
     done = _bench(["--predictors", name, "--datasets", "vtrain-a100", "--splits", "random,scale", "--out", str(out),
-                   "--seeds", "2", "--no-figures", "--quiet"], path, tmp_path)
+                   "--seeds", "2", "--no-figures", "--quiet", "--jobs", "1"], path, tmp_path)
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(out / "results.csv")
     assert set(table["predictor"]) == {name} and set(table["split"]) == {"random", "scale"} and len(table) == 4

@@ -10,7 +10,8 @@ import pytest
 from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.llmconfig import ConfigError
-from perfzoo.predict import WIDENING_PER_DOUBLING, main, predict_frame
+from perfzoo.predict import main, predict_frame
+from perfzoo.zoo.extrapolation import WIDENING_PER_DOUBLING
 
 LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
               "n_kv_heads": 8, "vocab_size": 128256, "seq_len": 8192, "micro_batch_size": 1, "tp": 8, "pp": 4,
@@ -186,7 +187,7 @@ def test_without_a_global_batch_the_step_time_is_asked_for_not_printed_as_nan(sy
     ({"knobs": ["tp=2", "n_layers=2", "tp=4"]}, "--set gives tp twice, tp=2 and tp=4: keep one"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
-    from perfzoo._cli import UsageError
+    from perfzoo.console import UsageError
     from perfzoo.predict import PredictConfig
 
     with pytest.raises(UsageError, match=message):

@@ -11,8 +11,8 @@ import pytest
 from perfzoo import analytic
 from perfzoo.cli import main as perfzoo_main
 from perfzoo.datasets import EXTERNAL, load_dataset
-from perfzoo.sources import read_published
-from perfzoo.sources._csv import NULL_SPELLINGS
+from perfzoo.datasets.sources import read_published
+from perfzoo.datasets.sources._csv import NULL_SPELLINGS
 
 from test_datasets import published_row
 

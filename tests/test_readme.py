@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from perfzoo import accelerators, models
 from perfzoo.cli import command_module
+from perfzoo.hardware import accelerators
+from perfzoo.llmconfig import catalog, huggingface
 from perfzoo.plan.planner import resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +42,7 @@ def test_the_first_screen_answers_the_three_questions():
     plans = {(args.model, args.gpus): args for args in first_screen_plans()}
     llama, qwen = plans[("llama3-70b", 256)], plans[("qwen3-30b-a3b", 16)]
     for args in (llama, qwen):
-        assert models.get(args.model)["n_layers"] > 0  # a catalog model
+        assert catalog.get(args.model)["n_layers"] > 0  # a catalog model
         assert accelerators.spec(args.accelerator).name.startswith("H100")
     own = next(args for (model, gpus), args in plans.items() if model.endswith("config.json") and gpus == 32)
     assert accelerators.spec(own.accelerator).name.startswith("A100") and "80GB" in own.accelerator
@@ -49,7 +50,7 @@ def test_the_first_screen_answers_the_three_questions():
     path = ROOT / own.model
     shape = resolve_model(str(path))
     assert shape["n_layers"] == 28 and shape["hidden_dim"] == 3072 and shape["n_kv_heads"] == 8
-    assert shape == resolve_model(models.from_hf_config(path))
+    assert shape == resolve_model(huggingface.from_hf_config(path))
     for args in plans.values():
         assert args.seq_len and args.global_batch  # every question states its sequence and batch
 

@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 
 from perfzoo import bench, collect, spaces, tune
+from perfzoo.records.store import RecordStore
 from perfzoo.search import cli as search_cli
-from perfzoo.store import RecordStore
 
 from test_tune import FakeCommandJob
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from perfzoo import records
+from perfzoo.records import schema
 from perfzoo.records import Hardware, JobRecord, Metrics, RecordError, job_id_for, parse_record
 
 
@@ -31,7 +31,7 @@ def test_json_round_trip_is_exact():
     again = parse_record(rec.to_json())
     assert again == rec
     assert again.to_json() == rec.to_json()
-    assert again.schema_version == records.SCHEMA_VERSION
+    assert again.schema_version == schema.SCHEMA_VERSION
 
 
 def test_timestamps_are_normalised_to_utc():
@@ -86,9 +86,9 @@ def test_newer_schema_version_asks_for_an_upgrade():
 
 def test_older_versions_are_upgraded_through_registered_migrations(monkeypatch):
     # A version-0 record called its workload 'kind'; a migration renames it on read.
-    monkeypatch.setattr(records, "MIGRATIONS", {})
+    monkeypatch.setattr(schema, "MIGRATIONS", {})
 
-    @records.migration(0)
+    @schema.migration(0)
     def rename_kind(data):
         data["workload"] = data.pop("kind")
         return data
@@ -100,7 +100,7 @@ def test_older_versions_are_upgraded_through_registered_migrations(monkeypatch):
 
 
 def test_a_record_made_before_the_hardware_facts_reads_with_them_unknown_and_its_file_unchanged(tmp_path):
-    from perfzoo.store import RecordStore
+    from perfzoo.records.store import RecordStore
 
     with open(Path(__file__).parents[1] / "datasets" / "llm-cpu" / "records.jsonl") as f:
         before = f.readline()  # a bundled record of 2026-11-23

@@ -14,10 +14,10 @@ import pytest
 from perfzoo import zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.records import JobRecord, job_id_for
+from perfzoo.records.store import RecordStore
 from perfzoo.search import SEARCHERS, TPE, Exhaustive, Formula, RandomSearch, Reinforce, make, propose
 from perfzoo.spaces import Space, get
 from perfzoo.spaces.codec import SpaceCodec
-from perfzoo.store import RecordStore
 from perfzoo.testing import K, V, SearcherTestKit, check_searcher, toy_reward, toy_space
 
 # --- the shared searcher kit, and a toy space with a known optimum (perfzoo.testing's) -------
@@ -316,7 +316,7 @@ def test_run_from_python_returns_the_proposals(tmp_path):
     ({"fixed": ["hardware.accelerator"]}, "--set 'hardware.accelerator': expected COLUMN=VALUE"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
-    from perfzoo._cli import UsageError
+    from perfzoo.console import UsageError
     from perfzoo.search.command import SearchConfig
 
     with pytest.raises(UsageError, match=message):
@@ -344,7 +344,7 @@ def test_a_search_fitted_on_few_jobs_carries_a_caveat(tmp_path, capsys):
 
 
 def test_search_out_is_checked_before_the_search_and_named_as_given(tmp_path):
-    from perfzoo._cli import UsageError
+    from perfzoo.console import UsageError
     from perfzoo.search.command import SearchConfig
 
     with pytest.raises(UsageError, match=r"^--out /proc/perfzoo/p.jsonl: cannot write there"):

@@ -22,7 +22,7 @@ from harness.jobs import JobSpec
 from harness.slurm import SLURM_STATES, SlurmLauncher, SlurmOptions, SubmissionLedger, outcome_of
 from perfzoo import spaces, workloads
 from perfzoo.collect import main
-from perfzoo.store import RecordStore
+from perfzoo.records.store import RecordStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from local_slurm import PACKAGES, URGENT, LocalSlurm, missing_binaries  # noqa: E402

@@ -8,13 +8,14 @@ from typing import Sequence
 
 import pytest
 
-from perfzoo import models, sources
-from perfzoo._cli import UsageError
+from perfzoo.console import UsageError
+from perfzoo.console import read_configs
+from perfzoo.datasets import sources
 from perfzoo.datasets import list_datasets, load_dataset
-from perfzoo.inputs import read_configs
-from perfzoo.sources import SOURCES, CsvSource, DataError, Load
-from perfzoo.sources._csv import iter_rows, read_table
-from perfzoo.sources._llm import RecordBuilder, llm_config
+from perfzoo.datasets.sources import SOURCES, CsvSource, DataError, Load
+from perfzoo.datasets.sources._csv import iter_rows, read_table
+from perfzoo.datasets.sources._llm import RecordBuilder, llm_config
+from perfzoo.llmconfig import huggingface
 from perfzoo.spaces.file import load as load_space
 
 
@@ -95,7 +96,7 @@ def _undecodable(path):
     (lambda p: read_configs(str(_undecodable(p / "c.csv"))), r"--configs {p}/c.csv: not UTF-8 text \(byte 12 is 0xff\)"),
     (lambda p: read_configs(str(_undecodable(p / "c.jsonl"))), r"--configs {p}/c.jsonl: not UTF-8 text"),
     (lambda p: load_space(_undecodable(p / "s.toml")), r"space file {p}/s.toml: not UTF-8 text \(byte 12\)"),
-    (lambda p: models.from_hf_config(_undecodable(p / "config.json")), r"{p}/config.json: not a readable JSON model "
+    (lambda p: huggingface.from_hf_config(_undecodable(p / "config.json")), r"{p}/config.json: not a readable JSON model "
                                                                         r"config \(not UTF-8 text: byte 12\)"),
 ])
 def test_an_undecodable_file_is_named(tmp_path, read, message):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from perfzoo.records import Failure, Hardware, JobRecord, Metrics, job_id_for
-from perfzoo.store import RECORDS_FILE, DuplicateJobWarning, RecordStore, StoreError, TornLineWarning
+from perfzoo.records.store import RECORDS_FILE, DuplicateJobWarning, RecordStore, StoreError, TornLineWarning
 
 
 def record(i, status="ok"):

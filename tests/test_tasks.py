@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from perfzoo import bench
-from perfzoo.datasets import REPO_ROOT, load_dataset
+from perfzoo.datasets import load_dataset
+from perfzoo.datasets.registry import REPO_ROOT
 from perfzoo.evaluation import suite
 from perfzoo.evaluation.suite import define_tasks, parse_id
 

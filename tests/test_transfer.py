@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 
 from perfzoo import analytic
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
+from perfzoo.datasets.sources.published import read_published
 from perfzoo.evaluation import transfer
 from perfzoo.evaluation.transfer import LEAVE_ONE_OUT, leave_one_out_mean, to_markdown, transfer_matrix
-from perfzoo.sources.published import read_published
 from test_datasets import published_row
 
 SHAPES = [(16, 2048), (24, 2048), (32, 4096), (40, 5120), (48, 6144)]

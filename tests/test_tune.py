@@ -13,9 +13,9 @@ import pytest
 from perfzoo import tune
 from perfzoo.loop import ClosedLoop, LaunchInterrupted, config_id, frontier_figure
 from perfzoo.records import JobRecord, job_id_for
+from perfzoo.records.store import RecordStore
 from perfzoo.search import Reinforce
 from perfzoo.spaces import get
-from perfzoo.store import RecordStore
 from perfzoo.workloads.fsdp_ads import hand_tuned_ladder
 
 HW = {"accelerator": "cpu", "accelerator_count": 2}
@@ -264,7 +264,7 @@ def test_run_from_python_returns_the_loop_summary(tmp_path):
     ({"lr": -1.0}, "--lr must be positive"),
 ])
 def test_a_bad_config_field_is_named(fields, message, tmp_path):
-    from perfzoo._cli import UsageError
+    from perfzoo.console import UsageError
     from perfzoo.tune import TuneConfig
 
     with pytest.raises(UsageError, match=message):

@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 
 from harness import workloads as harness_workloads
-from perfzoo import features, spaces, workloads
+from perfzoo import spaces, workloads
 from perfzoo.analytic import ESTIMATE_COLUMNS, estimate_arrays
 from perfzoo.analytic._frame import num
 from perfzoo.collect import main as collect
 from perfzoo.workloads import WorkloadSpec, _base
+from perfzoo.zoo import features
 
 TOY_SPACE = spaces.Space(
     name="toy-space",

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from perfzoo import zoo
-from perfzoo.analytic_features import MEMORY_FEATURES, estimates
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation.splits import random_split
-from perfzoo.features import FeatureEncoder
 from perfzoo.testing import check_predictor
 from perfzoo.zoo import interval
+from perfzoo.zoo.analytic_features import MEMORY_FEATURES, estimates
+from perfzoo.zoo.features import FeatureEncoder
 
 REQUIRED_MEMBERS = {
     "constant", "analytic", "ridge", "knn", "random_forest", "gbr", "hist_gbr", "lightgbm", "catboost",
@@ -209,3 +209,22 @@ def test_hybrid_does_not_learn_throughput_from_whether_a_config_fits(vtrain):
     np.testing.assert_allclose(model.predict(roomier), model.predict(X_test))
     with pytest.raises(ValueError, match="not analytic features"):
         FeatureEncoder("native", exclude_analytic=["analytic.memory_fractions"])
+
+
+def test_a_predictor_saved_before_its_module_moved_is_refused_in_one_line(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    import joblib
+
+    from perfzoo.zoo.base import MODEL_FILE, Predictor
+
+    old = types.ModuleType("perfzoo.features_before_the_move")  # where a class lived when it was saved
+    exec("class FeatureEncoder:\n    pass\n", old.__dict__)
+    old.FeatureEncoder.__module__ = old.__name__
+    monkeypatch.setitem(sys.modules, old.__name__, old)
+    joblib.dump(old.FeatureEncoder(), tmp_path / MODEL_FILE)
+    monkeypatch.delitem(sys.modules, old.__name__)
+    with pytest.raises(ValueError, match=r"saved by an older perfzoo: its module perfzoo.features_before_the_move has "
+                                         r"moved \(CHANGELOG.md\); fit the predictor again"):
+        Predictor.load(tmp_path)

@@ -27,6 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from harness.environment import gpu_supports_fp8
 from harness.workloads import Built, RunContext
 from harness.workloads.llm_shapes import flops_per_token
 
@@ -215,8 +216,6 @@ def parallelize(model: Llama, config: dict, ctx: RunContext) -> dict:
     applied = {}
     precision = config.get("precision", "fp32")
     if precision == "fp8":
-        from harness.environment import gpu_supports_fp8
-
         if ctx.device_type != "cuda" or not gpu_supports_fp8():
             raise RuntimeError("unsupported: precision 'fp8' needs a CUDA GPU with fp8 tensor cores "
                                "(sm_89+: Ada, Hopper, Blackwell); use 'bf16' here")

@@ -5,7 +5,7 @@ columns, as in ``Dataset.frame`` or ``Dataset.X``; the prefixes may also be left
 returns a :class:`pandas.Series` / :class:`pandas.DataFrame` aligned with it, or it takes one
 config as a mapping and returns a float / dict. They are pure numpy, so scoring millions of
 configurations during a search costs about a second. Unknown inputs give ``NaN`` (never an
-exception): e.g. an accelerator missing from the accelerator table (:mod:`perfzoo.accelerators`,
+exception): e.g. an accelerator missing from the accelerator table (:mod:`perfzoo.hardware.accelerators`,
 which warns once naming it) has no peak FLOP/s, so its ideal step time is ``NaN``; predictors
 treat those as missing values.
 
@@ -17,7 +17,7 @@ sliding windows, MTP, hybrid Mamba), :mod:`.moe` (mixture-of-experts layers and 
 :mod:`.hardware` (per-row device figures), :mod:`.estimates` (every row to its workload's cost
 model), :mod:`.calibration` (a roofline whose efficiency factors are fitted to measurements);
 a workload's own cost model lives in its bundle (the recommendation model's in
-:mod:`perfzoo.workloads.fsdp_ads.cost`); the categorical vocabulary is :mod:`perfzoo.vocabulary`.
+:mod:`perfzoo.workloads.fsdp_ads.cost`); the categorical vocabulary is :mod:`perfzoo.records.vocabulary`.
 
 >>> est = estimate({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024,
 ...                 "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "tp": 2,

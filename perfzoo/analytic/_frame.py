@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from perfzoo.columns import Columns
+from perfzoo.records.columns import Columns
 
 Frame = Union[pd.DataFrame, Mapping[str, Any]]
 
@@ -38,7 +38,7 @@ def column(df: pd.DataFrame, name: str) -> Optional[pd.Series]:
 
 
 def _values(df: pd.DataFrame, name: str) -> Any:
-    """:func:`column`, but of :class:`~perfzoo.columns.Columns` the array as stored (no Series made)."""
+    """:func:`column`, but of :class:`~perfzoo.records.columns.Columns` the array as stored (no Series made)."""
     key = _key(df, name)
     if key is None:
         return None

@@ -46,7 +46,7 @@ from scipy.optimize import lsq_linear
 
 from perfzoo.analytic._frame import coded, compact
 from perfzoo.analytic.estimates import estimate_arrays
-from perfzoo.vocabulary import PRECISIONS, normalize_precision
+from perfzoo.records.vocabulary import PRECISIONS, normalize_precision
 
 COMPUTE_TERMS = tuple(f"compute_{p}" for p in PRECISIONS)
 TERMS = (*COMPUTE_TERMS, "memory", "critical_comm", "pipeline_comm", "exposed_dp_comm", "host", "per_layer_pass",

@@ -1,5 +1,5 @@
 """Per-row device figures for the cost models, from the accelerator table
-(:mod:`perfzoo.accelerators`, ``perfzoo/data/accelerators.csv``), looked up once per distinct
+(:mod:`perfzoo.hardware.accelerators`, ``perfzoo/hardware/accelerators.csv``), looked up once per distinct
 accelerator name; the job's own figures (``accelerator_memory_gib``, devices per node) win.
 
 Where a group of ranks communicates: inside the scale-up domain (``domain``: the devices one
@@ -27,11 +27,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo.accelerators import AcceleratorSpec
-from perfzoo.accelerators import spec as accelerator_spec
-from perfzoo.accelerators import table as accelerator_table
 from perfzoo.analytic._frame import column, num
-from perfzoo.vocabulary import FORMATS, PRECISIONS
+from perfzoo.hardware.accelerators import AcceleratorSpec
+from perfzoo.hardware.accelerators import spec as accelerator_spec
+from perfzoo.hardware.accelerators import table as accelerator_table
+from perfzoo.records.vocabulary import FORMATS, PRECISIONS
 
 HARDWARE: dict[str, AcceleratorSpec] = {s.name: s for _, s in accelerator_table()}
 # The memory torch can use, as a fraction of the datasheet capacity: an H100 80GB shows 79.18 GiB
@@ -97,7 +97,7 @@ def _tables(names: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarray,
                    formats: Optional[np.ndarray] = None) -> DeviceFigures:
     """The figures of each row's accelerator; ``precision``: codes into :data:`PRECISIONS`,
-    ``formats`` (optional): codes into :data:`~perfzoo.vocabulary.FORMATS`, which the device must
+    ``formats`` (optional): codes into :data:`~perfzoo.records.vocabulary.FORMATS`, which the device must
     support for ``peak`` to be known."""
     codes, names = _specs(df)
     peak_t, supported, attrs = _tables(names)

@@ -139,7 +139,7 @@ from perfzoo.analytic.memory import EAGER, FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, format_width, precision_codes
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
-from perfzoo.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
+from perfzoo.records.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
                                 is_adapter_tuning, normalize_checkpointing, normalize_framework, normalize_sharding,
                                 to_bool)
 

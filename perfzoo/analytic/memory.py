@@ -111,7 +111,7 @@ from functools import cached_property
 import numpy as np
 
 from perfzoo.analytic._frame import GIB, is_code
-from perfzoo.vocabulary import CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS
+from perfzoo.records.vocabulary import CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS
 
 FP32_BYTES = (4.0, 4.0, 8.0, 4.0)  # params, grads, optimizer, activations
 MIXED_BYTES = (2.0, 2.0, 12.0, 2.0)  # ZeRO's accounting (the fsdp workload's cost model uses it)

@@ -22,7 +22,7 @@ stay in BF16, so that a step's compute time is each part's FLOPs at its own peak
   only (``low_precision_backward`` false: perfzoo's llm workload, ``harness.workloads.llm``): the data-
   and weight-gradient GEMMs, 4 of every 6 linear FLOPs (4 of 8 with full recompute), run at the BF16
   peak too (:meth:`perfzoo.analytic.llm.LLMCost.linear_bf16_share`).
-* The peak of a format is the accelerator table's (:mod:`perfzoo.accelerators`): FP8 and MXFP8 run
+* The peak of a format is the accelerator table's (:mod:`perfzoo.hardware.accelerators`): FP8 and MXFP8 run
   at the FP8 peak, NVFP4 and MXFP4 at the FP4 peak. A device without the format (MXFP8 or NVFP4 on
   H100, FP8 on A100) has no peak for it: the estimate is NaN, never a fallback (the
   front door refuses the config). Quantization casts are memory-bound kernels outside this roofline.
@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.analytic._frame import coded, is_code
-from perfzoo.vocabulary import FORMATS, PRECISIONS, normalize_precision, precision_format
+from perfzoo.records.vocabulary import FORMATS, PRECISIONS, normalize_precision, precision_format
 
 
 def precision_codes(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

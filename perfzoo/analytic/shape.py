@@ -67,7 +67,7 @@ import pandas as pd
 
 from perfzoo.analytic._frame import mapped, num
 from perfzoo.analytic.moe import MoE
-from perfzoo.vocabulary import params_from_name, to_bool
+from perfzoo.records.vocabulary import params_from_name, to_bool
 
 ASPECT = 128.0  # d / L and the head width, for shapes known only by their parameter count
 DEFAULT_SEQ_LEN = 2048.0  # for rows that give none: per-device throughput hardly depends on it

@@ -102,7 +102,7 @@ calibration, like the FLOP/s efficiency, with one exception: eager PyTorch's ele
 (``compile`` false) run one kernel per op with few bytes in flight per thread and reach a share of
 the HBM bandwidth that falls as the HBM gets faster, so where the accelerator table has the figure
 they move their bytes at its measured ``eager_tb_s`` (an H100 2.1 of 3.35 TB/s, an H200 2.6 of 4.8:
-profiled llm-gpu jobs, ``scripts/kernel_profile.py``; the same jobs' GEMMs ran as fast on both
+profiled llm-gpu jobs, ``docs/studies/eager-step-1128/kernel_profile.py``; the same jobs' GEMMs ran as fast on both
 cards, their elementwise kernels 1.22x faster on the H200, their loss 1.48x and their optimizer
 1.38x: ``docs/studies/eager-step-1128``).
 
@@ -124,7 +124,7 @@ import numpy as np
 
 from perfzoo.analytic._frame import is_code
 from perfzoo.analytic.memory import EAGER, FUSED
-from perfzoo.vocabulary import CHECKPOINTING, FORMATS
+from perfzoo.records.vocabulary import CHECKPOINTING, FORMATS
 
 EAGER_NORM, EAGER_ROPE, EAGER_SWIGLU = 36.0, 48.0, 10.0  # forward bytes per element, eager PyTorch
 FUSED_NORM, FUSED_ROPE, FUSED_SWIGLU, GELU, RESIDUAL = 4.0, 4.0, 6.0, 4.0, 6.0

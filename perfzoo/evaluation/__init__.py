@@ -23,7 +23,7 @@
 * :mod:`perfzoo.evaluation.export`: a benchmark task's rows as files with their card
   (``perfzoo datasets export NAME --split TASK_ID``).
 
-Every module takes a :class:`perfzoo.dataset.Dataset` and branches on a member's tags
+Every module takes a :class:`perfzoo.datasets.dataset.Dataset` and branches on a member's tags
 (``output``, ``fit_cost``), never on its name. ``python -m perfzoo.bench`` drives them all.
 """
 

@@ -39,7 +39,7 @@ def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[
     anchored by K rows of each test group and scored on the group's other rows, averaged over
     ``draws`` draws (``scored``: rows scored per draw; ``groups`` used and ``groups_skipped``, those of
     K rows or fewer). K = 0 scores the unanchored model on every row. ``releases`` (each row's
-    software release: :func:`perfzoo.calibrate.release_labels`) cut the groups further, and each
+    software release: :func:`perfzoo.zoo.calibrate.release_labels`) cut the groups further, and each
     release is anchored by its own shots only: a user's runs and the layouts they ask about run one
     release."""
     X = X_test.reset_index(drop=True)

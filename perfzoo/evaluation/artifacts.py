@@ -1,6 +1,6 @@
 """The shipped predictors: per dataset, the member :data:`~perfzoo.evaluation.ranking.BEST_RULE`
 picks, fitted on every labelled job with its prediction interval
-(:func:`perfzoo.calibrate.fit_with_interval`), saved under ``artifacts/`` and listed in ``best.json``.
+(:func:`perfzoo.zoo.calibrate.fit_with_interval`), saved under ``artifacts/`` and listed in ``best.json``.
 
 :func:`write_best` writes ``best.json``; :func:`perfzoo.zoo.load_best` reads it back. An
 artifact is refitted only when what it depends on changed (:func:`artifact_key`: the dataset's
@@ -20,15 +20,15 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from perfzoo.calibrate import fit_with_interval
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
+from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.ranking import (
     ANCHOR_RULE, ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, anchor_pick, best_per_split, shipping_order,
     task_id,
 )
-from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.runner import set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
+from perfzoo.zoo.calibrate import fit_with_interval
 
 BEST_FILE = "best.json"
 ARTIFACTS_DIR = "artifacts"

@@ -4,10 +4,10 @@ What ``python -m perfzoo.bench --train A --test B [--shots 0,1,3,10]`` computes
 (:func:`cross_scores`): every member is fitted on the labelled jobs of A that are not also jobs of
 B (:func:`without`: a job scored must not have been fitted on) and scored on B in A's target
 (:func:`in_target_of`); with K shots, K configurations of B drawn by seed join the training data
-(:func:`perfzoo.calibrate.join`, the same join as ``predict --calibrate``) and the rest of B is
+(:func:`perfzoo.zoo.calibrate.join`, the same join as ``predict --calibrate``) and the rest of B is
 scored, over several draws. Throughput members also calibrate their 80% interval on the training
 side (folds by published source, or by collection session for measured jobs, where it has several:
-:func:`perfzoo.calibrate.source_labels`), so each row holds its coverage on B.
+:func:`perfzoo.zoo.calibrate.source_labels`), so each row holds its coverage on B.
 
 >>> from perfzoo.datasets import load_dataset                                      # doctest: +SKIP
 >>> rows = cross_scores(load_dataset("published-llm"), load_dataset("published-torchtitan"),
@@ -28,16 +28,17 @@ import numpy as np
 import pandas as pd
 
 from harness.environment import cpu_cores
-from perfzoo import calibrate, zoo
-from perfzoo._cli import UsageError
+from perfzoo import zoo
 from perfzoo.analytic.estimates import claimed, estimate_arrays
-from perfzoo.calibrate import release_labels, source_labels
-from perfzoo.dataset import Dataset
+from perfzoo.console import UsageError
 from perfzoo.datasets import load_dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.presets import FULL, member_specs
 from perfzoo.evaluation.runner import run_tasks
 from perfzoo.evaluation.splits import shots_split
 from perfzoo.evaluation.tasks import PredictorSpec, Task
+from perfzoo.zoo import calibrate
+from perfzoo.zoo.calibrate import release_labels, source_labels
 
 # what each row of :func:`cross_scores` holds, averaged over the draws
 CROSS_METRICS = ("kendall", "spearman", "pearson", "grouped_kendall", "top1_regret", "top5_regret", "top10_regret",
@@ -56,7 +57,7 @@ class CrossConfig:
     >>> CrossConfig(train="vtrain-a100", test="x.csv", shots=(0, -1))
     Traceback (most recent call last):
     ...
-    perfzoo._cli.UsageError: --shots -1: give numbers of jobs >= 0, e.g. --shots 0,1,3,10
+    perfzoo.console.UsageError: --shots -1: give numbers of jobs >= 0, e.g. --shots 0,1,3,10
     """
 
     train: str  # fit on this dataset (name or path), less the jobs that are also in test

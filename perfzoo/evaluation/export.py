@@ -35,10 +35,10 @@ from typing import Optional, Union
 
 import pandas as pd
 
-from perfzoo.dataset import Dataset
 from perfzoo.datasets import external_data_dir
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.suite import RULES, BenchmarkTask
-from perfzoo.store import EXPORT_FORMATS, export_frame, hf_dataset
+from perfzoo.records.store import EXPORT_FORMATS, export_frame, hf_dataset
 
 PARTITION, LABELLED = "task.partition", "task.labelled"
 TASK_FILE, CARD_FILE = "task.json", "README.md"

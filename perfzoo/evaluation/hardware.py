@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, zoo
-from perfzoo.columns import row_keys
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.cross import BEST, cross_scores, cross_specs
+from perfzoo.records.columns import row_keys
 
 PAIRS = (("llm-h100", "llm-h200"), ("llm-h200", "llm-h100"))  # (fit on, score on)
 COLUMNS = ("kendall", "mape", "mdape", "ratio_median", "coverage")  # what each row shows
@@ -45,7 +45,7 @@ def pair_scores(train: Dataset, test: Dataset, members: Sequence[str],
 
 def paired_jobs(first: Dataset, second: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The first ok job of every config that ran ok on both cards: two frames, row by row the same
-    config (indexed by its :func:`~perfzoo.columns.row_keys` key)."""
+    config (indexed by its :func:`~perfzoo.records.columns.row_keys` key)."""
     def ok_by_config(ds: Dataset) -> pd.DataFrame:
         frame = ds.frame[ds.frame["status"] == "ok"]
         keys = row_keys(frame[sorted(c for c in frame.columns if c.startswith("config."))])

@@ -33,7 +33,7 @@ from typing import Any, Optional, Sequence, Union
 
 import pandas as pd
 
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.artifacts import write_best
 from perfzoo.evaluation.ranking import metric_columns, summarize
 from perfzoo.evaluation.report import beside_lines, readme

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from harness.environment import cpu_cores, cpu_model, git_commit, library_versions, ram_gib
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.figures import curve_figure, scatter_figure
 from perfzoo.evaluation.ranking import (

@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from harness.slurm import SlurmOptions, run_calls
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.anchored import shots_within, within_columns
 from perfzoo.evaluation.splits import CURVE_SIZES

@@ -51,8 +51,8 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo.calibrate import SOURCE_COLUMN
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
+from perfzoo.zoo.calibrate import SOURCE_COLUMN
 
 TEST_SIZE = 0.25
 CURVE_SIZES: tuple[int, ...] = (25, 50, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000)

@@ -3,7 +3,7 @@
 A *benchmark task* is one split of one dataset as the benchmark runs it (many fits: one per
 member, seed and fold, each a :class:`perfzoo.evaluation.tasks.Task`). It is defined by the
 dataset's content hash (every row, and the metadata that changes what is fitted:
-:meth:`~perfzoo.dataset.Dataset.content_hash`), the target, the split rule and its parameters,
+:meth:`~perfzoo.datasets.dataset.Dataset.content_hash`), the target, the split rule and its parameters,
 the seeds, the rows of every partition, and the metrics with a hash of the code that defines them.
 Its id, ``<dataset>/<split>/<8 hex digits>``, hashes all of that: the same data, split and seeds
 give the same id in every process and checkout; a changed loader or dataset row, split rule, seed
@@ -32,7 +32,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation import transfer
 from perfzoo.evaluation.splits import CURVE_SIZES, TEST_SIZE, TRANSFER_SPLITS, Split, SplitNotApplicable, make_splits
@@ -148,7 +148,7 @@ def define_tasks(
     skipped: Optional[list[dict[str, Any]]] = None,
 ) -> list[BenchmarkTask]:
     """The tasks of one dataset: one per split kind (``group``: one per held-out column, default
-    the dataset's :attr:`~perfzoo.dataset.Dataset.holdout_columns`; ``curve``: ``curve_seeds``,
+    the dataset's :attr:`~perfzoo.datasets.dataset.Dataset.holdout_columns`; ``curve``: ``curve_seeds``,
     default ``max(10, len(seeds))`` of them). A split the dataset cannot support is listed in
     ``skipped`` with the reason."""
     seeds = [int(s) for s in seeds]

@@ -2,7 +2,7 @@
 
 One *task* fits one predictor on the training side of one split and scores it on the test
 side. Members whose ``output`` tag is ``throughput`` or ``score`` see labelled rows only
-(:attr:`~perfzoo.dataset.Dataset.is_labelled`) on both sides; a ``probability`` member (the
+(:attr:`~perfzoo.datasets.dataset.Dataset.is_labelled`) on both sides; a ``probability`` member (the
 ``failure`` classifier) sees every row and is scored by ROC AUC (only where a dataset has
 failures on both sides). Each finished task is stored as one JSON file under the cache
 directory (default ``.perfzoo-cache/``, gitignored), keyed by
@@ -11,7 +11,7 @@ directory (default ``.perfzoo-cache/``, gitignored), keyed by
 
 so a rerun computes only what changed. The code fingerprint hashes the source of every class
 the member is made of (its module and its bases', a plugin's as a zoo member's) and of
-``perfzoo.features`` / ``perfzoo.analytic``: editing a model invalidates its results, nothing
+``perfzoo.zoo.features`` / ``perfzoo.analytic``: editing a model invalidates its results, nothing
 else does. Each fit names its benchmark task (``ids['task']``, :mod:`perfzoo.evaluation.suite`).
 
 >>> from perfzoo.datasets import load_dataset
@@ -35,24 +35,24 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 import perfzoo.analytic
-import perfzoo.analytic_features
-import perfzoo.columns
-import perfzoo.features
-import perfzoo.targets
-import perfzoo.vocabulary
+import perfzoo.records.columns
+import perfzoo.records.vocabulary
 import perfzoo.workloads
+import perfzoo.zoo.analytic_features
 import perfzoo.zoo.anchor
 import perfzoo.zoo.base
+import perfzoo.zoo.features
 import perfzoo.zoo.interval
-from perfzoo import accelerators
+import perfzoo.zoo.targets
 from perfzoo import zoo
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import anchored as _anchored
 from perfzoo.evaluation import metrics as M
-from perfzoo.calibrate import release_labels, source_labels
-from perfzoo.zoo.plugin import source_files
 from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
+from perfzoo.hardware import accelerators
+from perfzoo.zoo.calibrate import release_labels, source_labels
+from perfzoo.zoo.plugin import source_files
 
 RESULT_VERSION = 2  # bump when a task's output changes meaning: old cache entries are ignored
 DEFAULT_CACHE_DIR = ".perfzoo-cache"
@@ -138,9 +138,9 @@ _FINGERPRINTS: dict[str, str] = {}
 # bundles (their cost models and vocabularies), the vocabulary, the accelerator table, and the
 # zoo's base class and intervals
 _SHARED_SOURCES = (
-    inspect.getsourcefile(perfzoo.features), inspect.getsourcefile(perfzoo.analytic_features),
-    inspect.getsourcefile(perfzoo.targets),
-    inspect.getsourcefile(perfzoo.columns), inspect.getsourcefile(perfzoo.vocabulary), str(accelerators.TABLE),
+    inspect.getsourcefile(perfzoo.zoo.features), inspect.getsourcefile(perfzoo.zoo.analytic_features),
+    inspect.getsourcefile(perfzoo.zoo.targets),
+    inspect.getsourcefile(perfzoo.records.columns), inspect.getsourcefile(perfzoo.records.vocabulary), str(accelerators.TABLE),
     inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),
@@ -231,7 +231,7 @@ def build_tasks(
     the failure classifier is added where it applies); each fit's ``ids['task']`` is its task's id.
 
     ``group_columns`` are the columns to leave out one value at a time (default: the
-    dataset's :attr:`~perfzoo.dataset.Dataset.holdout_columns`). Splits the dataset cannot
+    dataset's :attr:`~perfzoo.datasets.dataset.Dataset.holdout_columns`). Splits the dataset cannot
     support are listed in ``skipped`` with the reason.
     """
     benchmark = define_tasks(dataset, split_kinds, seeds, group_columns=group_columns, curve_sizes=curve_sizes,

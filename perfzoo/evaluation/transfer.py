@@ -25,10 +25,10 @@ import pandas as pd
 from pathlib import Path
 
 from perfzoo import zoo
-from perfzoo.calibrate import SOURCE_COLUMN
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.metrics import kendall, mape, mdape
 from perfzoo.evaluation.splits import Split, SplitNotApplicable
+from perfzoo.zoo.calibrate import SOURCE_COLUMN
 
 LEAVE_ONE_OUT = "all others"
 MIN_ROWS = 5  # a side with fewer successful jobs is not scored

@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo._cli import UsageError
+from perfzoo.console import UsageError
 
 
 class ExportError(UsageError):
@@ -60,7 +60,7 @@ class Baseline:
 class Framework:
     """One training framework (subclass it in a module of :mod:`perfzoo.frameworks`).
 
-    ``name`` is its value of the ``framework`` config key (:data:`perfzoo.vocabulary.FRAMEWORKS`),
+    ``name`` is its value of the ``framework`` config key (:data:`perfzoo.records.vocabulary.FRAMEWORKS`),
     what prices a layout as the framework runs it; ``entry`` what the launch line runs
     (``-m torchtitan.train``, ``pretrain_gpt.py``); ``version`` the release the flags are spelled for.
     """

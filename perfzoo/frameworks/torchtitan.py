@@ -39,8 +39,8 @@ import io
 import re
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo import models
 from perfzoo.frameworks._base import Baseline, ExportError, Framework
+from perfzoo.llmconfig import catalog
 
 # catalog model -> (module, config function, float8 config function or None) of torchtitan 0.3.0's registry
 CONFIGS = {
@@ -244,7 +244,7 @@ def _read_config(cfg: Any, args: Sequence[str], source: str) -> Baseline:
 
 
 def _catalog_layers(model: Optional[str]) -> Optional[int]:
-    return None if model is None else int(models.get(model)["n_layers"])
+    return None if model is None else int(catalog.get(model)["n_layers"])
 
 
 def read_toml(data: Mapping[str, Any], source: str) -> Baseline:

@@ -1,6 +1,6 @@
 """The closed CubicML loop: random jobs -> fit -> search -> launch the top k -> refit, R rounds.
 
-Every job the loop launches lands in one :class:`~perfzoo.store.RecordStore`, tagged with
+Every job the loop launches lands in one :class:`~perfzoo.records.store.RecordStore`, tagged with
 the sweep id ``<tag>-<phase>`` (phases: ``random``, ``round1`` .. ``roundR``, and the
 optional ``control`` (extra random jobs, so the loop can be compared with the same number
 of random jobs), ``baseline`` and ``expert`` (the workload's baselines), ``user`` (the user's own
@@ -35,16 +35,16 @@ import pandas as pd
 from sklearn.base import clone
 
 from perfzoo import zoo
-from perfzoo.capability import kind
+from perfzoo.hardware.capability import kind
 from perfzoo.loop import race
 from perfzoo.loop.launch import PLAN_DIR, CollectLauncher, Launcher, write_lines
 from perfzoo.loop.race import BASELINE_ARMS, config_id
 from perfzoo.loop.report import LoopSummary, Phase, frontier_figure
 from perfzoo.records import JobRecord
+from perfzoo.records.store import RecordStore
 from perfzoo.search import Objective, Reinforce, Searcher
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
-from perfzoo.store import RecordStore
 from perfzoo.workloads import Baseline, get as get_workload
 
 
@@ -369,7 +369,7 @@ class ClosedLoop:
 
 
 def machines_note(records: Sequence[JobRecord]) -> list[str]:
-    """A note when the loop's jobs ran on machines of more than one kind (:func:`perfzoo.capability.kind`:
+    """A note when the loop's jobs ran on machines of more than one kind (:func:`perfzoo.hardware.capability.kind`:
     a loop resumed on another VM): its arms then do not compare, whatever the ratio says.
 
     >>> hw = {"accelerator": "cpu", "accelerator_count": 1}

@@ -36,11 +36,12 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import models, zoo
-from perfzoo._cli import config_from_args, field_defaults, guarded
-from perfzoo.dataset import Dataset
+from perfzoo import zoo
+from perfzoo.console import config_from_args, field_defaults, guarded
 from perfzoo.datasets import list_datasets, load_dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.metrics import kendall, precision_at_k, top_k_regret
+from perfzoo.llmconfig import catalog
 from perfzoo.plan.layouts import Cluster, PlanError, as_run
 from perfzoo.plan.planner import plan
 from perfzoo.plan.recipes import accelerator_name, catalog_name
@@ -251,7 +252,7 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
         frame = ok.frame.assign(measured=per_device(ok), situation=situation(ok.frame), model=_model_id(ok.frame))
         frame = frame.drop_duplicates("config_key")
         for rec in frame.to_dict("records"):
-            if models.lookup(str(rec["model"])) is None or pd.isna(rec.get("config.global_batch_size")):
+            if catalog.lookup(str(rec["model"])) is None or pd.isna(rec.get("config.global_batch_size")):
                 continue
             if not pd.isna(rec.get("config.task")) and "pre" not in str(rec["config.task"]).lower():
                 continue  # plan lays out pre-training; fine-tuning and adapter recipes are another job

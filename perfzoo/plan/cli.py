@@ -23,8 +23,9 @@ import json
 import sys
 from typing import Optional, Sequence
 
-from perfzoo import frameworks, llmconfig, models
-from perfzoo._cli import check_options, config_from_args, field_defaults, guarded
+from perfzoo import frameworks, llmconfig
+from perfzoo.console import check_options, config_from_args, field_defaults, guarded
+from perfzoo.llmconfig import catalog
 from perfzoo.plan import benchmark, report
 from perfzoo.plan.command import PlanConfig, run
 from perfzoo.plan.layouts import LAYOUT_KNOBS
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 def list_models() -> str:
     """The catalog, one model a line: name, kind, parameters, layers x width, experts."""
     lines = [f"{'model':<18} {'kind':<6} {'params':>8}  {'layers x width':<15} experts"]
-    for row in models.catalog().to_dict("records"):
+    for row in catalog.catalog().to_dict("records"):
         experts = (f"{int(row['n_experts'])} ({int(row['experts_per_token'])} active)"
                    if row.get("n_experts") == row.get("n_experts") and row.get("n_experts") else "")
         params = f"{row['n_params'] / 1e9:,.1f}B" if row["n_params"] == row["n_params"] else "?"

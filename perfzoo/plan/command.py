@@ -26,19 +26,19 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, frameworks, llmconfig
-from perfzoo._cli import UsageError, assignments, check_writable
-from perfzoo.calibrate import calibrated
+from perfzoo.console import UsageError, assignments, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.plan import export, report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
 from perfzoo.plan.recipes import published_layouts
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
-from perfzoo.predict import beyond_training, outside_training, widened
 from perfzoo.search import Reinforce
 from perfzoo.search.command import resolve_predictor
 from perfzoo.zoo.base import NotFittedError
 from perfzoo.zoo.best import load_best
+from perfzoo.zoo.calibrate import calibrated
+from perfzoo.zoo.extrapolation import beyond_training, outside_training, widened
 
 PUBLISHED = "published-llm"  # the shared published tables: the default training data and the baselines
 
@@ -51,7 +51,7 @@ class PlanConfig:
     >>> PlanConfig(model="llama3-8b", gpus=8, accelerator="H100", seq_len=4096, global_batch=64, top_k=0)
     Traceback (most recent call last):
     ...
-    perfzoo._cli.UsageError: --top-k must be at least 1
+    perfzoo.console.UsageError: --top-k must be at least 1
     """
 
     model: Optional[str] = None  # a catalog name (--list-models) or a config.json path; or the shape in --set
@@ -66,7 +66,7 @@ class PlanConfig:
     baseline: list[str] = field(default_factory=list)  # KEY=VALUE layout knobs of your own layout (tp=4 pp=8)
     predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
     dataset: str = PUBLISHED  # the predictor's training data (a zoo member is fitted on it)
-    calibrate: Optional[str] = None  # your measured runs: they anchor the predictor (perfzoo.calibrate.calibrated)
+    calibrate: Optional[str] = None  # your measured runs: they anchor the predictor (perfzoo.zoo.calibrate.calibrated)
     memory_margin: float = MEMORY_MARGIN  # fraction of device memory kept free
     exhaustive_limit: int = EXHAUSTIVE_LIMIT  # the most valid layouts scored one by one (else REINFORCE)
     tp_beyond_node: bool = False  # let tensor parallelism span NVLink domains
@@ -163,7 +163,7 @@ def _per_device(dataset: str, external_dir: Optional[str]) -> bool:
 def interval(result: Plan, top: pd.DataFrame, doublings) -> None:
     """The predictor's 80% interval (where it has one and no standard deviation gives a range) for the
     top layouts (``top``: their configs, best first), widened ``doublings`` beyond its training data
-    (:func:`perfzoo.predict.widened`), as the plan's ``range_low`` and ``range_high`` of those rows."""
+    (:func:`perfzoo.zoo.extrapolation.widened`), as the plan's ``range_low`` and ``range_high`` of those rows."""
     scorer = result.scorer
     if "range_low" in result.layouts or not hasattr(scorer.predictor, "predict_interval") or not scorer.per_device:
         return

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from perfzoo import frameworks
-from perfzoo._cli import UsageError
+from perfzoo.console import UsageError
 from perfzoo.plan.planner import Plan
 from perfzoo.plan.report import layout_text
 

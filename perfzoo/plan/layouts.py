@@ -32,8 +32,8 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
 Every layout also runs with flash attention and, with ``tp > 1``, sequence parallelism (what
 Megatron, NeMo and torchtitan do at this scale): the memory model counts activations that way.
 
->>> from perfzoo import models
->>> space = layout_space(models.get("llama3-8b"), Cluster(gpus=8, accelerator="H100-SXM-80GB"),
+>>> from perfzoo.llmconfig import catalog
+>>> space = layout_space(catalog.get("llama3-8b"), Cluster(gpus=8, accelerator="H100-SXM-80GB"),
 ...                      seq_len=8192, global_batch=64, precisions=("bf16",))
 >>> sorted(space.dimension("tp").values), sorted(space.dimension("pp").values)
 ([1, 2, 4, 8], [1, 2, 4, 8])
@@ -52,8 +52,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import accelerators, llmconfig
+from perfzoo import llmconfig
 from perfzoo.analytic.llm import stage_layers
+from perfzoo.hardware import accelerators
 from perfzoo.spaces import Categorical, Constraint, Space
 
 MICRO_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)

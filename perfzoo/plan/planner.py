@@ -7,7 +7,7 @@ exhaustively when the space holds at most ``exhaustive_limit`` valid layouts, ot
 the REINFORCE searcher over the same space (:mod:`perfzoo.search`), a layout that does not fit
 getting the lowest reward. Baselines (a user's layout, the published ones) are priced by the
 same scorer, the knobs a user's baseline leaves out filled as ``predict`` fills them
-(:mod:`perfzoo.layout_defaults`); the :class:`Plan` says where each ranks and what the top pick
+(:mod:`perfzoo.llmconfig.layout_defaults`); the :class:`Plan` says where each ranks and what the top pick
 gains over it, and, where the scorer gives an interval, which layouts are predicted inside the top
 pick's (``Plan.tie``: their order is within the predictor's error, and so is a gain over a baseline
 inside it). A predictor that returns NaN for a layout that fits is an error naming the predictor.
@@ -33,16 +33,17 @@ import numpy as np
 import pandas as pd
 
 from harness.environment import cpu_cores
-from perfzoo import frameworks, hf_defaults, layout_defaults, llmconfig
-from perfzoo._cli import RunFailed
-from perfzoo.columns import Columns
-from perfzoo.features import as_columns
+from perfzoo import frameworks, llmconfig
+from perfzoo.console import RunFailed
+from perfzoo.llmconfig import huggingface, layout_defaults
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
+from perfzoo.records.columns import Columns
 from perfzoo.search import Objective, Reinforce, Searcher
 from perfzoo.spaces import Constraint, Space
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.zoo.best import load_best
+from perfzoo.zoo.features import as_columns
 
 EXHAUSTIVE_LIMIT = 250_000  # valid layouts scored one by one; past this, REINFORCE
 CHUNK = 2 ** 16  # grid points checked for validity at once (their index rows stay in the cache)
@@ -53,7 +54,7 @@ KNOBS = LAYOUT_KNOBS + DERIVED_KNOBS
 
 def resolve_model(model: Union[str, Path, dict], overrides: Optional[dict] = None) -> dict:
     """The checked shape keys of ``model``: a catalog name, a Hugging Face ``config.json`` path
-    (read locally, :func:`perfzoo.hf_defaults.read`) or a dict of keys; ``overrides`` (``--set``)
+    (read locally, :func:`perfzoo.llmconfig.huggingface.read`) or a dict of keys; ``overrides`` (``--set``)
     win. A :class:`PlanError` names what is missing."""
     return model_keys(model, overrides)[0]
 
@@ -68,7 +69,7 @@ def model_keys(model: Union[str, Path, dict, None], overrides: Optional[dict] = 
         keys, sources = {}, {}
     elif Path(str(model)).is_file() or str(model).endswith(".json"):
         try:
-            keys, sources = hf_defaults.read(model, overrides)
+            keys, sources = huggingface.read(model, overrides)
         except ValueError as exc:
             raise PlanError(str(exc)) from None
     else:
@@ -234,7 +235,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     scorer : the :class:`~perfzoo.plan.scoring.Scorer` (default: the leaderboard's best for
         ``published-llm``, 10% memory margin).
     baseline : a layout to compare with (``{"tp": 4, "pp": 8}``; unnamed knobs as
-        :func:`perfzoo.layout_defaults.complete` fills them, precision the first of ``precisions``).
+        :func:`perfzoo.llmconfig.layout_defaults.complete` fills them, precision the first of ``precisions``).
     published : published layouts to compare with (:func:`~perfzoo.plan.recipes.published_layouts`).
     exhaustive_limit : the most valid layouts scored one by one; past it, ``searcher``
         (default: :class:`~perfzoo.search.Reinforce`, the paper's settings).
@@ -343,7 +344,7 @@ def baseline_frame(shape: dict, cluster: Cluster, seq_len: int, global_batch: in
                    precision: str) -> tuple[pd.DataFrame, layout_defaults.Completed]:
     """A user's baseline layout as a one-row frame, and what was filled: its degrees and batch
     checked by the front door, the knobs it leaves out completed as ``predict`` completes them
-    (:func:`perfzoo.layout_defaults.complete`; precision: ``precision``), so both price it alike."""
+    (:func:`perfzoo.llmconfig.layout_defaults.complete`; precision: ``precision``), so both price it alike."""
     unknown = [k for k in knobs if k not in KNOBS]
     if unknown:
         raise llmconfig.unknown_key_error(unknown[0], KNOBS, listed=f"the layout knobs {', '.join(KNOBS)}")

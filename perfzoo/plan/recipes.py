@@ -1,7 +1,7 @@
 """Published layouts of a model on a cluster: what the shared tables measured, the plan's baseline.
 
 :func:`published_layouts` finds, in a dataset of published tables (``published-llm``), the
-measured layouts of the same model (by catalog name, :mod:`perfzoo.models`), on as many GPUs of
+measured layouts of the same model (by catalog name, :mod:`perfzoo.llmconfig.catalog`), on as many GPUs of
 the same accelerator, at the same sequence length; the plan prices each with its own scorer and
 says where it ranks and what the plan's pick would gain over it.
 """
@@ -13,13 +13,14 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo import llmconfig, models
-from perfzoo.dataset import Dataset
+from perfzoo import llmconfig
+from perfzoo.datasets.dataset import Dataset
+from perfzoo.llmconfig import catalog
 from perfzoo.plan.layouts import Cluster
 
 def catalog_name(name: object) -> Optional[str]:
     """The catalog's name for a model a table names (``LLAMA3_70B`` -> ``llama3-70b``), or None."""
-    found = models.lookup(str(name)) if isinstance(name, str) else None
+    found = catalog.lookup(str(name)) if isinstance(name, str) else None
     return None if found is None else found["model_name"]
 
 

@@ -15,11 +15,12 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic, layout_defaults, llmconfig, shape_report
+from perfzoo import analytic, llmconfig
 from perfzoo.analytic.memory import in_flight
-from perfzoo.analytic_features import HOST_PACE, HOST_PASS_S
+from perfzoo.llmconfig import layout_defaults, shape_report
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan.planner import KNOBS, Plan
+from perfzoo.zoo.analytic_features import HOST_PACE, HOST_PASS_S
 
 JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "predicted_tokens_per_s", "step_time_s", "mfu",
              "peak_allocated_gib", "memory_gib", "headroom_gib", "fits", "layer_pass_ms", "host_paced", "range_low",

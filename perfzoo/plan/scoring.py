@@ -11,7 +11,7 @@ count). :meth:`Scorer.score` turns a frame of layouts into the plan's columns: t
 headroom per GPU, whether it fits, predicted tokens/s per GPU and in all, step time, MFU and the
 predictor's interval where it has one.
 
-:func:`perfzoo.calibrate.calibrated` anchors the predictor on a user's own measured runs and
+:func:`perfzoo.zoo.calibrate.calibrated` anchors the predictor on a user's own measured runs and
 refits it with them (``--calibrate runs.csv``); the scorer takes what it returns like any predictor.
 
 >>> import pandas as pd
@@ -37,10 +37,11 @@ import pandas as pd
 
 from perfzoo import llmconfig, zoo
 from perfzoo.analytic.memory import MEMORY_MARGIN, fits
-from perfzoo.analytic_features import estimates, host_paced, n_devices
-from perfzoo.columns import Columns
-from perfzoo.features import as_columns
-from perfzoo.search.objective import Model, input_columns
+from perfzoo.records.columns import Columns
+from perfzoo.search.objective import Model
+from perfzoo.zoo.analytic_features import estimates, host_paced, n_devices
+from perfzoo.zoo.base import input_columns
+from perfzoo.zoo.features import as_columns
 
 GIB = float(2**30)
 
@@ -74,7 +75,7 @@ class Scorer:
         """Per layout: ``peak_allocated_gib`` (the memory model's peak allocated per GPU),
         ``memory_gib`` (that plus the overheads: what the GPU needs), ``device_memory_gib``,
         ``headroom_gib`` (device memory less that), ``fits`` (within ``1 - memory_margin``), and
-        ``layer_pass_ms`` and ``host_paced`` (:func:`perfzoo.analytic_features.host_paced`)."""
+        ``layer_pass_ms`` and ``host_paced`` (:func:`perfzoo.zoo.analytic_features.host_paced`)."""
         est = estimates(frame)
         mem = est["memory_bytes"] / GIB
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -3,7 +3,7 @@
 A searcher (:class:`Searcher`, as Optuna's ``BaseSampler``) is a small class holding its own
 settings, with one method ``propose(objective, top_k, exclude)``: the :class:`Objective` scores
 configs of a space with any predictor (``predict(X)``, higher = faster: a zoo predictor reads
-the configs as :class:`~perfzoo.columns.Columns` of arrays, anything else as a DataFrame of
+the configs as :class:`~perfzoo.records.columns.Columns` of arrays, anything else as a DataFrame of
 ``config.*`` columns; or a plain callable) and an optional ``failure`` predictor (reward = predicted
 throughput x P(success)); ``exclude`` holds the keys of configs already measured. It returns a
 :class:`SearchResult`: the top-k distinct configs not yet measured, with predicted value, std

@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import zoo
-from perfzoo._cli import UsageError, guarded
-from perfzoo.dataset import Dataset
+from perfzoo.console import UsageError, guarded
 from perfzoo.datasets import load_dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.search import make
 from perfzoo.search.objective import Objective
 from perfzoo.search.treegrid import grid_values

@@ -28,7 +28,7 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
-from perfzoo._cli import config_from_args, field_defaults, guarded
+from perfzoo.console import config_from_args, field_defaults, guarded
 from perfzoo.search import SEARCHERS, Reinforce, SearchResult, benchmark
 from perfzoo.search.command import SearchConfig, run
 

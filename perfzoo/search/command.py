@@ -26,14 +26,14 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from perfzoo import llmconfig, zoo
-from perfzoo._cli import UsageError, assignments, check_choice, check_writable
-from perfzoo.dataset import Dataset
-from perfzoo.calibrate import anchor_base, calibrated
+from perfzoo.console import UsageError, assignments, check_choice, check_writable
 from perfzoo.datasets import load_dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher
 from perfzoo.search.objective import check_inputs
 from perfzoo.spaces import SpaceError, get
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.zoo.calibrate import anchor_base, calibrated
 
 # the flags that set a searcher's settings (each applies to the searchers that have the setting)
 SETTING_FLAGS = ("n_samples", "restarts", "batch_size", "lr", "n_jobs")
@@ -49,7 +49,7 @@ def make_searcher(name: str, seed: int, flags: dict[str, Optional[float]], progr
     >>> make_searcher("exhaustive", 0, {"n_samples": 100})
     Traceback (most recent call last):
     ...
-    perfzoo._cli.UsageError: --n-samples does not apply to --searcher exhaustive
+    perfzoo.console.UsageError: --n-samples does not apply to --searcher exhaustive
     """
     cls = SEARCHERS[name]
     settings: dict = {flag: value for flag, value in flags.items() if value is not None}
@@ -72,7 +72,7 @@ class SearchConfig:
     >>> SearchConfig(space="llm-small", top_k=0)
     Traceback (most recent call last):
     ...
-    perfzoo._cli.UsageError: --top-k must be at least 1
+    perfzoo.console.UsageError: --top-k must be at least 1
     """
 
     space: str  # a space name or a .toml space file
@@ -90,7 +90,7 @@ class SearchConfig:
     seed: int = 0  # the searcher's seed
     include_measured: bool = False  # keep the configs dataset has measured
     fixed: list[str] = field(default_factory=list)  # COLUMN=VALUE predictor inputs outside the space
-    calibrate: Optional[str] = None  # your measured runs anchor the predictor (perfzoo.calibrate.calibrated)
+    calibrate: Optional[str] = None  # your measured runs anchor the predictor (perfzoo.zoo.calibrate.calibrated)
     progress: bool = False  # a progress bar, where the searcher has one
 
     def __post_init__(self):
@@ -122,7 +122,7 @@ def measured_configs(dataset: Dataset) -> list[dict]:
 def resolve_predictor(name: str, dataset: Optional[Dataset], log=print, anchoring: bool = False) -> Any:
     """A fitted predictor from ``best`` / a zoo name / a saved folder (see the CLI help); with
     ``anchoring`` (``--calibrate`` runs will anchor it), ``best`` is the leaderboard's member for
-    anchoring (:func:`perfzoo.calibrate.anchor_base`)."""
+    anchoring (:func:`perfzoo.zoo.calibrate.anchor_base`)."""
     path = Path(name)
     if path.is_dir():
         return zoo.load(path)

@@ -1,7 +1,7 @@
 """Exhaustive scoring: every valid configuration of a space through the predictor.
 
 Vectorised and chunked: grid points are enumerated with numpy, checked against the compiled
-constraints, turned into :class:`~perfzoo.columns.Columns` (arrays, no DataFrame) and predicted
+constraints, turned into :class:`~perfzoo.records.columns.Columns` (arrays, no DataFrame) and predicted
 in one call per chunk (``n_jobs`` chunks at once, one thread each, default: every core); each
 chunk keeps the key and prediction of its best configs only (as many as could be proposed or
 excluded). Then the rewards, in order of the most a config could get, until none left can enter

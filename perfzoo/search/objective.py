@@ -3,7 +3,7 @@
 :class:`Objective` scores index rows of a space (see :mod:`perfzoo.spaces.codec`) with a
 predictor: the predicted throughput, P(success) from an optional ``failure`` predictor, and
 the reward ``normalised prediction x P(success)``. A zoo predictor reads the rows as
-:class:`~perfzoo.columns.Columns` (arrays; the predictor and the failure classifier share one
+:class:`~perfzoo.records.columns.Columns` (arrays; the predictor and the failure classifier share one
 when they read the same columns, so each chunk's analytic estimates are computed once); any
 other model gets a DataFrame. The prediction is normalised by the
 predictions on a fixed reference sample of random valid configs (throughput predictors: by
@@ -29,12 +29,11 @@ from typing import Any, Callable, Optional, Protocol, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from perfzoo.columns import Columns
-from perfzoo.inputs import input_columns
+from perfzoo.records.columns import Columns
 from perfzoo.search.treegrid import grid_values
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
-from perfzoo.zoo.base import Predictor
+from perfzoo.zoo.base import Predictor, input_columns
 from perfzoo.zoo.failure import FailurePredictor
 
 
@@ -141,7 +140,7 @@ class Objective:
 
     def inputs(self, idx: np.ndarray) -> tuple[Any, Any]:
         """The predictor's and the failure classifier's inputs for index rows: one
-        :class:`~perfzoo.columns.Columns` each (the same one when they read the same columns, so
+        :class:`~perfzoo.records.columns.Columns` each (the same one when they read the same columns, so
         the analytic estimates are computed once), or a DataFrame for a model that is no zoo
         predictor (a :class:`Formula`)."""
         cols = self.codec.columns(idx, self.columns, fixed=self.fixed)

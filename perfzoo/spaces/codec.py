@@ -9,7 +9,7 @@ turns such rows, many at once and without a Python dict per config, into
   dimensions it reads, found by tracing which keys it reads;
 * integer keys (:meth:`SpaceCodec.keys`, a mixed-radix number: equal configs, equal keys)
   for de-duplication and for excluding configs already measured;
-* what a predictor takes (:meth:`SpaceCodec.columns`, as :class:`~perfzoo.columns.Columns`:
+* what a predictor takes (:meth:`SpaceCodec.columns`, as :class:`~perfzoo.records.columns.Columns`:
   each dimension's values looked up by index, constants held once; :meth:`SpaceCodec.frame`,
   the same as a DataFrame): ``config.<knob>`` columns for dimensions, constants and derived
   keys, plus fixed columns such as ``hardware.accelerator``; this is the one place search and
@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo.columns import Columns
+from perfzoo.records.columns import Columns
 from perfzoo.spaces._base import Space, SpaceError, _same
 
 MAX_TABLE = 250_000  # largest lookup table (combinations of the dimensions a rule reads)
@@ -393,7 +393,7 @@ class SpaceCodec:
 
     def columns(self, idx: np.ndarray, columns: Optional[Sequence[str]] = None,
                 fixed: Optional[dict] = None) -> Columns:
-        """What a predictor takes, as :class:`~perfzoo.columns.Columns`: each dimension's column
+        """What a predictor takes, as :class:`~perfzoo.records.columns.Columns`: each dimension's column
         looked up in its value table by index (text and bools as Categoricals), derived keys in
         their compiled tables, constants and ``fixed`` values held once; no per-row Python and
         no DataFrame. ``columns`` and ``fixed`` as in :meth:`frame`.
@@ -497,7 +497,7 @@ def _objects(values: pd.Categorical) -> np.ndarray:
 
 
 def _constant_column(value: Any):
-    """One value as a column of length 1 (it broadcasts: see :class:`~perfzoo.columns.Columns`)."""
+    """One value as a column of length 1 (it broadcasts: see :class:`~perfzoo.records.columns.Columns`)."""
     if value is None:
         return np.array([None], dtype=object)
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):

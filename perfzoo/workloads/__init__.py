@@ -3,7 +3,7 @@
 A bundle holds what perfzoo knows about one workload -- its search spaces, its cost model, its
 config vocabulary, its closed-loop baselines -- and names the harness module that builds and
 runs it; its :class:`WorkloadSpec` registers all of it at once (:mod:`._base`). The shared
-pieces stay shared: the accelerator table (:mod:`perfzoo.accelerators`), per-row device
+pieces stay shared: the accelerator table (:mod:`perfzoo.hardware.accelerators`), per-row device
 figures and the calibrated roofline (:mod:`perfzoo.analytic`), the space machinery
 (:mod:`perfzoo.spaces`).
 

@@ -10,7 +10,7 @@
 Every member follows the scikit-learn contract (``fit(X, y)`` returns self, ``predict(X)``,
 ``get_params`` / ``set_params``, ``sklearn.base.clone``), takes a DataFrame of configs
 (``dataset.X``), and saves / loads with its metadata (:meth:`Predictor.save`, :func:`load`).
-Class attributes say what a member is: ``encoding`` (which :mod:`perfzoo.features`
+Class attributes say what a member is: ``encoding`` (which :mod:`perfzoo.zoo.features`
 encoding it consumes), ``floor`` (a baseline), ``output`` (``throughput``, ``score`` for
 ranking members, ``probability`` for ``failure``), ``has_std`` (offers ``predict_std``) and
 ``fit_cost`` (fit time per row relative to ridge's). Evaluation reads these tags, never names.
@@ -45,6 +45,26 @@ registers in the ``perfzoo.predictors`` entry-point group (:func:`installed`).
 
 >>> make("sklearn.ensemble:ExtraTreesRegressor", n_estimators=50).estimator.n_estimators
 50
+
+Modules
+-------
+=====================  ==============================================================================
+``base``               the contract (``Predictor``, ``EncodedPredictor``), saving and loading
+``features``           feature encodings: the one place members get their inputs from
+``analytic_features``  the analytic estimates as features, computed once per chunk of configs
+``targets``            what members regress on, and the way back to throughput
+``baselines``          the floors (constant, analytic, roofline)
+``classic``            the scikit-learn members (ridge, knn, forest, gbr, hist_gbr, mlp, gp)
+``boosting``           LightGBM and CatBoost members, their rankers, the hybrids
+``neural``             the paper's MLP ranking ensemble
+``failure``            the failure classifier
+``plugin``             members from outside perfzoo: import paths, entry points, their problems
+``best``               the leaderboard's shipped member per dataset
+``interval``           prediction intervals: cross-conformal by source
+``extrapolation``      how far a config lies beyond the training data, the interval widened for it
+``anchor``             anchoring on a user's runs: per-group and per-cluster offsets, partial pooling
+``calibrate``          ``--calibrate``: the member anchored on your runs and refitted with them joined
+=====================  ==============================================================================
 """
 
 from __future__ import annotations
@@ -52,9 +72,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Union
 
+from perfzoo.zoo import plugin
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
-from perfzoo.zoo.best import anchor_member, best_member, load_best
 from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor, RooflinePredictor
+from perfzoo.zoo.best import anchor_member, best_member, load_best
 from perfzoo.zoo.boosting import (
     CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, HybridRooflinePredictor, LightGBMPredictor,
     LightGBMRankPredictor,
@@ -65,7 +86,6 @@ from perfzoo.zoo.classic import (
 from perfzoo.zoo.failure import FailurePredictor, failure_labels
 from perfzoo.zoo.neural import MLPRankEnsemblePredictor
 from perfzoo.zoo.plugin import GROUP, SklearnRegressor
-from perfzoo.zoo import plugin
 
 REGISTRY: dict[str, type[Predictor]] = {
     cls.name: cls

@@ -45,8 +45,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import chi2
 
-from perfzoo import accelerators
-from perfzoo.vocabulary import is_missing, normalize_framework, precision_format
+from perfzoo.hardware import accelerators
+from perfzoo.records.vocabulary import is_missing, normalize_framework, precision_format
 from perfzoo.zoo.interval import conformal_quantiles
 
 # the model's shape: what a group shares besides the cluster, precision and task

@@ -5,13 +5,13 @@ Contract (scikit-learn's): the constructor stores its parameters and nothing els
 ``predict(X)`` returns one float per row (higher = faster); ``get_params`` / ``set_params``
 come from :class:`sklearn.base.BaseEstimator`. ``X`` is a DataFrame of configs
 (``dataset.X``: ``config.*`` / ``hardware.*`` columns; ``predict`` also takes
-:class:`~perfzoo.columns.Columns`, the arrays a search scores); ``y`` the measured throughput
+:class:`~perfzoo.records.columns.Columns`, the arrays a search scores); ``y`` the measured throughput
 (``dataset.y``). Rows whose ``y`` is NaN (failed jobs) are left out of a throughput fit.
 
 Class attributes every member declares
 --------------------------------------
 ``name``      its registry name;
-``encoding``  the :class:`perfzoo.features.FeatureEncoder` encoding it consumes (or None);
+``encoding``  the :class:`perfzoo.zoo.features.FeatureEncoder` encoding it consumes (or None);
 ``floor``     True for the baselines (``constant``, ``analytic``) others must beat;
 ``output``    ``throughput`` (predictions are tokens/s or queries/s), ``score`` (a ranking
               score: only the order means anything) or ``probability`` (``failure``);
@@ -60,10 +60,10 @@ from sklearn.base import BaseEstimator
 
 import perfzoo
 from harness.environment import library_versions
-from perfzoo.features import FeatureEncoder, as_columns, check_frame
-from perfzoo.targets import TARGETS, TargetTransform
 from perfzoo.zoo import anchor as _anchor
 from perfzoo.zoo import interval as _interval
+from perfzoo.zoo.features import FeatureEncoder, as_columns, check_frame
+from perfzoo.zoo.targets import TARGETS, TargetTransform
 
 MODEL_FILE = "model.joblib"
 METADATA_FILE = "metadata.json"
@@ -128,6 +128,17 @@ def _limited(n: int):
                 _LIMITS["limiter"] = None
 
 
+def input_columns(model: Any) -> Optional[list[str]]:
+    """The columns a fitted zoo predictor was trained on (its ``input_columns_``; None for a
+    model without them, e.g. a :class:`~perfzoo.search.Formula`).
+
+    >>> input_columns(object()) is None
+    True
+    """
+    cols = getattr(model, "input_columns_", None)
+    return None if cols is None else [str(c) for c in cols]
+
+
 class Predictor(BaseEstimator):
     """Base class of the zoo members (see the module docstring)."""
 
@@ -166,7 +177,7 @@ class Predictor(BaseEstimator):
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         """One float per row of ``X`` (see ``output``): higher means faster. ``X``: a DataFrame of
-        configs or :class:`~perfzoo.columns.Columns` (what a search scores: arrays, no frame)."""
+        configs or :class:`~perfzoo.records.columns.Columns` (what a search scores: arrays, no frame)."""
         self._check_fitted()
         X = as_columns(X)  # features, target and analytic estimates read the same columns, once
         with self._threads():
@@ -293,7 +304,13 @@ class Predictor(BaseEstimator):
         saved = meta.get("perfzoo_version")
         if saved and saved != perfzoo.__version__:
             warnings.warn(f"{path} was saved by perfzoo {saved}; this is {perfzoo.__version__}", stacklevel=2)
-        model = joblib.load(path / MODEL_FILE)
+        try:
+            model = joblib.load(path / MODEL_FILE)
+        except ModuleNotFoundError as exc:
+            if not str(exc.name).startswith("perfzoo."):
+                raise
+            raise ValueError(f"{path} was saved by an older perfzoo: its module {exc.name} has moved (CHANGELOG.md); "
+                             "fit the predictor again and save it (perfzoo bench writes the leaderboard's)") from None
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
         return model
@@ -346,7 +363,7 @@ class EncodedPredictor(Predictor):
         raise NotImplementedError
 
     def _features(self, X):
-        """What the fitted model predicts from: the encoder's :meth:`~perfzoo.features.FeatureEncoder.transform`."""
+        """What the fitted model predicts from: the encoder's :meth:`~perfzoo.zoo.features.FeatureEncoder.transform`."""
         return self.encoder_.transform(X)
 
     def _fit_model(self, Z, z: np.ndarray, X: pd.DataFrame, groups: Any) -> None:

@@ -7,8 +7,8 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo.targets import TargetTransform, analytic_log_throughput
 from perfzoo.zoo.base import Predictor
+from perfzoo.zoo.targets import TargetTransform, analytic_log_throughput
 
 
 class ConstantPredictor(Predictor):
@@ -48,7 +48,7 @@ class AnalyticPredictor(Predictor):
     per_device : bool or None
         Compare with analytic throughput per device (True) or global (False); None picks
         the unit that matches the training target best (see
-        :class:`perfzoo.targets.TargetTransform`).
+        :class:`perfzoo.zoo.targets.TargetTransform`).
 
     Notes
     -----
@@ -86,7 +86,7 @@ class RooflinePredictor(Predictor):
     ----------
     per_device : bool or None
         Whether the target is throughput per device (True) or global (False); None decides
-        as :class:`perfzoo.targets.TargetTransform` does.
+        as :class:`perfzoo.zoo.targets.TargetTransform` does.
 
     Notes
     -----

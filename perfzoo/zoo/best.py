@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Optional, Union
 
-from perfzoo.dataset import Dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.zoo.base import Predictor
 
 LEADERBOARD_DIR_ENV = "PERFZOO_LEADERBOARD"

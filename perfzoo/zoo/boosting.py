@@ -9,9 +9,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic_features import MEMORY_FEATURES
-from perfzoo.features import FeatureEncoder
+from perfzoo.zoo.analytic_features import MEMORY_FEATURES
 from perfzoo.zoo.base import EncodedPredictor
+from perfzoo.zoo.features import FeatureEncoder
 
 
 def _lgb_params(self) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def _lgb_params(self) -> dict[str, Any]:
 
 def lgb_predict(model: Any, Z: np.ndarray, n_jobs: Optional[int]) -> np.ndarray:
     """A fitted LightGBM model's output on the encoder's float matrix
-    (:meth:`~perfzoo.features.FeatureEncoder.matrix`): the booster itself, as the scikit-learn
+    (:meth:`~perfzoo.zoo.features.FeatureEncoder.matrix`): the booster itself, as the scikit-learn
     wrapper calls it but without its input checks (P(class 1) for a binary classifier)."""
     return model.booster_.predict(Z, num_threads=int(n_jobs or 1))
 
@@ -246,7 +246,7 @@ class HybridPredictor(LightGBMPredictor):
     analytic model's scaling in GPUs, model size and hardware where the trees have seen
     nothing, and the trees only learn the (bounded) efficiency. Shallower, more regularised
     trees than ``lightgbm``: the correction should be smooth. The trees do not see the memory
-    estimates (:data:`perfzoo.analytic_features.MEMORY_FEATURES`): whether a config fits is not
+    estimates (:data:`perfzoo.zoo.analytic_features.MEMORY_FEATURES`): whether a config fits is not
     how fast it runs, and each source's recipes put their memory use where their own efficiency
     lies (llm-foundry raises the micro batch to the memory limit), so a correction split on them
     carried one source's efficiency to another's (leaving one published source out, over 5
@@ -255,7 +255,7 @@ class HybridPredictor(LightGBMPredictor):
     hardware) fall back to a plain log-throughput fit.
 
     Parameters as :class:`LightGBMPredictor`, plus ``per_device`` (see
-    :class:`perfzoo.targets.TargetTransform`).
+    :class:`perfzoo.zoo.targets.TargetTransform`).
     """
 
     name = "hybrid"

@@ -2,7 +2,7 @@
 ``mlp`` and ``gp``.
 
 Each regresses the transformed target (``target``, default ``log``: log throughput) on its
-encoding (see :mod:`perfzoo.features`) and maps predictions back to throughput.
+encoding (see :mod:`perfzoo.zoo.features`) and maps predictions back to throughput.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from sklearn.linear_model import Ridge
 from sklearn.neighbors import KNeighborsRegressor
 from sklearn.neural_network import MLPRegressor
 
-from perfzoo.features import as_columns
 from perfzoo.zoo.base import EncodedPredictor
+from perfzoo.zoo.features import as_columns
 
 
 class RidgePredictor(EncodedPredictor):

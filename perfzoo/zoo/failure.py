@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from perfzoo.features import FeatureEncoder, as_columns
 from perfzoo.zoo.base import Predictor
 from perfzoo.zoo.boosting import lgb_predict
+from perfzoo.zoo.features import FeatureEncoder, as_columns
 
 
 def failure_labels(y: Any) -> np.ndarray:

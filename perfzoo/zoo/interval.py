@@ -12,7 +12,7 @@ separately, so a member that under-predicts a kind of job gets an interval that 
 
 What a fold holds decides what the interval covers. Rows of one group (``groups``: e.g. the
 published source a row came from, or the collection session of a measured job:
-:func:`perfzoo.calibrate.source_labels`) stay in one fold, so the residuals are those of predicting a
+:func:`perfzoo.zoo.calibrate.source_labels`) stay in one fold, so the residuals are those of predicting a
 source never seen, the error a user meets on their own cluster. A group of fewer than
 :data:`MIN_GROUP_ROWS` rows (a user's few calibration runs) is too small to be held out against
 the rest, or to train on alone: its configurations are dealt over the folds of the large groups.
@@ -43,7 +43,7 @@ from scipy.optimize import brentq
 from scipy.stats import t as student_t
 from sklearn.base import clone
 
-from perfzoo.columns import row_keys
+from perfzoo.records.columns import row_keys
 
 ALPHA = 0.2  # the default interval: 80%
 FOLDS = 5  # cross-fitting folds (fewer when there are fewer groups)

@@ -22,9 +22,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo.features import FeatureEncoder
 from perfzoo.zoo.base import EncodedPredictor
 from perfzoo.zoo.boosting import ranking_groups
+from perfzoo.zoo.features import FeatureEncoder
 
 
 class MLPRankEnsemblePredictor(EncodedPredictor):

@@ -43,8 +43,8 @@ from typing import Any, Optional
 
 from sklearn.base import RegressorMixin, clone, is_regressor as _sklearn_is_regressor
 
-from perfzoo.features import ENCODINGS
 from perfzoo.zoo.base import EncodedPredictor, Predictor
+from perfzoo.zoo.features import ENCODINGS
 
 GROUP = "perfzoo.predictors"  # the entry-point group of installed members
 OUTPUTS = ("throughput", "score", "probability")  # a member's ``output`` tag (perfzoo.zoo.base)

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import zoo
-from perfzoo.calibrate import release_labels, source_labels
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.anchored import shots_within
+from perfzoo.zoo.calibrate import release_labels, source_labels
 
 DGXC = "nvidia_dgxc_benchmarking_perf_tables.csv"
 CUT = "2025-04-30"  # DGXC releases from this date on are predicted from the earlier ones

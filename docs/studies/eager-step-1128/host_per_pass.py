@@ -5,7 +5,7 @@
 For the jobs of ``llm-h100`` and ``llm-h200`` that ran without ``compile`` and whose GPU work the
 analytic model prices at under 2 ms per layer pass (forward and backward of one layer on one
 micro-batch), the step is the host's: measured step time / layer passes, median per group; and the
-ATen operators per layer pass that ``scripts/kernel_profile.py`` counted on a CPU
+ATen operators per layer pass that ``kernel_profile.py`` counted on a CPU
 (``host-ops-cpu.jsonl``: the same bf16 blocks at 8 and 16 layers; the difference over 8 layers).
 """
 

@@ -2,8 +2,8 @@
 
     python docs/studies/eager-step-1128/per_class.py
 
-Reads ``profile-h100.jsonl`` and ``profile-h200.jsonl`` (``scripts/kernel_profile.py`` on a lent
-H100 and H200, 2026-11-28: the configs of ``scripts/configs/gpu-profile.jsonl``) and prints, per
+Reads ``profile-h100.jsonl`` and ``profile-h200.jsonl`` (``kernel_profile.py`` on a lent
+H100 and H200, 2026-11-28: the configs of ``gpu-profile-configs.jsonl``) and prints, per
 config and card, milliseconds per step of each kernel class measured and as the analytic model
 prices it at the datasheet's peaks and bandwidth and eager kernels at ``eager_tb_s`` (no efficiency
 fitted): GEMMs (compute + operand bytes), elementwise and reduction kernels (casts included), the

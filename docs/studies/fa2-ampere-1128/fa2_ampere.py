@@ -26,7 +26,7 @@ SHORT = {"megatron_lm_readme_scaling.csv": "Megatron-LM", "mosaicml_llmfoundry_b
 
 
 def one(slowdown: float) -> None:
-    from perfzoo import accelerators
+    from perfzoo.hardware import accelerators
 
     def a100(s):
         if not s.name.startswith("A100"):

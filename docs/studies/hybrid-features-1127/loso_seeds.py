@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
-from perfzoo.analytic_features import MEMORY_FEATURES
 from perfzoo.datasets import load_dataset
-from perfzoo.features import FeatureEncoder
-from perfzoo.models import SHAPE_KEYS
+from perfzoo.llmconfig.catalog import SHAPE_KEYS
+from perfzoo.zoo.analytic_features import MEMORY_FEATURES
 from perfzoo.zoo.boosting import HybridPredictor
+from perfzoo.zoo.features import FeatureEncoder
 
 DENSE = SHAPE_KEYS[:8]  # n_params, n_layers, hidden_dim, ffn_dim, n_heads, n_kv_heads, head_dim, vocab_size
 # variant -> (the memory estimates among the features, what else the trees do not see)

@@ -1,4 +1,4 @@
-"""The kernel rates measured on a lent H100 (``rates-h100.jsonl``, ``scripts/kernel_rates.py``) beside
+"""The kernel rates measured on a lent H100 (``rates-h100.jsonl``, ``kernel_rates.py``) beside
 the rates the analytic model prices the same kernels at, on the accelerator table's figures.
 
     python docs/studies/kernel-rates-1128/compare.py [rates.jsonl] [--accelerator H100-80GB]
@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perfzoo.accelerators import spec
 from perfzoo.analytic.traffic import SOFTMAX_OPS
+from perfzoo.hardware.accelerators import spec
 
 
 def gemm_model_tflops(hw, m: float, k: float, n: float, groups: float, width: float, peak: float) -> float:

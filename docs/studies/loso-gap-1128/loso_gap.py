@@ -16,8 +16,8 @@ import pandas as pd
 from scipy.stats import kendalltau
 
 from perfzoo import zoo
-from perfzoo.columns import row_keys
 from perfzoo.datasets import load_dataset
+from perfzoo.records.columns import row_keys
 
 MEMBERS = ("hybrid", "analytic")
 BRIDGE = "nvidia_megatron_bridge_perf_summary.csv"

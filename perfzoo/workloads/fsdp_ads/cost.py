@@ -17,7 +17,7 @@ from perfzoo.analytic._frame import GIB, Frame, as_frame, broadcast, coded, is_c
 from perfzoo.analytic.estimates import ESTIMATE_COLUMNS
 from perfzoo.analytic.hardware import device_figures, link_bandwidth
 from perfzoo.analytic.llm import FP32_BYTES, MIXED_BYTES
-from perfzoo.vocabulary import PRECISIONS, is_missing, normalize_precision, normalize_sharding
+from perfzoo.records.vocabulary import PRECISIONS, is_missing, normalize_precision, normalize_sharding
 
 N_SHARD_LAYERS = 11
 # the estimate columns the fsdp workload does not have (no tensor, pipeline, context or expert parallelism)

@@ -76,7 +76,7 @@ SPEC = WorkloadSpec(
         "model_name", "ffn_dim", "n_kv_heads", "vocab_size", "n_params", "n_experts", "experts_per_token",
         "grad_accum", "dp", "cp", "ep", "vp", "fsdp", "precision", "activation_checkpointing", "compile",
         "gated_mlp", "tie_embeddings", "sequence_parallel", "flash_attention", "tp_comm_overlap", "zero_stage",
-        # the shape keys of MoE, MLA, MTP, sliding-window and hybrid Mamba models (perfzoo.models.SHAPE_KEYS)
+        # the shape keys of MoE, MLA, MTP, sliding-window and hybrid Mamba models (perfzoo.llmconfig.catalog.SHAPE_KEYS)
         "head_dim", "moe_ffn_dim", "n_shared_experts", "shared_ffn_dim", "n_dense_layers", "q_lora_rank",
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window",
         "n_sliding_layers", "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim",

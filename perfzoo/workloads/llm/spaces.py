@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Optional
 
 from harness.workloads.llm_shapes import param_counts  # pure arithmetic, no torch
+from perfzoo.records.vocabulary import normalize_precision
 from perfzoo.spaces import Categorical, Constraint, Integer, Space, SpaceError
-from perfzoo.vocabulary import normalize_precision
 
 def _tokens_at_most(name: str, limit: int, per: str, why: str) -> Constraint:
     """At most ``limit`` tokens (micro batch x sequence) per ``per``."""

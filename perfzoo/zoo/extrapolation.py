@@ -1,0 +1,134 @@
+"""How far a config lies beyond the data a predictor was trained on, and how much wider its interval
+gets for it: ``predict`` and ``plan`` warn and widen alike.
+
+A config beyond the training data's largest device count, sequence length or model size
+extrapolates: :func:`beyond_training` counts the doublings on each axis, :func:`widened` moves each
+end of an 80% interval out by :data:`WIDENING_PER_DOUBLING` (log throughput) per doubling, and
+:func:`outside_training` says in words why a config lies outside (an accelerator never seen, or
+priced exactly as a better-known one; how many times the largest value on each axis).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perfzoo import analytic, llmconfig
+from perfzoo.datasets.dataset import Dataset
+from perfzoo.hardware import accelerators
+from perfzoo.zoo.analytic_features import n_devices
+
+SCALE_AXES = ("devices", "sequence", "parameters")  # how far beyond its training data a config extrapolates
+LABELS = {"devices": "devices", "sequence": "sequence length", "parameters": "parameters"}
+# log throughput each end of an interval moves out per doubling beyond the training data's largest device
+# count, sequence or model size: how fast the 80th percentile of the shipped member's |log residual| grows
+# per doubling on the published tables' scale split (trained on <= 64 GPUs, tested up to 6.6 doublings
+# beyond: 0.13 + 0.022 x doublings), measured by scripts/extrapolation_widening.py (its docstring says how)
+WIDENING_PER_DOUBLING = 0.022
+
+
+def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
+    """Whether the cost model sees the same device in both: equal peak FLOP/s, memory bandwidth,
+    softmax exponential rate, link bandwidths and node size (memory capacity only decides whether
+    a config fits).
+
+    >>> priced_alike(accelerators.spec("H200"), accelerators.spec("H100-SXM-80GB"))  # 4.8 vs 3.35 TB/s
+    False
+    >>> priced_alike(accelerators.spec("H100-SXM-80GB"), accelerators.spec("DGX-H100"))
+    True
+    """
+    def figures(s: accelerators.AcceleratorSpec) -> tuple:
+        return dict(s.peak_flops), s.hbm_bw, s.exp_rate, s.intra_bw, s.inter_bw, s.node_size
+
+    return figures(spec) == figures(other)
+
+
+def _extent(frame: pd.DataFrame, params: np.ndarray) -> dict[str, np.ndarray]:
+    """Each row's value on every scale axis (:data:`SCALE_AXES`)."""
+    seq = pd.to_numeric(frame.get("config.seq_len", pd.Series(np.nan, index=frame.index)), errors="coerce")
+    return {"devices": np.asarray(n_devices(frame), dtype=float), "sequence": seq.to_numpy(dtype=float),
+            "parameters": np.asarray(params, dtype=float)}
+
+
+def beyond_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> pd.DataFrame:
+    """Per config (``params``: its parameter count) and scale axis (:data:`SCALE_AXES`: devices,
+    sequence length, parameters), how many times the largest value among ``training``'s jobs it
+    is (NaN where either is unknown); a column ``doublings`` sums ``log2`` of those above 1, how
+    far the config extrapolates in all (:func:`widened`).
+
+    >>> from types import SimpleNamespace
+    >>> seen = SimpleNamespace(frame=pd.DataFrame({"config.n_gpus": [8, 64], "config.seq_len": [4096, 8192],
+    ...                                            "config.n_params": [8e9, 70e9]}))
+    >>> asked = pd.DataFrame({"config.n_gpus": [256, 32], "config.seq_len": [32768, 2048]})
+    >>> beyond_training(asked, np.array([70e9, 8e9]), seen).round(2).to_dict("list")
+    {'devices': [4.0, 0.5], 'sequence': [4.0, 0.25], 'parameters': [1.0, 0.11], 'doublings': [4.0, 0.0]}
+    """
+    known = _extent(training.frame, analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float))
+    asked = _extent(frame, params)
+    out = pd.DataFrame({what: asked[what] / (np.nanmax(known[what]) if np.isfinite(known[what]).any() else np.nan)
+                        for what in SCALE_AXES}, index=frame.index)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["doublings"] = np.log2(out[list(SCALE_AXES)].clip(lower=1.0)).fillna(0.0).sum(axis=1)
+    return out
+
+
+def widened(low: np.ndarray, high: np.ndarray, doublings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An interval ``(low, high)`` widened for a config ``doublings`` beyond the training data
+    (:func:`beyond_training`): each end moves out by :data:`WIDENING_PER_DOUBLING` (log
+    throughput) per doubling, ``low * exp(-w)``, ``high * exp(w)``.
+
+    >>> lo, hi = widened(np.array([90.0]), np.array([110.0]), np.array([2.0]))
+    >>> bool(lo[0] < 90.0 < 110.0 < hi[0]), bool(np.isclose(np.log(hi[0] / 110.0), 2 * WIDENING_PER_DOUBLING))
+    (True, True)
+    """
+    w = WIDENING_PER_DOUBLING * np.asarray(doublings, dtype=float)
+    return np.asarray(low, dtype=float) * np.exp(-w), np.asarray(high, dtype=float) * np.exp(w)
+
+
+def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
+    """Per config (``params``: its parameter count), why it lies outside what ``training``
+    covered: an accelerator never seen (and the one it is priced exactly as, where the
+    accelerator table gives both the same figures), a device count, sequence length or model size
+    beyond the largest seen (how many times, how many doublings, and how much wider that makes
+    the interval: :func:`beyond_training`, :func:`widened`)."""
+    def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
+        found = llmconfig.known_accelerator(name)
+        return found.name if found is not None else accelerators.normalise(str(name))
+
+    rows = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().map(identity).value_counts()
+    seen = set(rows.index)
+    factors = beyond_training(frame, params, training)
+    values = _extent(frame, params)
+    out = []
+    for i in range(len(frame)):
+        notes = []
+        acc = frame["hardware.accelerator"].iloc[i] if "hardware.accelerator" in frame else None
+        if acc is None or (isinstance(acc, float) and np.isnan(acc)):
+            notes.append("no accelerator given: the predictor treats it as unknown")
+        elif identity(acc) not in seen:
+            notes.append(f"accelerator {acc} is not in {training.name}'s training data "
+                         f"({', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
+        spec = llmconfig.known_accelerator(acc) if isinstance(acc, str) else None
+        twins = sorted(s for s in seen if spec is not None and s != spec.name and llmconfig.known_accelerator(s) is not None
+                       and priced_alike(spec, llmconfig.known_accelerator(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
+        if twins:
+            notes.append(f"{spec.name} is priced exactly as {twins[0]}: the accelerator table gives both the same "
+                         "peak FLOP/s, memory and link bandwidths, so only the memory check tells them apart")
+        beyond = []
+        for what in SCALE_AXES:
+            factor = float(factors[what].iloc[i])
+            if np.isfinite(factor) and factor > 1.0:
+                value = values[what][i]
+                beyond.append(f"{LABELS[what]} {value:,.0f} is {factor:.1f}x the largest in {training.name} "
+                              f"({value / factor:,.0f})")
+        if beyond:
+            d = float(factors["doublings"].iloc[i])
+            notes.append("; ".join(beyond) + f": {d:.1f} doublings beyond the training data, so the interval is "
+                         f"widened {np.exp(WIDENING_PER_DOUBLING * d):.2f}x at each end "
+                         f"({WIDENING_PER_DOUBLING:.3f} log per doubling, scripts/extrapolation_widening.py)")
+        out.append(notes)
+    return out
+
+
+__all__ = ["LABELS", "SCALE_AXES", "WIDENING_PER_DOUBLING", "beyond_training", "outside_training", "priced_alike",
+           "widened"]
