@@ -80,8 +80,8 @@ from harness.environment import cpu_cores
 from harness.slurm import SlurmError
 from perfzoo import zoo
 from perfzoo.collect.sweep import add_sbatch_arguments, slurm_options
-from perfzoo.console import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check_choice, config_from_args, field_defaults,
-                          guarded, spelled_call)
+from perfzoo.console import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check_choice, config_from_args,
+                             field_defaults, guarded, spelled_call)
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import hardware, leaderboard, runner, transfer

@@ -56,7 +56,7 @@ from perfzoo import workloads, zoo
 from perfzoo.collect import options_from_argv
 from perfzoo.collect.sweep import JOB_DEFAULTS, open_store
 from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, RunFailed, UsageError, check_choice, config_from_args,
-                          field_defaults, guarded)
+                             field_defaults, guarded)
 from perfzoo.console import read_located
 from perfzoo.loop import ClosedLoop, CollectLauncher, Launcher, LoopSummary
 from perfzoo.records.store import RECORDS_FILE

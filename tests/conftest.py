@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
+from harness.environment import cpu_cores
 from harness.protocol import QUIET_WAIT_ENV
 from perfzoo.datasets import ENV_EXTERNAL, external_data_dir
 from perfzoo.datasets.sources.published import PUBLISHED_COLUMNS
@@ -69,7 +70,7 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: a worker per core (at most 8: each holds torch and the zoo's libraries, ~1 GiB),
     and one more, since the Slurm tests' worker mostly waits on Slurm's queue."""
-    return min(len(os.sched_getaffinity(0)), 8) + 1
+    return min(cpu_cores(), 8) + 1
 
 
 @pytest.fixture(autouse=True)

@@ -14,8 +14,8 @@ import perfzoo
 
 
 # modules whose examples load the public tables of ../shared/external (the `external` tier)
-READ_EXTERNAL = {"perfzoo.datasets.dataset", "perfzoo.datasets.registry", "perfzoo.evaluation.tasks", "perfzoo.datasets.sources",
-                 "perfzoo.datasets.sources.published", "perfzoo.datasets.sources.vtrain"}
+READ_EXTERNAL = {"perfzoo.datasets.dataset", "perfzoo.datasets.registry", "perfzoo.evaluation.tasks",
+                 "perfzoo.datasets.sources", "perfzoo.datasets.sources.published", "perfzoo.datasets.sources.vtrain"}
 
 
 def _modules() -> list:

@@ -5,7 +5,6 @@ takes a few seconds, more on a loaded machine. CUDA paths (NCCL, CUDA events, me
 fraction, MFU) cannot run here.
 """
 
-import os
 import time
 
 import psutil

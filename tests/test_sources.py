@@ -96,8 +96,8 @@ def _undecodable(path):
     (lambda p: read_configs(str(_undecodable(p / "c.csv"))), r"--configs {p}/c.csv: not UTF-8 text \(byte 12 is 0xff\)"),
     (lambda p: read_configs(str(_undecodable(p / "c.jsonl"))), r"--configs {p}/c.jsonl: not UTF-8 text"),
     (lambda p: load_space(_undecodable(p / "s.toml")), r"space file {p}/s.toml: not UTF-8 text \(byte 12\)"),
-    (lambda p: huggingface.from_hf_config(_undecodable(p / "config.json")), r"{p}/config.json: not a readable JSON model "
-                                                                        r"config \(not UTF-8 text: byte 12\)"),
+    (lambda p: huggingface.from_hf_config(_undecodable(p / "config.json")),
+     r"{p}/config.json: not a readable JSON model config \(not UTF-8 text: byte 12\)"),
 ])
 def test_an_undecodable_file_is_named(tmp_path, read, message):
     with pytest.raises((ValueError, UsageError), match=message.format(p=re.escape(str(tmp_path)))):

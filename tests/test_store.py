@@ -2,7 +2,6 @@
 
 import json
 import multiprocessing as mp
-import os
 import subprocess
 import sys
 import textwrap

@@ -140,8 +140,8 @@ from perfzoo.analytic.precision import compute_seconds, format_width, precision_
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
 from perfzoo.records.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
-                                is_adapter_tuning, normalize_checkpointing, normalize_framework, normalize_sharding,
-                                to_bool)
+                                        is_adapter_tuning, normalize_checkpointing, normalize_framework,
+                                        normalize_sharding, to_bool)
 
 FA2_FRAMEWORKS = ("pytorch", "torchtitan", "llm-foundry")  # attention in a FlashAttention-2 kernel (module docstring)
 TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron-bridge")  # TP communication overlapped by default (module docstring)

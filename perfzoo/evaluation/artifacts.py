@@ -22,10 +22,8 @@ from threadpoolctl import threadpool_limits
 
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
-from perfzoo.evaluation.ranking import (
-    ANCHOR_RULE, ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, anchor_pick, best_per_split, shipping_order,
-    task_id,
-)
+from perfzoo.evaluation.ranking import (ANCHOR_RULE, ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, anchor_pick,
+                                        best_per_split, shipping_order, task_id)
 from perfzoo.evaluation.runner import set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
 from perfzoo.zoo.calibrate import fit_with_interval

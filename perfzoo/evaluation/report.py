@@ -28,9 +28,8 @@ from harness.environment import cpu_cores, cpu_model, git_commit, library_versio
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.figures import curve_figure, scatter_figure
-from perfzoo.evaluation.ranking import (
-    ANCHOR_RULE, BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order, summarize, task_id,
-)
+from perfzoo.evaluation.ranking import (ANCHOR_RULE, BEST_RULE, STAR_RULE, best_per_split, pick_best, split_order,
+                                        summarize, task_id)
 from perfzoo.evaluation.runner import Results
 from perfzoo.evaluation.splits import SOURCE_SPLIT
 from perfzoo.evaluation.suite import RULES

@@ -140,7 +140,8 @@ _FINGERPRINTS: dict[str, str] = {}
 _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.zoo.features), inspect.getsourcefile(perfzoo.zoo.analytic_features),
     inspect.getsourcefile(perfzoo.zoo.targets),
-    inspect.getsourcefile(perfzoo.records.columns), inspect.getsourcefile(perfzoo.records.vocabulary), str(accelerators.TABLE),
+    inspect.getsourcefile(perfzoo.records.columns), inspect.getsourcefile(perfzoo.records.vocabulary),
+    str(accelerators.TABLE),
     inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),

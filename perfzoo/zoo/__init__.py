@@ -76,13 +76,10 @@ from perfzoo.zoo import plugin
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
 from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor, RooflinePredictor
 from perfzoo.zoo.best import anchor_member, best_member, load_best
-from perfzoo.zoo.boosting import (
-    CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, HybridRooflinePredictor, LightGBMPredictor,
-    LightGBMRankPredictor,
-)
-from perfzoo.zoo.classic import (
-    GBRPredictor, GPPredictor, HistGBRPredictor, KNNPredictor, MLPPredictor, RandomForestPredictor, RidgePredictor,
-)
+from perfzoo.zoo.boosting import (CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, HybridRooflinePredictor,
+                                  LightGBMPredictor, LightGBMRankPredictor)
+from perfzoo.zoo.classic import (GBRPredictor, GPPredictor, HistGBRPredictor, KNNPredictor, MLPPredictor,
+                                 RandomForestPredictor, RidgePredictor)
 from perfzoo.zoo.failure import FailurePredictor, failure_labels
 from perfzoo.zoo.neural import MLPRankEnsemblePredictor
 from perfzoo.zoo.plugin import GROUP, SklearnRegressor

@@ -35,8 +35,8 @@ from typing import Optional
 from perfzoo.datasets.sources._base import LoadReport
 from perfzoo.datasets.sources._csv import Row
 from perfzoo.records.vocabulary import (BF16_TAIL_RULES, FP8_GATHER_RULES, FRAMEWORK_RULES, INTERLEAVED_RULES,
-                                TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
-                                TORCHTITAN_STAGES_PER_RANK, UNPRICED_FRAMEWORK_RULES, phrase_rules)
+                                        TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
+                                        TORCHTITAN_STAGES_PER_RANK, UNPRICED_FRAMEWORK_RULES, phrase_rules)
 
 _ETP = re.compile(r"\bETP\s*=\s*(\d+)", re.IGNORECASE)
 _GROUP = re.compile(r"\d+")

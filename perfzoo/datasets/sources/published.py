@@ -35,12 +35,12 @@ from perfzoo.datasets.sources._csv import CsvSource, Row, iter_rows, read_table,
 from perfzoo.datasets.sources._flops import CONVENTIONS, flops_per_token_published, packed_sample_len
 from perfzoo.datasets.sources._llm import RecordBuilder, llm_config
 from perfzoo.datasets.sources._options import (read_expert_tp, read_framework, read_fsdp_group, read_local_batch,
-                                      read_torchtitan_recipe, read_virtual_stages)
+                                               read_torchtitan_recipe, read_virtual_stages)
 from perfzoo.hardware.accelerators import spec as accelerator_spec
 from perfzoo.llmconfig import catalog
 from perfzoo.records import JobRecord
 from perfzoo.records.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, TP_OVERLAP_RULES, model_variant,
-                                normalize_precision, params_from_name, phrase_rules)
+                                        normalize_precision, params_from_name, phrase_rules)
 
 PUBLISHED_COLUMNS = (
     "source", "date", "date_basis", "model_name", "task", "n_params", "n_layers", "hidden_dim",
@@ -485,7 +485,8 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       report (``undated``): the temporal split leaves it out, every other split keeps it.
 
     A structurally broken file (missing columns, not CSV, a non-number where a row must have
-    one, a date that is not a date) raises :class:`~perfzoo.datasets.sources.DataError` naming the file, line and column.
+    one, a date that is not a date) raises :class:`~perfzoo.datasets.sources.DataError` naming the file, line
+    and column.
 
     >>> from perfzoo.datasets import external_data_dir
     >>> load = read_published(external_data_dir() / "megatron_lm_readme_scaling.csv")
