@@ -86,6 +86,7 @@ from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import hardware, leaderboard, runner, transfer
 from perfzoo.evaluation.cross import CROSS_METRICS, CrossConfig, cross
+from perfzoo.evaluation.slots import MIN_LAYOUTS
 from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, member_specs
 from perfzoo.evaluation.ranking import best_per_split, summarize
 from perfzoo.evaluation.report import run_context
@@ -532,7 +533,8 @@ def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
     r0 = rows[0]
     print(f"train: {r0['train']}  ->  test: {r0['test']}  (± : standard deviation over the draws of the shots)")
     print(f"{'shots':>5} {'predictor':24} {'n_train':>7} {'n_test':>6} {'draws':>5} {'Kendall':>8} {'±':>6} "
-          f"{'grouped':>8} {'MAPE %':>7} {'±':>6} {'MdAPE %':>7} {'pred/meas':>9} {'80% cover':>9} {'hi/lo':>6}")
+          f"{'grouped':>8} {'MAPE %':>7} {'±':>6} {'MdAPE %':>7} {'pred/meas':>9} {'80% cover':>9} {'hi/lo':>6} "
+          f"{'slots':>5} {'slot τ':>7} {'spread':>6} {'regret':>6}")
     for r in rows:
         if r["error"] and not r["draws"]:
             print(f"{r['shots']:>5} {r['predictor']:24} error: {r['error']}")
@@ -540,7 +542,12 @@ def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
         print(f"{r['shots']:>5} {r['predictor']:24} {r['n_train']:>7} {r['n_test']:>6} {r['draws']:>5} "
               f"{_num(r['kendall'])} {_num(r['kendall_std'], 3, 6)} {_num(r['grouped_kendall'])} "
               f"{_num(r['mape'], 1, 7)} {_num(r['mape_std'], 1, 6)} {_num(r['mdape'], 1, 7)} "
-              f"{_num(r['ratio_median'], 2, 9)} {_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)}")
+              f"{_num(r['ratio_median'], 2, 9)} {_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)} "
+              f"{_num(r['slots'], 0, 5)} {_num(r['slot_kendall'], 3, 7)} {_num(r['slot_spread'], 2, 6)} "
+              f"{_num(r['slot_regret'], 3, 6)}")
+    print(f"slots: one model on one cluster at one sequence, batch, task and framework, >= {MIN_LAYOUTS} layouts "
+          "measured apart (perfzoo.evaluation.slots); slot τ: mean Kendall inside them; spread: predicted over "
+          "measured max/min, median; regret: 1 - measured of the predicted best / the best, median")
     if config.shots_within:
         for r in rows:
             if r["shots"]:

@@ -105,8 +105,9 @@ def test_a_layer_pass_shorter_than_the_host_time_is_warned_about(published):
                            {**dense, "framework": "nemo"}, dense], ds, ridge)
     host = ["host's pace" in w for w in table["warnings"]]
     assert host == [True, False, False, True]
-    # (2.2 ms with the sort of the received token copies by expert and back, perfzoo.analytic.traffic)
-    assert "per layer pass (forward and backward, one micro-batch) is 2.2 ms" in table["warnings"].iloc[0]
+    # (2.4 ms with the sort of the received token copies by expert and back, perfzoo.analytic.traffic, and
+    # the 16 local experts' grouped GEMMs at 2,048 tokens each, perfzoo.analytic.kernels)
+    assert "per layer pass (forward and backward, one micro-batch) is 2.4 ms" in table["warnings"].iloc[0]
     # the breakdown shows the wait the estimate prices for it: 5 ms per pass less the GPU's 2 ms
     assert (table["analytic.host_time_s"] > 0).tolist() == host
     # and the experts' all-to-all, which only the MoE rows (ep=8) send

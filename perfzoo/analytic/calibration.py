@@ -3,8 +3,10 @@ measurements, one per term, so that what the formula cannot know (the fraction o
 kernel reaches at each precision, how well collectives use their links) comes from data.
 
 The step time is split into terms that add up to :func:`perfzoo.analytic.estimate`'s
-``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``: the
-FLOPs and the softmax, scaled by the pipeline bubble), the memory-bound kernels
+``step_time_s``: compute at each precision class (``fp32``, ``bf16``, ``fp8``, ``fp4``: the FLOPs and
+the softmax, scaled by the pipeline bubble, the GEMMs and attention at the rate their shapes reach,
+:mod:`.kernels`, so a compute factor stands for a large GEMM's rate and a layout's narrower GEMMs
+run slower than a wider one's), the memory-bound kernels
 (``memory``: what the GEMMs, elementwise kernels and loss move through HBM, scaled by the bubble,
 and the optimizer step), the critical-path communication (TP and EP, also scaled by the
 bubble), the pipeline's point-to-point traffic, the data- and context-parallel traffic

@@ -10,7 +10,7 @@ from perfzoo.workloads import WorkloadSpec, specs
 
 ESTIMATE_COLUMNS = (
     "n_params", "active_params", "flops_per_token", "tokens_per_step", "flops_per_device_step",
-    "effective_peak_flops", "param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes",
+    "effective_peak_flops", "kernel_rate", "param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes",
     "peak_allocated_bytes", "overhead_bytes", "memory_bytes", "memory_fraction",
     "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes", "comm_cp_bytes", "comm_ep_bytes", "comm_bytes",
     "bubble", "layer_passes", "collective_calls", "compute_time_s", "softmax_time_s", "memory_time_s",

@@ -59,6 +59,7 @@ class DeviceFigures:
     flash_slowdown: np.ndarray = field(default_factory=lambda: np.array(1.0))  # the device's own flash kernel's, x
     eager_bw: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # bytes/s eager PyTorch's elementwise kernels reach
     cpu: np.ndarray = field(default_factory=lambda: np.array(False))  # CPU ranks (no kernel launches to wait on)
+    units: np.ndarray = field(default_factory=lambda: np.array(np.nan))  # SMs / CUs a GEMM's tiles fill (NaN: none)
 
 
 def _specs(df: pd.DataFrame) -> tuple[np.ndarray, tuple]:
@@ -83,11 +84,12 @@ def _tables(names: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         for j, cls in enumerate(PRECISIONS):
             peak_t[i, j] = spec.flops(cls) or np.nan
         supported[i] = [spec.supports(f) for f in FORMATS]
-    attrs = np.array([[np.nan] * 9 + [1.0, 1.0, np.nan] if s is None else
+    attrs = np.array([[np.nan] * 9 + [1.0, 1.0, np.nan, np.nan] if s is None else
                       [s.memory_gib * VISIBLE_MEMORY, s.intra_bw, s.inter_bw, float(s.node_size),
                        float(s.nvlink_domain), float(s.name == "cpu"), 1.0, s.hbm_bw,
                        np.nan if s.exp_rate is None else s.exp_rate, s.fa2_slowdown, s.flash_slowdown,
-                       s.hbm_bw if s.eager_bw is None else s.eager_bw]
+                       s.hbm_bw if s.eager_bw is None else s.eager_bw,
+                       np.nan if s.compute_units is None else float(s.compute_units)]
                       for s in specs], dtype=float)
     for table in (peak_t, supported, attrs):
         table.flags.writeable = False  # shared by every call
@@ -103,7 +105,7 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     peak_t, supported, attrs = _tables(names)
     # no known accelerator in the frame: constants, no per-row work
     columns = (np.array(v) for v in attrs[0]) if not names else attrs[codes].T
-    mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, flash, eager = columns
+    mem, intra, inter, node, domain, cpu, known, hbm, exp_rate, fa2, flash, eager, units = columns
     cpu = cpu == 1.0
     known = known == 1.0
     peak = peak_t[codes, precision]
@@ -127,7 +129,7 @@ def device_figures(df: pd.DataFrame, precision: np.ndarray, n_devices: np.ndarra
     domain = np.where(cpu, node, np.where(spans_hosts, domain, np.minimum(domain, node)))
     vector = peak_t[codes, PRECISIONS.index("fp32")] / 2.0  # an FMA is 2 of the fp32 FLOPs, one operation
     return DeviceFigures(peak, peak_bf16, mem, intra, inter, node, domain, known, hbm, exp_rate, vector, fa2, flash,
-                         eager, cpu)
+                         eager, cpu, units)
 
 
 def link_bandwidth(figures: DeviceFigures, span: np.ndarray) -> np.ndarray:
@@ -152,6 +154,39 @@ def group_bandwidth(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray
     inside = size * stride <= figures.domain
     crossing = np.minimum(figures.intra_bw, _members_per_domain(figures, size, stride) * figures.inter_bw)
     return np.where(inside, figures.intra_bw, crossing)
+
+
+# NCCL's own cost model of a ring (src/graph/tuning.cc, ``baseLat`` and ``hwLat``, microseconds): per protocol
+# (LL, LL128, Simple) a base latency, a latency per ring step over NVLink and over the network, and the share of
+# the link's bandwidth the protocol moves (LL: 1/4, its flags halve the payload and the ring pays twice; LL128:
+# 120/128 of it; Simple: all). NCCL picks the fastest protocol for each call's size, and so does the model.
+RING_PROTOCOLS = {"ll": (3.6e-6, 0.47e-6, 2.7e-6, 0.25), "ll128": (10.0e-6, 1.9e-6, 4.0e-6, 0.92),
+                  "simple": (8.4e-6, 3.4e-6, 9.6e-6, 1.0)}
+
+
+def ring_seconds(figures: DeviceFigures, sent: np.ndarray, calls: np.ndarray, size: np.ndarray,
+                 stride: np.ndarray) -> np.ndarray:
+    """Seconds for ``calls`` ring all-reduces over ``size`` ranks ``stride`` apart in which each device
+    sends ``sent`` bytes in all (:func:`group_bandwidth`'s bandwidth), as NCCL's cost model prices them:
+    each call ``2*(size-1)`` steps, those between domains at the network's step latency, at the
+    protocol fastest for its size (:data:`RING_PROTOCOLS`). Small messages pay their latency.
+
+    >>> hw = DeviceFigures(*(np.array(v) for v in (1.0, 1.0, 80.0, 450e9, 50e9, 8.0, 8.0, True)))
+    >>> t = ring_seconds(hw, np.array([14e3 * 100, 1.75e9]), np.array(100.0), np.array(8.0), np.array(1.0))
+    >>> [round(float(x) * 1e6, 1) for x in t]  # 100 calls of 14 kB: LL, 10.2 us of latency each; of 17.5 MB: LL128
+    [1030.4, 7887.1]
+    """
+    calls = np.maximum(calls, 1.0)
+    per_call = sent / calls
+    c = _members_per_domain(figures, size, stride)
+    steps = 2.0 * (size - 1.0)
+    between = np.where(size * stride <= figures.domain, 0.0, 2.0 * (np.maximum(size / c, 1.0) - 1.0))
+    bandwidth = group_bandwidth(figures, size, stride)
+    best = np.full(np.broadcast(per_call, bandwidth).shape, np.inf)
+    for base, nvlink, network, share in RING_PROTOCOLS.values():
+        latency = base + (steps - between) * nvlink + between * network
+        best = np.minimum(best, latency + per_call / (share * bandwidth))
+    return np.where(size > 1, calls * best, 0.0)
 
 
 def alltoall_seconds(figures: DeviceFigures, sent: np.ndarray, size: np.ndarray, stride: np.ndarray,

@@ -72,16 +72,25 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ``n_layers`` and the shape is derived), its ``vp`` virtual stages a layer apart at most, and paces
   the pipeline: its compute, memory traffic, TP / CP / EP traffic and layer passes are those of
   ``stage_layers`` layers, ``stage_share = stage_layers/L`` of the model's (``imbalance =
-  pp*stage_share`` over an even split).
+  pp*stage_share`` over an even split). The last stage also runs the whole LM head: an uneven split
+  takes its missing ``pp*stage_layers - L`` layers from the first and last stages (half each, the
+  last's rounded up), so the compute that paces the pipeline is the larger of ``stage_layers``
+  layers and the last stage's layers plus the head (an even split of Llama 3 70B at pp 8: 10 layers
+  and the head, 1.2 layers' worth; Llama 3.1 405B's 126 at pp 16: 8, against the last's 7 + 0.7).
 * Pipeline bubble fraction (1F1B): ``(pp-1)/(m+pp-1)``; interleaved ``(pp-1)/(vp*m+pp-1)``.
 * Ideal step time: compute at each part's peak (:mod:`.precision`: the blocks' linear layers at the
   precision's peak, the LM head, routers and the causal attention cores in BF16), the softmax
   (exponentials at the special-function rate, its fp32 vector operations), the bytes the GEMMs, the
   elementwise kernels and the loss move through HBM (:mod:`.traffic`), each traffic over its link;
   ``busy = t_compute + t_softmax + t_memory``, ``step = (busy + t_tp + t_ep)/(1 - bubble) + t_pp +
-  t_optimizer + max(0, t_dp + t_cp - busy)`` (TP and EP traffic on the critical path; DP/FSDP
+  t_optimizer + max(0, t_dp + t_cp - busy) + contention`` (TP and EP traffic on the critical path; DP/FSDP
   traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
-  runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s.
+  runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s. What overlaps is not
+  free: an NCCL collective runs as :data:`NCCL_CHANNELS` thread blocks, one per channel, each holding
+  an SM while it runs, so for the ``min(t_dp + t_cp, busy)`` the kernels hide, they run on
+  ``units - 16`` of the device's SMs (``contention = hidden * 16/units``; 12% on an H100's 132; no
+  figure without SMs in the accelerator table). 16 channels: NCCL's ring count on an 8-GPU NVLink 4
+  board at training message sizes (``NCCL_DEBUG=INFO`` "16 coll channels").
 * The host's pace: the host launches every kernel of a layer pass (forward and backward of one layer
   on one micro-batch), and where the GPU finishes a pass sooner, it waits. The step is at least
   ``layer_passes * HOST_PASS_S`` (``host_time_s``: the wait) in every framework whose host time
@@ -134,7 +143,9 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.analytic._frame import Frame, as_frame, coded, column, is_code, mapped, num, wrap, wrap_frame
-from perfzoo.analytic.hardware import alltoall_seconds, device_figures, group_bandwidth, link_bandwidth
+from perfzoo.analytic.hardware import (alltoall_seconds, device_figures, group_bandwidth, link_bandwidth,
+                                       ring_seconds)
+from perfzoo.analytic.kernels import shape_efficiency
 from perfzoo.analytic.memory import EAGER, FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, format_width, precision_codes
 from perfzoo.analytic.shape import ModelShape
@@ -145,6 +156,7 @@ from perfzoo.records.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, MEGA
 
 FA2_FRAMEWORKS = ("pytorch", "torchtitan", "llm-foundry")  # attention in a FlashAttention-2 kernel (module docstring)
 TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron-bridge")  # TP communication overlapped by default (module docstring)
+NCCL_CHANNELS = 16  # thread blocks (one SM each) an overlapped NCCL collective holds (module docstring)
 HOST_PASS_S = 5e-3  # the host's time per layer pass, the least a pass takes where it shows (module docstring)
 HOST_RECOMPUTE = {"full": 1.73, "selective": 2.2}  # eager PyTorch: a pass's host time with checkpointing, x
 HOST_EAGER_CASTS = 1.31  # eager PyTorch: a pass's host time with eager low-precision casts, x
@@ -209,6 +221,11 @@ class LLMCost:
             self.stage_layers = np.where(np.isnan(num(df, "n_layers")), self.shape.L / self.pp,
                                          stage_layers(self.shape.L, self.pp))
             self.stage_share = self.stage_layers / self.shape.L
+            # the last stage: an uneven split takes its missing layers from the first and last stages,
+            # half each, the last's rounded up (they hold the embedding and the LM head)
+            short = np.maximum(self.pp * self.stage_layers - self.shape.L, 0.0)
+            self.last_stage_layers = np.where(self.pp > 1, np.maximum(self.stage_layers - np.ceil(short / 2.0), 0.0),
+                                              self.shape.L)
             self.imbalance = self.pp * self.stage_share
 
         self.precision, self.format = precision_codes(df)
@@ -372,18 +389,46 @@ class LLMCost:
                           + np.where((self.ep > 1) & sh.moe.is_moe, 4.0 * moe_share, 0.0))
         return {"layer_passes": passes, "collective_calls": calls}
 
+    def tp_calls(self) -> np.ndarray:
+        """The TP all-reduces (or all-gather + reduce-scatter pairs) one device runs per step: per sublayer
+        and micro-batch of its stage two, three with full recompute (as :meth:`comm_bytes` counts their bytes)."""
+        sh = self.shape
+        moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
+        sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp - np.where(sh.moe.fs > 0, 0.0, moe_layers)
+        n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
+        return np.where(self.tp > 1, self.m * self.stage_share * sublayers * n_ar, 0.0)
+
     def bubble(self) -> np.ndarray:
         pp = self.pp
         return np.where(pp > 1, (pp - 1.0) / (self.vp * self.m + pp - 1.0), 0.0)
 
     def compute_time(self) -> np.ndarray:
         """Seconds of compute per device per step: what the kernels execute (causal attention,
-        recompute, the MoE padding), each part at its peak (:mod:`.precision`), the attention core
-        stretched by its kernel's slowdown (module docstring)."""
+        recompute, the MoE padding), each part at its peak (:mod:`.precision`) times the rate its kernels'
+        shapes reach (:mod:`.kernels`), the attention core stretched by its kernel's slowdown, the LM head
+        on the last pipeline stage (module docstring)."""
+        return self._compute_seconds(shape_efficiency(self))
+
+    def kernel_rate(self) -> np.ndarray:
+        """The rate the compute runs at at this layout's kernel shapes over the reference GEMM's
+        (:mod:`.kernels`): the compute time at the peaks over :meth:`compute_time`."""
         parts = self.flops_parts(causal=True, recompute=True, executed=True)
-        per_device = {k: v * self.tokens_per_step() / self.n_gpus * self.imbalance for k, v in parts.items()}
-        per_device["attention"] = per_device["attention"] * self.attention_x
-        return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16, self.linear_bf16_share())
+        return self._compute_seconds(dict.fromkeys(parts, 1.0)) / self.compute_time()
+
+    def _compute_seconds(self, rate: dict[str, np.ndarray]) -> np.ndarray:
+        """The pacing stage's compute: the fuller of a middle stage (``stage_layers``, no head) and the last
+        (its layers and the whole LM head; module docstring); without a pipeline, the one stage."""
+        parts = self.flops_parts(causal=True, recompute=True, executed=True)
+
+        def seconds(layers, head):
+            share = {"linear": layers, "attention": layers, "head": head}
+            per_device = {k: v * self.tokens_per_step() / self.n_gpus * share[k] / rate[k] for k, v in parts.items()}
+            per_device["attention"] = per_device["attention"] * self.attention_x
+            return compute_seconds(per_device, self.hw.peak, self.hw.peak_bf16, self.linear_bf16_share())
+
+        last = self.pp * self.last_stage_layers / self.shape.L
+        return np.where(self.pp > 1, np.maximum(seconds(self.imbalance, 0.0), seconds(last, self.pp)),
+                        seconds(self.imbalance, self.pp))
 
     def linear_bf16_share(self) -> np.ndarray:
         """The share of the blocks' linear FLOPs that runs at the 16-bit peak: the layers a recipe keeps
@@ -403,7 +448,7 @@ class LLMCost:
         t_compute = self.compute_time()
         kernels = self.traffic.seconds()
         busy = t_compute + kernels["softmax_time_s"] + kernels["memory_time_s"]
-        t_tp = comm["comm_tp_bytes"] / group_bandwidth(hw, self.tp, 1.0)
+        t_tp = ring_seconds(hw, comm["comm_tp_bytes"], self.tp_calls(), self.tp, 1.0)  # NCCL's cost, latency too
         t_tp = np.where(self.tp_overlap, np.maximum(0.0, t_tp - t_compute), t_tp)  # only the excess shows
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
         # the all-to-alls over EP, then the expert-TP gathers (NCCL's, never under the GEMMs)
@@ -413,8 +458,10 @@ class LLMCost:
         t_dp = (dense_dp / group_bandwidth(hw, self.dp, self.tp * self.cp)
                 + expert_dp / group_bandwidth(hw, *self.expert_dp_group()))
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
+        hidden = np.minimum(t_dp + t_cp, busy)  # what the kernels hide still holds NCCL's SMs meanwhile
+        contention = hidden * np.where(np.isnan(hw.units), 0.0, NCCL_CHANNELS / hw.units)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
-                + np.maximum(0.0, t_dp + t_cp - busy))
+                + np.maximum(0.0, t_dp + t_cp - busy) + contention)
         floor = self.call_counts()["layer_passes"] * HOST_PASS_S * self.host_pass_factor()
         host = np.where(self.host_shows(), np.maximum(0.0, floor - step), 0.0)
         return {"compute_time_s": t_compute, **kernels, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
@@ -458,6 +505,7 @@ class LLMCost:
                 "tokens_per_step": tokens,
                 "flops_per_device_step": self.flops_per_device_step(),
                 "effective_peak_flops": executed / times["compute_time_s"],  # the FLOP/s the ideal compute runs at
+                "kernel_rate": self.kernel_rate(),
                 **self.memory.columns(),
                 **comm,
                 "comm_bytes": sum(comm.values()),

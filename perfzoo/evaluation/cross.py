@@ -33,6 +33,7 @@ from perfzoo.analytic.estimates import claimed, estimate_arrays
 from perfzoo.console import UsageError
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
+from perfzoo.evaluation import slots as slotting
 from perfzoo.evaluation.presets import FULL, member_specs
 from perfzoo.evaluation.runner import run_tasks
 from perfzoo.evaluation.splits import shots_split
@@ -43,7 +44,7 @@ from perfzoo.zoo.calibrate import release_labels, source_labels
 # what each row of :func:`cross_scores` holds, averaged over the draws
 CROSS_METRICS = ("kendall", "spearman", "pearson", "grouped_kendall", "top1_regret", "top5_regret", "top10_regret",
                  "precision_at_1", "precision_at_5", "precision_at_10", "mape", "mdape", "ratio_median",
-                 "coverage", "interval_width", "fit_time_s", "predict_time_s")
+                 "coverage", "interval_width", *slotting.SLOT_METRICS, "fit_time_s", "predict_time_s")
 
 
 BEST = "best"  # --predictor best: the shipped pick of the training dataset (its best.json member)
@@ -279,6 +280,7 @@ def cross_tasks(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpe
     X_tr = train.X[ok_tr].reset_index(drop=True)
     X_te = test.frame.reindex(columns=list(train.feature_columns))[ok_te].reset_index(drop=True)
     groups = test.comparable_groups()
+    slotted = slotting.of_frame(test.frame)
     sources = source_labels(train.frame[ok_tr])
     releases, test_releases = release_labels(train.frame[ok_tr]), release_labels(test.frame[ok_te])
     return [Task(key="", ids={"train": train.name, "test": test.name, "predictor": spec.display, "seed": seed,
@@ -286,5 +288,6 @@ def cross_tasks(train: Dataset, test: Dataset, predictors: Sequence[PredictorSpe
                  spec=spec, X_train=X_tr, y_train=train.y[ok_tr], X_test=X_te, y_test=test.y[ok_te],
                  groups_test=None if groups is None else groups[ok_te], keep_predictions=False,
                  interval=spec.output == "throughput", interval_groups=sources, interval_releases=releases,
-                 anchor_releases=test_releases)
+                 anchor_releases=test_releases,
+                 slots_test=None if slotted is None else (slotted[0][ok_te], slotted[1][ok_te]))
             for spec in predictors if spec.output != "probability"]

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.evaluation import metrics as M
+from perfzoo.evaluation.slots import SLOT_METRICS
 from perfzoo.evaluation.splits import SOURCE_SPLIT, TRANSFER_SPLITS
 
 FIT_BUDGET_S = 6.0  # 1/10 of AutoGluon-Tabular's 60 s on vtrain-a100: the searcher refits every round
@@ -34,11 +35,14 @@ STAR_RULE = (
     "nothing learned beats the formula)"
 )
 SHIP_SPLITS = ("random", "scale", SOURCE_SPLIT)  # where rank is judged
+SLOT_RANK = "slots"  # and inside slots, leaving a source out (perfzoo.evaluation.slots): the layouts plan chooses among
 MAPE_WEIGHT = 0.5  # shipping score = mean Kendall - 0.5 x mean MAPE / 100: 10 points of MAPE cost 0.05 of Kendall
 BEST_RULE = (
     "per dataset, the member with the highest shipping score = mean Kendall tau over the dataset's shipping "
     "splits (random, scale, and leave-one-source-out `group:annotations.file` where the dataset has them, so a "
-    "member that only fits its training distribution does not win) minus 0.5 x its mean MAPE / 100 over the "
+    "member that only fits its training distribution does not win; leaving a source out, the mean Kendall inside its "
+    "slots, one model's layouts on one cluster at one sequence, batch, task and framework, counts as one more split, "
+    "so the member plan ranks layouts with orders them as they ran) minus 0.5 x its mean MAPE / 100 over the "
     "dataset's transfer splits (leave-one-source-out and `node`, single-node jobs predicting multi-node ones, "
     "where the dataset has them; else its scale split; leaving a source out, the MAPE is the mean of the member "
     "as it comes and anchored by one run of each held-out model, the workflow `--calibrate` serves), so a member that ranks well but is off by 2x (MAPE "
@@ -52,8 +56,8 @@ BEST_RULE = (
 )
 
 # every number a result row may hold, in leaderboard order
-RESULT_METRICS: tuple[str, ...] = (*M.THROUGHPUT_METRICS, *M.INTERVAL_METRICS, *M.WITHIN_METRICS, "fit_time_s",
-                                   "predict_time_s", "roc_auc")
+RESULT_METRICS: tuple[str, ...] = (*M.THROUGHPUT_METRICS, *M.INTERVAL_METRICS, *M.WITHIN_METRICS,
+                                   *SLOT_METRICS, "fit_time_s", "predict_time_s", "roc_auc")
 
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:
@@ -184,7 +188,7 @@ def ship_splits(summary: pd.DataFrame, dataset: str) -> tuple[list[str], list[st
 
 def shipping_order(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
     """Candidates for shipping, best first by :data:`BEST_RULE`: each member's row of the first
-    shipping split, with ``ship_score``, ``ship_kendall`` (the mean over the rank splits),
+    shipping split, with ``ship_score``, ``ship_kendall`` (the mean over the rank splits and the slots),
     ``ship_mape`` (the mean over the error splits), and one ``kendall@<split>`` / ``mape@<split>``
     column per split.
 
@@ -193,6 +197,15 @@ def shipping_order(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
     ...         for p, k, m in (("ranks", 0.95, 100.0), ("prices", 0.92, 10.0)) for sp in ("random", "scale")]
     >>> shipping_order(pd.DataFrame(rows), "d")[["predictor", "ship_score"]].round(3).values.tolist()
     [['prices', 0.87], ['ranks', 0.45]]
+
+    Leaving a source out, the Kendall inside slots is one more rank term: a member that orders
+    sources well but one model's layouts badly loses to one that orders both.
+
+    >>> rows = [{"dataset": "d", "split": sp, "kind": "group" if sp == SOURCE_SPLIT else sp, "predictor": p,
+    ...          "output": "throughput", "kendall_mean": 0.9, "mape_mean": 10.0, "fit_time_s_mean": 1.0,
+    ...          "slot_kendall_mean": t} for p, t in (("global", 0.2), ("layouts", 0.8)) for sp in ("random", SOURCE_SPLIT)]
+    >>> shipping_order(pd.DataFrame(rows), "d")[["predictor", "ship_kendall"]].round(3).values.tolist()
+    [['layouts', 0.867], ['global', 0.667]]
     """
     s = _eligible(summary, dataset, None)
     if s.empty:
@@ -202,6 +215,10 @@ def shipping_order(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
     rank, error = ship_splits(summary, dataset)
     kendall = every[every["split"].isin(rank)].pivot_table(index="predictor", columns="split",
                                                            values="kendall_mean").reindex(columns=rank)
+    if SOURCE_SPLIT in rank and "slot_kendall_mean" in every.columns:
+        slot = every.loc[every["split"] == SOURCE_SPLIT].set_index("predictor")["slot_kendall_mean"]
+        if slot.notna().any():  # ordering one model's layouts (plan's choice) counts as much as a split's ordering
+            kendall[SLOT_RANK] = slot.reindex(kendall.index)
     mape = every[every["split"].isin(error)].pivot_table(index="predictor", columns="split", values="mape_mean")
     mape = mape.reindex(columns=error)
     within = f"mape_within_{M.WITHIN_SHOTS[0]}_mean"
@@ -213,6 +230,6 @@ def shipping_order(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
     base = every[every["split"] == rank[0]].set_index("predictor").loc[both]
     ship_kendall, ship_mape = kendall.mean(axis=1), mape.mean(axis=1)
     base = base.assign(ship_score=ship_kendall - MAPE_WEIGHT * ship_mape / 100, ship_kendall=ship_kendall,
-                       ship_mape=ship_mape, **{f"kendall@{sp}": kendall[sp] for sp in rank},
+                       ship_mape=ship_mape, **{f"kendall@{sp}": kendall[sp] for sp in kendall.columns},
                        **{f"mape@{sp}": mape[sp] for sp in error}).reset_index()
     return base.loc[_in_order(base, "ship_score")]

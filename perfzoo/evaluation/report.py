@@ -51,6 +51,9 @@ TABLE_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("ratio_median", "pred/meas", 2),
     ("coverage", "80% cover", 2),
     ("interval_width", "hi/lo", 2),
+    ("slot_kendall", "slot Kendall", 3),
+    ("slot_spread", "slot spread", 2),
+    ("slot_regret", "slot regret", 3),
     *((f"{m}_within_{k}", f"{k}-shot {h}", d) for k in M.WITHIN_SHOTS for m, h, d in
       (("mape", "MAPE %", 1), ("coverage", "cover", 2))),
     ("fit_time_s", "fit s", 2),

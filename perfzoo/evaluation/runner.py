@@ -37,6 +37,7 @@ from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.anchored import shots_within, within_columns
 from perfzoo.evaluation.splits import CURVE_SIZES
+from perfzoo.evaluation import slots as slotting
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, fits
 
@@ -83,6 +84,9 @@ def _execute(task: Task) -> dict[str, Any]:
             out["roc_auc"] = M.roc_auc(task.y_test.astype(bool), pred)
         else:
             out.update(M.score(task.y_test, pred, task.groups_test, absolute=task.spec.output == "throughput"))
+            if task.slots_test is not None:
+                out.update(slotting.slot_metrics(task.y_test, pred, *task.slots_test,
+                                                 absolute=task.spec.output == "throughput"))
         if task.interval:
             est.fit_interval(task.X_train, task.y_train, groups=task.interval_groups, seed=int(task.ids["seed"]),
                              releases=task.interval_releases)

@@ -48,6 +48,7 @@ from perfzoo import zoo
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import anchored as _anchored
 from perfzoo.evaluation import metrics as M
+from perfzoo.evaluation import slots as slotting
 from perfzoo.evaluation.splits import CURVE_SIZES, TRANSFER_SPLITS, Split
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
 from perfzoo.hardware import accelerators
@@ -196,9 +197,11 @@ class Task:
     anchor_releases: Optional[np.ndarray] = None  # each test row's: the shots-within groups are cut by it
     anchor_shots: tuple[int, ...] = ()  # with interval: also score K-shot-within anchoring (evaluation.anchored)
     anchor_draws: int = 5  # draws of those shots
+    slots_test: Optional[tuple[np.ndarray, np.ndarray]] = None  # each test row's slot and layout (evaluation.slots)
 
 
 _METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
+_SLOTS_SOURCE = hashlib.sha256(Path(slotting.__file__).read_bytes()).hexdigest()[:16]  # keys the tasks scored by slot
 # anchored scores (shots within a group) also change with the anchoring's code: it keys those tasks
 _ANCHOR_SOURCE = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (
     perfzoo.zoo.anchor, _anchored))).hexdigest()[:16]
@@ -249,6 +252,7 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
     X, y = dataset.X, dataset.y
     labelled, failed = dataset.is_labelled, dataset.failed
     groups = dataset.comparable_groups()
+    slotted = slotting.of_frame(dataset.frame)
     dhash, dname = task.content_hash, dataset.name
     sources, releases = source_labels(dataset.frame), release_labels(dataset.frame)
     tasks: list[Task] = []
@@ -281,7 +285,7 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
             anchor = M.WITHIN_SHOTS if interval and sp.kind == "group" and sources is not None else ()
             tasks.append(_task(task.id, dname, dhash, spec, sp, X, y, tr, te, groups, failure=False, interval=interval,
                                interval_groups=sources[tr] if interval and sources is not None else None,
-                               anchor_shots=anchor, releases=releases))
+                               anchor_shots=anchor, releases=releases, slots=slotted))
         # the failure classifier: every row, label = failed
         if fail_spec is not None and failed.any() and sp.kind != "curve":
             if failed[sp.train].any() and (~failed[sp.train]).any():
@@ -294,13 +298,14 @@ def fits(dataset: Dataset, task: BenchmarkTask, predictors: Sequence[PredictorSp
 def _task(task_id: str, dname: str, dhash: str, spec: PredictorSpec, sp: Split, X: pd.DataFrame, y: np.ndarray,
           tr: np.ndarray, te: np.ndarray, groups: Optional[np.ndarray], failure: bool, interval: bool = False,
           interval_groups: Optional[np.ndarray] = None, anchor_shots: tuple[int, ...] = (),
-          releases: Optional[np.ndarray] = None) -> Task:
+          releases: Optional[np.ndarray] = None, slots: Optional[tuple[np.ndarray, np.ndarray]] = None) -> Task:
     ids = {"task": task_id, "dataset": dname, "predictor": spec.display, "output": spec.output,
            "split": sp.name, "kind": sp.kind, "fold": sp.fold, "seed": int(sp.seed)}
     key = stable_hash({"v": RESULT_VERSION, "metrics": _METRICS_SOURCE, "data": dhash,
                        "predictor": spec.cache_identity(), "split": sp.key, "train": _rows_hash(tr),
                        "test": _rows_hash(te), "failure": failure, "interval": interval,
-                       **({"anchor": list(anchor_shots), "anchoring": _ANCHOR_SOURCE} if anchor_shots else {})})
+                       **({"anchor": list(anchor_shots), "anchoring": _ANCHOR_SOURCE} if anchor_shots else {}),
+                       **({"slots": _SLOTS_SOURCE} if slots is not None else {})})
     return Task(
         key=key, ids=ids, spec=spec,
         X_train=X.iloc[tr].reset_index(drop=True), y_train=y[tr],
@@ -310,6 +315,7 @@ def _task(task_id: str, dname: str, dhash: str, spec: PredictorSpec, sp: Split, 
         interval=interval, interval_groups=interval_groups, anchor_shots=tuple(anchor_shots),
         interval_releases=None if releases is None or not interval else releases[tr],
         anchor_releases=None if releases is None or not anchor_shots else releases[te],
+        slots_test=None if slots is None else (slots[0][te], slots[1][te]),
     )
 
 

@@ -55,7 +55,8 @@ class AcceleratorSpec:
     (Ampere's ``mma.sync``; PyTorch SDPA's flash backend, the flash-attn 2 package) than the roofline
     prices it (Hopper: 2.14; A100: 1.27); ``flash_slowdown`` the same for the device's own flash
     kernel, what Transformer Engine and every other framework run (1 on Hopper, FlashAttention-3 or
-    cuDNN's; on an A100 FlashAttention-2 is that kernel: 1.27).
+    cuDNN's; on an A100 FlashAttention-2 is that kernel: 1.27). ``compute_units``: the SMs (NVIDIA)
+    or compute units (AMD) a GEMM's tiles are spread over (None: no such units; no wave quantization).
     """
 
     name: str
@@ -71,6 +72,7 @@ class AcceleratorSpec:
     fa2_slowdown: float = 1.0
     flash_slowdown: float = 1.0
     eager_bw: Optional[float] = None
+    compute_units: Optional[int] = None
     source: str = ""
 
     def flops(self, precision: str) -> Optional[float]:
@@ -114,7 +116,7 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
             formats=frozenset(f for f in row["formats"].split("|") if f), exp_rate=_number(row["exp_tera_s"], 1e12),
             fa2_slowdown=_number(row["fa2_slowdown"]) or 1.0,
             flash_slowdown=_number(row["flash_slowdown"]) or 1.0, eager_bw=_number(row["eager_tb_s"], 1e12),
-            source=row["source"])))
+            compute_units=int(row["compute_units"]) if row["compute_units"].strip() else None, source=row["source"])))
     return tuple(rows)
 
 
