@@ -111,6 +111,14 @@ def worker_env(spec: JobSpec, extra: Optional[dict] = None) -> dict:
     return env
 
 
+def job_tmpdir(job_dir: Path) -> dict:
+    """``TMPDIR`` inside the job's folder, which the launcher removes with it: torchrun's elastic agent
+    makes a ``torchelastic_*`` folder in the temporary directory for every job and leaves it there."""
+    tmp = job_dir / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    return {"TMPDIR": str(tmp)}
+
+
 def torchrun_command(job_file: Path, rendezvous: list[str]) -> list[str]:
     """``torchrun`` (as ``python -m torch.distributed.run``) running the worker on ``job_file``.
 
@@ -189,7 +197,7 @@ class LocalTorchrunLauncher(Launcher):
         t0 = time.perf_counter()
         try:
             exit_code, timed_out = run_process(self.command(spec, d / "job.json"),
-                                               worker_env(spec), log_path, spec.timeout_s)
+                                               worker_env(spec, job_tmpdir(d)), log_path, spec.timeout_s)
         except BaseException:
             self._cleanup(d)
             raise
@@ -257,7 +265,8 @@ class InProcessBatchLauncher(Launcher):
             extra = {"OMP_NUM_THREADS": str(self.threads)} if self.world_size_1_only and device == "cpu" else {}
             proc = subprocess.Popen([sys.executable, "-m", "harness.worker", self.worker_flag, str(batch_file)],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=worker_env(remaining[0][0], extra), start_new_session=True)
+                                    env=worker_env(remaining[0][0], {**extra, **job_tmpdir(batch_dir)}),
+                                    start_new_session=True)
             ready_seen = False
             finished_here = 0
             try:

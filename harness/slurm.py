@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 from harness.command import harness_values, outcome_of as command_outcome, run_command
 from harness.environment import capture_hardware
 from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail, write_json_atomic
-from harness.launchers import Launcher, free_port, run_process, torchrun_command, worker_env
+from harness.launchers import Launcher, free_port, job_tmpdir, run_process, torchrun_command, worker_env
 from perfzoo.records.store import append_line
 
 JOB_NAME_PREFIX = "perfzoo-"
@@ -188,8 +188,9 @@ def run_agent(job_dir: str) -> dict:
                                 master_port=where["port"])
         code, timed_out, _ = run_command(spec, d, values, d / f"log-agent{agent}.txt")
     else:
-        code, timed_out = run_process(torchrun_command(d / "job.json", launch), worker_env(spec),
-                                      d / f"log-agent{agent}.txt", spec.timeout_s)
+        code, timed_out = run_process(torchrun_command(d / "job.json", launch),
+                                      worker_env(spec, job_tmpdir(d / f"agent{agent}")), d / f"log-agent{agent}.txt",
+                                      spec.timeout_s)
     ended = _now()
     info = {"agent": agent, "host": socket.gethostname(), "exit_code": code, "timed_out": timed_out,
             "started_at": started.isoformat(), "ended_at": ended.isoformat(),

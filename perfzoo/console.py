@@ -249,7 +249,11 @@ def read_located(path: str, flag: str = "--configs") -> list[tuple[str, dict]]:
     if not p.is_file():
         raise UsageError(f"{flag} {path}: no such file")
     if p.suffix.lower() == ".csv":
-        rows = pd.read_csv(io.StringIO(read_text(p, flag))).to_dict("records")
+        text = read_text(p, flag)
+        if not text.strip():  # pandas would say "No columns to parse from file", naming no file
+            raise UsageError(f"{flag} {path}: the file is empty; give a CSV with a header row of keys and one row "
+                             "per config")
+        rows = pd.read_csv(io.StringIO(text)).to_dict("records")
         out = [(f"{path} row {i}", {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))})
                for i, row in enumerate(rows, 1)]
     else:

@@ -72,7 +72,7 @@ from perfzoo.console import (RunFailed, UsageError, assignments, check_options, 
                              guarded, read_located)
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
-from perfzoo.datasets.drift import software_note
+from perfzoo.datasets.drift import check_release, software_note
 from perfzoo.llmconfig import layout_defaults, shape_report
 from perfzoo.zoo import calibrate
 from perfzoo.zoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
@@ -168,8 +168,10 @@ def completed_configs(configs: Sequence[dict], training: Dataset) -> list[layout
     out = []
     for i, cfg in enumerate(configs, 1):
         try:
-            out.append(layout_defaults.complete(llmconfig.check(cfg)))
-        except llmconfig.ConfigError as exc:
+            checked = llmconfig.check(cfg)
+            shape_report.check_stated_size(checked)
+            out.append(layout_defaults.complete(checked))
+        except (llmconfig.ConfigError, ValueError) as exc:
             raise llmconfig.ConfigError(f"config {i}: {exc}" if len(configs) > 1 else str(exc)) from None
     return out
 
@@ -214,6 +216,8 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     done = completed_configs(raw, training)
     configs = [d.config for d in done]
     releases = [cfg.pop("release", None) for cfg in configs]  # the software, not a knob the predictor reads
+    for release in releases:
+        check_release(release)
     if predictor is None:
         try:
             predictor = zoo.load_best(training)

@@ -95,6 +95,7 @@ def _stores(tmp_path):
     (tmp_path / "newer").mkdir()
     (tmp_path / "newer" / "records.jsonl").write_text(json.dumps({**json.loads(good), "schema_version": 9}) + "\n")
     (tmp_path / "afile").write_text("x")
+    (tmp_path / "empty.csv").write_text("")
     return tmp_path
 
 
@@ -126,6 +127,16 @@ def _stores(tmp_path):
     ("perfzoo", ["datasets", "show", "{tmp}/newer"], 2, "upgrade perfzoo"),
     ("predict", ["--set", "n_layers"], 2, "--set 'n_layers': expected KEY=VALUE"),
     ("predict", ["--configs", "{tmp}/nope.jsonl"], 2, "no such file"),
+    ("predict", ["--configs", "{tmp}/empty.csv"], 2, "empty.csv: the file is empty; give a CSV with a header row"),
+    ("plan.benchmark", ["--out", "{tmp}/no/such/folder/b.md"], 2, "does not exist"),  # refused before minutes of work
+    *(("predict", ["--dataset", "llm-h100", "--predictor", "ridge", "--set", "model=llama3-8b", "n_gpus=8",
+                   "accelerator=H100", "seq_len=8192", "global_batch_size=64", f"release={r}"], 2, words) for r, words in (
+        ("abc", "release=abc: not a release"), ("2099-13", "release=2099-13: not a release"),
+        ("25.13", "release=25.13: not a release"), ("2099-01", "release=2099-01: after today"))),
+    # a stated size the shape contradicts: the learned predictor read one, the cost model the other
+    ("predict", ["--dataset", "llm-h100", "--predictor", "ridge", "--set", "model=llama3-8b", "n_gpus=8",
+                 "accelerator=H100", "seq_len=8192", "global_batch_size=64", "n_params=1"], 2,
+     "n_params=1: the shape (32 layers, hidden 4,096, 32 heads) counts 8.0B parameters; leave n_params out"),
     ("predict", ["--set", "n_layers=2", "--dataset", "{tmp}/corrupt"], 2, "line 2: not valid JSON"),
 ])
 def test_every_entry_point_answers_bad_input_in_one_line(command, argv, status, words, tmp_path, capsys):

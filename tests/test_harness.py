@@ -5,6 +5,7 @@ takes a few seconds, more on a loaded machine. CUDA paths (NCCL, CUDA events, me
 fraction, MFU) cannot run here.
 """
 
+import tempfile
 import time
 
 import psutil
@@ -220,3 +221,19 @@ def test_merge_decides_the_status_from_rank_reports_and_what_the_launcher_saw():
     assert died.status == "oom" and died.failure["kind"] == "oom"  # a death without a report, under a budget
     crash = status([{"rank": 0, "status": "failed", "error": {"kind": "crash", "message": "boom"}}])
     assert crash.status == "failed" and crash.failure["message"] == "boom" and crash.failure["rank"] == 0
+
+
+def test_torchrun_leaves_nothing_in_the_temporary_directory(tmp_path, monkeypatch):
+    """torchrun's elastic agent makes a torchelastic_* folder per job in $TMPDIR: the launchers give each
+    job a TMPDIR inside its own folder, removed with it (53 were left behind after one tune)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    (tmp_path / "jobs").mkdir()
+    tempfile.tempdir = None  # re-read $TMPDIR
+    try:
+        spec = spec_for("fsdp", fsdp_config(batch=16), nproc=1, steps=1)
+        assert LocalTorchrunLauncher(workdir=str(tmp_path / "jobs")).run(spec).status == "ok"
+        assert WarmTorchrunLauncher(workdir=str(tmp_path / "jobs")).run(spec).status == "ok"
+    finally:
+        tempfile.tempdir = None
+    assert not list(tmp_path.glob("torchelastic_*"))
+    assert not list((tmp_path / "jobs").iterdir())

@@ -278,6 +278,14 @@ def test_a_layout_whose_layer_pass_is_shorter_than_the_host_time_is_marked():
       "--set", "seq_lenn=1"], r"unknown key 'seq_lenn' \(did you mean seq_len\?\)"),
     (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",
       "--baseline", "tq=2"], "--baseline 'tq=2': tq is not a layout knob"),
+    # a second value of what a flag says was dropped unseen (the 8B planned, 8 GPUs): refused
+    (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",
+      "--set", "model=llama3-70b"], "--set model=llama3-70b: --model says that in a plan; give it once, with --model"),
+    (["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",
+      "--set", "n_gpus=16"], "--set n_gpus=16: --gpus says that in a plan"),
+    *((["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8",
+        "--exhaustive-limit", n], f"--exhaustive-limit {n}: give the most layouts to score one by one, 1 or more")
+      for n in ("-5", "0")),
 ])
 def test_the_command_refuses_bad_input_in_one_line(capsys, argv, message):
     import re
@@ -371,3 +379,15 @@ def test_a_hugging_face_config_or_the_shape_in_set_is_the_model(tmp_path):
     assert resolve_model("llama3-8b", {"n_layers": 16})["n_layers"] == 16  # --set wins over the catalog
     with pytest.raises(PlanError, match="not a readable JSON model config"):
         resolve_model(str(tmp_path / "missing.json"))
+
+
+def test_a_baseline_outside_the_space_is_no_rank_among_its_layouts():
+    # TP 16 spans two 8-GPU NVLink domains: plan's space leaves it out, so it cannot "rank 2,078 of 2,077"
+    p = plan("llama3-8b", Cluster(gpus=16, accelerator=H100), seq_len=8192, global_batch=128, precisions=("bf16",),
+             baseline={"tp": 16})
+    scored = len(p.layouts)
+    row = p.baselines.iloc[0]
+    assert row["rank"] == scored + 1
+    text = table(p, 3)
+    assert f"slower than all {p.counts['scored']:,} layouts scored (it is not one of them)" in text
+    assert f"ranks {scored + 1:,} of" not in text

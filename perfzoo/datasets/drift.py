@@ -84,6 +84,27 @@ def parse_release(text: Any) -> Optional[pd.Timestamp]:
         return None
 
 
+def check_release(text: Any) -> None:
+    """A ``ValueError`` naming a ``release`` that is given but no release: not ``YYYY-MM[-DD]`` or ``YY.MM``,
+    no such month, or a date after today (a note on it would compare the data with a guess).
+
+    >>> check_release("25.04"), check_release(None)
+    (None, None)
+    >>> check_release("25.13")
+    Traceback (most recent call last):
+    ...
+    ValueError: release=25.13: not a release; give its date as YYYY-MM (2026-06) or a container's YY.MM (25.04)
+    """
+    if is_missing(text):
+        return
+    when = parse_release(text)
+    if when is None:
+        raise ValueError(f"release={text}: not a release; give its date as YYYY-MM (2026-06) or a container's YY.MM "
+                         "(25.04)")
+    if when > pd.Timestamp.now(tz="UTC"):
+        raise ValueError(f"release={text}: after today; give the release you run (YYYY-MM or YY.MM)")
+
+
 def newest(frame: pd.DataFrame, framework: Optional[str]) -> Optional[pd.Timestamp]:
     """The newest date of ``frame``'s rows of ``framework`` (all rows where None)."""
     if "started_at" not in frame.columns:

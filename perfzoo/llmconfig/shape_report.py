@@ -66,6 +66,30 @@ def describe(cfg: Mapping[str, Any], sources: Mapping[str, str]) -> str:
     return f"{name}{', '.join(values)}; from {where}"
 
 
+SIZE_TOLERANCE = 0.25  # a stated parameter count this far from the shape's is another model's
+
+
+def check_stated_size(cfg: Mapping[str, Any]) -> None:
+    """A ``ValueError`` where ``cfg`` states ``n_params`` beside a full shape (layers, hidden, heads, vocabulary) that
+    counts more than :data:`SIZE_TOLERANCE` apart from it: the prices follow the shape while a learned
+    predictor reads the count, so one of the two describes another model.
+
+    >>> check_stated_size({"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "n_params": 7e9})
+    >>> check_stated_size({"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "n_params": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: n_params=1: the shape (32 layers, hidden 4,096, 32 heads) counts 6.7B parameters; leave n_params out (it is counted from the shape) or give the shape of the model it counts
+    """
+    stated = cfg.get("n_params")
+    if is_missing(stated) or any(is_missing(cfg.get(k)) for k in ("n_layers", "hidden_dim", "n_heads", "vocab_size")):
+        return
+    counted = float(analytic.estimate({k: v for k, v in cfg.items() if k != "n_params"})["n_params"])
+    if counted > 0 and abs(float(stated) / counted - 1.0) > SIZE_TOLERANCE:
+        raise ValueError(f"n_params={stated:g}: the shape ({int(cfg['n_layers'])} layers, hidden {int(cfg['hidden_dim']):,}, "
+                         f"{int(cfg['n_heads'])} heads) counts {_value('n_params', '', counted).split()[0]} parameters; "
+                         "leave n_params out (it is counted from the shape) or give the shape of the model it counts")
+
+
 def _value(key: str, label: str, value: float) -> str:
     if key == "n_params":
         return f"{value / 1e9:,.1f}B parameters" if value >= 1e9 else f"{value / 1e6:,.1f}M parameters"
@@ -74,4 +98,4 @@ def _value(key: str, label: str, value: float) -> str:
     return f"{int(value):,} {label}"
 
 
-__all__ = ["FIELDS", "describe", "given_sources"]
+__all__ = ["FIELDS", "SIZE_TOLERANCE", "check_stated_size", "describe", "given_sources"]

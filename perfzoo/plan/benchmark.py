@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import zoo
-from perfzoo.console import config_from_args, field_defaults, guarded
+from perfzoo.console import check_writable, config_from_args, field_defaults, guarded
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.metrics import kendall, precision_at_k, top_k_regret
@@ -198,6 +198,10 @@ class BenchmarkConfig:
     external_dir: Optional[str] = None  # the external-data directory
     json: bool = False  # print JSON instead of tables
     out: Optional[str] = None  # also write the report (markdown) here
+
+    def __post_init__(self):
+        if self.out is not None:
+            check_writable("--out", self.out)  # before the minutes of work, not after
 
 
 def run(config: BenchmarkConfig, log=None) -> dict:

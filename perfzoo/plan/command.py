@@ -81,6 +81,9 @@ class PlanConfig:
     def __post_init__(self):
         if self.top_k < 1:
             raise UsageError("--top-k must be at least 1")
+        if self.exhaustive_limit < 1:
+            raise UsageError(f"--exhaustive-limit {self.exhaustive_limit}: give the most layouts to score one by "
+                             f"one, 1 or more (default {EXHAUSTIVE_LIMIT:,})")
         if self.framework is not None:
             frameworks.get(self.framework)
         if self.export is not None:
@@ -104,7 +107,10 @@ class PlanConfig:
                                                                           "sequences")):
             if value < 1:
                 raise UsageError(f"{flag} {value}: give a whole number of {unit}, 1 or more")
-        assignments(self.knobs, "--set")
+        for key, value in assignments(self.knobs, "--set").items():
+            flag = FLAG_KEYS.get(key)
+            if flag is not None:
+                raise UsageError(f"--set {key}={value}: {flag} says that in a plan; give it once, with {flag}")
         for key, value in assignments(self.baseline, "--baseline").items():
             if key not in LAYOUT_KNOBS:
                 raise UsageError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
@@ -118,6 +124,11 @@ class PlanConfig:
 
     def precisions(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(self.precision).split(",") if p.strip())
+
+
+# model keys a plan takes from its own flags, never from --set (a second value would be dropped unseen)
+FLAG_KEYS = {"model": "--model", "model_name": "--model", "n_gpus": "--gpus", "accelerator": "--accelerator",
+             "seq_len": "--seq-len", "global_batch_size": "--global-batch"}
 
 
 @dataclass

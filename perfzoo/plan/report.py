@@ -134,11 +134,14 @@ def table(plan: Plan, k: int = 10) -> str:
             rank = _plain(row.get("rank"))
             gain = _plain(row.get("gain"))
             verdict = "  not priced"
+            # a baseline outside the plan's space (TP across NVLink domains, say) is no rank among its layouts
+            ranks = (f"ranks {rank:,} of {c['scored']:,}" if rank is not None and rank <= c["scored"] else
+                     f"slower than all {c['scored']:,} layouts scored (it is not one of them)")
             if rank is not None and gain is not None and row.get("within_error"):
-                verdict = (f"  ranks {rank:,} of {c['scored']:,}; no measurable gain: the top pick's predicted "
+                verdict = (f"  {ranks}; no measurable gain: the top pick's predicted "
                            f"{gain:+.1%} is inside the predictor's error (its {plan.tie['what']})")
             elif rank is not None and gain is not None:
-                verdict = (f"  ranks {rank:,} of {c['scored']:,}; the top pick is predicted {abs(gain):.1%} "
+                verdict = (f"  {ranks}; the top pick is predicted {abs(gain):.1%} "
                            + ("faster" if gain >= 0 else "slower"))
             precision = row.get("precision")
             if isinstance(precision, str) and precision not in plan.precisions:
