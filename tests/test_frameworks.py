@@ -8,17 +8,22 @@ import argparse
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfzoo import frameworks
+from perfzoo.analytic.llm import LLMCost
 from perfzoo.console import UsageError, assignments
 from perfzoo.frameworks import megatron_bridge, torchtitan
+from perfzoo.llmconfig import catalog
 from perfzoo.plan import Cluster, plan
 from perfzoo.plan import export
+from perfzoo.plan.layouts import layout_space
 from perfzoo.plan.cli import build_parser, main
 from perfzoo.plan.command import PlanConfig
 from perfzoo.plan.scoring import Scorer
 from perfzoo.search import Formula
+from perfzoo.spaces import SpaceError
 
 H100 = "H100-SXM-80GB"
 # torchtitan 0.3.0 comes with the test extra (pip install -e ".[test]", as CI and the README install it): a checkout
@@ -81,6 +86,8 @@ def test_torchtitan_arguments_parse_with_torchtitans_config_manager(titan_plan, 
     """The exported line parsed by torchtitan 0.3.0's own ConfigManager (the ``test`` extra installs
     torchtitan beside the CPU torch) into the planned degrees, batch, sequence and checkpointing."""
     manager = pytest.importorskip("torchtitan.config", reason=NO_TORCHTITAN).ConfigManager
+    split_layers = pytest.importorskip("torchtitan.distributed.pipeline_parallel",
+                                       reason=NO_TORCHTITAN)._generate_llm_fqn_per_model_part
     ac_class = {"none": "NoneType", "selective": "SelectiveAC", "full": "FullAC"}
     p = titan_plan if model == "llama3-8b" else plan(model, Cluster(gpus=16, accelerator=H100), seq_len=8192,
                                                       global_batch=64, framework="torchtitan", scorer=toy("moe"))
@@ -97,8 +104,13 @@ def test_torchtitan_arguments_parse_with_torchtitans_config_manager(titan_plan, 
         if c["pp"] > 1:  # a step's micro-batches go through the pipeline in one local batch
             assert par.pipeline_parallel_microbatch_size == c["micro_batch_size"]
             assert tr.local_batch_size == c["micro_batch_size"] * c["grad_accum"]
-            stages = layers // par.pipeline_parallel_layers_per_stage
+            # torchtitan's own stage count and split (pipeline_parallel.py): every layer on one stage
+            first, last = par.pipeline_parallel_first_stage_less_layers, par.pipeline_parallel_last_stage_less_layers
+            stages = -(-(layers + first + last) // par.pipeline_parallel_layers_per_stage)
             assert stages == c["pp"] * c["vp"]
+            split = split_layers(stages, layers, first, last)
+            assert sorted(n for part in split for n in part if n.startswith("layers.")) == sorted(
+                f"layers.{i}" for i in range(layers))
         else:  # torchtitan accumulates global / (local x dp) steps
             assert tr.local_batch_size == c["micro_batch_size"]
             assert tr.global_batch_size // (tr.local_batch_size * c["dp"]) == c["grad_accum"]
@@ -154,7 +166,10 @@ def megatron_parser():
                  "--tensor-model-parallel-size", "--pipeline-model-parallel-size", "--context-parallel-size",
                  "--expert-model-parallel-size", "--num-layers-per-virtual-pipeline-stage", "--micro-batch-size",
                  "--global-batch-size", "--seq-length", "--max-position-embeddings", "--recompute-num-layers",
-                 "--train-iters", "--eval-iters", "--log-interval", "--moe-shared-expert-intermediate-size"):
+                 "--train-iters", "--eval-iters", "--log-interval", "--moe-shared-expert-intermediate-size",
+                 "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--kv-lora-rank",
+                 "--q-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim",
+                 "--expert-tensor-parallel-size", "--mtp-num-layers"):
         p.add_argument(flag, type=int)
     for flag in ("--recompute-granularity", "--recompute-method", "--data-parallel-sharding-strategy", "--fp8-format",
                  "--normalization", "--position-embedding-type", "--tokenizer-type", "--moe-token-dispatcher-type",
@@ -162,7 +177,8 @@ def megatron_parser():
         p.add_argument(flag)
     for flag in ("--group-query-attention", "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
                  "--bf16", "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--mock-data",
-                 "--moe-grouped-gemm"):
+                 "--moe-grouped-gemm", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+                 "--multi-latent-attention", "--overlap-grad-reduce", "--overlap-param-gather"):
         p.add_argument(flag, action="store_true")
     return p
 
@@ -176,12 +192,18 @@ def test_megatron_lm_arguments_hold_the_planned_layout(megatron_plan):
         a = megatron_parser().parse_args(program_args(fw, c))
         assert (a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size,
                 a.expert_model_parallel_size) == (c["tp"], c["pp"], c["cp"], c["ep"])
-        assert (a.num_layers_per_virtual_pipeline_stage or 48 // c["pp"]) * c["pp"] * c["vp"] == 48
+        # equal stages of the layers, or of the layers, the embedding and the loss (Megatron's check)
+        counted = 48 + 2 * a.account_for_embedding_in_pipeline_split
+        assert a.account_for_embedding_in_pipeline_split == a.account_for_loss_in_pipeline_split
+        assert (a.num_layers_per_virtual_pipeline_stage or counted // c["pp"]) * c["pp"] * c["vp"] == counted
         assert (a.micro_batch_size, a.global_batch_size, a.seq_length) == (c["micro_batch_size"], 128, 8192)
         assert a.sequence_parallel == (c["tp"] > 1)
         assert (a.recompute_granularity or "none") == c["activation_checkpointing"]
         assert a.use_distributed_optimizer == (c["fsdp"] != "no_shard" and c["dp"] * c["cp"] > 1)
         assert a.use_megatron_fsdp == (c["fsdp"] in ("full_shard", "shard_grad_op"))
+        # what the pricing assumes: DP traffic under the kernels, experts not tensor-parallel (Megatron's default is TP)
+        assert a.overlap_grad_reduce == a.overlap_param_gather == (c["dp"] * c["cp"] > 1)
+        assert a.expert_tensor_parallel_size == 1
         assert a.bf16 and (a.fp8_format == "hybrid") == (c["precision"] == "fp8")
         assert (a.num_layers, a.hidden_size, a.num_experts, a.moe_router_topk, a.moe_ffn_hidden_size) == (
             48, 2048, 128, 8, 768)
@@ -247,15 +269,17 @@ def test_export_writes_the_top_layouts_as_scripts_and_refuses_an_old_export(tmp_
      "torchtitan 0.3.0 takes the model from a config function .* none for llama2-13b"),
     (["--framework", "torchtitan", "--export", "{tmp}/x", "--precision", "bf16,fp8"],
      "no float8 config of llama3-8b"),
-    (["--framework", "megatron-bridge", "--export", "{tmp}/x", "--set", "n_layers=12", "model_name=mine"],
-     "Megatron-Bridge takes the model from a recipe"),
+    (["--framework", "torchtitan", "--export", "{tmp}/x", "--model", "llama3.1-405b"],  # a bf16 plan, an FP8 preset
+     r"one config of llama3.1-405b \(llama3_405b\) turns Float8 on, so a bf16 plan would launch an FP8 run"),
+    (["--framework", "megatron-bridge", "--export", "{tmp}/x", "--set", "n_layers=12", "hidden_dim=1024", "n_heads=16",
+      "vocab_size=32000", "model_name=mine"], "Megatron-Bridge takes the model from a recipe"),
     (["--framework", "torchtitan", "--set", "framework=nemo"], "--framework torchtitan and --set framework=nemo"),
     (["--baseline-from", "{tmp}/missing.sh"], "--baseline-from .*missing.sh: no such file"),
 ])
 def test_framework_export_and_baseline_errors_are_one_line(tmp_path, capsys, argv, message):
     base = ["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "64"]
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    if "--model" in argv:
+    if "--model" in argv or "model_name=mine" in argv:  # a model of its own: no --model beside it
         base = base[2:]
     assert main(base + argv) == 2
     err = capsys.readouterr().err.strip()
@@ -368,8 +392,42 @@ def test_an_undecodable_baseline_file_is_named(tmp_path):
 
 
 def test_recipes_and_configs_name_catalog_models():
-    from perfzoo.llmconfig import catalog
 
     names = set(catalog.catalog()["name"])
     assert set(torchtitan.CONFIGS) <= names and set(megatron_bridge.RECIPES) <= names
     assert set(torchtitan.TOML_MODELS.values()) <= names
+
+
+@pytest.mark.parametrize("model, pp, vp, first, last", [("llama3-405b", 16, 8, None, None),
+                                                        ("deepseek-v3", 8, 1, 7, 6), ("deepseek-v3", 16, 1, 3, 2)])
+def test_uneven_splits_are_written_the_frameworks_way(model, pp, vp, first, last):
+    """Llama 3.1 405B's 126 layers at pp 16 vp 8 (the newcomer's plan: Megatron was given 0 layers per
+    virtual stage, torchtitan 0 per stage) and DeepSeek-V3's 61 at pp 8 and 16: each export splits the
+    layers as the framework's own checks take them, and as the cost model prices the last stage."""
+    shape = catalog.get(model)
+    L = int(shape["n_layers"])
+    c = {**shape, "tp": 8, "pp": pp, "vp": vp, "cp": 1, "ep": 1, "dp": 2, "micro_batch_size": 1, "grad_accum": 64,
+         "global_batch_size": 128, "seq_len": 4096, "activation_checkpointing": "none", "fsdp": "zero1",
+         "precision": "bf16", "n_gpus": 8 * pp * 2}
+    a = megatron_parser().parse_args(frameworks.get("megatron-lm").arguments(c))
+    assert a.mtp_num_layers == shape.get("mtp_layers")  # DeepSeek-V3's MTP block, as priced
+    if vp > 1:  # Megatron: (layers + embedding + loss) / (pp x vp) layers a virtual stage
+        assert a.account_for_embedding_in_pipeline_split and a.account_for_loss_in_pipeline_split
+        assert a.num_layers_per_virtual_pipeline_stage * pp * vp == L + 2
+    else:  # Megatron: the middle stages' layers divide evenly, first and last hold fewer
+        assert (a.decoder_first_pipeline_num_layers, a.decoder_last_pipeline_num_layers) == (first, last)
+        assert (L - first - last) % (pp - 2) == 0 and (L - first - last) // (pp - 2) == -(-L // pp)
+        cost = LLMCost(pd.DataFrame([c]))
+        assert cost.last_stage_layers[0] == last and cost.stage_layers[0] == -(-L // pp)
+    per, less = torchtitan.pipeline_split(L, pp, vp)  # torchtitan: ceil((L + less + less) / per) stages
+    assert -(-(L + 2 * less) // per) == pp * vp
+
+
+def test_a_virtual_split_neither_framework_takes_is_refused_before_ranking():
+    space = layout_space(catalog.get("deepseek-v3"), Cluster(gpus=2048, accelerator=H100), seq_len=4096,
+                         global_batch=8192, precisions=("bf16",))
+    knobs = {"tp": 4, "pp": 8, "vp": 4, "cp": 1, "ep": 32, "micro_batch_size": 1, "activation_checkpointing": "none",
+             "fsdp": "zero1", "precision": "bf16"}
+    with pytest.raises(SpaceError, match=r"knob 'vp' = 4 is not allowed; allowed values are \[1\]"):
+        space.validate(knobs)  # 61 layers: no pp of 2,048 GPUs takes virtual stages (it exported an uncheckable line)
+    assert space.validate({**knobs, "vp": 1})["pp"] == 8

@@ -126,9 +126,9 @@ def test_pipelines_split_layers_unevenly_as_deep_as_published_runs():
     knobs = {"tp": 8, "pp": 16, "vp": 8, "cp": 2, "ep": 1, "micro_batch_size": 1, "activation_checkpointing": "none",
              "fsdp": "zero1", "precision": "bf16"}
     assert space.validate(knobs)["dp"] == 64
-    with pytest.raises(SpaceError, match=r"vp dividing the 4 layers of the heaviest of pp = 32 ranks"):
+    with pytest.raises(SpaceError, match=r"pp x vp = 256 stages of equal layers: dividing the 126 layers, or 128"):
         space.validate({**knobs, "pp": 32})  # 256 virtual stages for 126 layers, the embedding and the loss
-    with pytest.raises(SpaceError, match=r"vp dividing the 8 layers of the heaviest of pp = 16 ranks"):
+    with pytest.raises(SpaceError, match=r"pp x vp = 48 stages of equal layers"):
         space.validate({**knobs, "vp": 3})  # virtual stages of 3, 3 and 2 layers: uneven
     # a split whose heaviest rank holds more than 1.1 x an even share is left out: 56 layers on 48 GPUs
     # run on 3 (19 = 1.02 x 56/3), 6 and 12 stages (10, 5: 1.07 x), not 16 (4 = 1.14 x), 24 or 48
@@ -200,6 +200,7 @@ def test_the_top_layouts_are_configs_collect_runs(tmp_path, llama8b_on_16):
     assert lines[0]["config"]["tp"] == llama8b_on_16.layouts["tp"].iloc[0]
     from perfzoo.spaces.file import load as load_space
     launch = load_space(space)
+    assert (launch.constants["titan_module"], launch.constants["titan_config"]) == ("llama3", "llama3_8b")  # its spelling
     for rec in lines:  # torchtitan's local batch: a pipeline's micro-batches, else one micro-batch (it accumulates)
         c = launch.validate(rec["config"])
         assert c["local_batch"] == c["micro_batch_size"] * (c["grad_accum"] if c["pp"] > 1 else 1)

@@ -95,6 +95,26 @@ class Framework:
         raise ExportError(f"{source}: reading {self.name} arguments as a baseline is not supported")
 
 
+def stage_split(n_layers: int, pp: int, vp: int) -> tuple[int, int]:
+    """How ``n_layers`` layers split over ``pp`` pipeline ranks of ``vp`` virtual stages each, in the
+    two forms Megatron-Core and torchtitan both take: ``(layers per virtual stage, 0)`` where the
+    stages divide the layers, else ``(layers per virtual stage, 1)`` with the embedding and the loss
+    counted as a layer each (Megatron's ``--account-for-embedding/loss-in-pipeline-split``,
+    torchtitan's ``pipeline_parallel_first/last_stage_less_layers`` 1: Llama 3.1 405B's 126 layers
+    over 16 x 8 stages); an :class:`ExportError` for a split that is neither.
+
+    >>> stage_split(32, 4, 2), stage_split(126, 16, 8), stage_split(126, 8, 1)
+    ((4, 0), (1, 1), (16, 1))
+    """
+    stages = pp * vp
+    if n_layers % stages == 0:
+        return n_layers // stages, 0
+    if (n_layers + 2) % stages == 0:
+        return (n_layers + 2) // stages, 1
+    raise ExportError(f"{n_layers} layers do not split over pp {pp} x vp {vp} = {stages} stages, evenly or with the "
+                      f"embedding and the loss counted as a layer each ({n_layers + 2}); choose another pp or vp")
+
+
 def script(command: Sequence[str], comments: Sequence[str]) -> str:
     """A bash script: ``comments`` as ``#`` lines, then ``command`` one argument (or flag and
     its value) a line. Shell variables in the rendezvous endpoint are left for the shell.
@@ -130,4 +150,4 @@ def script_command(text: str) -> list[str]:
     return shlex.split(text.replace("\\\n", " "), comments=True)
 
 
-__all__ = ["Baseline", "ExportError", "Framework", "Launch", "script", "script_command"]
+__all__ = ["Baseline", "ExportError", "Framework", "Launch", "script", "script_command", "stage_split"]

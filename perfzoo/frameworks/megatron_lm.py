@@ -8,14 +8,18 @@ The layout (flags of Megatron-LM's ``megatron/training/arguments.py``):
 
 * degrees: ``--tensor-model-parallel-size`` (with ``--sequence-parallel`` past 1),
   ``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` (``layers /
-  (pp x vp)`` with ``vp > 1``), ``--context-parallel-size``, ``--expert-model-parallel-size``;
+  (pp x vp)`` with ``vp > 1``), an uneven split as Megatron takes it (:func:`pipeline_arguments`),
+  ``--context-parallel-size``, ``--expert-model-parallel-size``;
   data parallelism is the rest of the GPUs;
 * batch: ``--micro-batch-size``, ``--global-batch-size`` (Megatron accumulates the rest), ``--seq-length``;
 * recompute: ``--recompute-granularity full --recompute-method uniform --recompute-num-layers 1``
   or ``--recompute-granularity selective``;
 * sharding: ``zero1`` is ``--use-distributed-optimizer``; ``no_shard`` plain DDP; ``full_shard``
   / ``shard_grad_op`` Megatron-FSDP (``--use-megatron-fsdp --data-parallel-sharding-strategy
-  optim_grads_params`` / ``optim_grads``);
+  optim_grads_params`` / ``optim_grads``); with more than one data-parallel rank
+  ``--overlap-grad-reduce --overlap-param-gather`` (the cost model hides that traffic under the kernels);
+* MoE: ``--expert-tensor-parallel-size`` as priced (1 unless the layout says; Megatron's default is
+  the TP degree), ``--mtp-num-layers`` where the model has MTP blocks (DeepSeek-V3: 1);
 * precision: ``--bf16``, with ``--fp8-format hybrid`` for FP8.
 
 The written line trains on ``--mock-data`` with the ``NullTokenizer`` of the model's vocabulary,
@@ -29,7 +33,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo.frameworks._base import Baseline, ExportError, Framework
+from perfzoo.frameworks._base import Baseline, ExportError, Framework, stage_split
 
 RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "uniform",
                       "--recompute-num-layers", "1"],
@@ -69,6 +73,8 @@ def shape_arguments(m: Mapping[str, Any]) -> list[str]:
         if m.get("n_dense_layers"):
             k = int(m["n_dense_layers"])
             args += ["--moe-layer-freq", f"([0]*{k}+[1]*{layers - k})"]
+    if m.get("mtp_layers"):  # multi-token prediction blocks, which the cost model prices
+        args += ["--mtp-num-layers", str(int(m["mtp_layers"]))]
     if m.get("gated_mlp", True):
         args.append("--swiglu")
     if not m.get("tie_embeddings", False):
@@ -88,8 +94,9 @@ def layout_arguments(c: Mapping[str, Any], precision_flags: bool = True) -> list
             "--max-position-embeddings", str(int(c["seq_len"]))]
     if tp > 1:
         args.append("--sequence-parallel")
-    if vp > 1:
-        args += ["--num-layers-per-virtual-pipeline-stage", str(int(c["n_layers"]) // (pp * vp))]
+    args += pipeline_arguments(int(c["n_layers"]), pp, vp)
+    if (c.get("n_experts") or 1) > 1:  # Megatron's expert TP defaults to TP; the plan priced etp (default 1)
+        args += ["--expert-tensor-parallel-size", str(int(c.get("etp") or 1))]
     args += RECOMPUTE[str(c["activation_checkpointing"])]
     fsdp = str(c["fsdp"])
     if fsdp in FSDP_STRATEGY:
@@ -97,10 +104,37 @@ def layout_arguments(c: Mapping[str, Any], precision_flags: bool = True) -> list
                  "--use-distributed-optimizer"]
     elif fsdp == "zero1" or (fsdp == "none" and dp * cp > 1):  # the plan's 'none' past one rank is zero1
         args.append("--use-distributed-optimizer")
+    if dp * cp > 1:  # the cost model hides the gradient reduce and the parameter gather under the kernels
+        args += ["--overlap-grad-reduce", "--overlap-param-gather"]
     args.append("--bf16")
     if c["precision"] == "fp8":
         args += ["--fp8-format", "hybrid"]
     return args
+
+
+def pipeline_arguments(n_layers: int, pp: int, vp: int) -> list[str]:
+    """How the layers split over the stages, as Megatron checks it (``arguments.py``): evenly; with the
+    embedding and the loss counted as a layer each (Llama 3.1 405B's 126 layers over 16 x 8 stages); or,
+    without virtual stages, ``ceil(L/pp)`` layers a stage and fewer on the first and last, which hold
+    the embedding and the LM head (DeepSeek-V3's 61 on 8: 7, 8 x 6, 6), as the cost model prices it
+    (:mod:`perfzoo.analytic.llm`).
+
+    >>> pipeline_arguments(126, 16, 8)
+    ['--account-for-embedding-in-pipeline-split', '--account-for-loss-in-pipeline-split', '--num-layers-per-virtual-pipeline-stage', '1']
+    >>> pipeline_arguments(61, 8, 1)
+    ['--decoder-first-pipeline-num-layers', '7', '--decoder-last-pipeline-num-layers', '6']
+    """
+    if pp == 1:
+        return []
+    if vp == 1 and n_layers % pp and (n_layers + 2) % pp:
+        per = -(-n_layers // pp)
+        short = pp * per - n_layers
+        last = ["--decoder-last-pipeline-num-layers", str(per - (short + 1) // 2)]
+        return last if pp == 2 else ["--decoder-first-pipeline-num-layers", str(per - short // 2), *last]
+    per, embedding_and_loss = stage_split(n_layers, pp, vp)
+    args = ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"] if embedding_and_loss \
+        else []
+    return args + (["--num-layers-per-virtual-pipeline-stage", str(per)] if vp > 1 else [])
 
 
 class MegatronLM(Framework):
@@ -133,7 +167,8 @@ def _parser() -> argparse.ArgumentParser:
                        ("--vocab-size", int)):
         p.add_argument(flag, type=kind)
     for flag in ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2", "--recompute-activations",
-                 "--bf16", "--fp16", "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights"):
+                 "--bf16", "--fp16", "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
+                 "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"):
         p.add_argument(flag, action="store_true")
     return p
 
@@ -157,7 +192,8 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
     elif a.num_layers_per_virtual_pipeline_stage:
         if not a.num_layers:
             raise ExportError(f"{source}: --num-layers-per-virtual-pipeline-stage needs --num-layers to count stages")
-        layout["vp"] = a.num_layers // (pp * a.num_layers_per_virtual_pipeline_stage)
+        counted = a.num_layers + a.account_for_embedding_in_pipeline_split + a.account_for_loss_in_pipeline_split
+        layout["vp"] = counted // (pp * a.num_layers_per_virtual_pipeline_stage)
     granularity = a.recompute_granularity or ("selective" if a.recompute_activations else "none")
     layout["activation_checkpointing"] = granularity
     if a.use_megatron_fsdp:
@@ -207,4 +243,5 @@ def read_gpus(words: Sequence[str]) -> Optional[int]:
 
 FRAMEWORK = MegatronLM()
 
-__all__ = ["FRAMEWORK", "MegatronLM", "layout_arguments", "read_arguments", "read_gpus", "shape_arguments"]
+__all__ = ["FRAMEWORK", "MegatronLM", "layout_arguments", "pipeline_arguments", "read_arguments", "read_gpus",
+           "shape_arguments"]

@@ -39,14 +39,14 @@ import io
 import re
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo.frameworks._base import Baseline, ExportError, Framework
+from perfzoo.frameworks._base import Baseline, ExportError, Framework, stage_split
 from perfzoo.llmconfig import catalog
 
-# catalog model -> (module, config function, float8 config function or None) of torchtitan 0.3.0's registry
+# catalog model -> (module, config function or None, float8 config function or None) of torchtitan 0.3.0's registry
 CONFIGS = {
     "llama3-8b": ("llama3", "llama3_8b", None),
     "llama3-70b": ("llama3", "llama3_70b", None),
-    "llama3.1-405b": ("llama3", "llama3_405b", None),
+    "llama3.1-405b": ("llama3", None, "llama3_405b"),  # its one config is Float8 (with compile and async TP)
     "qwen3-14b": ("qwen3", "qwen3_14b", None),
     "qwen3-32b": ("qwen3", "qwen3_32b", None),
     "qwen3-30b-a3b": ("qwen3", "qwen3_30b_a3b", None),
@@ -95,6 +95,10 @@ class Torchtitan(Framework):
             raise ExportError(f"--export for torchtitan: torchtitan {self.version} takes the model from a config "
                               f"function of its registry, and perfzoo knows none for {name}; those it knows: "
                               f"{', '.join(CONFIGS)} (or --framework megatron-lm, whose flags give any shape)")
+        if any(p != "fp8" for p in precisions) and CONFIGS[name][1] is None:
+            raise ExportError(f"--export for torchtitan: torchtitan {self.version}'s one config of {name} "
+                              f"({CONFIGS[name][2]}) turns Float8 on, so a {'/'.join(precisions)} plan would launch "
+                              "an FP8 run: plan --precision fp8, or --framework megatron-lm / megatron-bridge")
         if "fp8" in precisions and CONFIGS[name][2] is None:
             raise ExportError(f"--export for torchtitan: torchtitan {self.version} turns float8 on in a config "
                               f"function, and its registry has no float8 config of {name}: plan --precision bf16, "
@@ -116,9 +120,9 @@ class Torchtitan(Framework):
         if pp > 1 or ep > 1:  # 0.3.0 refuses CUDA graphs with pipelining and with its default EP dispatcher
             args.append("--training.disable-cuda-graphs")
         if pp > 1:
+            per, less = pipeline_split(int(c["n_layers"]), pp, vp)
             args += [FLAGS["microbatch"], str(mb), FLAGS["schedule"], "Interleaved1F1B" if vp > 1 else "1F1B",
-                     FLAGS["layers_per_stage"], str(int(c["n_layers"]) // (pp * vp)),
-                     FLAGS["first_less"], "0", FLAGS["last_less"], "0"]
+                     FLAGS["layers_per_stage"], str(per), FLAGS["first_less"], str(less), FLAGS["last_less"], str(less)]
         return [*args, AC_PREFIX + str(c["activation_checkpointing"])]
 
     def read(self, args: Sequence[str], source: str) -> Baseline:
@@ -154,6 +158,24 @@ def _model(module: Optional[str], config: Optional[str]) -> tuple[Optional[str],
         if module in (mod, f"torchtitan.models.{mod}") and config in (cfg, fp8):
             return name, "fp8" if config == fp8 else "bf16"
     return None, None
+
+
+def pipeline_split(n_layers: int, pp: int, vp: int) -> tuple[int, int]:
+    """``(layers per stage, first and last stage less layers)`` for torchtitan, which makes
+    ``ceil((layers + first less + last less) / layers per stage)`` stages: the forms of
+    :func:`~perfzoo.frameworks._base.stage_split`, or without virtual stages ``ceil(L/pp)`` a stage, the
+    last holding what is left (DeepSeek-V3's 61 on 8: 7 x 8 and 5).
+
+    >>> pipeline_split(126, 16, 8), pipeline_split(61, 8, 1)
+    ((1, 1), (8, 0))
+    """
+    try:
+        return stage_split(n_layers, pp, vp)
+    except ExportError:
+        per = -(-n_layers // pp)
+        if vp > 1 or -(-n_layers // per) != pp:
+            raise
+        return per, 0
 
 
 def _layout(values: dict, n_layers_hint: Optional[int] = None) -> tuple[dict, dict]:
@@ -291,4 +313,4 @@ def read_toml(data: Mapping[str, Any], source: str) -> Baseline:
 
 FRAMEWORK = Torchtitan()
 
-__all__ = ["CONFIGS", "FRAMEWORK", "Torchtitan", "read_toml"]
+__all__ = ["CONFIGS", "FRAMEWORK", "Torchtitan", "pipeline_split", "read_toml"]

@@ -109,7 +109,7 @@ class PlanConfig:
                 raise UsageError(f"{flag} {value}: give a whole number of {unit}, 1 or more")
         for key, value in assignments(self.knobs, "--set").items():
             flag = FLAG_KEYS.get(key)
-            if flag is not None:
+            if flag is not None and (flag != "--model" or self.model is not None):  # a shape of your own may be named
                 raise UsageError(f"--set {key}={value}: {flag} says that in a plan; give it once, with {flag}")
         for key, value in assignments(self.baseline, "--baseline").items():
             if key not in LAYOUT_KNOBS:

@@ -17,11 +17,12 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
   setting its memory (:func:`perfzoo.analytic.llm.stage_layers`: ``ceil(L/pp)`` layers), within
   :data:`MAX_IMBALANCE` of an even split: Llama 3.1 405B's 126 layers run on pp 8 and 16 (1.6% over
   even), DeepSeek-V3's 61 on pp 8 and 16 (4.9%) in NVIDIA's recipes;
-* ``vp > 1`` virtual stages need ``pp > 1``, ``vp`` dividing the heaviest rank's ``ceil(L/pp)``
-  layers (virtual stages of equal layers, the lighter ranks' one fewer or holding the embedding or
-  the loss, as Megatron's ``account_for_embedding/loss_in_pipeline_split`` split 126 layers into 16 x 8
-  virtual stages), at most ``L + 2`` virtual stages in all, and a multiple of ``pp`` micro-batches, as
-  Megatron's interleaved schedule needs;
+* ``vp > 1`` virtual stages need ``pp > 1`` and ``pp x vp`` stages of equal layers: dividing ``L``, or
+  ``L + 2`` with the embedding and the loss counted as a layer each (Megatron's
+  ``account_for_embedding/loss_in_pipeline_split`` and torchtitan's first/last stage less layers split
+  126 layers into 16 x 8 virtual stages; DeepSeek-V3's 61 fit neither 8 x 4 nor 16 x 2: refused, as
+  both frameworks' checks would), and a multiple of ``pp`` micro-batches, as Megatron's interleaved
+  schedule needs;
 * ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
   ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
@@ -171,8 +172,8 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         return stage_layers(L, p) * p <= MAX_IMBALANCE * L
 
     pps = [p for p in divisors(N) if p <= L and balanced(p)]
-    def chunked(p, v):  # equal virtual stages of the heaviest rank's layers, each holding something
-        return p * v <= L + 2 and stage_layers(L, p) % v == 0
+    def chunked(p, v):  # equal virtual stages, the embedding and the loss counted as a layer where that makes them so
+        return p * v <= L + 2 and (L % (p * v) == 0 or (L + 2) % (p * v) == 0)
 
     vps = [v for v in VIRTUAL_STAGES if v == 1 or any(chunked(p, v) for p in pps if p > 1)]
     cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and llmconfig.cp_splits(seq_len, c) and seq_len // c >= MIN_CP_TOKENS]
@@ -195,9 +196,8 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         if c["vp"] == 1:
             return None
         if c["pp"] == 1 or not chunked(c["pp"], c["vp"]):
-            return (f"vp = {c['vp']} virtual stages need pp > 1, vp dividing the {stage_layers(L, c['pp']):.0f} "
-                    f"layers of the heaviest of pp = {c['pp']} ranks and pp x vp at most the {L} layers + 2 (the "
-                    "embedding and the loss)")
+            return (f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp = {c['pp'] * c['vp']} stages of equal "
+                    f"layers: dividing the {L} layers, or {L + 2} with the embedding and the loss counted as one each")
         if batch(c):
             return batch(c)
         accum = global_batch // (c["micro_batch_size"] * _dp(c, N))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
+from perfzoo.frameworks import ExportError, torchtitan
 from perfzoo.analytic.memory import in_flight
 from perfzoo.llmconfig import layout_defaults, shape_report
 from perfzoo.plan.layouts import LAYOUT_KNOBS
@@ -259,6 +260,25 @@ def space_file(path: str | Path) -> Path:
     return Path(path).with_suffix(".toml")
 
 
+def titan_names(model: str, precisions) -> tuple[str, str]:
+    """torchtitan's ``--module`` and ``--config`` for a catalog model as its registry spells them
+    (:data:`perfzoo.frameworks.torchtitan.CONFIGS`: ``llama3_8b``, not ``llama3-8b``; the Float8 one
+    for an FP8-only plan); a model it has none of is a :class:`~perfzoo.frameworks.ExportError`.
+
+    >>> titan_names("llama3-8b", ("bf16",)), titan_names("llama3.1-405b", ("fp8",))
+    (('llama3', 'llama3_8b'), ('llama3', 'llama3_405b'))
+    """
+    if model not in torchtitan.CONFIGS:
+        raise ExportError(f"--out: torchtitan {torchtitan.FRAMEWORK.version} takes the model from a config function "
+                          f"of its registry, and perfzoo knows none for {model}; those it knows: "
+                          f"{', '.join(torchtitan.CONFIGS)}")
+    module, plain, fp8 = torchtitan.CONFIGS[model]
+    config = fp8 if set(precisions) == {"fp8"} and fp8 else plain
+    if config is None:
+        raise ExportError(f"--out: torchtitan's one config of {model} ({fp8}) is Float8: plan --precision fp8")
+    return module, config
+
+
 def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path]:
     """The top ``k`` layouts as configs ``python -m perfzoo.collect --configs`` runs: ``path``
     (``{"config": ...}`` lines) and, beside it, the space they belong to (``.toml``, the
@@ -268,8 +288,9 @@ def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path
     configs = plan.configs(k)
     top = plan.top(k).to_dict("records")
     constants = {key: v for key, v in plan.space.constants.items()}
+    module, config = titan_names(str(plan.model.get("model_name")), plan.precisions)
     constants.update(gpus_per_node=min(plan.cluster.node_size, plan.cluster.gpus), nodes=plan.cluster.nodes,
-                     titan_module="llama3", titan_config=str(plan.model.get("model_name", "model")))
+                     titan_module=module, titan_config=config)
     knobs = {name: sorted({c[name] for c in configs}, key=str) for name in LAYOUT_KNOBS}
     lines = [
         f"# Written by python -m perfzoo.plan: the top {len(configs)} layouts of {plan.model.get('model_name')} on "
