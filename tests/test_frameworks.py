@@ -177,7 +177,8 @@ def megatron_parser():
         p.add_argument(flag)
     for flag in ("--group-query-attention", "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
                  "--bf16", "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--mock-data",
-                 "--moe-grouped-gemm", "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+                 "--moe-grouped-gemm", "--account-for-embedding-in-pipeline-split",
+                 "--account-for-loss-in-pipeline-split",
                  "--multi-latent-attention", "--overlap-grad-reduce", "--overlap-param-gather"):
         p.add_argument(flag, action="store_true")
     return p
@@ -333,7 +334,7 @@ MEGATRON_LINE = """torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 32 -
                                                                 "micro_batch_size": 2, "vp": 1, "fsdp": "full_shard",
                                                                 "activation_checkpointing": "selective",
                                                                 "precision": "fp8"}}),
-    ("megatron.sh", MEGATRON_LINE, {"framework": "megatron-lm", "model": None, "gpus": 8, "seq_len": 4096,
+    ("megatron.sh", MEGATRON_LINE, {"framework": "megatron-lm", "model": "llama3-8b", "gpus": 8, "seq_len": 4096,
                                     "global_batch": 128, "baseline": {"tp": 2, "pp": 2, "cp": 1, "ep": 1, "vp": 4,
                                                                       "micro_batch_size": 1, "fsdp": "zero1",
                                                                       "activation_checkpointing": "full",
@@ -347,17 +348,31 @@ def test_baseline_from_reads_each_form(tmp_path, name, text, want):
     got = {"framework": config.framework, "model": config.model, "gpus": config.gpus, "seq_len": config.seq_len,
            "global_batch": config.global_batch, "baseline": assignments(config.baseline, "--baseline")}
     assert got == want
-    if name == "megatron.sh":  # the shape comes from the line
-        assert assignments(config.knobs, "--set") == {"n_layers": 32, "hidden_dim": 4096, "ffn_dim": 14336,
-                                                      "n_heads": 32, "vocab_size": 128256, "n_kv_heads": 8,
-                                                      "gated_mlp": True, "tie_embeddings": False}
+    if name == "megatron.sh":  # the line gives Llama 3 8B's shape: planned as that model, with its published layouts
+        assert config.knobs == []
+
+
+def test_a_baseline_line_of_a_shape_of_its_own_keeps_its_settings(tmp_path):
+    """A shape the catalog lacks is named after its file (it printed "None" and hid nothing else); the
+    line's --tp-comm-overlap, which moved its price 21%, prices every layout of the plan."""
+    path = tmp_path / "mine.sh"
+    path.write_text(MEGATRON_LINE.replace("--num-layers 32", "--num-layers 30").replace("--bf16",
+                                                                                      "--bf16 --tp-comm-overlap"))
+    said = []
+    config = export.with_baseline(PlanConfig(baseline_from=str(path), accelerator=H100), log=said.append)
+    assert config.model is None
+    assert assignments(config.knobs, "--set") == {"n_layers": 30, "hidden_dim": 4096, "ffn_dim": 14336, "n_heads": 32,
+                                                  "vocab_size": 128256, "n_kv_heads": 8, "gated_mlp": True,
+                                                  "tie_embeddings": False, "model_name": "mine",
+                                                  "tp_comm_overlap": True}
+    assert any("sets tp_comm_overlap=True; every layout is priced with it" in line for line in said)
 
 
 def test_a_baseline_from_file_is_planned_against(tmp_path):
     path = tmp_path / "megatron.sh"
     path.write_text(MEGATRON_LINE)
     config = export.with_baseline(PlanConfig(baseline_from=str(path), accelerator=H100, precision="bf16,fp8"))
-    shape = {**assignments(config.knobs, "--set"), "framework": config.framework}
+    shape = {**catalog.get(config.model), "framework": config.framework}
     p = plan(shape, Cluster(gpus=config.gpus, accelerator=H100), seq_len=config.seq_len,
              global_batch=config.global_batch, precisions=("bf16", "fp8"), scorer=toy("megatron-lm"),
              baseline=assignments(config.baseline, "--baseline"))

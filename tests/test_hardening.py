@@ -130,7 +130,8 @@ def _stores(tmp_path):
     ("predict", ["--configs", "{tmp}/empty.csv"], 2, "empty.csv: the file is empty; give a CSV with a header row"),
     ("plan.benchmark", ["--out", "{tmp}/no/such/folder/b.md"], 2, "does not exist"),  # refused before minutes of work
     *(("predict", ["--dataset", "llm-h100", "--predictor", "ridge", "--set", "model=llama3-8b", "n_gpus=8",
-                   "accelerator=H100", "seq_len=8192", "global_batch_size=64", f"release={r}"], 2, words) for r, words in (
+                   "accelerator=H100", "seq_len=8192", "global_batch_size=64", f"release={r}"], 2, words)
+      for r, words in (
         ("abc", "release=abc: not a release"), ("2099-13", "release=2099-13: not a release"),
         ("25.13", "release=25.13: not a release"), ("2099-01", "release=2099-01: after today"))),
     # a stated size the shape contradicts: the learned predictor read one, the cost model the other

@@ -200,7 +200,8 @@ def test_the_top_layouts_are_configs_collect_runs(tmp_path, llama8b_on_16):
     assert lines[0]["config"]["tp"] == llama8b_on_16.layouts["tp"].iloc[0]
     from perfzoo.spaces.file import load as load_space
     launch = load_space(space)
-    assert (launch.constants["titan_module"], launch.constants["titan_config"]) == ("llama3", "llama3_8b")  # its spelling
+    # torchtitan's spelling of the config function
+    assert (launch.constants["titan_module"], launch.constants["titan_config"]) == ("llama3", "llama3_8b")
     for rec in lines:  # torchtitan's local batch: a pipeline's micro-batches, else one micro-batch (it accumulates)
         c = launch.validate(rec["config"])
         assert c["local_batch"] == c["micro_batch_size"] * (c["grad_accum"] if c["pp"] > 1 else 1)

@@ -203,7 +203,8 @@ def shipping_order(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
 
     >>> rows = [{"dataset": "d", "split": sp, "kind": "group" if sp == SOURCE_SPLIT else sp, "predictor": p,
     ...          "output": "throughput", "kendall_mean": 0.9, "mape_mean": 10.0, "fit_time_s_mean": 1.0,
-    ...          "slot_kendall_mean": t} for p, t in (("global", 0.2), ("layouts", 0.8)) for sp in ("random", SOURCE_SPLIT)]
+    ...          "slot_kendall_mean": t} for p, t in (("global", 0.2), ("layouts", 0.8))
+    ...         for sp in ("random", SOURCE_SPLIT)]
     >>> shipping_order(pd.DataFrame(rows), "d")[["predictor", "ship_kendall"]].round(3).values.tolist()
     [['layouts', 0.867], ['global', 0.667]]
     """

@@ -48,7 +48,8 @@ SLOT_COLUMNS = ("config.model_name", "config.n_layers", "config.hidden_dim", "co
 LAYOUT_COLUMNS = ("config.precision", "config.tp", "config.pp", "config.vp", "config.cp", "config.ep", "config.etp",
                   "config.dp", "config.micro_batch_size", "config.grad_accum", "config.activation_checkpointing",
                   "config.fsdp", "config.zero_stage", "config.sequence_parallel", "config.tp_comm_overlap",
-                  "config.compile", "config.fp8_param_gather", "config.local_batch_size", "config.reshard_after_forward")
+                  "config.compile", "config.fp8_param_gather", "config.local_batch_size",
+                  "config.reshard_after_forward")
 
 
 def of_frame(frame: pd.DataFrame) -> Optional[tuple[np.ndarray, np.ndarray]]:

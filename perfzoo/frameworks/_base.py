@@ -45,8 +45,9 @@ class Baseline:
     """A user's launch line read back (:meth:`Framework.read`): the ``framework``, the layout
     knobs it sets (``layout``), ``seq_len`` / ``global_batch_size`` (``workload``), the catalog
     ``model`` it names or the shape keys it gives (``shape``), the GPUs it runs on (``gpus``,
-    from ``torchrun``'s ``--nnodes x --nproc-per-node`` where the file has them), and ``notes``:
-    what was read as a default, said."""
+    from ``torchrun``'s ``--nnodes x --nproc-per-node`` where the file has them), ``settings``: config
+    keys the line sets that are no layout knob (``tp_comm_overlap``; the plan prices every layout with
+    them, like for like), and ``notes``: what was read as a default, said."""
 
     framework: str
     layout: dict = field(default_factory=dict)
@@ -54,6 +55,7 @@ class Baseline:
     model: Optional[str] = None
     shape: dict = field(default_factory=dict)
     gpus: Optional[int] = None
+    settings: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 

@@ -168,7 +168,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(flag, type=kind)
     for flag in ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2", "--recompute-activations",
                  "--bf16", "--fp16", "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
-                 "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"):
+                 "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+                 "--tp-comm-overlap"):
         p.add_argument(flag, action="store_true")
     return p
 
@@ -220,7 +221,8 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
     if shape:
         shape["gated_mlp"] = a.swiglu
         shape["tie_embeddings"] = not a.untie_embeddings_and_output_weights
-    return Baseline(framework, layout, workload, shape=shape, gpus=read_gpus(args))
+    settings = {"tp_comm_overlap": True} if a.tp_comm_overlap else {}  # Transformer Engine's userbuffers overlap
+    return Baseline(framework, layout, workload, shape=shape, gpus=read_gpus(args), settings=settings)
 
 
 def read_gpus(words: Sequence[str]) -> Optional[int]:

@@ -106,6 +106,26 @@ def lookup(name: str) -> Optional[dict[str, Any]]:
     return None if found is None else dict(_shapes()[found])
 
 
+MATCH_KEYS = ("n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size", "n_experts",
+              "experts_per_token", "moe_ffn_dim")
+
+
+def by_shape(shape: dict[str, Any]) -> Optional[str]:
+    """The one catalog model whose :data:`MATCH_KEYS` agree with every one ``shape`` gives (at least
+    layers, hidden and heads), or None: a launch line that gives a model's shape names that model.
+
+    >>> by_shape({"n_layers": 32, "hidden_dim": 4096, "ffn_dim": 14336, "n_heads": 32, "n_kv_heads": 8,
+    ...           "vocab_size": 128256})
+    'llama3-8b'
+    """
+    given = {k: shape[k] for k in MATCH_KEYS if shape.get(k) is not None}
+    if not {"n_layers", "hidden_dim", "n_heads"} <= set(given):
+        return None
+    hits = {name for name, keys in _shapes().items()
+            if all(keys.get(k, 1 if k == "n_experts" else None) == v for k, v in given.items())}
+    return hits.pop() if len(hits) == 1 else None
+
+
 def close_names(name: str, n: int = 3) -> list[str]:
     """Catalog names that look like ``name`` (for "did you mean" in errors)."""
     index = _index()

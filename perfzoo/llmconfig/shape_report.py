@@ -85,8 +85,8 @@ def check_stated_size(cfg: Mapping[str, Any]) -> None:
         return
     counted = float(analytic.estimate({k: v for k, v in cfg.items() if k != "n_params"})["n_params"])
     if counted > 0 and abs(float(stated) / counted - 1.0) > SIZE_TOLERANCE:
-        raise ValueError(f"n_params={stated:g}: the shape ({int(cfg['n_layers'])} layers, hidden {int(cfg['hidden_dim']):,}, "
-                         f"{int(cfg['n_heads'])} heads) counts {_value('n_params', '', counted).split()[0]} parameters; "
+        shape = f"{int(cfg['n_layers'])} layers, hidden {int(cfg['hidden_dim']):,}, {int(cfg['n_heads'])} heads"
+        raise ValueError(f"n_params={stated:g}: the shape ({shape}) counts {_value('n_params', '', counted).split()[0]} parameters; "
                          "leave n_params out (it is counted from the shape) or give the shape of the model it counts")
 
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 from perfzoo import frameworks
 from perfzoo.console import UsageError
+from perfzoo.llmconfig import catalog
 from perfzoo.plan.planner import Plan
 from perfzoo.plan.report import layout_text
 
@@ -74,11 +75,22 @@ def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> An
     fill: dict[str, Any] = {"baseline_from": None}
     if config.framework is None:
         fill["framework"] = read.framework
-    if config.model is None and read.model is not None:
-        fill["model"] = read.model
-    if config.model is None and read.model is None and read.shape:
-        given = {k.split("=", 1)[0] for k in config.knobs}
-        fill["knobs"] = [*config.knobs, *(f"{k}={json.dumps(v)}" for k, v in read.shape.items() if k not in given)]
+    model = read.model or (catalog.by_shape(read.shape) if read.shape else None)
+    if config.model is None and model is not None:
+        fill["model"] = model
+        if read.model is None:
+            log(f"baseline: the shape {config.baseline_from} gives is {model}'s (the catalog's); planned as {model}")
+    given = {k.split("=", 1)[0] for k in config.knobs}
+    knobs = list(config.knobs)
+    if config.model is None and model is None and read.shape:
+        knobs += [f"{k}={json.dumps(v)}" for k, v in read.shape.items() if k not in given]
+        if "model_name" not in given:  # named after its file, not "None"
+            knobs.append(f"model_name={json.dumps(Path(config.baseline_from).stem)}")
+    for key, value in read.settings.items():  # every layout priced as the line runs (like for like)
+        if key not in given:
+            knobs.append(f"{key}={json.dumps(value)}")
+            log(f"baseline: {config.baseline_from} sets {key}={value}; every layout is priced with it")
+    fill["knobs"] = knobs
     gpus = config.gpus if config.gpus is not None else read.gpus
     fill["gpus"] = gpus
     if config.seq_len is None:
