@@ -174,3 +174,44 @@ def test_every_shape_key_is_optional_for_llm_configs():
 
     missing = set(catalog.SHAPE_KEYS) - {"n_layers", "hidden_dim", "n_heads"} - workloads.get("llm").optional_keys
     assert not missing, f"add to perfzoo/workloads/llm optional_keys: {sorted(missing)}"
+
+
+def test_config_files_read_as_transformers_builds_their_models(tmp_path):
+    """A Llama config with a GELU is still LlamaMLP (gated); a DeepSeek-V3 or Mixtral config without
+    hidden_act keeps its gated experts; a DeepSeek-V3 config without num_nextn_predict_layers has no
+    MTP block (the catalog's DeepSeek-V3 has one: its name must not fill the file's gaps)."""
+    from perfzoo.plan.planner import model_keys
+
+    def keys_of(name, raw):
+        path = tmp_path / name / "config.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(raw))
+        return model_keys(str(path))
+
+    llama = {"model_type": "llama", "num_hidden_layers": 16, "hidden_size": 2048, "num_attention_heads": 16,
+             "vocab_size": 32000, "intermediate_size": 5632, "hidden_act": "gelu"}
+    assert keys_of("llama", llama)[0]["gated_mlp"] is True
+    mixtral = {"model_type": "mixtral", "num_hidden_layers": 32, "hidden_size": 4096, "intermediate_size": 14336,
+               "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
+               "num_experts_per_tok": 2}
+    assert keys_of("mixtral", mixtral)[0]["gated_mlp"] is True
+    shape = catalog.get("deepseek-v3")
+    deepseek = {"model_type": "deepseek_v3", "_name_or_path": "deepseek-ai/DeepSeek-V3", "num_hidden_layers": 61,
+                "hidden_size": 7168, "vocab_size": 129280, "num_attention_heads": 128}
+    keys, sources = keys_of("deepseek", deepseek)
+    assert shape.get("mtp_layers") == 1 and "mtp_layers" not in keys  # only where the file says so
+    assert keys["model_name"] == "deepseek-ai/DeepSeek-V3"
+    assert all(not str(sources.get(k, "")).startswith("catalog") for k in keys)
+    total = float(analytic.estimate(keys)["n_params"])
+    assert 660e9 < total < 675e9  # 671B, not 682.6B with the catalog's MTP block
+    keys, _ = keys_of("deepseek-mtp", {**deepseek, "num_nextn_predict_layers": 1})
+    assert keys["mtp_layers"] == 1
+
+
+def test_the_shape_line_gives_total_and_active_parameters_of_a_mixture_of_experts():
+    from perfzoo.llmconfig import shape_report
+
+    moe = catalog.get("qwen3-30b-a3b")
+    assert "30.5B parameters (3.0B active)" in shape_report.describe(moe, {k: "catalog" for k in moe})
+    dense = catalog.get("llama3-8b")
+    assert "active" not in shape_report.describe(dense, {k: "catalog" for k in dense})

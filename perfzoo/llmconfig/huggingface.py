@@ -56,6 +56,11 @@ HF_KEYS: dict[str, tuple[str, ...]] = {
     "mamba_state_dim": ("ssm_state_size", "mamba_state_dim"),
     "mamba_groups": ("n_groups", "mamba_n_groups"),
 }
+# model types whose transformers MLP (and experts) are gated, gate, up and down projections, whatever their
+# activation: LlamaMLP, MistralMLP, MixtralBlockSparseTop2MLP, Qwen2MLP, Qwen3MLP, their MoE blocks,
+# DeepseekV3MLP, Phi3MLP (gate_up_proj), GemmaMLP (GeGLU) and Gemma 2's and 3's
+GATED_TYPES = frozenset({"llama", "llama4", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+                         "qwen3_moe", "deepseek_v3", "phi3", "gemma", "gemma2", "gemma3", "gemma3_text"})
 # a hybrid pattern's letters (Nemotron-H's hybrid_override_pattern): Mamba-2, attention, MLP, MoE
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
@@ -139,8 +144,10 @@ def hf_keys(raw: dict[str, Any], path: Union[str, Path]) -> dict[str, Any]:
         counts = {kind: sum(_PATTERN.get(c) == kind for c in pattern) for kind in _PATTERN.values()}
         keys.update(n_layers=len(pattern), n_mamba_layers=counts["mamba"], n_attention_layers=counts["attention"])
     act = str(raw.get("hidden_act", raw.get("hidden_activation", raw.get("activation_function", "")))).lower()
-    if act:  # Gemma's MLP is gated whatever its GELU is called (GeGLU: gate, up and down projections)
-        keys["gated_mlp"] = act in ("silu", "swiglu", "geglu") or "glu" in act or model_type.startswith("gemma")
+    if model_type in GATED_TYPES:  # their MLP classes are gated whatever the activation is called
+        keys["gated_mlp"] = True
+    elif act:
+        keys["gated_mlp"] = act in ("silu", "swiglu", "geglu") or "glu" in act
     keys["model_name"] = str(raw.get("_name_or_path") or raw.get("model_type") or path.parent.name)
     return keys
 

@@ -54,7 +54,13 @@ def describe(cfg: Mapping[str, Any], sources: Mapping[str, str]) -> str:
         elif key == "n_kv_heads" and value is None:
             value, source, what = cfg.get("n_heads"), default, "KV heads: one per head"
         elif key == "n_params":
-            value, source = float(analytic.estimate(dict(cfg))["n_params"]), "counted from the shape"
+            est = analytic.estimate(dict(cfg))
+            value, source = float(est["n_params"]), "counted from the shape"
+            if moe:  # what one token's matmuls touch: K experts, the shared ones, the head
+                active = _value(key, label, float(est["active_params"])).split()[0]
+                values.append(f"{_value(key, label, value)} ({active} active)")
+                groups.setdefault(source, []).append(what)
+                continue
         if value is None:
             values.append(f"{label} unknown")
             continue

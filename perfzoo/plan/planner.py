@@ -63,11 +63,13 @@ def model_keys(model: Union[str, Path, dict, None], overrides: Optional[dict] = 
     """:func:`resolve_model`'s keys, and where each came from (``catalog (NAME)``, ``config.json``,
     a ``transformers`` default, ``--set`` or ``given``)."""
     overrides = dict(overrides or {})
+    from_file = not isinstance(model, dict) and model is not None and (Path(str(model)).is_file()
+                                                                       or str(model).endswith(".json"))
     if isinstance(model, dict):
         keys, sources = dict(model), {k: "given" for k in model}
     elif model is None:
         keys, sources = {}, {}
-    elif Path(str(model)).is_file() or str(model).endswith(".json"):
+    elif from_file:
         try:
             keys, sources = huggingface.read(model, overrides)
         except ValueError as exc:
@@ -76,7 +78,11 @@ def model_keys(model: Union[str, Path, dict, None], overrides: Optional[dict] = 
         keys = llmconfig.preset(str(model))
         sources = {k: f"catalog ({keys['model_name']})" for k in keys}
     sources.update({k: "--set" for k in overrides})
+    # a config.json's model is what the file says: its name must not fill the file's gaps from the catalog
+    name = keys.pop("model_name", None) if from_file and "model_name" not in overrides else None
     keys = llmconfig.check({**keys, **overrides}, require=False)
+    if name is not None:
+        keys["model_name"] = name
     missing = [k for k in SHAPE_KEYS if k not in keys]
     if keys.get("n_experts", 1) > 1 and "experts_per_token" not in keys:
         missing.append("experts_per_token")
