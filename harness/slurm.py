@@ -189,7 +189,7 @@ def run_agent(job_dir: str) -> dict:
         code, timed_out, _ = run_command(spec, d, values, d / f"log-agent{agent}.txt")
     else:
         code, timed_out = run_process(torchrun_command(d / "job.json", launch),
-                                      worker_env(spec, job_tmpdir(d / f"agent{agent}")), d / f"log-agent{agent}.txt",
+                                      worker_env(spec, job_tmpdir(d / f"tmp-agent{agent}")), d / f"log-agent{agent}.txt",
                                       spec.timeout_s)
     ended = _now()
     info = {"agent": agent, "host": socket.gethostname(), "exit_code": code, "timed_out": timed_out,
