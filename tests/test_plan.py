@@ -384,9 +384,10 @@ def test_a_hugging_face_config_or_the_shape_in_set_is_the_model(tmp_path):
 
 
 def test_a_baseline_outside_the_space_is_no_rank_among_its_layouts():
-    # TP 16 spans two 8-GPU NVLink domains: plan's space leaves it out, so it cannot "rank 2,078 of 2,077"
+    # TP 16 spans two 8-GPU NVLink domains and FP32 runs at a fifteenth of the BF16 peak: plan's space
+    # holds neither, and the baseline is slower than all it scored, so it cannot "rank 2,078 of 2,077"
     p = plan("llama3-8b", Cluster(gpus=16, accelerator=H100), seq_len=8192, global_batch=128, precisions=("bf16",),
-             baseline={"tp": 16})
+             baseline={"tp": 16, "precision": "fp32"})
     scored = len(p.layouts)
     row = p.baselines.iloc[0]
     assert row["rank"] == scored + 1

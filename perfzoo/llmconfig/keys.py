@@ -320,6 +320,11 @@ def _strip(key: str) -> str:
     return key
 
 
+# shape keys that, changed from a preset's, make its stated parameter count another model's
+RESHAPING = ("n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_heads", "vocab_size", "n_experts",
+             "experts_per_token", "moe_ffn_dim")
+
+
 def check(config: Mapping[str, Any], require: bool = True) -> dict[str, Any]:
     """``config`` typed, checked and completed (see the module docstring): the model preset
     fills the keys it leaves out, ``dp`` and ``n_gpus`` / ``accelerator_count`` are filled from
@@ -344,6 +349,9 @@ def check(config: Mapping[str, Any], require: bool = True) -> dict[str, Any]:
     elif "model_name" in given:
         filled = catalog.lookup(given["model_name"]) or {}
     out = {**filled, **given}
+    if "n_params" in filled and "n_params" not in given and any(
+            k in given and given[k] != filled.get(k) for k in RESHAPING):
+        del out["n_params"]  # the preset's count is another shape's: this one is counted from its own
     if name is not None and "model_name" not in given:
         out["model_name"] = filled["model_name"]
     _check_hardware(out)
