@@ -316,10 +316,7 @@ class LLMCost:
         act = tokens * sh.d * self.act_bytes
         passes = self.m * self.stage_share  # micro-batch passes of the heaviest stage's share of the layers
         moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
-        # an MoE sublayer gathers its tokens over TP only for its shared experts (its routed ones: etp_bytes)
-        sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp - np.where(sh.moe.fs > 0, 0.0, moe_layers)
-        n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
-        tp = np.where(t > 1, passes * sublayers * n_ar * 2.0 * (t - 1.0) / t * act, 0.0)
+        tp = self.tp_calls() * 2.0 * (t - 1.0) / np.maximum(t, 1.0) * act
         pp = np.where(self.pp > 1, self.m * self.vp * 2.0 * (self.pp - 1.0) / self.pp * act / np.where(self.sp > 0, t, 1.0),
                       0.0)
         kv = tokens * sh.kv_heads * (sh.h_qk + sh.h_v) * self.act_bytes / t  # TP shards the heads
@@ -394,6 +391,7 @@ class LLMCost:
         and micro-batch of its stage two, three with full recompute (as :meth:`comm_bytes` counts their bytes)."""
         sh = self.shape
         moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
+        # an MoE sublayer gathers its tokens over TP only for its shared experts (its routed ones: etp_bytes)
         sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp - np.where(sh.moe.fs > 0, 0.0, moe_layers)
         n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
         return np.where(self.tp > 1, self.m * self.stage_share * sublayers * n_ar, 0.0)
@@ -407,6 +405,10 @@ class LLMCost:
         recompute, the MoE padding), each part at its peak (:mod:`.precision`) times the rate its kernels'
         shapes reach (:mod:`.kernels`), the attention core stretched by its kernel's slowdown, the LM head
         on the last pipeline stage (module docstring)."""
+        return self._shaped_compute
+
+    @cached_property
+    def _shaped_compute(self) -> np.ndarray:  # step_time and kernel_rate both read it: computed once
         return self._compute_seconds(shape_efficiency(self))
 
     def kernel_rate(self) -> np.ndarray:
