@@ -37,11 +37,13 @@ config per row (blank cells left out). A mistake names the file, the line and th
 from __future__ import annotations
 
 import argparse
+import atexit
 import difflib
 import errno
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -219,6 +221,22 @@ def guarded(prog: str, body: Callable[[], int]) -> int:
                 raise
             print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
             return EXIT_FAILED if isinstance(exc, RunFailed) else EXIT_USAGE
+
+
+def pyplot():
+    """matplotlib's ``pyplot`` on the Agg backend (figures go to files), its font cache and config in
+    a temporary folder (removed at exit) unless ``MPLCONFIGDIR`` names one: a plot writes nothing
+    under ``~/.cache`` or ``~/.config``. The one place perfzoo imports matplotlib."""
+    if "MPLCONFIGDIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="perfzoo-matplotlib-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ["MPLCONFIGDIR"] = folder
+    import matplotlib  # slow to import, and only the commands that draw need it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 # --- configs read from a file ---------------------------------------------------------------

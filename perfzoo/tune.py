@@ -54,7 +54,7 @@ from typing import Optional, Sequence
 
 from perfzoo import workloads, zoo
 from perfzoo.collect import options_from_argv
-from perfzoo.collect.sweep import JOB_DEFAULTS, open_store
+from perfzoo.collect.sweep import JOB_DEFAULTS, check_space, open_store
 from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, RunFailed, UsageError, check_choice, config_from_args,
                              field_defaults, guarded)
 from perfzoo.console import read_located
@@ -279,6 +279,7 @@ def run(config: TuneConfig, launcher: Optional[Launcher] = None) -> TuneResult:
         raise UsageError(f"--store {config.store}: no record store there yet, so no state to show; "
                          "drop --status to start the loop")
     store = open_store(config.store, "--store")
+    check_space(store.records(), space, "--store", config.store)
     if launcher is None:
         options = {"timeout": config.timeout, "steps": config.steps, "warmup": config.warmup,
                    "device": config.device, "warm": config.warm, **options_from_argv(config.collect_arg),

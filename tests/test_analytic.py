@@ -633,11 +633,11 @@ def test_an_accelerator_row_with_more_fields_than_the_header_is_refused(tmp_path
     import perfzoo.hardware.accelerators as acc
     header = [line for line in acc.TABLE.read_text(encoding="utf-8").splitlines() if line.startswith("name,")]
     bad = tmp_path / "accelerators.csv"
-    bad.write_text(header[0] + "\nX1,X1,100,,,10,,80,2,,,,,132,300,8,8,25,a datasheet, page 2\n", encoding="utf-8")
+    bad.write_text(header[0] + "\nX1,NVIDIA X,X1,100,,,10,,80,2,,,,,132,300,8,8,25,a datasheet, page 2\n", encoding="utf-8")
     monkeypatch.setattr(acc, "TABLE", bad)
     acc.table.cache_clear()
     try:
-        with pytest.raises(ValueError, match="row 'X1' has 20 fields, the header 19; quote its source text"):
+        with pytest.raises(ValueError, match="row 'X1' has 21 fields, the header 20; quote its source text"):
             acc.table()
     finally:
         monkeypatch.undo()

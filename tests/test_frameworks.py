@@ -5,7 +5,9 @@ perfzoo.plan.export)."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -79,6 +81,16 @@ def test_the_framework_prices_every_layout_and_keeps_to_those_it_runs(titan_plan
     plain = plan("llama3-8b", Cluster(gpus=16, accelerator=H100), seq_len=8192, global_batch=64, scorer=toy(None))
     assert "zero1" in set(plain.layouts["fsdp"]) and SEEN[None] == {"(none)"}
     assert "framework: torchtitan" in __import__("perfzoo.plan.report", fromlist=["table"]).table(titan_plan, 1)
+
+
+def test_torchtitan_keeps_fp16_out_of_its_layouts():
+    """torchtitan's FSDP2 mixed precision takes bf16 or fp32: an fp16 layout is refused, with the reason."""
+    p = plan("llama3-8b", Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=64, precisions=("bf16", "fp16"),
+             framework="torchtitan", scorer=toy("fp16"))
+    assert set(p.layouts["precision"]) == {"bf16"}
+    reason = torchtitan.FRAMEWORK.refuses({"fsdp": "full_shard", "precision": "fp16"})
+    assert reason.startswith("torchtitan trains in bf16 or fp32") and "\n" not in reason
+    assert frameworks.get("megatron-lm").refuses({"fsdp": "zero1", "precision": "fp16"}) is None
 
 
 @pytest.mark.parametrize("model, layers", [("llama3-8b", 32), ("qwen3-30b-a3b", 48)])
@@ -218,9 +230,10 @@ def test_megatron_lm_arguments_hold_the_planned_layout(megatron_plan):
 BRIDGE_FIELDS = {
     "model": {"tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
               "context_parallel_size", "expert_model_parallel_size", "sequence_parallel", "seq_length",
-              "recompute_granularity", "recompute_method", "recompute_num_layers"},
+              "recompute_granularity", "recompute_method", "recompute_num_layers", "tp_comm_overlap"},
     "train": {"micro_batch_size", "global_batch_size"}, "dataset": {"sequence_length"},
-    "ddp": {"use_distributed_optimizer", "use_megatron_fsdp", "data_parallel_sharding_strategy"},
+    "ddp": {"use_distributed_optimizer", "use_megatron_fsdp", "data_parallel_sharding_strategy",
+            "grad_reduce_in_fp32"},
     "optimizer": {"use_distributed_optimizer"}}
 BRIDGE_PRECISIONS = {"bf16_mixed", "bf16_with_fp8_current_scaling_mixed"}  # megatron.bridge.training.mixed_precision
 
@@ -246,6 +259,59 @@ def test_megatron_bridge_overrides_name_its_config_fields_and_hold_the_layout(me
         assert (granularity if granularity != "null" else "none") == c["activation_checkpointing"]
         assert over["ddp.use_distributed_optimizer"] == over["optimizer.use_distributed_optimizer"]
         assert (over["ddp.use_megatron_fsdp"] == "true") == (c["fsdp"] in ("full_shard", "shard_grad_op"))
+        cost = LLMCost(pd.DataFrame([c]))  # what the layout was priced with
+        assert over["model.tp_comm_overlap"] == ("true" if cost.tp_overlap[0] else "false")
+        grad_bytes = cost.memory.bytes_per_param()[1][0]
+        assert over["ddp.grad_reduce_in_fp32"] == {4.0: "true", 2.0: "false"}[grad_bytes]
+
+
+def test_nemo_and_megatron_bridge_exports_say_what_each_was_priced_with():
+    """NeMo's export was the Megatron-Bridge script byte for byte while the two are priced apart
+    (Megatron-Bridge's performance recipes reduce gradients in bf16, NeMo in fp32): each writes its own."""
+    c = {**catalog.get("llama3-70b"), "tp": 4, "pp": 2, "vp": 1, "cp": 1, "ep": 1, "dp": 2, "micro_batch_size": 1,
+         "grad_accum": 64, "global_batch_size": 128, "seq_len": 8192, "activation_checkpointing": "none",
+         "fsdp": "zero1", "precision": "bf16", "n_gpus": 16}
+    bridge, nemo = (dict(a.split("=", 1) for a in program_args(frameworks.get(name), {**c, "framework": name})[2:])
+                    for name in ("megatron-bridge", "nemo"))
+    assert (bridge["ddp.grad_reduce_in_fp32"], nemo["ddp.grad_reduce_in_fp32"]) == ("false", "true")
+    assert bridge["model.tp_comm_overlap"] == nemo["model.tp_comm_overlap"] == "true"  # tp 4 with SP: overlapped
+    assert {k: v for k, v in bridge.items() if k != "ddp.grad_reduce_in_fp32"} == {
+        k: v for k, v in nemo.items() if k != "ddp.grad_reduce_in_fp32"}
+    off = dict(a.split("=", 1) for a in program_args(frameworks.get("nemo"), {**c, "framework": "nemo",
+                                                                                "tp_comm_overlap": False})[2:])
+    assert off["model.tp_comm_overlap"] == "false"  # --set tp_comm_overlap=false prices (and writes) it off
+
+
+def test_a_config_json_of_a_catalog_models_shape_exports_as_that_model(tmp_path):
+    """``--model config.json`` of DeepSeek-V3 could not be exported ("knows none for deepseek_v3") while
+    ``--model deepseek-v3`` could: a config.json whose whole priced shape is a catalog model's is written with
+    that model's recipe / config function; one that differs (no MTP block) is refused, saying so."""
+    from perfzoo.plan.planner import model_keys
+
+    raw = {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61,
+           "hidden_size": 7168, "vocab_size": 129280, "num_attention_heads": 128, "num_nextn_predict_layers": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    shape, _ = model_keys(str(path))
+    assert shape["model_name"] == "deepseek_v3"
+    c = {**shape, "tp": 8, "pp": 8, "vp": 1, "cp": 1, "ep": 8, "dp": 4, "micro_batch_size": 1, "grad_accum": 256,
+         "global_batch_size": 1024, "seq_len": 4096, "activation_checkpointing": "full", "fsdp": "zero1",
+         "precision": "bf16", "n_gpus": 256}
+    for name, want in (("megatron-bridge", ["--recipe", "deepseek_v3_pretrain_config"]),
+                       ("nemo", ["--recipe", "deepseek_v3_pretrain_config"]),
+                       ("torchtitan", ["--module", "deepseek_v3", "--config", "deepseek_v3_671b"])):
+        fw = frameworks.get(name)
+        fw.check_export(shape, ("bf16",))
+        assert program_args(fw, {**c, "framework": name})[:len(want)] == want, name
+    path.write_text(json.dumps({**raw, "num_nextn_predict_layers": 0}))
+    shape, _ = model_keys(str(path))
+    with pytest.raises(UsageError, match=r"knows none for deepseek_v3 \(its layers, width and heads are deepseek-v3's, "
+                                         r"but not all of its shape: 671.0B parameters against 682.6B\)"):
+        frameworks.get("megatron-bridge").check_export(shape, ("bf16",))
+    llama, _ = model_keys(str(Path(__file__).resolve().parents[1] / "examples" / "llama-config" / "config.json"))
+    frameworks.get("megatron-bridge").check_export(llama, ("bf16",))  # Llama 3.2 3B's shape: its recipe
+    with pytest.raises(UsageError, match="torchtitan 0.3.0 takes the model from a config function .* none for llama"):
+        frameworks.get("torchtitan").check_export(llama, ("bf16",))  # torchtitan 0.3.0 has no Llama 3.2 3B
 
 
 def test_export_writes_the_top_layouts_as_scripts_and_refuses_an_old_export(tmp_path, titan_plan):
@@ -275,6 +341,8 @@ def test_export_writes_the_top_layouts_as_scripts_and_refuses_an_old_export(tmp_
     (["--framework", "megatron-bridge", "--export", "{tmp}/x", "--set", "n_layers=12", "hidden_dim=1024", "n_heads=16",
       "vocab_size=32000", "model_name=mine"], "Megatron-Bridge takes the model from a recipe"),
     (["--framework", "torchtitan", "--set", "framework=nemo"], "--framework torchtitan and --set framework=nemo"),
+    (["--framework", "torchtitan", "--precision", "bf16,fp16"],  # planned, it was: FSDP2 takes bf16 or fp32
+     r"--precision bf16,fp16 for torchtitan: torchtitan trains in bf16 or fp32 .*; plan --precision bf16"),
     (["--baseline-from", "{tmp}/missing.sh"], "--baseline-from .*missing.sh: no such file"),
 ])
 def test_framework_export_and_baseline_errors_are_one_line(tmp_path, capsys, argv, message):
@@ -397,6 +465,28 @@ def test_a_baseline_file_that_cannot_be_read_says_why(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(UsageError, match=message):
         frameworks.read_baseline(path)
+
+
+@pytest.mark.parametrize("line, flag, value", [
+    (("TP=4\ntorchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1 "
+      "--seq-length 4096"), "--tensor-model-parallel-size", "$TP"),
+    (("torchrun --nproc-per-node 8 -m torchtitan.train --module llama3 --config llama3_8b "
+      "--parallelism.tensor_parallel_degree=${TP} --training.seq-len 4096"), "--parallelism.tensor-parallel-degree",
+     "${TP}"),
+])
+def test_a_shell_variable_in_a_baseline_file_is_one_line_naming_it(tmp_path, capsys, line, flag, value):
+    """The shell is not there to expand ``$TP``: one line naming the variable and the fix, no usage line of
+    the reader's own parser (it leaked one)."""
+    path = tmp_path / "job.sh"
+    path.write_text(line + "\n")
+    assert main(["--baseline-from", str(path), "--accelerator", H100, "--gpus", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"perfzoo.plan: error: --baseline-from {path}: {flag} {value} is a shell variable, which perfzoo "
+                   f"does not expand (it reads the file as written): write its value in its place, e.g. {flag} 4")
+    path.write_text(line.replace("$TP", "four").replace("${TP}", "four") + "\n")  # not a number: still one line
+    assert main(["--baseline-from", str(path), "--accelerator", H100, "--gpus", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "usage:" not in err and "four" in err, err
 
 
 def test_an_undecodable_baseline_file_is_named(tmp_path):

@@ -170,6 +170,14 @@ def test_few_function_local_imports_of_project_modules_each_with_its_reason():
             f"{importer} line {line}: a function-local import says why on its line or the line above"
 
 
+def test_matplotlib_is_imported_in_one_place():
+    """perfzoo.console.pyplot keeps matplotlib's caches out of ~/.cache; every figure goes through it."""
+    importers = sorted(p.relative_to(ROOT).as_posix() for package in PACKAGES for p in (ROOT / package).rglob("*.py")
+                       if any(isinstance(node, (ast.Import, ast.ImportFrom)) and "matplotlib" in ast.dump(node)
+                              for node in ast.walk(ast.parse(p.read_text()))))
+    assert importers == ["perfzoo/console.py"]
+
+
 def test_the_checks_see_a_circle_and_a_local_import(tmp_path):
     pkg = tmp_path / "perfzoo"
     (pkg / "sub").mkdir(parents=True)

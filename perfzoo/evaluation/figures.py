@@ -14,19 +14,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import pyplot
 from perfzoo.evaluation.ranking import pick_best
 from perfzoo.evaluation.runner import Results
-
-
-def _plt():
-    """pyplot on the Agg backend; imported on the first figure (it is slow to import, and the
-    backend must be chosen before pyplot loads)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def scatter_figure(results: Results, summary: pd.DataFrame, dataset: str, path: Path) -> Optional[Path]:
@@ -43,7 +33,7 @@ def scatter_figure(results: Results, summary: pd.DataFrame, dataset: str, path: 
         panels.append((split, best, results.predictions[keys[0]]))
     if not panels:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0), squeeze=False)
     for ax, (split, best, pr) in zip(axes[0], panels):
         t = np.asarray(pr["y_true"], dtype=float)
@@ -74,7 +64,7 @@ def curve_figure(summary: pd.DataFrame, dataset: str, path: Path) -> Optional[Pa
     s = summary[(summary["dataset"] == dataset) & (summary["kind"] == "curve")]
     if s.empty:
         return None
-    plt = _plt()
+    plt = pyplot()
     metrics = [("kendall", "Kendall τ"), ("spearman", "Spearman ρ"), ("pearson", "Pearson r")]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     for ax, (m, label) in zip(axes, metrics):

@@ -10,6 +10,10 @@ marked, and so are the members best by Kendall and by MAPE. Beside the scores,
 second card ran them, by the first card's step time, against what the analytic model says. A full
 bench run writes ``hardware.md`` and ``hardware.csv`` beside the leaderboard (:func:`write`).
 
+:func:`held_out` replays the published tables with one accelerator (or one family) left out at a
+time: how much wider the shipped member's 80% interval must be on hardware it never saw
+(``scripts/hardware_widening.py``; :data:`perfzoo.zoo.extrapolation.UNSEEN_ACCELERATOR_WIDENING`).
+
 >>> from perfzoo.datasets import load_dataset
 >>> rows = pair_scores(load_dataset("llm-h100"), load_dataset("llm-h200"), ["analytic"])   # doctest: +SKIP
 >>> rows[0]["predictor"], rows[0]["n_test"]                                                 # doctest: +SKIP
@@ -30,10 +34,14 @@ from perfzoo import analytic, zoo
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.cross import BEST, cross_scores, cross_specs
 from perfzoo.records.columns import row_keys
+from perfzoo.zoo.calibrate import fit_with_interval
+from perfzoo.zoo.extrapolation import accelerator_identity
 
 PAIRS = (("llm-h100", "llm-h200"), ("llm-h200", "llm-h100"))  # (fit on, score on)
 COLUMNS = ("kendall", "mape", "mdape", "ratio_median", "coverage")  # what each row shows
 STEP_BINS = (0.0, 0.1, 0.2, 0.4, 1.0, np.inf)  # the first card's step time (s) the paired configs are binned by
+MIN_JOBS = 20  # a held-out group with fewer ok jobs is not scored: its coverage says little
+LEVEL = 0.8  # the shipped interval's level: the coverage a held-out group's widening restores
 
 
 def pair_scores(train: Dataset, test: Dataset, members: Sequence[str],
@@ -79,6 +87,36 @@ def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
             for interval, g in pairs.groupby(edges, observed=True)]
     rows.append({"step_s": "all", "configs": len(pairs), "measured": pairs["measured"].median(),
                  "analytic": pairs["analytic"].median()})
+    return pd.DataFrame(rows)
+
+
+def held_out(dataset: Dataset, member: str, params: dict, by: str = "accelerator") -> pd.DataFrame:
+    """``dataset`` replayed with each accelerator (``by``: a row of the accelerator table, or its
+    ``family``) of at least :data:`MIN_JOBS` ok jobs left out in turn: ``member`` (with ``params``)
+    fitted with its 80% interval on the rest (:func:`perfzoo.zoo.calibrate.fit_with_interval`)
+    and scored on the group's ok jobs, ``r = log(measured / predicted)``. One row per group:
+    ``jobs``, ``median_r``, the 80th percentile of ``|r|`` held out (``p80_unseen``) and fitted
+    with the group (``p80_seen``), the interval's median log half-width (``half_width``), its
+    ``coverage`` and ``widening``: the log throughput each end must move out to cover 80% of the group."""
+    labelled = dataset.labelled()
+    groups = labelled.frame["hardware.accelerator"].map(lambda a: accelerator_identity(a, by)).to_numpy()
+    ok = labelled.ok()
+    seen = fit_with_interval(zoo.make(member, **params), dataset)
+    ok_groups = ok.frame["hardware.accelerator"].map(lambda a: accelerator_identity(a, by))
+    rows = []
+    for group, jobs in ok_groups.value_counts().items():
+        if jobs < MIN_JOBS:
+            continue
+        test = ok.subset((ok_groups == group).to_numpy())
+        model = fit_with_interval(zoo.make(member, **params), labelled.subset(groups != group))
+        pred, (low, high), y = model.predict(test.X), model.predict_interval(test.X), test.y
+        r = np.log(y / pred)
+        need = np.maximum.reduce([np.zeros(len(y)), np.log(low / y), np.log(y / high)])
+        rows.append({"group": group, "jobs": int(jobs), "median_r": float(np.median(r)),
+                     "p80_unseen": float(np.quantile(np.abs(r), LEVEL)),
+                     "p80_seen": float(np.quantile(np.abs(np.log(y / seen.predict(test.X))), LEVEL)),
+                     "half_width": float(np.median(np.log(high / pred))), "coverage": float(np.mean(need <= 0)),
+                     "widening": float(np.quantile(need, LEVEL))})
     return pd.DataFrame(rows)
 
 

@@ -6,7 +6,7 @@ One module per framework behind :class:`Framework` (:mod:`._base`):
 :mod:`.torchtitan`         torchtitan 0.3.0: ``--module/--config`` and dotted flags; older TOML
 :mod:`.megatron_lm`        Megatron-LM's ``pretrain_gpt.py`` argument list
 :mod:`.megatron_bridge`    Megatron-Bridge 0.3: a recipe and ``ConfigContainer`` overrides
-:mod:`.nemo`               NeMo 2.0: priced as NeMo, written as Megatron-Bridge
+:mod:`.nemo`               NeMo 2.0: priced as NeMo, written as Megatron-Bridge as priced
 =========================  ==================================================================
 
 >>> sorted(FRAMEWORKS)

@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Collection, Mapping, Optional, Sequence
 
+import numpy as np
+import pandas as pd
+
+from perfzoo.analytic.shape import ModelShape
 from perfzoo.console import UsageError
+from perfzoo.llmconfig import catalog
 
 
 class ExportError(UsageError):
@@ -76,6 +81,10 @@ class Framework:
         """Why the framework cannot run ``layout`` (a plan space's constraint), or None."""
         return None
 
+    def check_precisions(self, precisions: Sequence[str]) -> None:
+        """Raise :class:`ExportError` for a precision of ``precisions`` the framework does not train in
+        (checked before the plan is made; :meth:`refuses` keeps such layouts out of a plan's space)."""
+
     def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
         """Raise :class:`ExportError` if no layout of ``model`` in ``precisions`` can be written
         (checked before the plan is made)."""
@@ -97,6 +106,32 @@ class Framework:
         raise ExportError(f"{source}: reading {self.name} arguments as a baseline is not supported")
 
 
+def _priced(keys: Mapping[str, Any]) -> np.ndarray:
+    """What the cost model prices of a model's shape ``keys`` (its stated size and name left out)."""
+    shape = ModelShape(pd.DataFrame([{k: v for k, v in keys.items() if k in catalog.SHAPE_KEYS and k != "n_params"}]))
+    return np.array([np.ravel(x)[0] for x in (shape.L, shape.d, shape.a, shape.kv_heads, shape.h_qk, shape.h_v, shape.V,
+                                              shape.tied, shape.mtp, shape.total_params, shape.matmul_params,
+                                              shape.expert_params, shape.core_flops_per_token(True))], dtype=float)
+
+
+def catalog_model(model: Mapping[str, Any], known: Collection[str]) -> tuple[str | None, str]:
+    """``(name, why not)``: the model of ``known`` (catalog models a framework has a recipe or config
+    for) that ``model`` is: its ``model_name``, else the catalog model whose shape a Hugging Face
+    ``config.json`` gives (named after the file), where all the cost model prices of the two agrees;
+    else None and, where the shape is only like a catalog model's, what differs."""
+    name = str(model.get("model_name"))
+    if name in known:
+        return name, ""
+    match = catalog.by_shape(model)
+    if match not in known:
+        return None, ""
+    mine, theirs = _priced(model), _priced(catalog.get(match))
+    if np.allclose(mine, theirs, rtol=1e-9, equal_nan=True):
+        return match, ""
+    return None, (f" (its layers, width and heads are {match}'s, but not all of its shape: {mine[9] / 1e9:,.1f}B "
+                  f"parameters against {theirs[9] / 1e9:,.1f}B)")
+
+
 def stage_split(n_layers: int, pp: int, vp: int) -> tuple[int, int]:
     """How ``n_layers`` layers split over ``pp`` pipeline ranks of ``vp`` virtual stages each, in the
     two forms Megatron-Core and torchtitan both take: ``(layers per virtual stage, 0)`` where the
@@ -115,6 +150,24 @@ def stage_split(n_layers: int, pp: int, vp: int) -> tuple[int, int]:
         return (n_layers + 2) // stages, 1
     raise ExportError(f"{n_layers} layers do not split over pp {pp} x vp {vp} = {stages} stages, evenly or with the "
                       f"embedding and the loss counted as a layer each ({n_layers + 2}); choose another pp or vp")
+
+
+def check_expanded(args: Sequence[str], flags: Collection[str], source: str) -> None:
+    """An :class:`ExportError` where one of ``flags`` takes a shell variable in ``args`` (``--flag $TP``,
+    ``--flag=${TP}``): a file is read as written, with no shell to expand it.
+
+    >>> check_expanded(["--tp", "$TP"], {"--tp"}, "job.sh")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    perfzoo.frameworks._base.ExportError: job.sh: --tp $TP is a shell variable, ... e.g. --tp 4
+    """
+    for i, word in enumerate(args):
+        flag, eq, value = word.partition("=")
+        if not eq:
+            flag, value = word, (args[i + 1] if i + 1 < len(args) else "")
+        if flag in flags and "$" in value:
+            raise ExportError(f"{source}: {flag} {value} is a shell variable, which perfzoo does not expand (it reads "
+                              f"the file as written): write its value in its place, e.g. {flag} 4")
 
 
 def script(command: Sequence[str], comments: Sequence[str]) -> str:
@@ -152,4 +205,5 @@ def script_command(text: str) -> list[str]:
     return shlex.split(text.replace("\\\n", " "), comments=True)
 
 
-__all__ = ["Baseline", "ExportError", "Framework", "Launch", "script", "script_command", "stage_split"]
+__all__ = ["Baseline", "ExportError", "Framework", "Launch", "catalog_model", "check_expanded", "script",
+           "script_command", "stage_split"]

@@ -15,19 +15,30 @@ The overrides (fields of megatron-bridge 0.3.1's ``ConfigContainer`` and megatro
 * ``ddp.use_distributed_optimizer`` and ``optimizer.use_distributed_optimizer`` (both: the
   bridge turns both on when either is), ``ddp.use_megatron_fsdp`` and
   ``ddp.data_parallel_sharding_strategy``;
-* ``mixed_precision``: ``bf16_mixed`` or ``bf16_with_fp8_current_scaling_mixed``.
+* ``mixed_precision``: ``bf16_mixed`` or ``bf16_with_fp8_current_scaling_mixed``;
+* what the cost model assumes of the framework, as it priced the layout (:func:`priced`):
+  ``model.tp_comm_overlap`` (Transformer Engine's userbuffers overlap of the TP communication; a
+  recipe's own ``comm_overlap`` block, which the recipes that have one turn on, sets it again) and
+  ``ddp.grad_reduce_in_fp32`` (``megatron-bridge``: false, as its performance recipes run;
+  ``nemo``: true, NeMo 2.0's default).
 
-The model comes from the recipe (:data:`RECIPES`); a plan of a model without one is refused
-at the start (``--framework megatron-lm`` writes any shape). NeMo 2.0 runs the same
+The model comes from the recipe (:data:`RECIPES`), a Hugging Face ``config.json``'s too where it
+gives a catalog model's shape (:func:`~perfzoo.frameworks._base.catalog_model`); a plan of a model
+without one is refused at the start (``--framework megatron-lm`` writes any shape). NeMo 2.0 runs the same
 Megatron-Core and is priced as ``nemo``; its launch lines are this package's (NeMo's LLM
-training moved to Megatron-Bridge), so ``--framework nemo --export`` writes these.
+training moved to Megatron-Bridge), so ``--framework nemo --export`` writes these, with the
+overrides above as ``nemo`` is priced.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from perfzoo.frameworks._base import ExportError, Framework
+import pandas as pd
+
+from perfzoo.analytic.llm import LLMCost
+from perfzoo.analytic.memory import FP32_BYTES
+from perfzoo.frameworks._base import ExportError, Framework, catalog_model
 
 # catalog model -> megatron-bridge 0.3.1 recipe (megatron.bridge.recipes)
 RECIPES = {
@@ -58,6 +69,14 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
+def priced(c: Mapping[str, Any]) -> dict[str, bool]:
+    """What the cost model assumed of layout ``c``'s framework (its ``framework`` key) where pricing it:
+    ``tp_comm_overlap`` and ``grad_reduce_in_fp32`` (gradients of 4 bytes, not 2)."""
+    cost = LLMCost(pd.DataFrame([dict(c)]))
+    return {"tp_comm_overlap": bool(cost.tp_overlap[0]),
+            "grad_reduce_in_fp32": bool(cost.memory.bytes_per_param()[1][0] == FP32_BYTES[1])}
+
+
 class MegatronBridge(Framework):
     name = "megatron-bridge"
     entry = ("scripts/training/run_recipe.py",)
@@ -65,11 +84,11 @@ class MegatronBridge(Framework):
 
     def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
         super().check_export(model, precisions)
-        name = str(model.get("model_name"))
-        if name not in RECIPES:
+        name, unlike = catalog_model(model, RECIPES)
+        if name is None:
             raise ExportError(f"--export for {self.name}: Megatron-Bridge takes the model from a recipe, and perfzoo "
-                              f"knows none for {name} (those it knows: {', '.join(RECIPES)}); --framework "
-                              "megatron-lm writes any shape")
+                              f"knows none for {model.get('model_name')}{unlike} (those it knows: "
+                              f"{', '.join(RECIPES)}); --framework megatron-lm writes any shape")
 
     def overrides(self, c: Mapping[str, Any]) -> dict[str, str]:
         """The layout as ``ConfigContainer`` overrides, key -> value as the launcher takes them."""
@@ -78,6 +97,7 @@ class MegatronBridge(Framework):
         fsdp = str(c["fsdp"])
         distributed = fsdp in ("zero1", *FSDP_STRATEGY) or (fsdp == "none" and dp * cp > 1)
         seq = str(int(c["seq_len"]))
+        assumed = priced(c)
         return {
             "model.tensor_model_parallel_size": str(tp), "model.pipeline_model_parallel_size": str(pp),
             "model.virtual_pipeline_model_parallel_size": str(vp) if vp > 1 else "null",
@@ -92,12 +112,14 @@ class MegatronBridge(Framework):
             "ddp.use_megatron_fsdp": _flag(fsdp in FSDP_STRATEGY),
             "ddp.data_parallel_sharding_strategy": FSDP_STRATEGY.get(fsdp, "no_shard"),
             "mixed_precision": MIXED_PRECISION[str(c["precision"])],
+            "model.tp_comm_overlap": _flag(assumed["tp_comm_overlap"]),
+            "ddp.grad_reduce_in_fp32": _flag(assumed["grad_reduce_in_fp32"]),
         }
 
     def arguments(self, c: Mapping[str, Any]) -> list[str]:
-        return ["--recipe", RECIPES[str(c["model_name"])], *(f"{k}={v}" for k, v in self.overrides(c).items())]
+        return ["--recipe", RECIPES[catalog_model(c, RECIPES)[0]], *(f"{k}={v}" for k, v in self.overrides(c).items())]
 
 
 FRAMEWORK = MegatronBridge()
 
-__all__ = ["FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES"]
+__all__ = ["FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES", "priced"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo.frameworks._base import Baseline, ExportError, Framework, stage_split
+from perfzoo.frameworks._base import Baseline, ExportError, Framework, check_expanded, stage_split
 
 RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "uniform",
                       "--recompute-num-layers", "1"],
@@ -153,18 +153,20 @@ class MegatronLM(Framework):
         return read_arguments(args, source)
 
 
+# the Megatron-LM flags a baseline is read from that take a value, and its type
+VALUE_FLAGS = {"--tensor-model-parallel-size": int, "--pipeline-model-parallel-size": int,
+               "--num-layers-per-virtual-pipeline-stage": int, "--virtual-pipeline-model-parallel-size": int,
+               "--context-parallel-size": int, "--expert-model-parallel-size": int, "--micro-batch-size": int,
+               "--global-batch-size": int, "--seq-length": int, "--recompute-granularity": str,
+               "--data-parallel-sharding-strategy": str, "--fp8-format": str, "--num-layers": int,
+               "--hidden-size": int, "--ffn-hidden-size": int, "--num-attention-heads": int,
+               "--num-query-groups": int, "--kv-channels": int, "--num-experts": int, "--moe-router-topk": int,
+               "--moe-ffn-hidden-size": int, "--vocab-size": int}
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    for flag, kind in (("--tensor-model-parallel-size", int), ("--pipeline-model-parallel-size", int),
-                       ("--num-layers-per-virtual-pipeline-stage", int),
-                       ("--virtual-pipeline-model-parallel-size", int),
-                       ("--context-parallel-size", int), ("--expert-model-parallel-size", int),
-                       ("--micro-batch-size", int), ("--global-batch-size", int), ("--seq-length", int),
-                       ("--recompute-granularity", str), ("--data-parallel-sharding-strategy", str),
-                       ("--fp8-format", str), ("--num-layers", int), ("--hidden-size", int), ("--ffn-hidden-size", int),
-                       ("--num-attention-heads", int), ("--num-query-groups", int), ("--kv-channels", int),
-                       ("--num-experts", int), ("--moe-router-topk", int), ("--moe-ffn-hidden-size", int),
-                       ("--vocab-size", int)):
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    for flag, kind in VALUE_FLAGS.items():
         p.add_argument(flag, type=kind)
     for flag in ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2", "--recompute-activations",
                  "--bf16", "--fp16", "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
@@ -178,10 +180,11 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
     """A Megatron-LM argument list (a ``torchrun ... pretrain_gpt.py`` line or the flags alone) as a
     :class:`~perfzoo.frameworks.Baseline`: the layout, the sequence and batch, the shape it gives, and
     the GPUs where ``torchrun``'s ``--nnodes`` and ``--nproc-per-node`` are on the line."""
+    check_expanded(args, VALUE_FLAGS, source)
     try:
         a, _ = _parser().parse_known_args(list(args))
-    except SystemExit:
-        raise ExportError(f"{source}: not a Megatron-LM argument list (a flag lacks its value)") from None
+    except argparse.ArgumentError as exc:
+        raise ExportError(f"{source}: not a Megatron-LM argument list ({exc})") from None
     if a.micro_batch_size is None or a.seq_length is None:
         raise ExportError(f"{source}: a Megatron-LM line needs --micro-batch-size and --seq-length (Megatron "
                           "refuses one without them)")

@@ -39,7 +39,8 @@ import io
 import re
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo.frameworks._base import Baseline, ExportError, Framework, stage_split
+from perfzoo.frameworks._base import (Baseline, ExportError, Framework, catalog_model, check_expanded,
+                                      stage_split)
 from perfzoo.llmconfig import catalog
 
 # catalog model -> (module, config function or None, float8 config function or None) of torchtitan 0.3.0's registry
@@ -76,6 +77,7 @@ FLAGS = {
     "last_less": "--parallelism.pipeline-parallel-last-stage-less-layers",
 }
 DEGREES = ("tp", "pp", "cp", "ep", "dp_shard", "dp_replicate")
+NO_FP16 = "torchtitan trains in bf16 or fp32 (its --training.mixed-precision-param takes bfloat16 or float32, no fp16)"
 
 
 class Torchtitan(Framework):
@@ -86,15 +88,22 @@ class Torchtitan(Framework):
     def refuses(self, c: Mapping[str, Any]) -> Optional[str]:
         if c["fsdp"] == "zero1":
             return "torchtitan has no ZeRO-1 (its data parallelism is FSDP2 or DDP)"
+        if c["precision"] == "fp16":
+            return NO_FP16
         return None
+
+    def check_precisions(self, precisions: Sequence[str]) -> None:
+        if "fp16" in precisions:
+            raise ExportError(f"--precision {','.join(precisions)} for torchtitan: {NO_FP16}; plan --precision bf16")
 
     def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
         super().check_export(model, precisions)
-        name = str(model.get("model_name"))
-        if name not in CONFIGS:
+        name, unlike = catalog_model(model, CONFIGS)
+        if name is None:
             raise ExportError(f"--export for torchtitan: torchtitan {self.version} takes the model from a config "
-                              f"function of its registry, and perfzoo knows none for {name}; those it knows: "
-                              f"{', '.join(CONFIGS)} (or --framework megatron-lm, whose flags give any shape)")
+                              f"function of its registry, and perfzoo knows none for {model.get('model_name')}"
+                              f"{unlike}; those it knows: {', '.join(CONFIGS)} (or --framework megatron-lm, whose "
+                              "flags give any shape)")
         if any(p != "fp8" for p in precisions) and CONFIGS[name][1] is None:
             raise ExportError(f"--export for torchtitan: torchtitan {self.version}'s one config of {name} "
                               f"({CONFIGS[name][2]}) turns Float8 on, so a {'/'.join(precisions)} plan would launch "
@@ -105,7 +114,7 @@ class Torchtitan(Framework):
                               "or --framework megatron-lm / megatron-bridge for FP8")
 
     def arguments(self, c: Mapping[str, Any]) -> list[str]:
-        module, config, fp8 = CONFIGS[str(c["model_name"])]
+        module, config, fp8 = CONFIGS[catalog_model(c, CONFIGS)[0]]
         tp, pp, vp, cp, ep, dp = (int(c[k]) for k in ("tp", "pp", "vp", "cp", "ep", "dp"))
         mb, accum = int(c["micro_batch_size"]), int(c["grad_accum"])
         fsdp = c["fsdp"]
@@ -126,6 +135,7 @@ class Torchtitan(Framework):
         return [*args, AC_PREFIX + str(c["activation_checkpointing"])]
 
     def read(self, args: Sequence[str], source: str) -> Baseline:
+        check_expanded([_canonical(a) for a in args], {*FLAGS.values(), "--module", "--config"}, source)
         try:
             from torchtitan.config import ConfigManager
         except ImportError:
@@ -212,12 +222,15 @@ def _layout(values: dict, n_layers_hint: Optional[int] = None) -> tuple[dict, di
 
 def _read_flags(args: Sequence[str], source: str) -> Baseline:
     """torchtitan's flags read as written (torchtitan not installed): every degree must be given."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     parser.add_argument("--module")
     parser.add_argument("--config")
     for dest, flag in FLAGS.items():
         parser.add_argument(flag, dest=dest)
-    known, rest = parser.parse_known_args([_canonical(a) for a in args])
+    try:
+        known, rest = parser.parse_known_args([_canonical(a) for a in args])
+    except argparse.ArgumentError as exc:
+        raise ExportError(f"{source}: not a torchtitan argument list ({exc})") from None
     values = {k: v for k, v in vars(known).items() if v is not None}
     values["ac"] = next((w[len(AC_PREFIX):] for w in rest if w.startswith(AC_PREFIX)), None)
     model, precision = _model(values.get("module"), values.get("config"))

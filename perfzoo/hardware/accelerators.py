@@ -13,6 +13,8 @@ warning that names it, once per name: never a silent constant.
 ('TPU-v5p', 192.0)
 >>> spec("GB200").nvlink_domain, spec("H100").peak("nvfp4"), spec("B200").peak("nvfp4")
 (72, None, 9000000000000000.0)
+>>> spec("MI300X").family, spec("MI300X").vendor
+('AMD CDNA 3', 'AMD')
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class AcceleratorSpec:
     kernel, what Transformer Engine and every other framework run (1 on Hopper, FlashAttention-3 or
     cuDNN's; on an A100 FlashAttention-2 is that kernel: 1.27). ``compute_units``: the SMs (NVIDIA)
     or compute units (AMD) a GEMM's tiles are spread over (None: no such units; no wave quantization).
+    ``family``: the vendor and architecture (``NVIDIA Hopper``); ``vendor`` its first word.
     """
 
     name: str
@@ -73,7 +76,13 @@ class AcceleratorSpec:
     flash_slowdown: float = 1.0
     eager_bw: Optional[float] = None
     compute_units: Optional[int] = None
+    family: str = ""
     source: str = ""
+
+    @property
+    def vendor(self) -> str:
+        """The family's first word: ``NVIDIA``, ``AMD``, ``Google``, ``Intel``, ``CPU``."""
+        return self.family.split()[0] if self.family else ""
 
     def flops(self, precision: str) -> Optional[float]:
         """Peak FLOP/s for a precision class; ``bf16`` falls back to ``fp32`` (a CPU runs bf16 on its
@@ -116,7 +125,8 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
             formats=frozenset(f for f in row["formats"].split("|") if f), exp_rate=_number(row["exp_tera_s"], 1e12),
             fa2_slowdown=_number(row["fa2_slowdown"]) or 1.0,
             flash_slowdown=_number(row["flash_slowdown"]) or 1.0, eager_bw=_number(row["eager_tb_s"], 1e12),
-            compute_units=int(row["compute_units"]) if row["compute_units"].strip() else None, source=row["source"])))
+            compute_units=int(row["compute_units"]) if row["compute_units"].strip() else None, family=row["family"],
+            source=row["source"])))
     return tuple(rows)
 
 

@@ -61,6 +61,11 @@ HF_KEYS: dict[str, tuple[str, ...]] = {
 # DeepseekV3MLP, Phi3MLP (gate_up_proj), GemmaMLP (GeGLU) and Gemma 2's and 3's
 GATED_TYPES = frozenset({"llama", "llama4", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
                          "qwen3_moe", "deepseek_v3", "phi3", "gemma", "gemma2", "gemma3", "gemma3_text"})
+# model types whose transformers MLP is two matrices, up and down, whatever their activation: GPT2MLP,
+# GPTBigCodeMLP, GPTNeoXMLP, GPTJMLP, Starcoder2MLP, FalconMLP, MptMLP, BloomMLP, OPT's fc1/fc2, PhiMLP,
+# NemotronMLP (squared ReLU), Nemotron-H's MLP and experts
+UNGATED_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "gptj", "starcoder2", "falcon", "mpt", "bloom", "opt",
+                           "phi", "nemotron", "nemotron_h"})
 # a hybrid pattern's letters (Nemotron-H's hybrid_override_pattern): Mamba-2, attention, MLP, MoE
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
@@ -146,6 +151,8 @@ def hf_keys(raw: dict[str, Any], path: Union[str, Path]) -> dict[str, Any]:
     act = str(raw.get("hidden_act", raw.get("hidden_activation", raw.get("activation_function", "")))).lower()
     if model_type in GATED_TYPES:  # their MLP classes are gated whatever the activation is called
         keys["gated_mlp"] = True
+    elif model_type in UNGATED_TYPES:
+        keys["gated_mlp"] = False
     elif act:
         keys["gated_mlp"] = act in ("silu", "swiglu", "geglu") or "glu" in act
     keys["model_name"] = str(raw.get("_name_or_path") or raw.get("model_type") or path.parent.name)
@@ -222,6 +229,13 @@ def read(path: Union[str, Path], overrides: Optional[dict] = None) -> tuple[dict
         kind = f" (model_type {model_type!r}, whose defaults perfzoo does not know)" if model_type and not cls else ""
         raise ConfigError(f"{path}: gives no {', '.join(FIELD.get(k, k) for k in missing)}{kind}; the cost "
                           f"depends on it: add it to the file, or --set {missing[0]}=...")
+    if model_type not in GATED_TYPES | UNGATED_TYPES and "gated_mlp" not in (overrides or {}):
+        names = raw.get("architectures")
+        arch = names[0] if isinstance(names, list) and names else f"model_type {model_type or '(none)'}"
+        raise ConfigError(f"{path}: {arch} is an architecture perfzoo does not know, and whether its MLP is gated "
+                          "(three matrices or two) is its model class's, not the file's: say it with --set "
+                          "gated_mlp=true or false, or give a config.json of a known architecture "
+                          f"({', '.join(sorted(GATED_TYPES | UNGATED_TYPES))})")
     return keys, sources
 
 
@@ -235,4 +249,4 @@ def _field(key: str, defaults: dict) -> str:
     return next((n for n in names if n in defaults), key)
 
 
-__all__ = ["DEFAULTS", "HF_KEYS", "from_hf_config", "hf_keys", "read", "read_hf_json"]
+__all__ = ["DEFAULTS", "GATED_TYPES", "HF_KEYS", "UNGATED_TYPES", "from_hf_config", "hf_keys", "read", "read_hf_json"]

@@ -157,7 +157,8 @@ class ClosedLoop:
         return [r for r in self.store.records() if r.workload == self.space.workload]
 
     def state(self) -> list[Phase]:
-        """Each phase with its planned / done / ok job counts and best measured throughput."""
+        """Each phase with its planned / done / ok job counts and best measured throughput; a baseline's
+        rung the store had measured already (a config of the random phase, say) with those runs."""
         records = self._records()
         measured = {config_id(r.config) for r in records}
         out = []
@@ -165,6 +166,9 @@ class ClosedLoop:
             sid = self.sweep_id(phase)
             mine = [r for r in records if r.sweep_id == sid]
             plan = self.read_plan(phase)
+            if phase in BASELINE_ARMS and plan:  # a rung the store had measured was not run again: its runs stand
+                reused = {config_id(p["config"]) for p in plan} - {config_id(r.config) for r in mine}
+                mine += [r for r in records if config_id(r.config) in reused and r.sweep_id != self.sweep_id("race")]
             planned = len(plan) if plan is not None else 0
             done = sum(config_id(p["config"]) in measured for p in plan) if plan else len(mine)
             ok = [r.metrics.throughput for r in mine if r.status == "ok" and r.metrics.throughput is not None]

@@ -10,7 +10,8 @@ out every invalid combination, so its :class:`~perfzoo.spaces.codec.SpaceCodec` 
 them as numpy index rows and the REINFORCE searcher can walk the same space:
 
 * ``tp`` divides the GPUs and the heads (and the KV heads divide ``tp`` or ``tp`` them), and
-  stays within the NVLink domain (the accelerator table's ``node_size``, or ``--nodes-of``);
+  stays within the NVLink domain (:attr:`Cluster.domain`: the host, the 72 GPUs of an NVL72 rack,
+  or ``--nodes-of``);
 * ``pp`` need not divide the layers: stages split them unevenly, as Megatron-Core
   (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
   ``pipeline_model_parallel_layout``) and torchtitan do, the heaviest rank pacing the pipeline and
@@ -78,8 +79,11 @@ class PlanError(llmconfig.ConfigError):
 @dataclass(frozen=True)
 class Cluster:
     """The GPUs a plan lays a job out on: how many, which accelerator (a row of the accelerator
-    table), and how many share one NVLink domain (default: the table's ``node_size``).
+    table), and how many share one host (``gpus_per_node``, ``--nodes-of``; default: the table's
+    ``node_size``) and one NVLink domain (:attr:`domain`).
 
+    >>> Cluster(gpus=144, accelerator="GB200").describe()
+    '144 x GB200 (36 nodes of 4, NVLink domains of 72)'
     >>> Cluster(gpus=12, accelerator="H100-SXM-80GB")
     Traceback (most recent call last):
     ...
@@ -111,8 +115,17 @@ class Cluster:
 
     @property
     def node_size(self) -> int:
-        """GPUs that share one NVLink domain."""
+        """GPUs per host: ``--nodes-of``, else the accelerator table's."""
         return int(self.gpus_per_node or self.spec.node_size)
+
+    @property
+    def domain(self) -> int:
+        """GPUs one NVLink domain joins, what tensor parallelism may span: ``--nodes-of`` where
+        given, else the table's domain where it spans hosts (an NVL72 rack: 72), else the host."""
+        spec = self.spec
+        if self.gpus_per_node or spec.nvlink_domain <= spec.node_size:
+            return self.node_size
+        return spec.nvlink_domain
 
     @property
     def nodes(self) -> int:
@@ -124,7 +137,9 @@ class Cluster:
                 "hardware.nodes": self.nodes}
 
     def describe(self) -> str:
-        return f"{self.gpus} x {self.spec.name}" + (f" ({self.nodes} nodes of {self.node_size})" if self.nodes > 1 else "")
+        domains = f", NVLink domains of {self.domain}" if self.domain > self.node_size else ""
+        return f"{self.gpus} x {self.spec.name}" + (f" ({self.nodes} nodes of {self.node_size}{domains})"
+                                                    if self.nodes > 1 else "")
 
 
 def as_run(frame: pd.DataFrame) -> pd.DataFrame:
@@ -166,7 +181,7 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     N, L, a = cluster.gpus, int(model["n_layers"]), int(model["n_heads"])
     kv = int(model.get("n_kv_heads") or a)
     E = int(model.get("n_experts") or 1)
-    tp_max = N if tp_beyond_node else min(cluster.node_size, N)
+    tp_max = N if tp_beyond_node else min(cluster.domain, N)
     tps = [t for t in divisors(N) if t <= tp_max and a % t == 0 and (kv % t == 0 or t % kv == 0)]
     def balanced(p):  # the heaviest rank near an even split
         return stage_layers(L, p) * p <= MAX_IMBALANCE * L

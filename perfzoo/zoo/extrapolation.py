@@ -4,8 +4,11 @@ gets for it: ``predict`` and ``plan`` warn and widen alike.
 A config beyond the training data's largest device count, sequence length or model size
 extrapolates: :func:`beyond_training` counts the doublings on each axis, :func:`widened` moves each
 end of an 80% interval out by :data:`WIDENING_PER_DOUBLING` (log throughput) per doubling, and
-:func:`outside_training` says in words why a config lies outside (an accelerator never seen, or
-priced exactly as a better-known one; how many times the largest value on each axis).
+:func:`outside_training` says in words why a config lies outside (no accelerator given, or one
+priced exactly as a better-known one; how many times the largest value on each axis). An
+accelerator without a measured row (:func:`unseen_hardware`) widens the interval by what the
+leave-one-accelerator-out replay measures (:data:`UNSEEN_ACCELERATOR_WIDENING`, or
+:data:`UNSEEN_FAMILY_WIDENING` where its whole family is unseen) and gets a note the commands print first.
 """
 
 from __future__ import annotations
@@ -25,6 +28,17 @@ LABELS = {"devices": "devices", "sequence": "sequence length", "parameters": "pa
 # per doubling on the published tables' scale split (trained on <= 64 GPUs, tested up to 6.6 doublings
 # beyond: 0.13 + 0.022 x doublings), measured by scripts/extrapolation_widening.py (its docstring says how)
 WIDENING_PER_DOUBLING = 0.022
+# log throughput each end of an interval moves out for an accelerator whose row the training data lacks,
+# measured by scripts/hardware_widening.py (perfzoo.evaluation.hardware.held_out): every accelerator of
+# published-llm with >= 20 jobs held out in turn (7, all NVIDIA), the shipped member (analytic) fitted with
+# its 80% interval on the rest; the widening that gives each held-out accelerator 80% coverage, the largest
+# of them (B200: 0.008; coverage without it 0.79-0.95, p80 |log error| held out 0.14-0.25, as when seen)
+UNSEEN_ACCELERATOR_WIDENING = 0.008
+# the same with a whole family held out in turn (NVIDIA Ampere, Hopper, Blackwell; Blackwell: 0.019): for an
+# accelerator whose family is unseen; published-llm has no other vendor, so for AMD, Google or Intel it
+# is NVIDIA's figure, not a measured one
+UNSEEN_FAMILY_WIDENING = 0.019
+MEASURED_ON = "published-llm's NVIDIA accelerators"  # what the two widenings were measured holding out
 
 
 def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
@@ -72,30 +86,82 @@ def beyond_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) 
     return out
 
 
-def widened(low: np.ndarray, high: np.ndarray, doublings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def widened(low: np.ndarray, high: np.ndarray, doublings: np.ndarray,
+            hardware: np.ndarray | float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """An interval ``(low, high)`` widened for a config ``doublings`` beyond the training data
-    (:func:`beyond_training`): each end moves out by :data:`WIDENING_PER_DOUBLING` (log
-    throughput) per doubling, ``low * exp(-w)``, ``high * exp(w)``.
+    (:func:`beyond_training`) on hardware it lacks (``hardware``: :func:`unseen_hardware`'s
+    widening): each end moves out by ``w``, :data:`WIDENING_PER_DOUBLING` (log throughput) per
+    doubling plus ``hardware``, ``low * exp(-w)``, ``high * exp(w)``.
 
-    >>> lo, hi = widened(np.array([90.0]), np.array([110.0]), np.array([2.0]))
-    >>> bool(lo[0] < 90.0 < 110.0 < hi[0]), bool(np.isclose(np.log(hi[0] / 110.0), 2 * WIDENING_PER_DOUBLING))
+    >>> lo, hi = widened(np.array([90.0]), np.array([110.0]), np.array([2.0]), 0.1)
+    >>> bool(lo[0] < 90.0 < 110.0 < hi[0]), bool(np.isclose(np.log(hi[0] / 110.0), 2 * WIDENING_PER_DOUBLING + 0.1))
     (True, True)
     """
-    w = WIDENING_PER_DOUBLING * np.asarray(doublings, dtype=float)
+    w = WIDENING_PER_DOUBLING * np.asarray(doublings, dtype=float) + np.asarray(hardware, dtype=float)
     return np.asarray(low, dtype=float) * np.exp(-w), np.asarray(high, dtype=float) * np.exp(w)
+
+
+def accelerator_identity(name: object, by: str = "accelerator") -> str:
+    """What an accelerator text is to a predictor's data: its accelerator table row
+    (``by="accelerator"``), that row's ``family`` or ``vendor``; the normalised text where no row
+    matches (its own family and vendor: nothing is known of them).
+
+    >>> accelerator_identity("NVIDIA H100 80GB HBM3"), accelerator_identity("H800", "family"), accelerator_identity("TPU v5p", "vendor")
+    ('H100-80GB', 'NVIDIA Hopper', 'Google')
+    """
+    found = llmconfig.known_accelerator(name)
+    if found is None:
+        return accelerators.normalise(str(name))
+    return {"accelerator": found.name, "family": found.family, "vendor": found.vendor}[by]
+
+
+def _seen(training: Dataset, by: str) -> pd.Series:
+    """The jobs of ``training`` per :func:`accelerator_identity`, most first."""
+    given = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna()
+    return given.map(lambda a: accelerator_identity(a, by)).value_counts()
+
+
+def unseen_hardware(frame: pd.DataFrame, training: Dataset) -> pd.DataFrame:
+    """Per config, ``widening`` (log throughput each end of its interval moves out, :func:`widened`)
+    and ``note`` (empty where ``training`` measured its accelerator's row): an accelerator whose
+    family ``training`` has gets :data:`UNSEEN_ACCELERATOR_WIDENING`, one whose family (or vendor)
+    it lacks, or that no table row matches, :data:`UNSEEN_FAMILY_WIDENING`; the note says which,
+    by how much, that the widening was measured on :data:`MEASURED_ON`, and, for a vendor never
+    seen, that its error there was never measured."""
+    seen = {by: _seen(training, by) for by in ("accelerator", "family", "vendor")}
+    out = pd.DataFrame({"widening": 0.0, "note": ""}, index=frame.index)
+    given = frame["hardware.accelerator"] if "hardware.accelerator" in frame else pd.Series(None, index=frame.index)
+    for i, acc in zip(frame.index, given):
+        if acc is None or (isinstance(acc, float) and np.isnan(acc)) or accelerator_identity(acc) in seen["accelerator"]:
+            continue
+        spec = llmconfig.known_accelerator(acc)
+        rows = list(seen["accelerator"].index)
+        text = f"accelerator {acc}" + (f" ({spec.family})" if spec else "") + f" is not in {training.name}'s training data"
+        if spec is not None and spec.family in seen["family"]:
+            kin = [r for r in rows if accelerator_identity(r, "family") == spec.family]
+            w, held = UNSEEN_ACCELERATOR_WIDENING, "accelerator"
+            text += f" (its {spec.family} kin {', '.join(kin)} are)"
+        else:
+            w, held = UNSEEN_FAMILY_WIDENING, "family"
+            missing = (f"any {spec.vendor}" if spec.vendor not in seen["vendor"] else f"any {spec.family}") if spec else ""
+            text += (f", nor {missing} accelerator" if missing else "") + (
+                f" ({'/'.join(seen['vendor'].index)} only: {', '.join(rows[:6])}{', ...' if len(rows) > 6 else ''})")
+        text += (f": its interval is widened x{np.exp(w):.2f} at each end, what holding one {held} at a time out of "
+                 f"{MEASURED_ON} measures (scripts/hardware_widening.py)")
+        if spec is not None and spec.vendor not in seen["vendor"]:
+            text += (f"; the predictor's error on {spec.vendor} hardware was never measured: a few runs of yours "
+                     "(--calibrate) measure it")
+        out.loc[i, "widening"], out.loc[i, "note"] = w, text
+    return out
 
 
 def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
     """Per config (``params``: its parameter count), why it lies outside what ``training``
-    covered: an accelerator never seen (and the one it is priced exactly as, where the
-    accelerator table gives both the same figures), a device count, sequence length or model size
-    beyond the largest seen (how many times, how many doublings, and how much wider that makes
-    the interval: :func:`beyond_training`, :func:`widened`)."""
-    def identity(name: object) -> str:  # the accelerator table's row, else the normalised text
-        found = llmconfig.known_accelerator(name)
-        return found.name if found is not None else accelerators.normalise(str(name))
-
-    rows = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna().map(identity).value_counts()
+    covered: no accelerator given, one priced exactly as a better-known one the accelerator table
+    gives the same figures (an accelerator never seen is :func:`unseen_hardware`'s), a device
+    count, sequence length or model size beyond the largest seen (how many times, how many
+    doublings, and how much wider that makes the interval: :func:`beyond_training`, :func:`widened`)."""
+    rows = _seen(training, "accelerator")
     seen = set(rows.index)
     factors = beyond_training(frame, params, training)
     values = _extent(frame, params)
@@ -105,9 +171,6 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
         acc = frame["hardware.accelerator"].iloc[i] if "hardware.accelerator" in frame else None
         if acc is None or (isinstance(acc, float) and np.isnan(acc)):
             notes.append("no accelerator given: the predictor treats it as unknown")
-        elif identity(acc) not in seen:
-            notes.append(f"accelerator {acc} is not in {training.name}'s training data "
-                         f"({', '.join(sorted(seen)[:6])}{', ...' if len(seen) > 6 else ''})")
         spec = llmconfig.known_accelerator(acc) if isinstance(acc, str) else None
         twins = sorted(s for s in seen if spec is not None and s != spec.name and llmconfig.known_accelerator(s) is not None
                        and priced_alike(spec, llmconfig.known_accelerator(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
@@ -130,5 +193,6 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
     return out
 
 
-__all__ = ["LABELS", "SCALE_AXES", "WIDENING_PER_DOUBLING", "beyond_training", "outside_training", "priced_alike",
-           "widened"]
+__all__ = ["LABELS", "MEASURED_ON", "SCALE_AXES", "UNSEEN_ACCELERATOR_WIDENING", "UNSEEN_FAMILY_WIDENING",
+           "WIDENING_PER_DOUBLING", "accelerator_identity", "beyond_training", "outside_training", "priced_alike",
+           "unseen_hardware", "widened"]
