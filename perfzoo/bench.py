@@ -185,7 +185,7 @@ class BenchConfig:
 
 
 JSON_FIELDS = ("predictor", "train", "test", "shots", "draws", "n_train", "n_test", "groups", "groups_skipped",
-               *CROSS_METRICS, "kendall_std", "mape_std", "error")
+               *CROSS_METRICS, "kendall_std", "mape_std", "mape_unanchored", "error")
 
 
 def _csv(text: str) -> list[str]:
@@ -553,7 +553,8 @@ def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
             if r["shots"]:
                 print(f"shots within: {r['shots']} per group anchor {r['predictor']} in {_num(r['groups'], 0, 1)} groups "
                       f"of {r['test']}; {_num(r['groups_skipped'], 0, 1)} groups of {r['shots']} rows or fewer skipped; "
-                      f"n_test = rows scored per draw (shots ranked nothing: Kendall is not scored)")
+                      f"n_test = rows scored per draw (shots ranked nothing: Kendall is not scored); unanchored, "
+                      f"the same rows' MAPE is {_num(r.get('mape_unanchored', float('nan')), 1, 1)}%")
 
 
 def _clean(v: Any) -> Any:

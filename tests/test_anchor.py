@@ -20,6 +20,7 @@ from perfzoo.predict import PredictConfig
 from perfzoo.predict import run as predict
 from perfzoo.zoo import calibrate
 from perfzoo.zoo.anchor import SIGMA_PRIOR_DOF, Anchored, Keys, Spread, keys, posterior, updated
+from perfzoo.zoo.similarity import FITTED
 from test_calibrate import CONFIG, labs  # noqa: F401 (the fixture)
 
 H100 = "H100-SXM-80GB"
@@ -31,20 +32,22 @@ def spread(tau_c=0.04, tau_g=0.02, sigma=0.01) -> Spread:
 
 
 def test_the_posterior_by_hand():
-    sp = spread()
-    runs = Keys(np.array([1, 1, 1]), np.array([9, 9, 9]))  # three runs of one group
-    queries = Keys(np.array([1, 2, 3]), np.array([9, 9, 8]))  # its group, the cluster's other model, elsewhere
-    r = np.log([1.4, 1.5, 1.6])
-    shift, var, level = posterior(runs, r, queries, sp)
-    # K runs of one group: the group moves by K tau^2 / (K tau^2 + sigma^2) of their mean, tau^2 = tau_c^2 + tau_g^2;
-    # the cluster's other model by K tau_c^2 / (...); the variance falls to tau^2 - K tau^4 / (...)
-    tau, denom = 0.06, 3 * 0.06 + 0.01
-    assert shift[0] == pytest.approx(3 * tau / denom * r.mean())
-    assert shift[1] == pytest.approx(3 * 0.04 / denom * r.mean())
-    assert var[0] == pytest.approx(tau - 3 * tau ** 2 / denom)
-    assert var[1] == pytest.approx(tau - 3 * 0.04 ** 2 / denom)
-    assert (shift[2], var[2]) == (0.0, pytest.approx(tau))
-    assert level.tolist() == ["group", "cluster", "none"]
+    sp = spread()  # prior variance V = 0.04 + 0.02 + 0.01
+    V, rho = 0.07, FITTED
+    at = lambda gpus: np.array([[np.log2(gpus), np.log2(gpus / 8)] + [0.0] * 9])  # (GPUs, nodes)
+    runs = Keys(np.array([1]), np.array([9]), at(8))  # one run of model 1 on 8 GPUs
+    queries = Keys(np.array([1, 1, 2, 3]), np.array([9, 9, 9, 8]), np.vstack([at(8), at(64), at(8), at(8)]))
+    r = np.log(1.5)
+    shift, var, level = posterior(runs, [r], queries, sp)
+    # its layout: rho(0) of the offset; 8x the GPUs (and nodes: distance 6): rho(6); another model of its
+    # cluster on its layout: the cluster's share only, rho(0) tau_c^2 / V; another cluster: nothing
+    assert shift[:3] == pytest.approx([rho(0) * r, rho(6) * r, rho(0) * 0.04 / V * r])
+    assert var[:3] == pytest.approx([V * (1 - rho(0) ** 2), V * (1 - rho(6) ** 2), V - (rho(0) * 0.04) ** 2 / V])
+    assert (shift[3], var[3]) == (0.0, pytest.approx(V))
+    assert level.tolist() == ["group", "group", "cluster", "none"]
+    # two runs on one layout that agree move it further than one: K = V [[1, rho(0)], [rho(0), 1]]
+    two, _, _ = posterior(Keys(np.array([1, 1]), np.array([9, 9]), np.vstack([at(8), at(8)])), [r, r], queries, sp)
+    assert two[0] == pytest.approx(2 * rho(0) / (1 + rho(0)) * r) and two[0] > shift[0]
 
 
 def test_runs_of_two_groups_pool_through_their_cluster():
@@ -67,11 +70,15 @@ def test_runs_that_disagree_widen_the_spread_between_models():
 
 def test_runs_of_one_model_update_the_scatter_between_its_layouts():
     sp = spread(sigma=0.01)
-    one_model = Keys(np.array([1, 1, 1, 1]), np.array([9, 9, 9, 9]))
+    gpus = np.array([[np.log2(g)] + [0.0] * 10 for g in (8, 16, 32, 64)])  # one doubling apart each
+    one_model = Keys(np.array([1, 1, 1, 1]), np.array([9, 9, 9, 9]), gpus)
     scattered = np.log([1.0, 1.4, 0.8, 1.2])
     ss = float(((scattered - scattered.mean()) ** 2).sum())
+    apart = np.mean([1 - FITTED(abs(i - j)) for i in range(4) for j in range(i + 1, 4)])
     wide = updated(sp, one_model, scattered)
-    assert wide.within == pytest.approx((SIGMA_PRIOR_DOF * 0.01 + ss) / (SIGMA_PRIOR_DOF + 3))
+    # the scatter, read against the share the layouts' distances leave apart, measures the prior variance
+    total = (SIGMA_PRIOR_DOF * 0.07 + ss / apart) / (SIGMA_PRIOR_DOF + 3)
+    assert wide.within == pytest.approx(total - 0.04 - 0.02)
     assert wide.within > 0.01 > updated(sp, one_model, np.log([1.0, 1.01, 0.99, 1.0])).within
 
 
@@ -136,12 +143,12 @@ def test_anchored_names_its_runs_and_leaves_out_what_cannot_anchor():
         ("a.csv line 4", "no measured throughput (failed or not finished)")]
     queries = pd.DataFrame({"config.hidden_dim": [4096, 8192], "hardware.accelerator": [H100, "B200"]})
     pred = anchored.predict(queries)
-    assert pred[0] == pytest.approx(1000 * np.exp(0.06 / 0.07 * np.log(1.5)))
+    assert pred[0] == pytest.approx(1000 * 1.5 ** FITTED(0))  # layouts unknown alike: distance 0
     assert pred[1] == 1000.0  # another GPU: not moved
     low, high = anchored.predict_interval(queries)
     assert low[0] < pred[0] < high[0] and (high[0] / low[0]) < (high[1] / low[1])  # narrower once anchored
     text = anchored.explain(queries)
-    assert "anchored by 1 run of this model" in text[0] and "a.csv line 2" in text[0] and "x1.416" in text[0]
+    assert "anchored by 1 run of this model" in text[0] and "a.csv line 2" in text[0] and "x1.439" in text[0]
     assert text[1] == ""
     assert anchored.idle(queries) == [] and anchored.idle(queries.iloc[[1]]) == ["a.csv line 2"]  # B200 only: idle
 
@@ -159,7 +166,8 @@ def test_predict_calibrate_with_one_run_moves_the_prediction_and_names_the_run(l
         run, index=False)
     calibrated = predict(PredictConfig(knobs=knobs, dataset=str(public), predictor="analytic", calibrate=str(run)))
     ratio = calibrated["predicted_tokens_per_s"].iloc[0] / plain["predicted_tokens_per_s"].iloc[0]
-    assert 1.8 < ratio < 2.0  # moved by the anchor, a little short of the full factor (one run, shrunk)
+    # moved by the share its distance carries: 16 -> 32 GPUs, 2 -> 4 nodes, batch 64 -> 128
+    assert ratio == pytest.approx(2 ** FITTED(3), rel=1e-3)
     assert "one_run.csv line 2" in calibrated["calibration"].iloc[0]
     assert calibrated.attrs["calibration"].startswith("calibrated with 1 of your runs")
 
@@ -204,9 +212,10 @@ def test_bench_shots_within_scores_the_anchored_workflow(labs, capsys):  # noqa:
     zero, one = rows
     assert zero["mape"] == pytest.approx(50.0, rel=0.05)  # the runs are 2x the public lab
     # 4 of the 5 models have their runs on 16 and 32 GPUs measured (the last one's are not): one anchors,
-    # the other is scored
+    # the other, three doublings away (GPUs, nodes, batch), is scored: its own model's run moves it by
+    # rho(3) of the 2x (error 26.7%), the other models' runs on its own layout by their cluster's share more
     assert (one["groups"], one["groups_skipped"], one["n_test"]) == (4, 0, 4)
-    assert one["mape"] < 5 and one["draws"] == 2
+    assert 5 < one["mape"] < 100 * (1 - 2 ** (FITTED(3) - 1)) and one["draws"] == 2
 
 
 def test_calibrate_with_the_best_predictor_refits_the_leaderboards_anchoring_pick(labs, tmp_path, monkeypatch):  # noqa: F811
@@ -241,10 +250,14 @@ def test_plan_calibrate_ranks_with_the_anchored_predictor(labs, tmp_path):  # no
     logged = []
     anchored = plan_run(PlanConfig(**kw, calibrate=str(run)), log=logged.append).plan
     assert any("calibrated with 1 of your runs" in line for line in logged)
-    a, p = anchored.top(3), plain.top(3)
-    assert a["key"].tolist() == p["key"].tolist()  # one model, one offset: the order stands
-    moved = a["predicted_tokens_per_s_per_device"].to_numpy() / p["predicted_tokens_per_s_per_device"].to_numpy()
-    assert np.allclose(moved, moved[0]) and moved[0] != pytest.approx(1.0)
+    both = anchored.top(5000).merge(plain.top(5000), on="key", suffixes=("", "_plain"))
+    moved = np.log(both["predicted_tokens_per_s_per_device"] / both["predicted_tokens_per_s_per_device_plain"])
+    assert (np.sign(moved) == np.sign(moved.iloc[0])).all() and (moved != 0).all()  # one offset's direction
+    # the run's layout but its micro-batch: the nearer in micro-batch, the further moved
+    alike = both[(both["tp"] == 1) & (both["pp"] == 1) & (both["cp"] == 1) & (both["fsdp"] == both["fsdp"].iloc[0])
+                 & (both["activation_checkpointing"] == "none")]
+    by_mb = moved[alike.index].groupby(alike["micro_batch_size"].astype(int)).first().abs()
+    assert len(by_mb) >= 2 and by_mb.is_monotonic_decreasing and by_mb.iloc[0] > by_mb.iloc[-1]
 
 
 def test_a_runs_csv_is_a_dataset_and_its_bad_rows_name_their_line(tmp_path):

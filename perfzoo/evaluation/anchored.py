@@ -14,8 +14,8 @@ shots anchor at once, as one user's runs of several models would. ``python -m pe
 >>> y = 100.0 * X["config.n_gpus"].to_numpy() * np.repeat([1.0, 0.5], 6)
 >>> model = RidgePredictor().fit(X, y).fit_interval(X, y)
 >>> out = shots_within(model, X, 1.4 * y, shots=(0, 1), draws=2)   # a stack 1.4x faster than the training data
->>> round(out[0]["mape"]), round(out[1]["mape"]), out[1]["groups"], out[1]["scored"]
-(28, 12, 2.0, 10.0)
+>>> round(out[0]["mape"]), round(out[1]["mape"]), round(out[1]["mape_unanchored"]), out[1]["groups"], out[1]["scored"]
+(28, 9, 28, 2.0, 10.0)
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import pandas as pd
 from perfzoo.evaluation import metrics as M
 from perfzoo.zoo.anchor import Anchored, keys
 
-SHOTS_WITHIN_METRICS = ("mape", "mdape", "coverage", "interval_width", "scored", "groups", "groups_skipped")
+SHOTS_WITHIN_METRICS = ("mape", "mdape", "coverage", "interval_width", "mape_unanchored", "scored", "groups",
+                        "groups_skipped")
 DRAWS = 5  # draws of the shots per count
 
 
@@ -38,7 +39,8 @@ def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[
     """Per shot count K: :data:`SHOTS_WITHIN_METRICS` of ``model`` (fitted, with ``fit_interval``)
     anchored by K rows of each test group and scored on the group's other rows, averaged over
     ``draws`` draws (``scored``: rows scored per draw; ``groups`` used and ``groups_skipped``, those of
-    K rows or fewer). K = 0 scores the unanchored model on every row. ``releases`` (each row's
+    K rows or fewer; ``mape_unanchored``: the unanchored model's MAPE on the same rows, what the anchor
+    is to beat). K = 0 scores the unanchored model on every row. ``releases`` (each row's
     software release: :func:`perfzoo.zoo.calibrate.release_labels`) cut the groups further, and each
     release is anchored by its own shots only: a user's runs and the layouts they ask about run one
     release."""
@@ -54,7 +56,8 @@ def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[
         if k == 0:
             low, high = model.predict_interval(X, alpha=alpha)
             out[0] = {"mape": M.mape(y, base), "mdape": M.mdape(y, base), **M.interval_scores(y, low, high),
-                      "scored": float(len(y)), "groups": float(len(members)), "groups_skipped": 0.0}
+                      "mape_unanchored": M.mape(y, base), "scored": float(len(y)), "groups": float(len(members)),
+                      "groups_skipped": 0.0}
             continue
         usable = [rows for rows in members if rows.size > k]
         if not usable:
@@ -74,7 +77,8 @@ def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[
                 pred[at] = anchored.predict(X.iloc[rest[at]])
                 low[at], high[at] = anchored.predict_interval(X.iloc[rest[at]], alpha=alpha)
             rows_scored.append({"mape": M.mape(y[rest], pred), "mdape": M.mdape(y[rest], pred),
-                                **M.interval_scores(y[rest], low, high), "scored": float(rest.size)})
+                                **M.interval_scores(y[rest], low, high), "mape_unanchored": M.mape(y[rest], base[rest]),
+                                "scored": float(rest.size)})
         mean = pd.DataFrame(rows_scored).mean()
         out[k] = {**{m: float(mean[m]) for m in mean.index}, "groups": float(len(usable)),
                   "groups_skipped": float(len(members) - len(usable))}

@@ -161,7 +161,8 @@ def within_scores(train: Dataset, test: Dataset, predictors: Sequence[PredictorS
     each group of ``test`` (model shape, accelerator, precision, task, framework), anchors the member on
     them (:mod:`perfzoo.zoo.anchor`) and scores the group's other rows, ``shot_seeds`` draws
     (:func:`perfzoo.evaluation.anchored.shots_within`). ``n_test`` is the rows scored per draw,
-    ``groups`` and ``groups_skipped`` the groups used and those of K rows or fewer."""
+    ``groups`` and ``groups_skipped`` the groups used and those of K rows or fewer, ``mape_unanchored`` the
+    member's MAPE unanchored on the rows scored."""
     tr, te = without(train, test), priced(in_target_of(train, test))
     shared_features(tr, te)
     labelled = te.labelled()
@@ -181,6 +182,7 @@ def within_scores(train: Dataset, test: Dataset, predictors: Sequence[PredictorS
                          "n_test": int(result.get(f"scored_within_{k}", result["n_test"])) if k else int(result["n_test"]),
                          "groups": result.get(f"groups_within_{k}", float("nan")) if k else float("nan"),
                          "groups_skipped": result.get(f"groups_skipped_within_{k}", float("nan")) if k else float("nan"),
+                         "mape_unanchored": result.get(f"mape_unanchored_within_{k}", float("nan")) if k else float("nan"),
                          **own, "kendall_std": float("nan"), "mape_std": float("nan"), "error": result.get("error")})
     return rows
 

@@ -43,6 +43,8 @@ import perfzoo.zoo.anchor
 import perfzoo.zoo.base
 import perfzoo.zoo.features
 import perfzoo.zoo.interval
+import perfzoo.zoo.plausible
+import perfzoo.zoo.similarity
 import perfzoo.zoo.targets
 from perfzoo import zoo
 from perfzoo.datasets.dataset import Dataset
@@ -204,7 +206,7 @@ _METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
 _SLOTS_SOURCE = hashlib.sha256(Path(slotting.__file__).read_bytes()).hexdigest()[:16]  # keys the tasks scored by slot
 # anchored scores (shots within a group) also change with the anchoring's code: it keys those tasks
 _ANCHOR_SOURCE = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (
-    perfzoo.zoo.anchor, _anchored))).hexdigest()[:16]
+    perfzoo.zoo.anchor, perfzoo.zoo.similarity, perfzoo.zoo.plausible, _anchored))).hexdigest()[:16]
 
 
 def stable_hash(obj: Any) -> str:

@@ -62,7 +62,9 @@ Modules
 ``best``               the leaderboard's shipped member per dataset
 ``interval``           prediction intervals: cross-conformal by source
 ``extrapolation``      how far a config lies beyond the training data, the interval widened for it
-``anchor``             anchoring on a user's runs: per-group and per-cluster offsets, partial pooling
+``anchor``             anchoring on a user's runs: per-group and per-cluster offsets, carried by layout similarity
+``similarity``         how alike two layouts are, and the share of a run's offset that carries across (fitted)
+``plausible``          a user's runs checked before they anchor: faster than the GPU, far off their prediction
 ``calibrate``          ``--calibrate``: the member anchored on your runs and refitted with them joined
 =====================  ==============================================================================
 """

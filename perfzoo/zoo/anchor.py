@@ -10,36 +10,41 @@ Two levels, read off the configs (:func:`keys`):
 * a **group**: the same model shape, accelerator, precision, task and framework (:data:`GROUP_KEYS`);
 * a **cluster**: the same accelerator and framework (:data:`CLUSTER_KEYS`), the cluster and its software.
 
-A run's offset is ``log(measured / predicted)``. Offsets follow a nested random-effects model,
-``offset = a_cluster + b_group + e`` with ``a ~ N(0, tau_c^2)``, ``b ~ N(0, tau_g^2)``,
-``e ~ N(0, sigma^2)``, whose three variances (:class:`Spread`) are the base predictor's own:
+A run's offset is ``log(measured / predicted)``. Offsets are a Gaussian process over configs. One
+config's offset varies by ``tau_c^2 + tau_g^2 + sigma^2`` (:class:`Spread`: between clusters,
+between the models of a cluster, between the layouts of a model), the base predictor's own:
 estimated from its out-of-fold residuals on its training data, where each published source is a
-stack it never saw (:meth:`perfzoo.zoo.base.Predictor.fit_interval` keeps them). An anchored
-prediction is ``predicted x exp(shift)``, the shift the posterior mean of the query's offset given
-the runs (partial pooling): one run moves its group by ``tau^2 / (tau^2 + sigma^2)`` of its offset (tau^2 = tau_c^2 + tau_g^2;
-6/7 in the example below),
-runs that agree move it further, other groups of the same cluster move by the cluster's share only,
-and a config no run shares a cluster with is not moved. Its interval is
-``shift +- z sqrt(posterior variance + sigma^2)``, ``z`` the quantiles of the standardised anchored
-residuals met when the same anchoring is replayed on the training residuals (:meth:`Spread.estimate`).
+stack it never saw (:meth:`perfzoo.zoo.base.Predictor.fit_interval` keeps them). Two configs share
+``rho(d) (tau_c^2 [one cluster] + (tau_g^2 + sigma^2) [one model])`` of it (:func:`covariance`),
+``rho`` the share carried across their layout distance ``d`` (GPUs and nodes, parallel sizes,
+batch, recompute, sequence: :mod:`perfzoo.zoo.similarity`, fitted on the shared tables' pairs).
+An anchored prediction is ``predicted x exp(shift)``, the shift the posterior mean of the query's
+offset given the runs: one run moves a layout of its model by ``rho(d)`` of its offset (0.90 on
+its own layout, 0.77 one doubling away, 0.30 seven), a layout of another model on its cluster by
+the cluster's share only, ``rho(d) tau_c^2 / (tau_c^2 + tau_g^2 + sigma^2)``; runs that agree move
+it further, and a config no run shares a cluster with is not moved. Its interval is
+``shift +- z sqrt(posterior variance)`` (a far run narrows it little), ``z`` the quantiles of the
+standardised anchored residuals met when the same anchoring is replayed on the training residuals
+(:meth:`Spread.estimate`). Runs are checked first (:mod:`perfzoo.zoo.plausible`).
 
 >>> import numpy as np, pandas as pd
 >>> z = np.array([-1.3, 0.0, 1.3])
 >>> spread = Spread(between_clusters=0.04, between_groups=0.02, within=0.01, z=z, z_weights=np.ones(3),
 ...                 z_cluster=z, z_cluster_weights=np.ones(3))
->>> runs = pd.DataFrame({"config.hidden_dim": [4096], "hardware.accelerator": ["H100"], "config.precision": ["bf16"]})
->>> queries = pd.DataFrame({"config.hidden_dim": [4096, 8192], "hardware.accelerator": ["H100", "H100"],
-...                         "config.precision": ["bf16", "bf16"]})
+>>> runs = pd.DataFrame({"config.hidden_dim": [4096], "config.n_gpus": [8], "hardware.accelerator": ["H100"]})
+>>> queries = pd.DataFrame({"config.hidden_dim": [4096, 4096, 8192], "config.n_gpus": [8, 64, 8],
+...                         "hardware.accelerator": ["H100"] * 3})
 >>> shift, var, level = posterior(keys(runs), np.log([1.5]), keys(queries), spread)
->>> [round(float(np.exp(s)), 3) for s in shift], level.tolist()   # its group; the cluster's other model
-([1.416, 1.261], ['group', 'cluster'])
+>>> [round(float(np.exp(s)), 3) for s in shift], level.tolist()   # its layout, 8x the GPUs; another model
+([1.439, 1.254, 1.231], ['group', 'group', 'cluster'])
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,7 +52,9 @@ from scipy.stats import chi2
 
 from perfzoo.hardware import accelerators
 from perfzoo.records.vocabulary import is_missing, normalize_framework, precision_format
+from perfzoo.zoo import plausible, similarity
 from perfzoo.zoo.interval import conformal_quantiles
+from perfzoo.zoo.similarity import Similarity
 
 # the model's shape: what a group shares besides the cluster, precision and task
 SHAPE_KEYS = ("config.n_layers", "config.hidden_dim", "config.ffn_dim", "config.n_heads", "config.n_kv_heads",
@@ -70,16 +77,22 @@ STACK_LEVEL = 0.8  # the one-sided level of tau_c^2's upper confidence bound (ne
 
 @dataclass(frozen=True)
 class Keys:
-    """Each row's group and cluster as comparable labels (hashes of the normalised key columns)."""
+    """Each row's group and cluster as comparable labels (hashes of the normalised key columns) and
+    its place in layout space (:func:`perfzoo.zoo.similarity.layout`; None: nothing known of it)."""
 
     group: np.ndarray
     cluster: np.ndarray
+    layout: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.group)
 
-    def take(self, rows: Any) -> "Keys":
-        return Keys(self.group[rows], self.cluster[rows])
+    def take(self, rows: Any) -> Keys:
+        return Keys(self.group[rows], self.cluster[rows], None if self.layout is None else self.layout[rows])
+
+    def coordinates(self) -> np.ndarray:
+        """The layout coordinates, all unknown (NaN) where none were given."""
+        return self.layout if self.layout is not None else np.full((len(self), len(similarity.COORDINATES) + 1), np.nan)
 
 
 def _normalised(X: pd.DataFrame, columns: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -127,12 +140,19 @@ def _accelerator(name: Any) -> str:
 def keys(X: pd.DataFrame) -> Keys:
     """Each row's anchoring group and cluster (:data:`GROUP_KEYS`, :data:`CLUSTER_KEYS`).
 
+    Where a table gives no shape (no hidden size), the model's parameter count tells models apart.
+
     >>> k = keys(pd.DataFrame({"config.hidden_dim": [4096, 4096, 8192], "hardware.accelerator": ["H100", "DGX-H100", "H100"]}))
     >>> bool(k.group[0] == k.group[1]), bool(k.group[0] == k.group[2]), bool(k.cluster[0] == k.cluster[2])
     (True, False, True)
+    >>> k = keys(pd.DataFrame({"config.n_params": [5e9, 2e10], "hardware.accelerator": ["H100", "H100"]}))
+    >>> bool(k.group[0] == k.group[1])
+    False
     """
-    parts = _normalised(X, GROUP_KEYS)
-    return Keys(_label(parts, GROUP_KEYS), _label(parts, CLUSTER_KEYS))
+    unshaped = X["config.hidden_dim"].isna() if "config.hidden_dim" in X.columns else pd.Series(True, index=X.index)
+    size = X["config.n_params"].where(unshaped) if "config.n_params" in X.columns else None
+    parts = _normalised(X if size is None else X.assign(**{"config.n_params": size}), (*GROUP_KEYS, "config.n_params"))
+    return Keys(_label(parts, (*GROUP_KEYS, "config.n_params")), _label(parts, CLUSTER_KEYS), similarity.layout(X))
 
 
 # --- the spread of offsets ---------------------------------------------------------------
@@ -151,10 +171,16 @@ class Spread:
     z_weights: np.ndarray
     z_cluster: np.ndarray  # rows anchored by runs of their cluster only
     z_cluster_weights: np.ndarray
+    similarity: Similarity = similarity.FITTED  # the share of an offset carried across a layout distance
+
+    @property
+    def prior(self) -> float:
+        """The variance of one config's offset before any run: tau_c^2 + tau_g^2 + sigma^2."""
+        return self.between_clusters + self.between_groups + self.within
 
     @classmethod
-    def estimate(cls, residuals: np.ndarray, row_keys: Keys, sources: Optional[np.ndarray] = None,
-                 seed: int = 0, releases: Optional[np.ndarray] = None) -> "Spread":
+    def estimate(cls, residuals: np.ndarray, row_keys: Keys, sources: np.ndarray | None = None,
+                 seed: int = 0, releases: np.ndarray | None = None) -> Spread:
         """The spread of out-of-fold ``residuals`` (one per training row, each predicted without its
         source). A cluster or group of the training data is one within a source (``sources``: each
         row's; None: one source) and a software release (``releases``: each row's; None: one), so a
@@ -166,7 +192,7 @@ class Spread:
         a new stack is one draw from a population a few sources barely describe. ``z`` comes from
         replaying the anchoring on the training rows: K = 1, 2, 3 runs of one group predict the rest
         of that group and the other groups of its cluster, :data:`DRAWS` draws each, every source
-        weighed alike."""
+        weighed alike; each run's share carried by layout distance (:attr:`similarity`)."""
         r = np.asarray(residuals, dtype=float)
         src = np.zeros(len(r), dtype=np.int64) if sources is None else pd.factorize(np.asarray(sources, dtype=object))[0]
         rel = np.zeros(len(r), dtype=np.int64) if releases is None else pd.factorize(np.asarray(releases, dtype=object))[0]
@@ -174,8 +200,10 @@ class Spread:
         cluster = pd.factorize(pd.Series(list(zip(src, rel, row_keys.cluster))))[0]
         within, between_groups, between_clusters = _components(r, group, cluster)
         between_clusters *= new_stack_factor(int(np.unique(src).size))
-        z = _Replay.draw(r, group, cluster, src, seed).z(between_clusters, between_groups, within)
-        return cls(between_clusters, between_groups, within, *z["group"], *z["cluster"])
+        spread = cls(between_clusters, between_groups, within, *([np.zeros(0)] * 4))
+        z = _replayed_z(r, Keys(group, cluster, row_keys.layout), src, spread, seed)
+        return replace(spread, z=z["group"][0], z_weights=z["group"][1], z_cluster=z["cluster"][0],
+                       z_cluster_weights=z["cluster"][1])
 
     def relative(self, alpha: float = 0.2) -> tuple[float, float]:
         """``(low, high)`` factors of the error between two layouts of one model: how far measured /
@@ -236,55 +264,31 @@ def _components(r: np.ndarray, group: np.ndarray, cluster: np.ndarray) -> tuple[
     return max(within, MIN_VARIANCE), between_groups, max(between_clusters, MIN_BETWEEN)
 
 
-@dataclass(frozen=True)
-class _Replay:
-    """Anchoring replayed on training residuals (:meth:`Spread.estimate`): one entry per query row
-    of every draw, its residual ``r``, the mean offset of the draw's shots ``rbar``, their count
-    ``k``, whether a run of its own group anchors it (``same``) and its source. All the shots of a
-    draw are one group's, so the posterior has a closed form (:meth:`moments`)."""
-
-    r: np.ndarray
-    rbar: np.ndarray
-    k: np.ndarray
-    same: np.ndarray
-    src: np.ndarray
-
-    @classmethod
-    def draw(cls, r: np.ndarray, group: np.ndarray, cluster: np.ndarray, src: np.ndarray, seed: int) -> "_Replay":
-        rng = np.random.default_rng(seed)
-        order = np.argsort(group, kind="stable")
-        starts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
-        members = np.split(order, starts[1:])
-        of_cluster = pd.Series(np.arange(len(r))).groupby(cluster).apply(np.asarray)
-        parts: list[tuple] = []
-        for rows in members:
-            others = np.setdiff1d(of_cluster[cluster[rows[0]]], rows)
-            for k in SHOTS:
-                if rows.size < k or (rows.size == k and others.size == 0):
-                    continue
-                for _ in range(DRAWS):
-                    shots = rng.choice(rows, k, replace=False)
-                    query = np.concatenate([np.setdiff1d(rows, shots), others])
-                    same = np.arange(query.size) < rows.size - k
-                    parts.append((query, np.full(query.size, r[shots].mean()), np.full(query.size, k), same))
-        if not parts:
-            return cls(*([np.zeros(0)] * 2), np.zeros(0, dtype=int), np.zeros(0, dtype=bool), np.zeros(0, dtype=int))
-        query, rbar, k, same = (np.concatenate(p) for p in zip(*parts))
-        return cls(r[query], rbar, k, same, src[query])
-
-    def moments(self, tau_c: float, tau_g: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
-        """Each query's posterior mean and variance (:func:`posterior` for K runs of one group)."""
-        tau = tau_c + tau_g
-        denom = self.k * tau + sigma
-        share = np.where(self.same, tau, tau_c)
-        return self.k * share / denom * self.rbar, tau - self.k * share ** 2 / denom
-
-    def z(self, tau_c: float, tau_g: float, sigma: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """``(z, weights)`` of the group-anchored and of the cluster-anchored queries."""
-        mean, var = self.moments(tau_c, tau_g, sigma)
-        z = (self.r - mean) / np.sqrt(var + sigma)
-        return {"group": _weighted(z[self.same], self.src[self.same]),
-                "cluster": _weighted(z[~self.same], self.src[~self.same])}
+def _replayed_z(r: np.ndarray, row_keys: Keys, src: np.ndarray, spread: Spread,
+                seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The anchoring replayed on training residuals (:meth:`Spread.estimate`): K = :data:`SHOTS` rows
+    of each group, :data:`DRAWS` draws, predict the group's other rows and its cluster's other groups
+    (:func:`posterior`); ``(z, weights)`` of the standardised residuals of the group-anchored and of
+    the cluster-anchored rows."""
+    rng = np.random.default_rng(seed)
+    members = pd.Series(np.arange(len(r))).groupby(row_keys.group).indices
+    of_cluster = pd.Series(np.arange(len(r))).groupby(row_keys.cluster).indices
+    zs, same, sources = [], [], []
+    for rows in members.values():
+        others = np.setdiff1d(of_cluster[row_keys.cluster[rows[0]]], rows)
+        for k in SHOTS:
+            if rows.size < k or (rows.size == k and others.size == 0):
+                continue
+            for _ in range(DRAWS):
+                shots = rng.choice(rows, k, replace=False)
+                query = np.concatenate([np.setdiff1d(rows, shots), others])
+                shift, var = _moments(row_keys.take(shots), r[shots], row_keys.take(query), spread)
+                zs.append((r[query] - shift) / np.sqrt(np.maximum(var, MIN_VARIANCE)))
+                same.append(np.arange(query.size) < rows.size - k)
+                sources.append(src[query])
+    z, at, where = (np.concatenate(v) if v else np.zeros(0) for v in (zs, same, sources))
+    at = at.astype(bool)
+    return {"group": _weighted(z[at], where[at]), "cluster": _weighted(z[~at], where[~at])}
 
 
 def _weighted(z: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -299,62 +303,81 @@ def _weighted(z: np.ndarray, sources: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 # --- the posterior ------------------------------------------------------------------------
 
+def covariance(a: Keys, b: Keys, spread: Spread) -> np.ndarray:
+    """``(len(a), len(b))`` covariances of offsets: ``rho(d) (tau_c^2 [one cluster] + (tau_g^2 +
+    sigma^2) [one model])``, ``rho`` the share carried across the layout distance ``d``
+    (:attr:`Spread.similarity`). Two configs of one model on one layout share ``rho(0)`` of their
+    offset; of another model, the cluster's share only; far apart in layout, little of either."""
+    same_c = a.cluster[:, None] == b.cluster[None, :]
+    same_g = a.group[:, None] == b.group[None, :]
+    rho = spread.similarity(similarity.distance(a.coordinates(), b.coordinates()))
+    return rho * (spread.between_clusters * same_c + (spread.between_groups + spread.within) * same_g)
+
+
 def posterior(runs: Keys, offsets: np.ndarray, queries: Keys, spread: Spread) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(shift, variance, level)`` per query: the posterior mean and variance of its offset given the
-    runs' ``offsets`` (log measured / predicted), and ``level``, ``group`` where a run shares its group,
-    ``cluster`` where one shares only its cluster, ``none`` (shift 0, the prior variance) otherwise."""
+    runs' ``offsets`` (log measured / predicted; :func:`covariance`, prior variance
+    :attr:`Spread.prior`), and ``level``, ``group`` where a run shares its group, ``cluster`` where one
+    shares only its cluster, ``none`` (shift 0, the prior variance) otherwise."""
     offsets = np.asarray(offsets, dtype=float)
-    prior = spread.between_clusters + spread.between_groups
     n = len(queries)
-    shift, var = np.zeros(n), np.full(n, prior)
+    shift, var = np.zeros(n), np.full(n, spread.prior)
     level = np.full(n, "none", dtype=object)
-    if len(runs) == 0 or n == 0:
+    seen = np.isin(queries.cluster, runs.cluster) if len(runs) else np.zeros(n, dtype=bool)
+    if not seen.any():
         return shift, var, level
-    same_c = runs.cluster[:, None] == runs.cluster[None, :]
-    same_g = runs.group[:, None] == runs.group[None, :]
-    K = spread.between_clusters * same_c + spread.between_groups * same_g + spread.within * np.eye(len(runs))
-    solve = np.linalg.solve(K, np.column_stack([offsets, np.eye(len(runs))]))
-    alpha, K_inv = solve[:, 0], solve[:, 1:]
-    combos, inverse = np.unique(np.column_stack([queries.group, queries.cluster]), axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    for i, (g, c) in enumerate(combos):
-        k = spread.between_clusters * (runs.cluster == c) + spread.between_groups * (runs.group == g)
-        if not k.any():
-            continue
-        at = inverse == i
-        shift[at] = k @ alpha
-        var[at] = prior - k @ K_inv @ k
-        level[at] = "group" if (runs.group == g).any() else "cluster"
-    return shift, np.maximum(var, 0.0), level
+    q = queries.take(seen)
+    shift[seen], var[seen] = _moments(runs, offsets, q, spread)
+    level[seen] = np.where(np.isin(q.group, runs.group), "group", "cluster")
+    return shift, var, level
+
+
+def _moments(runs: Keys, offsets: np.ndarray, queries: Keys, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`posterior`'s mean and variance for queries that share a cluster with a run."""
+    K = covariance(runs, runs, spread)
+    np.fill_diagonal(K, spread.prior)
+    k = covariance(queries, runs, spread)
+    solve = np.linalg.solve(K, np.column_stack([offsets, k.T]))
+    return k @ solve[:, 0], np.maximum(spread.prior - np.einsum("ij,ji->i", k, solve[:, 1:]), 0.0)
 
 
 def updated(spread: Spread, runs: Keys, offsets: np.ndarray) -> Spread:
     """``spread`` as the runs themselves show it. tau_g^2 is raised to what they show where they
     cover two or more groups of one cluster (the variance of their group means about their
     cluster's, less what sigma^2 puts there): runs of models that disagree say their models differ
-    more than the training sources did. sigma^2, where groups hold two or more runs, is updated
-    with their scatter inside their groups (a scaled inverse chi-square prior of
-    :data:`SIGMA_PRIOR_DOF` degrees of freedom at the training value): how far one stack's layouts
-    stray from the cost model differs from source to source (log sd 0.06 to 0.11 between the
-    published tables' groups), and three runs of a model say which kind of stack this is.
+    more than the training sources did. Where groups hold two or more runs, their scatter inside
+    their groups, read against the share their layout distance leaves apart (``1 - rho(d)``:
+    :func:`covariance`), measures an offset's prior variance (a scaled inverse chi-square prior of
+    :data:`SIGMA_PRIOR_DOF` degrees of freedom at the training value) and sigma^2 takes what tau_c^2
+    and tau_g^2 leave of it: how far one stack's layouts stray from the cost model differs from
+    source to source (log sd 0.06 to 0.11 between the published tables' groups, 0.4 on vTrain's),
+    and three runs of a model say which kind of stack this is.
 
     >>> spread = Spread(0.01, 0.01, 0.01, *([np.zeros(2)] * 4))
     >>> runs = Keys(np.array([1, 2, 3]), np.array([7, 7, 7]))
     >>> round(updated(spread, runs, np.log([1.0, 1.5, 2.0])).between_groups, 3)
     0.111
     >>> tight = updated(spread, Keys(np.array([1, 1, 1]), np.array([7, 7, 7])), np.log([1.0, 1.01, 0.99]))
-    >>> round(tight.within, 4)
-    0.0051
+    >>> round(tight.within, 4)   # three runs of one layout that agree: little scatter
+    0.0001
     """
     if len(runs) < 2:
         return spread
-    d = pd.DataFrame({"r": offsets, "g": runs.group, "c": runs.cluster})
-    g = d.groupby("g").agg(r=("r", "mean"), n=("r", "size"), c=("c", "first"),
-                           ss=("r", lambda v: ((v - v.mean()) ** 2).sum()))
-    dof = float((g["n"] - 1).sum())
+    r = np.asarray(offsets, dtype=float)
+    coords = runs.coordinates()
+    scatter, dof = 0.0, 0
+    for rows in pd.Series(np.arange(len(r))).groupby(runs.group).indices.values():
+        if rows.size > 1:
+            i, j = np.triu_indices(rows.size, 1)
+            apart = 1 - spread.similarity(similarity.distance(coords[rows], coords[rows])[i, j])
+            scatter += float(((r[rows] - r[rows].mean()) ** 2).sum()) / float(apart.mean())
+            dof += rows.size - 1
     within = spread.within
-    if dof > 0:
-        within = max((SIGMA_PRIOR_DOF * spread.within + float(g["ss"].sum())) / (SIGMA_PRIOR_DOF + dof), MIN_VARIANCE)
+    if dof:
+        total = (SIGMA_PRIOR_DOF * spread.prior + scatter) / (SIGMA_PRIOR_DOF + dof)
+        within = max(total - spread.between_clusters - spread.between_groups, MIN_VARIANCE)
+    g = pd.DataFrame({"r": r, "g": runs.group, "c": runs.cluster}).groupby("g").agg(
+        r=("r", "mean"), n=("r", "size"), c=("c", "first"))
     g = g[g["c"].map(g["c"].value_counts()) > 1]
     between_groups = spread.between_groups
     if not g.empty:
@@ -368,13 +391,15 @@ def updated(spread: Spread, runs: Keys, offsets: np.ndarray) -> Spread:
 
 @dataclass(frozen=True)
 class Run:
-    """One measured run offered as an anchor: its name (file and line, or record id), and why it was
-    left out (None: it anchors)."""
+    """One measured run offered as an anchor: its name (file and line, or record id), why it was
+    left out (None: it anchors) and whether that is worth a warning (``flagged``: far off its
+    prediction, :func:`perfzoo.zoo.plausible.far_off`)."""
 
     name: str
     measured: float
     predicted: float
-    left_out: Optional[str] = None
+    left_out: str | None = None
+    flagged: bool = False
 
 
 class Anchored:
@@ -382,10 +407,14 @@ class Anchored:
 
     ``predictor`` must have a calibrated interval (``fit_interval``: its :class:`Spread` is kept
     there as ``interval_spread_``). Runs the predictor cannot price (no finite positive
-    prediction) or that did not finish with a measurement are left out and named in :attr:`runs`.
+    prediction), that did not finish with a measurement or that lie more than 3x off their
+    prediction are left out and named in :attr:`runs`. With ``target`` (the measured column, e.g.
+    ``metrics.throughput_per_device``), a run faster than its GPU's peak is refused
+    (:func:`perfzoo.zoo.plausible.refuse_faster_than_peak`: a one-line ``DataError``).
     """
 
-    def __init__(self, predictor: Any, X_runs: pd.DataFrame, y_runs: Any, names: Optional[Sequence[str]] = None):
+    def __init__(self, predictor: Any, X_runs: pd.DataFrame, y_runs: Any, names: Sequence[str] | None = None,
+                 target: str | None = None):
         spread = getattr(predictor, "interval_spread_", None)
         if spread is None:
             raise ValueError(f"{getattr(predictor, 'name', type(predictor).__name__)} has no spread of offsets: "
@@ -393,13 +422,15 @@ class Anchored:
         self.predictor, self.spread = predictor, spread
         y = np.asarray(y_runs, dtype=float).reshape(-1)
         names = list(names) if names is not None else [f"run {i + 1}" for i in range(len(y))]
+        plausible.refuse_faster_than_peak(X_runs, y, target, names)
         pred = np.asarray(predictor.predict(X_runs), dtype=float) if len(y) else np.zeros(0)
         self.runs = []
         for name, m, p in zip(names, y, pred):
             why = (None if np.isfinite(m) and m > 0 and np.isfinite(p) and p > 0 else
                    "no measured throughput (failed or not finished)" if not (np.isfinite(m) and m > 0) else
                    "the cost model cannot price its config")
-            self.runs.append(Run(str(name), float(m), float(p), why))
+            far = plausible.far_off(m, p) if why is None else None
+            self.runs.append(Run(str(name), float(m), float(p), why or far, far is not None))
         used = np.array([r.left_out is None for r in self.runs], dtype=bool)
         self.keys = keys(X_runs).take(used) if len(y) else Keys(np.zeros(0), np.zeros(0))
         self.offsets = np.log(y[used] / pred[used]) if used.any() else np.zeros(0)
@@ -428,7 +459,7 @@ class Anchored:
         shift, var, level, _ = self._posterior(X)
         base = np.asarray(self.predictor.predict(X), dtype=float)
         low, high = self.predictor.predict_interval(X, alpha=alpha)
-        sd = np.sqrt(var + self.spread.within)
+        sd = np.sqrt(var)
         for name in ("group", "cluster"):
             z_lo, z_hi = self.spread.quantiles(alpha, name)
             at = level == name
@@ -443,10 +474,12 @@ class Anchored:
         return [n for n, c in zip(self.used_names, self.keys.cluster) if c not in clusters]
 
     def explain(self, X: pd.DataFrame) -> list[str]:
-        """Per row of ``X``: which runs anchor it and by how much they moved it ('' where none does)."""
+        """Per row of ``X``: which runs anchor it, how far the nearest lies in layout
+        (:func:`perfzoo.zoo.similarity.distance`) and by how much they moved it ('' where none does)."""
         shift, _, level, q = self._posterior(X)
+        apart = similarity.distance(q.coordinates(), self.keys.coordinates())
         out = []
-        for s, lv, g, c in zip(shift, level, q.group, q.cluster):
+        for s, lv, g, c, d in zip(shift, level, q.group, q.cluster, apart):
             if lv == "none":
                 out.append("")
                 continue
@@ -455,8 +488,9 @@ class Anchored:
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             where = "of this model, GPU, precision and framework" if lv == "group" else \
                 "on this GPU and framework (another model: shrunk further)"
-            out.append(f"anchored by {len(names)} run{'s' if len(names) > 1 else ''} {where} ({shown}): x{np.exp(s):.3f}")
+            out.append(f"anchored by {len(names)} run{'s' if len(names) > 1 else ''} {where} ({shown}; the nearest "
+                       f"at layout distance {d[mine].min():g}): x{np.exp(s):.3f}")
         return out
 
 
-__all__ = ["Anchored", "Keys", "Run", "Spread", "keys", "posterior", "GROUP_KEYS", "CLUSTER_KEYS"]
+__all__ = ["CLUSTER_KEYS", "GROUP_KEYS", "Anchored", "Keys", "Run", "Spread", "keys", "posterior"]

@@ -24,9 +24,9 @@ refit; ``--shots-within`` scores the anchor (:mod:`perfzoo.evaluation.anchored`)
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -112,7 +112,7 @@ def join(train: Dataset, runs: Dataset) -> Joined:
                   machines=machine_differences(added, train.frame[~same]))
 
 
-def source_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
+def source_labels(frame: pd.DataFrame) -> np.ndarray | None:
     """Each row's source where ``frame`` holds rows of two or more, else None: the groups an
     interval is cross-fitted over, so that it is sized for a source never seen
     (:meth:`perfzoo.zoo.base.Predictor.fit_interval`). A source is a row's published file
@@ -131,7 +131,7 @@ def source_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
     return sessions if sessions is not None and len(set(sessions)) >= 2 else None
 
 
-def collection_sessions(frame: pd.DataFrame) -> Optional[np.ndarray]:
+def collection_sessions(frame: pd.DataFrame) -> np.ndarray | None:
     """Each measured job's collection session: the checkout the harness ran
     (``software.git_commit``) and the day it started; None unless every row was measured.
 
@@ -145,7 +145,7 @@ def collection_sessions(frame: pd.DataFrame) -> Optional[np.ndarray]:
     return (frame["software.git_commit"].astype(str) + "@" + day).to_numpy()
 
 
-def release_labels(frame: pd.DataFrame) -> Optional[np.ndarray]:
+def release_labels(frame: pd.DataFrame) -> np.ndarray | None:
     """Each row's software release, as far as the data tells: a measured job's collection session
     (:func:`collection_sessions`), a published row's publication date (the figures of one document
     version ran one container); None where the frame has no dates. Groups of one model cut by release
@@ -224,7 +224,7 @@ class Calibrated:
         return [text or "no run of yours on this GPU and framework: the predictor refitted with your runs"
                 for text in self.anchored.explain(X)]
 
-    def describe(self, X: Optional[pd.DataFrame] = None) -> str:
+    def describe(self, X: pd.DataFrame | None = None) -> str:
         """What was done with the runs: anchors, runs left out and why, the refit; with the configs
         ``X`` asked about, the runs that anchor none of them (another GPU or framework)."""
         used = len(self.anchored.used_names)
@@ -254,10 +254,12 @@ def calibrated(base: Predictor, training: Dataset, runs: Dataset, runs_name: str
     """``base`` (fitted on ``training``) calibrated with ``runs``: anchored on their offsets against
     ``base`` (its spread of offsets from ``fit_interval``, run on ``training`` where ``base`` has
     none), and a fresh copy of its member refitted with them joined (:func:`join`). Runs without a
-    measurement, or whose config the cost model cannot price, are left out and named
+    measurement, whose config the cost model cannot price or that lie more than 3x off their
+    prediction (with a warning naming each; the refit leaves them out too) are left out and named
     (:meth:`Calibrated.describe`), never used.
 
-    Raises :class:`perfzoo.datasets.sources.DataError` when no run can anchor: each was left out."""
+    Raises :class:`perfzoo.datasets.sources.DataError` when a run is faster than its GPU's peak
+    (:mod:`perfzoo.zoo.plausible`) or no run can anchor: each was left out."""
     if getattr(base, "interval_spread_", None) is None:
         ok = training.labelled()
         base.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame), releases=release_labels(ok.frame))
@@ -267,7 +269,13 @@ def calibrated(base: Predictor, training: Dataset, runs: Dataset, runs_name: str
     y = pd.to_numeric(runs.frame[training.target], errors="coerce").to_numpy(dtype=float)
     y = np.where(runs.failed, np.nan, y)
     X = runs.frame.reindex(columns=list(training.feature_columns))
-    anchored = Anchored(base, X, y, names=run_names(runs))
+    anchored = Anchored(base, X, y, names=run_names(runs), target=training.target)
+    flagged = np.array([run.flagged for run in anchored.runs], dtype=bool)
+    for run in anchored.runs:
+        if run.flagged:
+            warnings.warn(f"--calibrate {runs_name}: {run.name} {run.left_out}")
+    if flagged.any():  # nor does the refit learn from it
+        joined = join(training, runs.subset(~flagged))
     if not anchored.used_names:
         reasons = "; ".join(f"{r.name}: {r.left_out}" for r in anchored.left_out[:5])
         raise DataError(f"--calibrate {runs_name}: no run can anchor a prediction ({reasons}); give finished runs "

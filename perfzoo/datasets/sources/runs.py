@@ -22,6 +22,7 @@ be priced must not anchor anything. Records are rows of a table, as a published 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -79,6 +80,10 @@ def _records(path: Path, builder: RecordBuilder) -> list[JobRecord]:
         per_device = value / cfg["n_gpus"] if measured in GLOBAL else value
         hardware = {k: cfg[k] for k in llmconfig.HARDWARE_KEYS if k in cfg}
         hardware.setdefault("accelerator_count", cfg["n_gpus"])
+        spec = llmconfig.known_accelerator(cfg.get("accelerator"))
+        nodes = math.ceil(cfg["n_gpus"] / spec.node_size) if spec is not None else None
+        if "nodes" not in hardware and nodes and cfg["n_gpus"] % nodes == 0:  # as predict fills it (llmconfig.complete)
+            hardware["nodes"] = nodes
         config = llm_config(**{k: cfg.get(k) for k in LLM_CONFIG_KEYS if k != "model_name"},
                             model_name=cfg.get("model_name"))
         config.update({k: v for k, v in cfg.items() if k not in config and k not in hardware and k != "model"})
