@@ -9,7 +9,10 @@ and whether it fits) and warnings when the config lies outside what the predicto
 on (an accelerator it never saw; a device count, sequence length or model size beyond the largest
 in its training data, by how many times and doublings: the interval then widens by
 :data:`WIDENING_PER_DOUBLING` per doubling at each end, the growth of the residuals' spread per
-doubling on the published tables' scale split, ``scripts/extrapolation_widening.py``).
+doubling on the published tables' scale split, ``scripts/extrapolation_widening.py``). An
+accelerator without a measured row widens it by what holding accelerators out of the published
+tables measures, and the output's first line says so
+(:func:`perfzoo.zoo.extrapolation.unseen_hardware`, ``scripts/hardware_widening.py``).
 
 LLM configs pass the front door (:mod:`perfzoo.llmconfig`, the keys and units in ``--help``):
 ``model=NAME`` fills the shape from the catalog, an unknown key, a value of the wrong type or
@@ -21,7 +24,8 @@ layout knob the config leaves out is filled as ``plan`` fills it (:mod:`perfzoo.
 one answer per layout; the output prints what was filled, the model shape priced and where each
 value came from (:mod:`perfzoo.llmconfig.shape_report`), the framework priced, and the memory: the peak
 allocated (what ``torch.cuda.max_memory_allocated`` reports) and what the device needs with the
-allocator's overheads, against its capacity less the margin (``--memory-margin``, plan's 10%).
+allocator's overheads, against its capacity by plan's rule (:class:`perfzoo.analytic.memory.MemoryRule`: the peak at the memory
+model's error at 5% risk; ``--memory-margin`` a flat fraction instead).
 Any other key left out (``compile``, ``framework``, ...) is unknown: the predictor treats it as
 missing, and the output says which (not the keys of other kinds of model: a dense model leaves out
 no expert keys, :func:`perfzoo.llmconfig.applies`).
@@ -67,7 +71,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, llmconfig, zoo
-from perfzoo.analytic.memory import MEMORY_MARGIN, fits
+from perfzoo.analytic.memory import MemoryRule
 from perfzoo.console import (RunFailed, UsageError, assignments, check_options, config_from_args, field_defaults,
                              guarded, read_located)
 from perfzoo.datasets import load_dataset
@@ -77,7 +81,7 @@ from perfzoo.llmconfig import layout_defaults, shape_report
 from perfzoo.zoo import calibrate
 from perfzoo.zoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
 from perfzoo.zoo.base import NotFittedError, Predictor, input_columns
-from perfzoo.zoo.extrapolation import beyond_training, outside_training, widened
+from perfzoo.zoo.extrapolation import beyond_training, outside_training, unseen_hardware, widened
 from perfzoo.zoo.features import base_key
 
 HARDWARE_KEYS = llmconfig.HARDWARE_KEYS
@@ -104,7 +108,7 @@ class PredictConfig:
     predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
     calibrate: Optional[str] = None  # your measured jobs (a published-table CSV, a record store) join the training data
     external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
-    memory_margin: float = MEMORY_MARGIN  # fraction of device memory kept free of the memory estimate (plan's)
+    memory_margin: Optional[float] = None  # fraction of device memory kept free (default: the rule from measured peaks)
 
     def __post_init__(self):
         if (self.knobs is None) == (self.configs is None):
@@ -112,9 +116,9 @@ class PredictConfig:
         assignments(self.knobs or (), "--set")
         if self.predictor != "best" and self.predictor not in zoo.names() and not Path(self.predictor).is_dir():
             raise UsageError(f"--predictor {self.predictor!r} is not 'best', a zoo member or a saved folder")
-        if not 0 <= self.memory_margin < 1:
+        if self.memory_margin is not None and not 0 <= self.memory_margin < 1:
             raise UsageError(f"--memory-margin {self.memory_margin}: give a fraction of device memory in [0, 1), "
-                             "e.g. 0.1")
+                             "e.g. 0.05, or leave it out for the rule derived from measured peaks")
 
     def located_configs(self) -> list[tuple[str, dict]]:
         """``[(where, config)]``: ``--set`` for ``knobs``, else the file and line of each config in ``configs``."""
@@ -153,8 +157,10 @@ def checked_configs(configs: Sequence[dict], training: Dataset) -> list[dict]:
     return [done.config for done in completed_configs(configs, training)]
 
 
-def completed_configs(configs: Sequence[dict], training: Dataset) -> list[layout_defaults.Completed]:
-    """:func:`checked_configs` with what each completion filled and read (LLM data; nothing for others)."""
+def completed_configs(configs: Sequence[dict], training: Dataset,
+                      rule: MemoryRule = MemoryRule()) -> list[layout_defaults.Completed]:
+    """:func:`checked_configs` with what each completion filled and read (LLM data; nothing for others;
+    checkpointing left out: the least recompute under which ``rule`` says it fits)."""
     if not is_llm(training):
         known = {c.split(".", 1)[1] for c in training.frame.columns if c.startswith(("config.", "hardware."))}
         known |= set(HARDWARE_KEYS)
@@ -170,7 +176,7 @@ def completed_configs(configs: Sequence[dict], training: Dataset) -> list[layout
         try:
             checked = llmconfig.check(cfg)
             shape_report.check_stated_size(checked)
-            out.append(layout_defaults.complete(checked))
+            out.append(layout_defaults.complete(checked, rule))
         except (llmconfig.ConfigError, ValueError) as exc:
             raise llmconfig.ConfigError(f"config {i}: {exc}" if len(configs) > 1 else str(exc)) from None
     return out
@@ -199,10 +205,11 @@ def launch_bound(est: pd.DataFrame) -> list[list[str]]:
 
 
 def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optional[Predictor] = None,
-                  memory_margin: float = MEMORY_MARGIN) -> pd.DataFrame:
+                  memory_margin: Optional[float] = None) -> pd.DataFrame:
     """One row per config: predictions, their range, the analytic breakdown, whether it fits
-    (within the device's memory less ``memory_margin`` of it, :func:`perfzoo.analytic.memory.fits`),
-    unknown inputs and warnings; for LLM data also the model shape priced and where it came from
+    (:class:`perfzoo.analytic.memory.MemoryRule`: ``memory_margin``'s, else the rule derived from measured peaks),
+    unknown inputs and warnings (``unseen_hardware``: the note on an accelerator without a measured row,
+    ``hardware_widening`` the log its interval widens by); for LLM data also the model shape priced and where it came from
     (``model``), the layout knobs filled (``filled``) or read as another name (``read_as``) and the
     framework priced (``framework``).
 
@@ -213,7 +220,8 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     :class:`~perfzoo.console.RunFailed` naming the predictor and the config.
     """
     raw = list(configs)
-    done = completed_configs(raw, training)
+    rule = MemoryRule(memory_margin)
+    done = completed_configs(raw, training, rule)
     configs = [d.config for d in done]
     releases = [cfg.pop("release", None) for cfg in configs]  # the software, not a knob the predictor reads
     for release in releases:
@@ -246,14 +254,20 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     out = pd.DataFrame({"predicted_tokens_per_s": glob, "predicted_tokens_per_s_per_device": per_dev,
                         "predicted_step_time_s": tokens / glob})
     scale = n if per_device_target else np.ones(len(frame))
-    # beyond the training data's largest device count, sequence or model size, the intervals widen
-    doublings = beyond_training(frame, est["n_params"].to_numpy(dtype=float), training)["doublings"].to_numpy()
+    # beyond what the predictor saw (the user's runs joined, when calibrated): the largest device count,
+    # sequence or model size, or on an accelerator without a measured row, the intervals widen
+    seen = predictor.joined.dataset if isinstance(predictor, calibrate.Calibrated) else training
+    doublings = beyond_training(frame, est["n_params"].to_numpy(dtype=float), seen)["doublings"].to_numpy()
+    unseen = unseen_hardware(frame, seen)
+    hardware = unseen["widening"].to_numpy()
     out["doublings_beyond_training"] = doublings
+    out["hardware_widening"], out["unseen_hardware"] = hardware, unseen["note"].to_numpy()
     if std is not None:
-        out["range_low"], out["range_high"] = widened((pred - 2 * std) * scale, (pred + 2 * std) * scale, doublings)
+        out["range_low"], out["range_high"] = widened((pred - 2 * std) * scale, (pred + 2 * std) * scale, doublings,
+                                                      hardware)
     try:  # the 80% interval of a member calibrated with fit_interval
         low, high = predictor.predict_interval(X)
-        out["interval_low"], out["interval_high"] = widened(low * scale, high * scale, doublings)
+        out["interval_low"], out["interval_high"] = widened(low * scale, high * scale, doublings, hardware)
     except (NotFittedError, AttributeError):
         pass
     for c in BREAKDOWN:
@@ -262,7 +276,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
         device = est["memory_bytes"].to_numpy(dtype=float) / est["memory_fraction"].to_numpy(dtype=float)
     out["device_memory_bytes"] = device
     out["memory_margin"] = memory_margin
-    verdict = fits(est["memory_bytes"], device, memory_margin)
+    verdict = rule.fits(est["peak_allocated_bytes"], est["memory_bytes"], device)
     out["fits_in_memory"] = [None if not np.isfinite(f) else bool(ok) for f, ok in zip(est["memory_fraction"], verdict)]
     if is_llm(training):
         out["model"] = [shape_report.describe(c, shape_report.given_sources(r)) for c, r in zip(configs, raw)]
@@ -276,7 +290,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     # knobs the predictor never saw in training: the analytic breakdown prices them, the prediction cannot
     # (a model's name is not one: the catalog spells it out as the shape keys; nor a value filled for it)
     not_read = [c for c in frame.columns if c.startswith("config.") and c not in cols and c != "config.model_name"]
-    warned = outside_training(frame, est["n_params"].to_numpy(dtype=float), training)
+    warned = outside_training(frame, est["n_params"].to_numpy(dtype=float), seen)
     for w, host, cfg, row in zip(warned, launch_bound(est), stated_cfgs, frame[not_read].notna().to_numpy()):
         w.extend(host)
         given = [base_key(c) for c, on in zip(not_read, row) if on and (base_key(c) in cfg or c in cfg)]
@@ -300,18 +314,20 @@ def memory_text(row: dict) -> str:
     reports), then what the device needs with the allocator's overheads against its capacity and
     the margin, and the verdict."""
     need, peak = row["analytic.memory_bytes"] / GIB, row.get("analytic.peak_allocated_bytes", np.nan) / GIB
-    device, margin = row.get("device_memory_bytes", np.nan) / GIB, row.get("memory_margin", MEMORY_MARGIN)
+    device = row.get("device_memory_bytes", np.nan) / GIB
+    margin = row.get("memory_margin")
+    rule = MemoryRule(None if margin is None or not np.isfinite(margin) else float(margin))
     fits_ = {True: "fits", False: "does NOT fit", None: "unknown fit"}[row["fits_in_memory"]]
     if not np.isfinite(peak) or not np.isfinite(device):
         return f"{need:,.1f} GiB per device ({fits_})"
     return (f"peak allocated {peak:,.1f} GiB per device (what torch.cuda.max_memory_allocated reports); with the "
             f"allocator's overheads (CUDA context, fragmentation, NCCL buffers: {need - peak:,.1f} GiB) the device "
-            f"needs {need:,.1f} GiB of its {device:,.1f} GiB, {(1 - margin) * device:,.1f} GiB usable after the "
-            f"{margin:.0%} margin: {fits_}")
+            f"needs {need:,.1f} GiB of its {device:,.1f} GiB; the rule: {rule.describe(device)}: {fits_}")
 
 
 def _show(table: pd.DataFrame) -> str:
-    lines = [f"predictor: {table.attrs.get('predictor')} fitted on {table.attrs.get('dataset')}"
+    lines = [f"unseen hardware: {note}" for note in dict.fromkeys(table.get("unseen_hardware", ())) if note]
+    lines += [f"predictor: {table.attrs.get('predictor')} fitted on {table.attrs.get('dataset')}"
              + (f"; {table.attrs['calibration']}" if table.attrs.get("calibration") else "")]
     for i, row in table.iterrows():
         rng = (f" (range {row['range_low']:,.0f} .. {row['range_high']:,.0f})" if "range_low" in row and
@@ -359,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="your measured jobs (a published-table CSV or a record store) join the training data")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
     p.add_argument("--memory-margin", type=float,
-                   help=f"fraction of device memory kept free of the memory estimate (default {MEMORY_MARGIN}, as plan)")
+                   help="fraction of device memory kept free of the whole memory estimate, instead of the rule derived from measured peaks (the peak allocated x its error at 5%% risk + overheads within the device)")
     p.add_argument("--json", action="store_true", help="one JSON object per config")
     p.set_defaults(**field_defaults(PredictConfig))  # every default lives once, in PredictConfig
     return p

@@ -21,6 +21,12 @@ Sections:
   calls infeasible on their own hardware (listed), with the checkpointing the row states or, where
   it states none, the mode that needs least memory (the table does not say which ran); and published peak memory where
   a row gives one (torchtitan: torch's peak reserved memory) against the predicted peak allocated.
+* ``rule``: the fits rule plan and predict apply (:class:`perfzoo.analytic.memory.MemoryRule`): the
+  peak error it is derived from (measured / predicted peak allocated of the ok jobs of
+  ``llm-h100`` and ``llm-h200`` at its stated risk), then its verdicts on jobs that ran and jobs
+  that ran out of memory: ``published-llm``'s ok rows called infeasible (a row that states no
+  checkpointing with the least recompute that fits), perfzoo's own OOMs called feasible and ok
+  jobs called infeasible, beside the flat 10% margin it replaced.
 * ``accuracy``: per shared source, measured / analytic-ideal tokens/s (median, p10, p90), dense vs
   MoE, per accelerator and precision.
 """
@@ -41,6 +47,7 @@ import pandas as pd
 
 from perfzoo import analytic
 from perfzoo.analytic import memory as M
+from perfzoo.analytic.memory import PEAK_ERROR, PEAK_RISK, MemoryRule, peak_error
 from perfzoo.analytic._frame import GIB
 from perfzoo.datasets import load_dataset, published_tables
 
@@ -157,9 +164,11 @@ def published_section() -> None:
         frame = load_dataset(str(path)).frame
         ok = frame[frame["status"] == "ok"]
         stated = ok[["config.tp", "config.pp"]].notna().all(axis=1)  # a layout, not perfzoo's guess of one
-        fraction = analytic.least_memory_fraction(ok)
+        least = analytic.least_recompute(ok, MemoryRule(margin=0.0))
+        ok = ok.assign(**{"config.activation_checkpointing": least["activation_checkpointing"]})
+        fraction = analytic.estimate(ok)["memory_fraction"]
         known = fraction.notna() & stated
-        bad = ok[known & (fraction > 1.0)]
+        bad = ok[known & ~least["fits"]]
         est = analytic.estimate(bad)
         state = (est["param_bytes"] + est["grad_bytes"] + est["optimizer_bytes"]) / GIB
         least = analytic.estimate(bad.assign(**{"config.activation_checkpointing": "full"}))["peak_allocated_bytes"] / GIB
@@ -198,6 +207,27 @@ def published_section() -> None:
                           f"{label}: {_spread(part)}")
 
 
+def rule_section() -> None:
+    print("\n== the fits rule: derived from measured peaks, checked on what ran ==")
+    own = pd.concat([load_dataset(name).frame for name in ("llm-h100", "llm-h200")], ignore_index=True)
+    ok = own[own["status"] == "ok"]
+    measured = pd.to_numeric(ok["metrics.peak_memory_gib"], errors="coerce") * GIB
+    predicted = analytic.estimate(ok)["peak_allocated_bytes"]
+    error = peak_error(measured, predicted)
+    print(f"measured / predicted peak allocated, {int(measured.notna().sum())} ok jobs (llm-h100, llm-h200): "
+          f"{1 - PEAK_RISK:.0%} quantile {error:.3f} (PEAK_ERROR {PEAK_ERROR:g})")
+    published = load_dataset("published-llm").frame
+    for label, rule in (("derived rule", MemoryRule()), ("flat 10% margin", MemoryRule(margin=0.10))):
+        verdict = analytic.least_recompute(published, rule)
+        ran = (published["status"] == "ok").to_numpy() & np.isfinite(verdict["memory_bytes"].to_numpy())
+        called = int((ran & ~verdict["fits"].to_numpy()).sum())
+        mine = analytic.least_recompute(own, rule)["fits"].to_numpy()
+        oom, done = (own["status"] == "oom").to_numpy(), (own["status"] == "ok").to_numpy()
+        print(f"{label}: published-llm ran and called infeasible {called} of {int(ran.sum())} ({called / ran.sum():.1%}); "
+              f"perfzoo's own OOMs called feasible {int((oom & mine).sum())} of {int(oom.sum())}, ok jobs called "
+              f"infeasible {int((done & ~mine).sum())} of {int(done.sum())} ({(done & ~mine).sum() / done.sum():.1%})")
+
+
 def accuracy_section() -> None:
     print("\n== measured / analytic-ideal tokens/s per source (ok rows with a target) ==")
     parts = []
@@ -222,7 +252,8 @@ def accuracy_section() -> None:
               .round(3).to_string())
 
 
-SECTIONS = {"memory": memory_section, "published": published_section, "accuracy": accuracy_section}
+SECTIONS = {"memory": memory_section, "published": published_section, "rule": rule_section,
+            "accuracy": accuracy_section}
 
 
 class _Tee(io.StringIO):

@@ -195,6 +195,7 @@ def test_run_from_python_lists_the_jobs_of_a_dry_run(tmp_path, capsys):
     ({"n": 1, "configs": "c.jsonl"}, "give exactly one of --n and --configs"),
     ({"n": 1, "steps": 0}, "--steps must be at least 1"),
     ({"n": 1, "device": "gpu"}, "--device 'gpu': choose one of cpu, cuda"),
+    ({"n": 1, "ran_on": "FOO-9000"}, "--ran-on FOO-9000: not a row of the accelerator table"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
     from perfzoo.console import UsageError
@@ -202,6 +203,14 @@ def test_a_bad_config_field_is_named(fields, message):
 
     with pytest.raises(UsageError, match=message):
         CollectConfig(out="runs/x", **fields)
+
+
+def test_ran_on_is_for_your_own_command_only(tmp_path):
+    from perfzoo.collect import CollectConfig, run
+    from perfzoo.console import UsageError
+
+    with pytest.raises(UsageError, match="--ran-on H100-SXM-80GB: only for your own command's jobs"):
+        run(CollectConfig(out=str(tmp_path / "s"), workload="llm", n=1, nproc=1, ran_on="H100-SXM-80GB", dry_run=True))
 
 
 # the summary ------------------------------------------------------------------------------------

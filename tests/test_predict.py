@@ -11,7 +11,11 @@ from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.llmconfig import ConfigError
 from perfzoo.predict import main, predict_frame
-from perfzoo.zoo.extrapolation import WIDENING_PER_DOUBLING
+from perfzoo.zoo.extrapolation import (
+    UNSEEN_ACCELERATOR_WIDENING,
+    UNSEEN_FAMILY_WIDENING,
+    WIDENING_PER_DOUBLING,
+)
 
 LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
               "n_kv_heads": 8, "vocab_size": 128256, "seq_len": 8192, "micro_batch_size": 1, "tp": 8, "pp": 4,
@@ -50,9 +54,9 @@ def test_configs_outside_the_training_data_are_warned_about(published):
                            {**LLAMA3_70B, "n_layers": layers, "n_gpus": 64, "dp": 2, "global_batch_size": 64,
                             "accelerator": "H100-SXM-80GB"}], ds, ridge)
     first, second = table["warnings"]
-    assert "accelerator MI300X is not in published-llm's training data" in first
+    assert "accelerator MI300X (AMD CDNA 3) is not in published-llm's training data" in table["unseen_hardware"].iloc[0]
     assert "devices 1,000,000 is" in first and "x the largest in published-llm" in first
-    assert "parameters" in second and "accelerator" not in second
+    assert "parameters" in second and "accelerator" not in second and table["unseen_hardware"].iloc[1] == ""
 
 
 def test_beyond_the_training_data_the_interval_widens_per_doubling(published):
@@ -75,6 +79,31 @@ def test_beyond_the_training_data_the_interval_widens_per_doubling(published):
     far_warning = table["warnings"].iloc[1]
     assert "devices" in far_warning and "3.0 doublings beyond the training data" in far_warning
     assert "doublings" not in table["warnings"].iloc[0]
+
+
+def test_an_accelerator_without_a_measured_row_widens_the_interval_by_the_replays_figure(published, external, capsys):
+    ds, _ = published
+    ok = ds.labelled().ok()
+    model = zoo.make("ridge").fit(ok.X, ok.y, dataset=ds.name).fit_interval(ok.X, ok.y)
+    base = {**LLAMA3_70B, "n_gpus": 64, "dp": 2, "global_batch_size": 64}
+    # H100: measured; H800: Hopper (its family measured); MI300X: no AMD accelerator in the tables
+    table = predict_frame([{**base, "accelerator": a} for a in ("H100-SXM-80GB", "H800", "MI300X")], ds, model)
+    assert table["hardware_widening"].tolist() == [0.0, UNSEEN_ACCELERATOR_WIDENING, UNSEEN_FAMILY_WIDENING]
+    assert 0 < UNSEEN_ACCELERATOR_WIDENING < UNSEEN_FAMILY_WIDENING  # scripts/hardware_widening.py: 0.008, 0.019
+    # the ridge's interval is the prediction times its residuals' quantiles: each end moves out by exp(widening)
+    pred = table["predicted_tokens_per_s"].to_numpy()
+    for end, sign in (("interval_high", 1.0), ("interval_low", -1.0)):
+        ratio = table[end].to_numpy() / pred
+        assert ratio[1] / ratio[0] == pytest.approx(np.exp(sign * UNSEEN_ACCELERATOR_WIDENING))
+        assert ratio[2] / ratio[0] == pytest.approx(np.exp(sign * UNSEEN_FAMILY_WIDENING))
+    h100, h800, mi300x = table["unseen_hardware"]
+    assert h100 == "" and "its NVIDIA Hopper kin H100-80GB" in h800 and "x1.01 at each end" in h800
+    assert "nor any AMD accelerator (NVIDIA only: " in mi300x and "x1.02 at each end" in mi300x
+    assert "error on AMD hardware was never measured" in mi300x and "AMD" not in h800
+    # the command says so on its first line
+    assert main(["--external-dir", str(external), "--predictor", "ridge", "--set", "model=llama3-70b", "seq_len=8192",
+                 "n_gpus=64", "tp=8", "pp=4", "global_batch_size=64", "accelerator=MI300X"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"unseen hardware: {mi300x}"
 
 
 def test_a_knob_the_predictor_never_saw_is_warned_about(published):
@@ -277,3 +306,22 @@ def test_h200_reaches_the_estimate_and_its_memory_bandwidth_makes_it_faster_than
     assert h200["analytic.step_time_s"] < h100["analytic.step_time_s"]
     assert h200["predicted_tokens_per_s"] > h100["predicted_tokens_per_s"]
     assert "priced exactly" not in h200["warnings"] and "priced exactly" not in h100["warnings"]
+
+
+def test_a_config_without_checkpointing_gets_the_least_recompute_that_fits_and_says_which(synthetic):
+    """70B at tp8, micro-batch 4, on 64 H100 does not fit without recompute; predict prices the least setting that fits."""
+    from perfzoo.analytic.memory import MemoryRule
+
+    ds = load_dataset(str(synthetic / "lab_benchmarks.csv"))
+    cfg = {"model": "llama3-70b", "seq_len": 8192, "global_batch_size": 64, "n_gpus": 64, "tp": 8, "pp": 1,
+           "micro_batch_size": 4, "fsdp": "full_shard", "accelerator": "H100-SXM-80GB"}
+    row = predict_frame([cfg], ds).iloc[0]
+    mode = row["filled"].split("activation_checkpointing=")[1].split()[0]
+    assert mode in ("selective", "full") and row["fits_in_memory"]
+    assert f"activation_checkpointing not given: {mode}, the least recompute under which it fits" in row["read_as"]
+    lighter = {"full": "selective", "selective": "none"}[mode]
+    again = predict_frame([{**cfg, "activation_checkpointing": lighter}], ds).iloc[0]
+    assert not again["fits_in_memory"]  # the lighter setting, stated, does not fit
+    stated = predict_frame([{**cfg, "activation_checkpointing": "none"}], ds, memory_margin=None).iloc[0]
+    assert "activation_checkpointing" not in stated["filled"] and not stated["fits_in_memory"]
+    assert MemoryRule().margin is None

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -183,6 +186,21 @@ def test_the_expert_heuristic_is_an_arm_of_its_own(tmp_path):
     assert "expert" in summary.table() and summary.confirmed["expert"]["n"] == 1
 
 
+def test_a_figure_writes_nothing_under_home(tmp_path):
+    """matplotlib's font cache and config went to ~/.cache and ~/.config: a figure (perfzoo.console.pyplot)
+    keeps them in a temporary folder, removed at exit, unless MPLCONFIGDIR names one."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")}
+    code = ("import os, sys; from pathlib import Path; from perfzoo.loop import frontier_figure; "
+            "frontier_figure([], ['random'], Path(sys.argv[1]), 'empty'); print(os.environ['MPLCONFIGDIR'])")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "f.png")],
+                          env={**env, "HOME": str(home)}, capture_output=True, text=True, check=True)
+    assert (tmp_path / "f.png").stat().st_size > 0
+    assert list(home.rglob("*")) == []  # no ~/.cache/matplotlib, no ~/.config/matplotlib
+    assert not Path(done.stdout.strip()).exists()  # the temporary folder went at exit
+
+
 def test_loop_resumes_after_a_kill_without_relaunching_finished_jobs(tmp_path):
     store = RecordStore(tmp_path / "store")
     first = FakeLauncher(store, die_after=33)  # killed 3 jobs into round 1
@@ -358,6 +376,43 @@ def test_a_baseline_ladder_runs_until_a_config_runs_ok(tmp_path, fake_jobs, caps
     assert "  speedup over user: " in out and "speedup over random" not in out  # no control: no equal-jobs arm
 
 
+def test_a_baseline_the_loop_already_measured_reports_that_measurement(tmp_path, fake_jobs, capsys):
+    """Your baseline equal to a config the loop had measured is not run again, and its value is that
+    measurement (it printed "user baseline: - (n/a)")."""
+    assert tune.main(_tune(tmp_path / "store")) == 0
+    capsys.readouterr()
+    measured = next(r for r in RecordStore(tmp_path / "store").records() if r.status == "ok")
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({k: measured.config[k] for k in ("batch", "width", "depth", "reshard")}))
+    assert tune.main(_tune(tmp_path / "store", "--baseline", str(mine))) == 0
+    out = capsys.readouterr().out
+    assert fake_jobs[1].launched[config_id(measured.config)] == 0  # not run again
+    assert f"user baseline: {measured.metrics.throughput:,.1f}  (loop vs user: " in out and "n/a" not in out
+    summary = json.loads(next((tmp_path / "store" / "tune").glob("*-summary.json")).read_text())
+    assert summary["arms"]["user"]["best"] == measured.metrics.throughput and "user" in summary["speedups"]
+
+
+def test_a_store_of_another_space_is_one_line_naming_it(tmp_path, fake_jobs, capsys):
+    """A store of another space's jobs said "all 2 jobs are in the store", then "only 0 successful jobs":
+    one line names the space its records are of, before anything is launched."""
+    other = tmp_path / "other.toml"
+    other.write_text(EXAMPLE.read_text().replace('name = "fsdp2-cpu-example"', 'name = "other-space"'))
+    store = RecordStore(tmp_path / "store")
+    store.append(JobRecord(
+        job_id="j0", sweep_id="tune-fsdp2-cpu-example-s0-random", source="measured", provenance="test",
+        started_at=datetime(2026, 1, 1, tzinfo=timezone.utc), status="ok", workload="command",
+        config={"batch": 32, "width": 256, "depth": 2, "reshard": True, "nproc": 2, "global_batch": 64}, hardware=HW,
+        metrics={"throughput": 100.0, "throughput_unit": "samples/s"}, annotations={"space": "fsdp2-cpu-example"}))
+    args = _tune(tmp_path / "store")
+    args[args.index("--space") + 1] = str(other)
+    assert tune.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"perfzoo.tune: error: --store {tmp_path / 'store'} holds records of command/fsdp2-cpu-example, "
+                   "not of command/other-space: one store, one space (splits and predictors need that); give another "
+                   "--store")
+    assert not fake_jobs  # refused before a launcher was made
+
+
 def test_a_baseline_outside_the_space_is_one_line_naming_its_line(tmp_path, fake_jobs, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"batch": 32, "width": 256, "depth": 2, "reshard": true}\n'
@@ -389,3 +444,21 @@ def test_status_of_a_store_that_does_not_exist_creates_nothing(tmp_path, capsys)
 def test_hand_tuned_on_a_space_without_one_points_at_baseline(tmp_path, capsys):
     assert tune.main(["--space", str(EXAMPLE), "--store", str(tmp_path / "s"), "--hand-tuned"]) == 2
     assert "give your own with --baseline FILE" in capsys.readouterr().err
+
+
+def test_the_summary_says_what_the_rounds_found_beyond_the_random_jobs():
+    from perfzoo.loop.report import LoopSummary
+
+    def summary(round_bests):
+        phases = [{"phase": "random", "sweep_id": "r", "planned": 12, "done": 12, "ok": 12, "best": 100.0},
+                  *({"phase": f"round{i}", "sweep_id": f"s{i}", "planned": 4, "done": 4, "ok": 4, "best": b}
+                    for i, b in enumerate(round_bests, 1))]
+        arms = {"loop": {"jobs": 12 + 4 * len(round_bests), "best": max([100.0, *round_bests]), "config": {}},
+                "random": {"jobs": 12, "best": 100.0, "config": {}}}
+        return LoopSummary(tag="t", space="s", unit="samples/s", phases=phases, arms=arms)
+
+    assert ("search rounds (8 jobs): best 120.0, +20.0% beyond the 12 random jobs' best 100.0"
+            in summary([90.0, 120.0]).table())
+    assert ("search rounds (8 jobs): best 95.0, nothing faster than the 12 random jobs' best 100.0: the champion is "
+            "a random job" in summary([95.0, 80.0]).table())
+    assert summary([]).beyond_random() is None

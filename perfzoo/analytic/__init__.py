@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from perfzoo.analytic._frame import compact
 from perfzoo.analytic.calibration import Calibration, calibrate, calibrate_throughput
-from perfzoo.analytic.estimates import ESTIMATE_COLUMNS, estimate, estimate_arrays, least_memory_fraction, throughput
+from perfzoo.analytic.estimates import ESTIMATE_COLUMNS, estimate, estimate_arrays, least_recompute, throughput
 from perfzoo.analytic.hardware import HARDWARE
 from perfzoo.analytic.llm import (LLMCost, activation_bytes_per_device, comm_bytes_per_device, flops_per_device_step,
                                   flops_per_step, flops_per_token, ideal_step_time, memory_per_device, param_count,
@@ -39,6 +39,6 @@ from perfzoo.analytic.llm import (LLMCost, activation_bytes_per_device, comm_byt
 __all__ = [
     "Calibration", "ESTIMATE_COLUMNS", "HARDWARE", "LLMCost", "activation_bytes_per_device", "calibrate", "calibrate_throughput",
     "comm_bytes_per_device", "compact", "estimate", "estimate_arrays", "flops_per_device_step", "flops_per_step",
-    "flops_per_token", "ideal_step_time", "least_memory_fraction", "memory_per_device", "param_count", "pipeline_bubble",
+    "flops_per_token", "ideal_step_time", "least_recompute", "memory_per_device", "param_count", "pipeline_bubble",
     "state_bytes_per_device", "throughput",
 ]

@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.analytic._frame import Frame, as_frame, broadcast, wrap_frame
+from perfzoo.analytic.memory import MemoryRule
+from perfzoo.records.vocabulary import CHECKPOINTING
 from perfzoo.workloads import WorkloadSpec, specs
 
 ESTIMATE_COLUMNS = (
@@ -70,21 +72,40 @@ def throughput(cfg: Frame, per_device: bool = False):
     return est["throughput_per_device" if per_device else "throughput"]
 
 
-def least_memory_fraction(frame: pd.DataFrame) -> pd.Series:
-    """``memory_fraction`` under each row's stated activation checkpointing, and where a row states
-    none, the lesser of that and full recompute's: a published layout that leaves its checkpointing
-    out fits if any mode would.
+def least_recompute(frame: pd.DataFrame, rule: MemoryRule = MemoryRule()) -> pd.DataFrame:
+    """Per row, the activation checkpointing it is priced with and whether it fits (``rule``): the one
+    it states, or where it states none, the least recompute that fits, in :data:`CHECKPOINTING`'s
+    order (none, selective, full: every framework perfzoo prices offers the three, e.g. Megatron's
+    ``--recompute-granularity``, torchtitan's ``activation_checkpoint.mode``, MaxText's remat
+    policies), ``full`` where none does. Columns ``activation_checkpointing``, ``stated``, ``fits``,
+    ``memory_bytes`` (under the setting).
 
-    >>> cfg = pd.DataFrame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "seq_len": 8192,
-    ...                      "micro_batch_size": 4, "n_gpus": 8, "accelerator": "H100"}])
-    >>> bool(least_memory_fraction(cfg)[0] < estimate(cfg)["memory_fraction"][0])
-    True
+    >>> cfg = pd.DataFrame([{"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 128256,
+    ...                      "seq_len": 8192, "micro_batch_size": 2, "n_gpus": 8, "fsdp": "full_shard",
+    ...                      "accelerator": "H100"}])
+    >>> row = least_recompute(cfg).iloc[0]
+    >>> row["activation_checkpointing"], bool(row["stated"]), bool(row["fits"])
+    ('full', False, True)
     """
     key = "activation_checkpointing"
-    key = f"config.{key}" if f"config.{key}" in frame else key  # a record frame's column, or a bare config's
-    stated = estimate(frame)["memory_fraction"]
-    unknown = frame[key].isna() if key in frame else pd.Series(True, index=frame.index)
-    if not unknown.any():
-        return stated
-    full = estimate(frame.assign(**{key: "full"}))["memory_fraction"]
-    return stated.where(~unknown, np.minimum(stated, full))
+    key = f"config.{key}" if f"config.{key}" in frame or "config.hidden_dim" in frame else key
+    stated = frame[key].notna().to_numpy() if key in frame else np.zeros(len(frame), dtype=bool)
+    setting = frame[key].to_numpy(dtype=object).copy() if key in frame else np.full(len(frame), None, dtype=object)
+    fit, memory = np.zeros(len(frame), dtype=bool), np.full(len(frame), np.nan)
+    todo = ~stated
+    for mode in (None, *CHECKPOINTING):  # the rows as stated, then each setting for the rest
+        rows = stated if mode is None else todo
+        if not rows.any():
+            continue
+        part = frame[rows] if mode is None else frame[rows].assign(**{key: mode})
+        est = estimate(part)
+        ok = rule.fits(est["peak_allocated_bytes"], est["memory_bytes"],
+                       est["memory_bytes"] / est["memory_fraction"])
+        take = np.ones(int(rows.sum()), dtype=bool) if mode is None else (ok | (mode == CHECKPOINTING[-1]))
+        idx = np.flatnonzero(rows)[take]
+        fit[idx], memory[idx] = np.asarray(ok)[take], np.asarray(est["memory_bytes"], dtype=float)[take]
+        if mode is not None:
+            setting[idx] = mode
+            todo[idx] = False
+    return pd.DataFrame({"activation_checkpointing": setting, "stated": stated, "fits": fit, "memory_bytes": memory},
+                        index=frame.index)

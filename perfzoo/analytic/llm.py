@@ -232,6 +232,7 @@ class LLMCost:
         self.ac = coded(df, "activation_checkpointing", normalize_checkpointing, CHECKPOINTING)
         key = "zero_stage" if column(df, "fsdp") is None and column(df, "zero_stage") is not None else "fsdp"
         self.sharding = coded(df, key, normalize_sharding, SHARDINGS)
+        self.shard_group = num(df, "shard_group", np.nan)  # hybrid_shard's group (memory.py; NaN: a node)
         sp = mapped(df, "sequence_parallel", to_bool, dtype=float)
         self.sp = np.where(np.isnan(sp), (self.tp > 1).astype(float), sp)  # Megatron and torchtitan: on with TP
         fa = mapped(df, "flash_attention", to_bool, dtype=float)

@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--command", metavar="TEMPLATE",
                    help="launch command; {knob} is the config's value, {nproc} {master_port} {out_dir} "
                         "{total_steps} ... the harness's (default: the space file's command)")
+    g.add_argument("--ran-on", metavar="ACCELERATOR",
+                   help="the accelerator the command's jobs run on, where it launches them on another machine (a "
+                        "row of the accelerator table, e.g. H100-SXM-80GB): their records say that hardware, not "
+                        "this machine's, and that it was stated")
     g.add_argument("--metric-parser", choices=["file", "torchtitan"],
                    help="file (default): JSON lines the job writes to $PERFZOO_METRICS_FILE; torchtitan: "
                         "its step lines in the output")

@@ -31,6 +31,7 @@ from perfzoo import workloads
 from perfzoo.collect.tally import Tally
 from perfzoo.console import UsageError, check_choice
 from perfzoo.console import read_configs, read_located
+from perfzoo.hardware.accelerators import spec as accelerator_spec
 from perfzoo.records import Metrics, job_id_for
 from perfzoo.records.store import RECORDS_FILE, RecordStore
 
@@ -85,6 +86,7 @@ class CollectConfig:
     metric_parser: Optional[str] = None  # file | torchtitan
     metric_regex: Optional[str] = None  # metrics from output lines matching this
     throughput_unit: Optional[str] = None  # what the command's throughput counts
+    ran_on: Optional[str] = None  # the command workload: the accelerator its jobs run on, where it launches them elsewhere
     partition: Optional[str] = None  # Slurm (with launcher='slurm'): sbatch's options of these names
     nodes: Optional[int] = None
     tasks_per_node: Optional[int] = None
@@ -112,6 +114,8 @@ class CollectConfig:
         check_choice("--mode", self.mode, ("auto", "torchrun", "inprocess"))
         check_choice("--launcher", self.launcher, ("local", "slurm"))
         check_choice("--metric-parser", self.metric_parser, (None, "file", "torchtitan"))
+        if self.ran_on is not None and accelerator_spec(self.ran_on) is None:
+            raise UsageError(f"--ran-on {self.ran_on}: not a row of the accelerator table (e.g. H100-SXM-80GB, B200)")
 
 
 SLURM_FLAGS = {"partition": "partition", "nodes": "nodes", "tasks_per_node": "tasks_per_node",
@@ -274,6 +278,17 @@ def open_store(path: str, flag: str):
                          "e.g. runs/my-sweep") from None
 
 
+def check_space(records: list, space, flag: str, path: str) -> None:
+    """A :class:`UsageError` where ``records`` (the store at ``path``, given as ``flag``) hold jobs of
+    another workload or space than ``space``'s: one store, one space (their configs would be taken for
+    this space's, measured, and fitted on)."""
+    mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in records
+                    if r.workload != space.workload or r.annotations.get("space") not in (None, space.name)})
+    if mixed:
+        raise UsageError(f"{flag} {path} holds records of {', '.join(mixed)}, not of {space.workload}/"
+                         f"{space.name}: one store, one space (splits and predictors need that); give another {flag}")
+
+
 def earlier_records(config: CollectConfig, records: list) -> list:
     """The records this run's jobs are compared with (:class:`~perfzoo.collect.tally.Tally`): ``records``
     (the ``--out`` store's) and those of the ``--compare`` store (a folder or its records.jsonl)."""
@@ -354,12 +369,7 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
     done_ids = store.job_ids()
     records = store.records()
     earlier = earlier_records(config, records)
-    mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in records
-                    if r.workload != space.workload or r.annotations.get("space") not in (None, space.name)})
-    if mixed:
-        raise UsageError(f"--out {config.out} holds records of {', '.join(mixed)}, not of {space.workload}/"
-                         f"{space.name}: one store, one space (splits and predictors need that); "
-                         "give another --out")
+    check_space(records, space, "--out", config.out)
     if command is not None:
         other = sorted({r.annotations.get("command_template") for r in records} - {command[0], None})
         if other:
@@ -371,6 +381,9 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
                              "give another --out")
     sweep_id = _sweep_id(config, space.name, configs)
     workload = workloads.get(config.workload)
+    if config.ran_on is not None and not command:
+        raise UsageError(f"--ran-on {config.ran_on}: only for your own command's jobs (the command workload); "
+                         "a built-in workload runs here and records this machine")
     unit = command[1].unit if command else workload.throughput_unit
     harness_module = workload.harness
     software = capture_software()
@@ -379,7 +392,12 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
 
     def hardware_for(n: int) -> dict:
         if n not in hardware_cache:
-            if slurm is None:
+            if config.ran_on is not None:  # the command launches its jobs elsewhere: what they run on, as stated
+                spec = accelerator_spec(config.ran_on)
+                hardware_cache[n] = {"accelerator": spec.name, "accelerator_count": n,
+                                     "accelerator_memory_gib": spec.memory_gib,
+                                     "nodes": max(1, -(-n // spec.node_size))}
+            elif slurm is None:
                 hardware_cache[n] = capture_hardware(config.device, n)
             else:  # what the job asked for; its record gets what the node reported
                 hardware_cache[n] = {"accelerator": config.device, "accelerator_count": n, "nodes": slurm.nodes}
@@ -449,6 +467,8 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
                 rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
                                 provenance=provenance, sweep_id=sweep_id, throughput_unit=unit,
                                 space=space.name)
+                if config.ran_on is not None:  # not seen by the harness: said so in the record
+                    rec.annotations["hardware_stated"] = f"collect --ran-on {config.ran_on}: the command ran its job there"
                 if store.append(rec):
                     tally.add(rec)
                 else:  # another collect of the same sweep stored this job first: its record stands

@@ -144,6 +144,8 @@ KEYS: dict[str, Key] = dict([
        high=MAX_DEVICES),
     _k("fsdp", "choice", "", "data-parallel sharding (zero1: optimizer, shard_grad_op: ZeRO-2, full_shard: ZeRO-3)",
        choices=SHARDING_VALUES),
+    _k("shard_group", "int", "devices", "hybrid_shard: the data-parallel ranks one shard group spans (default a "
+       "node's)", low=1, high=MAX_DEVICES),
     _k("zero_stage", "int", "stage", "ZeRO stage 0-3 (instead of fsdp: 0 no_shard, 1 zero1, 2 shard_grad_op, 3 full_shard)",
        low=0, high=3),
     _k("precision", "choice", "", "training precision of the matmuls", choices=PRECISION_VALUES),

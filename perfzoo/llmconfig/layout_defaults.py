@@ -8,7 +8,9 @@ layout runs, and reports each value it filled:
 =============================  =====================================================================
 ``tp pp cp vp ep``              1
 ``micro_batch_size``           1, and ``grad_accum`` the global batch over ``micro_batch_size x dp``
-``activation_checkpointing``   ``none``
+``activation_checkpointing``   the least recompute under which it fits: ``none``, else ``selective``,
+                               else ``full`` (:func:`perfzoo.analytic.least_recompute`; ``none``
+                               where the accelerator is not known)
 ``fsdp``                       ``zero1`` with more than one data-parallel rank (``dp x cp``), else ``none``
 ``precision``                  ``bf16`` (``fp16`` on a device whose 16-bit format it is: V100)
 ``sequence_parallel``          on with ``tp > 1``; ``flash_attention`` on
@@ -39,7 +41,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from perfzoo import llmconfig
+import pandas as pd
+
+from perfzoo import analytic, llmconfig
+from perfzoo.analytic.memory import MemoryRule
 
 PARALLEL_DEFAULTS = {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "ep": 1}
 
@@ -53,9 +58,9 @@ class Completed:
     filled: dict = field(default_factory=dict)
     read_as: list = field(default_factory=list)
 
-    def describe(self) -> str:
-        """The filled values in one line (``tp=1 pp=1 ...``), or ``none``."""
-        return " ".join(f"{k}={_text(v)}" for k, v in self.filled.items()) or "none"
+    def describe(self, keys=None) -> str:
+        """The filled values (of ``keys``, default all) in one line (``tp=1 pp=1 ...``), or ``none``."""
+        return " ".join(f"{k}={_text(v)}" for k, v in self.filled.items() if keys is None or k in keys) or "none"
 
 
 def _text(value: Any) -> str:
@@ -67,9 +72,10 @@ def data_ranks(cfg: Mapping[str, Any]) -> int:
     return int(cfg.get("dp", 1)) * int(cfg.get("cp", 1))
 
 
-def complete(cfg: Mapping[str, Any]) -> Completed:
+def complete(cfg: Mapping[str, Any], rule: MemoryRule = MemoryRule()) -> Completed:
     """``cfg`` (checked by :func:`perfzoo.llmconfig.check`) with every layout knob it leaves out
-    filled as the module docstring says; the filled values checked again with the given ones."""
+    filled as the module docstring says (checkpointing by ``rule``); the filled values checked again
+    with the given ones."""
     out, filled, read_as = dict(cfg), {}, []
 
     def fill(key: str, value: Any) -> None:
@@ -87,7 +93,8 @@ def complete(cfg: Mapping[str, Any]) -> Completed:
         per_step = out["micro_batch_size"] * dp
         partial = out.get("framework") in llmconfig.PARTIAL_MICROBATCH_FRAMEWORKS
         fill("grad_accum", math.ceil(B / per_step) if partial else B // per_step)
-    fill("activation_checkpointing", "none")
+    if "activation_checkpointing" not in out:  # decided last, once the layout is complete (its place kept)
+        out["activation_checkpointing"] = filled["activation_checkpointing"] = None
     if "zero_stage" in out and "fsdp" not in out:
         out["fsdp"] = llmconfig.ZERO_STAGES[out.pop("zero_stage")]
         read_as.append(f"zero_stage={cfg['zero_stage']} read as fsdp={out['fsdp']}")
@@ -107,8 +114,20 @@ def complete(cfg: Mapping[str, Any]) -> Completed:
         nodes = math.ceil(out["n_gpus"] / spec.node_size)
         if out["n_gpus"] % nodes == 0:  # else the devices per node are not the table's: left unknown
             fill("nodes", nodes)
+    if out["activation_checkpointing"] is None:
+        mode = _least_recompute(out, rule, read_as) if spec is not None else "none"
+        out["activation_checkpointing"] = filled["activation_checkpointing"] = mode
     checked = llmconfig.check(out, require=False)
     return Completed(checked, {k: checked.get(k, v) for k, v in filled.items()}, read_as)
+
+
+def _least_recompute(cfg: dict, rule: MemoryRule, read_as: list) -> str:
+    """The least recompute under which ``cfg`` fits (``full`` where none does), and a sentence when it is not none."""
+    frame = pd.DataFrame([llmconfig.as_columns({**cfg, "activation_checkpointing": None})])
+    mode = str(analytic.least_recompute(frame, rule)["activation_checkpointing"].iloc[0])
+    if mode != "none":
+        read_as.append(f"activation_checkpointing not given: {mode}, the least recompute under which it fits")
+    return mode
 
 
 def framework_note(cfg: Mapping[str, Any]) -> str:

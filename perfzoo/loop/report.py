@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from perfzoo.console import pyplot
 from perfzoo.loop.race import BASELINE_ARMS
 from perfzoo.records import JobRecord
 
@@ -67,6 +68,21 @@ class LoopSummary:
     def random_jobs(self) -> int:
         return self.arms["random"]["jobs"]
 
+    def beyond_random(self) -> Optional[str]:
+        """What the search rounds found beyond the loop's random jobs, in one line (None without rounds)."""
+        rounds = [p for p in self.phases if p["phase"].startswith("round")]
+        first = next((p["best"] for p in self.phases if p["phase"] == "random"), None)
+        if not rounds:
+            return None
+        found = [p["best"] for p in rounds if p["best"] is not None]
+        best = max(found) if found else None
+        jobs = sum(p["done"] for p in rounds)
+        if best is None or first is None or best <= first:
+            return (f"search rounds ({jobs} jobs): best {_fmt(best)}, nothing faster than the {self.n_random_phase()} "
+                    f"random jobs' best {_fmt(first)}: the champion is a random job")
+        return (f"search rounds ({jobs} jobs): best {_fmt(best)}, {_gain(best, first)} beyond the "
+                f"{self.n_random_phase()} random jobs' best {_fmt(first)}")
+
     def values(self) -> dict[str, tuple[float, dict]]:
         """Each arm's ``(value, config)`` the comparison uses: its race champion's median after a
         race, else its best single run (arms without an ok run are left out)."""
@@ -102,6 +118,9 @@ class LoopSummary:
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
         lines.append("")
         lines.append(f"loop (random + rounds, {self.loop_jobs} jobs): best {_fmt(self.loop_best)}")
+        beyond = self.beyond_random()
+        if beyond is not None:
+            lines.append(beyond)
         if self.random_jobs > self.n_random_phase():
             lines.append(f"random search ({self.random_jobs} jobs): best {_fmt(self.random_best)}  "
                          f"(loop vs random: {_gain(self.loop_best, self.random_best)})")
@@ -168,10 +187,7 @@ def frontier_figure(state: Sequence[Phase], loop_phases: Sequence[str], path: Pa
     and the best of the control random jobs are drawn as horizontal lines. ``state``: the
     loop's phases (:meth:`~perfzoo.loop.ClosedLoop.state`), ``loop_phases``: the names of the
     random phase and the rounds."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     state = {p.name: p for p in state}
     phases = list(loop_phases)

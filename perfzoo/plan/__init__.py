@@ -4,14 +4,16 @@
 --global-batch 256 --precision fp8`` lists every valid layout (tensor, pipeline, virtual, context,
 expert and data parallel degrees, micro batch and gradient accumulation, activation
 checkpointing, sharding, precision), drops those the memory model says do not fit, ranks the
-rest with the leaderboard's predictor and prints the top ones beside the published layout for
-the same model and cluster. One module per concept:
+rest with the leaderboard's predictor and prints the top ones, with what each is expected to run at
+net of the winner's curse, beside the published runs of the same job. One module per concept:
 
 ===================  ==========================================================================
 :mod:`.layouts`      the layout space of a model on a :class:`Cluster` (its constraints)
 :mod:`.scoring`      :class:`Scorer`: the memory rule and the predictor; ``--calibrate`` runs
-:mod:`.recipes`      the published layouts of a model on a cluster (the baseline)
-:mod:`.planner`      :func:`plan` -> :class:`Plan` (exhaustive or REINFORCE)
+:mod:`.recipes`      the published runs of the same job (the baselines) and the slot refitted without
+:mod:`.planner`      :func:`plan` -> :class:`Plan` (exhaustive or REINFORCE), baselines priced alike
+:mod:`.shrinkage`    gains net of the winner's curse: expected throughput, a gain's 80% interval
+:mod:`.propose`      ``--propose K``: the layouts worth measuring (expected improvement, diverse)
 :mod:`.report`       the printed table, JSON lines, the plot, configs for ``collect``
 :mod:`.export`       ``--export``: the top layouts as a framework's launch scripts; ``--baseline-from``
 :mod:`.command`      ``PlanConfig`` and ``run(config)``; :mod:`.cli` the command line
@@ -26,7 +28,7 @@ the same model and cluster. One module per concept:
 
 from perfzoo.plan.layouts import Cluster, PlanError, layout_space
 from perfzoo.plan.planner import Plan, default_scorer, plan, resolve_model
-from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
+from perfzoo.plan.scoring import Scorer
 
-__all__ = ["Cluster", "MEMORY_MARGIN", "Plan", "PlanError", "Scorer", "default_scorer",
+__all__ = ["Cluster", "Plan", "PlanError", "Scorer", "default_scorer",
            "layout_space", "plan", "resolve_model"]

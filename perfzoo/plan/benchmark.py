@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import zoo
+from perfzoo.analytic import least_recompute
+from perfzoo.analytic.memory import MemoryRule
 from perfzoo.console import check_writable, config_from_args, field_defaults, guarded
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
@@ -46,7 +48,8 @@ from perfzoo.plan.layouts import Cluster, PlanError, as_run
 from perfzoo.plan.planner import plan
 from perfzoo.plan.recipes import accelerator_name, catalog_name
 from perfzoo.plan.report import layout_text
-from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
+from perfzoo.plan import shrinkage
+from perfzoo.plan.scoring import Scorer
 from perfzoo.zoo.best import load_best
 
 # the measured groups: every dataset where several layouts of one model, scale and hardware were measured
@@ -139,6 +142,8 @@ def score_group(rows: pd.DataFrame, scorer: Scorer) -> dict:
     """Plan's pick among one group's measured layouts (priced as plan prices its own,
     :func:`~perfzoo.plan.layouts.as_run`), and the metrics of its ranking."""
     rows = as_run(rows)
+    least = least_recompute(rows, scorer.rule)  # a row that leaves its checkpointing out: the least that fits
+    rows = rows.assign(**{"config.activation_checkpointing": least["activation_checkpointing"].to_numpy()})
     memory = scorer.memory(rows)
     pred, _ = scorer.predict(rows)
     fits = memory["fits"].to_numpy()
@@ -151,6 +156,10 @@ def score_group(rows: pd.DataFrame, scorer: Scorer) -> dict:
     best = t.max()
     picked_measured = rows["measured"].to_numpy(dtype=float)[top]
     flat = np.zeros(len(t))
+    # the winner's curse (perfzoo.plan.shrinkage): log throughput centred in the group, sums each group weighs alike in
+    lm, lp = np.log(t), np.log(np.where(p > 0, p, np.nan))
+    mc, pc = lm - np.nanmean(lm), lp - np.nanmean(lp)
+    pick = int(np.searchsorted(np.flatnonzero(ok), top[0])) if ok[top[0]] else None  # its place among the measured
     return {
         "layouts": int(ok.sum()), "oom_jobs": int((~ok).sum()),
         "regret": top_k_regret(t, np.where(fits[ok], p, -np.inf) if fits[ok].any() else p, 1),
@@ -166,6 +175,8 @@ def score_group(rows: pd.DataFrame, scorer: Scorer) -> dict:
         "picked_oom": float(np.mean(np.isnan(picked_measured))),
         "ran_but_called_infeasible": int((ok & ~fits).sum()),
         "oom_called_feasible": int((~ok & fits).sum()),
+        "mp": float(np.nanmean(mc * pc)), "pp": float(np.nanmean(pc * pc)), "mm": float(np.nanmean(mc * mc)),
+        "pick_offset": float(np.nanmean(lp) - np.nanmean(lm)), "pick_pc": np.nan if pick is None else float(pc[pick]), "pick_mc": np.nan if pick is None else float(mc[pick]),
     }
 
 
@@ -193,7 +204,7 @@ class BenchmarkConfig:
     """The plan benchmark, as :func:`run` takes it (``python -m perfzoo.plan benchmark``)."""
 
     predictor: str = "best"  # the member plan ranks with: 'best' (the leaderboard's for published-llm) or a zoo name
-    memory_margin: float = MEMORY_MARGIN  # as plan's
+    memory_margin: Optional[float] = None  # as plan's
     recipes: bool = True  # also run plan on each published recipe
     external_dir: Optional[str] = None  # the external-data directory
     json: bool = False  # print JSON instead of tables
@@ -232,7 +243,16 @@ def run(config: BenchmarkConfig, log=None) -> dict:
             results.append({"dataset": name, "group": group, **score_group(g, scorer(g["situation"].iloc[0]))})
         log(f"benchmark: {name}: {rows['group'].nunique()} groups ({time.perf_counter() - t0:.0f} s)")
     table = pd.DataFrame(results)
-    out = {"member": member, "groups": table, "summary": summarise(table),
+    # the share of a predicted advantage that is real, and each group's pick as plan reports it, with the share
+    # fitted without that group (leave-one-group-out)
+    k = float(table["mp"].sum() / table["pp"].sum())
+    k_out = (table["mp"].sum() - table["mp"]) / (table["pp"].sum() - table["pp"])
+    table["pick_reported_over_measured"] = np.exp(table["pick_offset"] + k_out * table["pick_pc"] - table["pick_mc"])
+    residual = float(np.sqrt((table["mm"] - 2 * k * table["mp"] + k * k * table["pp"]).mean()))
+    log(f"benchmark: the winner's curse: measured / predicted advantage {k:.3f}, residual log sd {residual:.3f} "
+        f"(perfzoo.plan.shrinkage: SHRINK {shrinkage.SHRINK:g}, RESIDUAL_SD {shrinkage.RESIDUAL_SD:g}); the pick as "
+        f"reported over as measured, median {table['pick_reported_over_measured'].median():.3f}")
+    out = {"member": member, "groups": table, "summary": summarise(table), "shrink": k, "residual_sd": residual,
            "oom": {"oom_jobs": int(table["oom_jobs"].sum()),
                    "oom_called_feasible": int(table["oom_called_feasible"].sum()),
                    "groups_whose_pick_ran_out_of_memory": int((table["picked_oom"] > 0).sum()),
@@ -262,13 +282,17 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
                 continue  # plan lays out pre-training; fine-tuning and adapter recipes are another job
             sc = scorer(rec["situation"])
             one = as_run(pd.DataFrame([{k: v for k, v in rec.items() if str(k).startswith(("config.", "hardware."))}]))
+            least = least_recompute(one, MemoryRule(margin=0.0))  # checkpointing a table leaves out: the least that fits
+            one["config.activation_checkpointing"] = least["activation_checkpointing"].to_numpy()
             base_pred = float(sc.predict(one)[0][0])
-            base_fits = bool(sc.memory(one)["fits"].iloc[0])
+            base_fits = bool(least["fits"].iloc[0])
+            framework = rec.get("config.framework")  # the pick priced as the recipe's framework runs it: like for like
             try:
                 cluster = Cluster(gpus=int(rec["config.n_gpus"]), accelerator=str(rec["hardware.accelerator"]))
                 p = plan(str(rec["model"]), cluster, seq_len=int(rec["config.seq_len"]),
                          global_batch=int(rec["config.global_batch_size"]),
-                         precisions=(str(rec.get("config.precision") or "bf16"),), scorer=sc)
+                         precisions=(str(rec.get("config.precision") or "bf16"),), scorer=sc,
+                         framework=framework if isinstance(framework, str) else None)
             except (PlanError, ValueError) as exc:
                 rows.append({"dataset": name, "model": rec["model"], "gpus": rec["config.n_gpus"],
                              "accelerator": accelerator_name(rec.get("hardware.accelerator")) or str(rec.get("hardware.accelerator")), "recipe": layout_text(_knobs(rec)),
@@ -280,7 +304,9 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
                          "recipe": layout_text(_knobs(rec)), "measured": rec["measured"], "predicted": base_pred,
                          "recipe_fits": base_fits, "plan_pick": layout_text(top.to_dict()),
                          "pick_predicted": float(top["predicted_tokens_per_s_per_device"]),
-                         "predicted_gain": float(top["predicted_tokens_per_s_per_device"]) / base_pred - 1.0})
+                         "predicted_gain": float(top["predicted_tokens_per_s_per_device"]) / base_pred - 1.0,
+                         **dict(zip(("gain", "gain_low", "gain_high"),
+                                    shrinkage.gain(float(top["predicted_tokens_per_s_per_device"]), base_pred)))})
     log(f"benchmark: {len(rows)} published recipes planned")
     return pd.DataFrame(rows)
 
@@ -303,6 +329,11 @@ def markdown(result: dict) -> str:
                      f"({r['random_median_regret']:.1%}) | {r['mean_p_at_3']:.2f} ({r['random_p_at_3']:.2f}) | "
                      f"{r['grouped_kendall']:.2f} | {r['pick_is_best']:.0%} ({r['random_is_best']:.0%}) | "
                      f"{r['pick_within_5']:.0%} ({r['random_within_5']:.0%}) | {r['unfiltered_within_5']:.0%} |")
+    if "shrink" in result:
+        lines += ["", f"Winner's curse: within a group, measured / predicted advantage {result['shrink']:.3f}, residual log "
+                      f"sd {result['residual_sd']:.3f} (plan uses {shrinkage.SHRINK:g} and {shrinkage.RESIDUAL_SD:g}); "
+                      "plan's pick as reported (its advantage shrunk by the share fitted without its group) over as "
+                      f"measured: median {result['groups']['pick_reported_over_measured'].median():.3f}."]
     o = result["oom"]
     lines += ["", f"Out of memory: {o['oom_jobs']} measured OOM jobs in these groups, {o['oom_called_feasible']} of "
                   f"them called feasible by the memory model; plan's pick ran out of memory in "
@@ -311,22 +342,26 @@ def markdown(result: dict) -> str:
     rec = result.get("recipes")
     if rec is not None and len(rec):
         priced = rec.dropna(subset=["predicted_gain"]) if "predicted_gain" in rec else rec.iloc[:0]
-        lines += ["", f"Published recipes: {len(rec)} planned, {len(priced)} priced; median predicted gain of plan's "
-                      f"pick over the recipe {priced['predicted_gain'].median():+.1%}; the memory model calls "
-                      f"{int((~priced['recipe_fits'].astype(bool)).sum())} recipes infeasible.", "",
-                  "| source | model | GPUs | recipe | fits | measured | predicted | plan's pick | predicted gain |",
-                  "| --- | --- | --- | --- | --- | ---: | ---: | --- | ---: |"]
+        ties = int(((priced["gain_low"] <= 0) & (priced["gain_high"] >= 0)).sum())
+        lines += ["", f"Published recipes: {len(rec)} planned, {len(priced)} priced; median gain of plan's pick over the "
+                      f"recipe net of the winner's curse {priced['gain'].median():+.1%} (predicted "
+                      f"{priced['predicted_gain'].median():+.1%}), {ties} inside their 80% interval (ties); the memory "
+                      f"model calls {int((~priced['recipe_fits'].astype(bool)).sum())} recipes infeasible.", "",
+                  "| source | model | GPUs | recipe | fits | measured | predicted | plan's pick | predicted gain | "
+                  "expected gain (80%) |",
+                  "| --- | --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: |"]
         for r in priced.to_dict("records"):
             lines.append(f"| {r['dataset']} | {r['model']} | {r['gpus']} x {r['accelerator']} | {r['recipe']} | "
                          f"{'yes' if r['recipe_fits'] else 'no'} | {r['measured']:,.0f} | {r['predicted']:,.0f} | "
-                         f"{r['plan_pick']} | {r['predicted_gain']:+.1%} |")
+                         f"{r['plan_pick']} | {r['predicted_gain']:+.1%} | {r['gain']:+.1%} ({r['gain_low']:+.1%} .. "
+                         f"{r['gain_high']:+.1%}) |")
     return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m perfzoo.plan benchmark", description=__doc__.split("\n\n")[0])
     p.add_argument("--predictor", help="the member plan ranks with (default: the leaderboard's best for published-llm)")
-    p.add_argument("--memory-margin", type=float, help="as plan's (default 0.1)")
+    p.add_argument("--memory-margin", type=float, help="as plan's (default: the rule derived from measured peaks)")
     p.add_argument("--no-recipes", dest="recipes", action="store_false", help="skip planning each published recipe")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
     p.add_argument("--json", action="store_true", help="print the summary and groups as JSON")

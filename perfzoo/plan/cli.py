@@ -46,8 +46,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--global-batch", type=int, help="sequences per optimizer step")
     p.add_argument("--precision", help="comma-separated precisions to consider (default bf16; e.g. bf16,fp8)")
     p.add_argument("--nodes-of", type=int, metavar="K",
-                   help="GPUs per node / NVLink domain (default: the accelerator table's)")
+                   help="GPUs per node and NVLink domain (default: the accelerator table's host; tensor "
+                        "parallelism spans its NVLink domain, 72 GPUs on an NVL72 rack)")
     p.add_argument("--top-k", type=int, help="layouts shown and written (default 10)")
+    p.add_argument("--propose", type=int, metavar="K",
+                   help="pick K layouts worth measuring (expected improvement under the predictor's error, a new "
+                        "parallel structure each); --out and --export write these; run them with collect, then "
+                        "re-plan with --calibrate on what ran")
     p.add_argument("--baseline", nargs="+", action="extend", metavar="KNOB=VALUE",
                    help=f"your layout to compare with ({', '.join(LAYOUT_KNOBS)}; e.g. tp=4 pp=8)")
     p.add_argument("--predictor", help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, "
@@ -58,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "or a record store): their offset against the predictor moves every layout of their "
                         "model and cluster (one run is enough), and the predictor is refitted with them")
     p.add_argument("--memory-margin", type=float,
-                   help="fraction of device memory kept free of the memory model's estimate (default 0.1)")
+                   help="fraction of device memory kept free of the whole memory estimate, instead of the rule derived "
+                        "from measured peaks (the peak allocated x its error at 5%% risk + overheads within the device)")
     p.add_argument("--exhaustive-limit", type=int,
                    help="the most valid layouts scored one by one; past it REINFORCE samples the space (default "
                         "250000)")
@@ -110,9 +116,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config = config_from_args(PlanConfig, args)
         result = run(config)
         if args.json:
+            if result.unseen_hardware:
+                print(f"perfzoo.plan: unseen hardware: {result.unseen_hardware}", file=sys.stderr)
             for rec in report.records(result.plan, config.top_k):
                 print(json.dumps(rec))
         else:
+            if result.unseen_hardware:
+                print(f"unseen hardware: {result.unseen_hardware}")
             print(report.table(result.plan, config.top_k))
             print(f"\n({result.seconds:.1f} s)")
         return 0

@@ -18,27 +18,35 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
 
 from perfzoo import analytic, frameworks, llmconfig
 from perfzoo.console import UsageError, assignments, check_writable
 from perfzoo.datasets import load_dataset
+from perfzoo.datasets.dataset import Dataset
 from perfzoo.plan import export, report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
-from perfzoo.plan.recipes import published_layouts
-from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
+from perfzoo.plan.propose import propose
+from perfzoo.plan.recipes import published_layouts, slot_mask, task_kind
+from perfzoo.plan.scoring import Scorer
 from perfzoo.search import Reinforce
 from perfzoo.search.command import resolve_predictor
-from perfzoo.zoo.base import NotFittedError
+from perfzoo.zoo.base import NotFittedError, Predictor
 from perfzoo.zoo.best import load_best
-from perfzoo.zoo.calibrate import calibrated
-from perfzoo.zoo.extrapolation import beyond_training, outside_training, widened
+from perfzoo.zoo.calibrate import calibrated, fit_with_interval
+from perfzoo.zoo.extrapolation import (
+    beyond_training,
+    outside_training,
+    unseen_hardware,
+    widened,
+)
 
 PUBLISHED = "published-llm"  # the shared published tables: the default training data and the baselines
 
@@ -60,14 +68,14 @@ class PlanConfig:
     seq_len: Optional[int] = None  # tokens per sequence
     global_batch: Optional[int] = None  # sequences per optimizer step
     precision: str = "bf16"  # comma-separated precisions to consider (bf16,fp8)
-    nodes_of: Optional[int] = None  # GPUs per node / NVLink domain (default: the accelerator table's)
+    nodes_of: Optional[int] = None  # GPUs per node and NVLink domain (default: the table's host and domain)
     top_k: int = 10  # layouts shown and written
     knobs: list[str] = field(default_factory=list)  # KEY=VALUE model keys (--set n_layers=... hidden_dim=...)
     baseline: list[str] = field(default_factory=list)  # KEY=VALUE layout knobs of your own layout (tp=4 pp=8)
     predictor: str = "best"  # 'best' (the leaderboard's for dataset), a zoo member fitted on dataset, or a saved folder
     dataset: str = PUBLISHED  # the predictor's training data (a zoo member is fitted on it)
     calibrate: Optional[str] = None  # your measured runs: they anchor the predictor (perfzoo.zoo.calibrate.calibrated)
-    memory_margin: float = MEMORY_MARGIN  # fraction of device memory kept free
+    memory_margin: Optional[float] = None  # a fraction of device memory kept free (default: the rule from measured peaks)
     exhaustive_limit: int = EXHAUSTIVE_LIMIT  # the most valid layouts scored one by one (else REINFORCE)
     tp_beyond_node: bool = False  # let tensor parallelism span NVLink domains
     seed: int = 0  # the searcher's seed
@@ -77,10 +85,13 @@ class PlanConfig:
     framework: Optional[str] = None  # price every layout as this framework runs it (perfzoo.frameworks)
     export: Optional[str] = None  # write the top k as the framework's launch scripts in this folder
     baseline_from: Optional[str] = None  # your torchtitan / Megatron-LM launch line or torchtitan TOML: the baseline
+    propose: Optional[int] = None  # pick this many layouts worth measuring; --out / --export write them
 
     def __post_init__(self):
         if self.top_k < 1:
             raise UsageError("--top-k must be at least 1")
+        if self.propose is not None and self.propose < 1:
+            raise UsageError(f"--propose {self.propose}: give how many layouts to measure, 1 or more")
         if self.exhaustive_limit < 1:
             raise UsageError(f"--exhaustive-limit {self.exhaustive_limit}: give the most layouts to score one by "
                              f"one, 1 or more (default {EXHAUSTIVE_LIMIT:,})")
@@ -133,9 +144,12 @@ FLAG_KEYS = {"model": "--model", "model_name": "--model", "n_gpus": "--gpus", "a
 
 @dataclass
 class PlanResult:
-    """What :func:`run` returns: the :class:`~perfzoo.plan.planner.Plan`, the files written and the log."""
+    """What :func:`run` returns: the :class:`~perfzoo.plan.planner.Plan`, the files written and the log;
+    ``unseen_hardware``: the note on an accelerator the published tables have no row of (the
+    command prints it first), empty when they have one."""
 
     plan: Plan
+    unseen_hardware: str = ""
     out: Optional[Path] = None
     space_file: Optional[Path] = None
     plot: Optional[Path] = None
@@ -164,6 +178,22 @@ def scorer_for(config: PlanConfig, log) -> Scorer:
     return Scorer(model, per_device=training.target.endswith("_per_device"), memory_margin=config.memory_margin)
 
 
+def held_out(scorer: Scorer, tables: Dataset, slot: pd.Series, log) -> Scorer:
+    """``scorer`` with its predictor refitted without the published runs in ``slot`` (the plan's model on
+    its cluster at its sequence), so a published baseline's prediction never saw its measurement and
+    every layout on the screen is priced by the same predictor; ``scorer`` itself where its predictor is
+    no zoo member fitted on ``tables`` (a calibrated or saved one) or the slot holds no run."""
+    predictor = scorer.predictor
+    if not isinstance(predictor, Predictor) or getattr(predictor, "dataset_", None) != tables.name or not slot.any():
+        return scorer
+    kept = tables.subset(np.flatnonzero(~slot.to_numpy()))
+    refit = fit_with_interval(clone(predictor), kept)
+    note = (f"refitted without the {int(slot.sum())} published run(s) of this model on this cluster at this "
+            "sequence: every layout, published ones too, priced out of sample")
+    log(f"predictor: {predictor.name} {note}")
+    return replace(scorer, predictor=refit, columns=None, note=note)
+
+
 def _per_device(dataset: str, external_dir: Optional[str]) -> bool:
     """Whether ``dataset``'s target is per device; the published tables' is (tokens/s per GPU)."""
     if dataset == PUBLISHED:
@@ -171,10 +201,11 @@ def _per_device(dataset: str, external_dir: Optional[str]) -> bool:
     return load_dataset(dataset, external_dir=external_dir).target.endswith("_per_device")
 
 
-def interval(result: Plan, top: pd.DataFrame, doublings) -> None:
+def interval(result: Plan, top: pd.DataFrame, doublings, hardware: float = 0.0) -> None:
     """The predictor's 80% interval (where it has one and no standard deviation gives a range) for the
     top layouts (``top``: their configs, best first), widened ``doublings`` beyond its training data
-    (:func:`perfzoo.zoo.extrapolation.widened`), as the plan's ``range_low`` and ``range_high`` of those rows."""
+    and by ``hardware`` for an accelerator it has no row of (:func:`perfzoo.zoo.extrapolation.widened`),
+    as the plan's ``range_low`` and ``range_high`` of those rows."""
     scorer = result.scorer
     if "range_low" in result.layouts or not hasattr(scorer.predictor, "predict_interval") or not scorer.per_device:
         return
@@ -182,12 +213,14 @@ def interval(result: Plan, top: pd.DataFrame, doublings) -> None:
         low, high = scorer.predictor.predict_interval(top.reindex(columns=list(scorer.columns)))
     except NotFittedError:
         return
-    low, high = widened(low, high, doublings)
+    low, high = widened(low, high, doublings, hardware)
     result.layouts["range_low"] = result.layouts["range_high"] = np.nan
     rows = result.layouts.index[:len(top)]
     result.layouts.loc[rows, "range_low"], result.layouts.loc[rows, "range_high"] = low, high
+    why = [what for what, on in (("the extrapolation above", np.max(doublings) > 0),
+                                 ("the unseen accelerator (first line)", hardware > 0)) if on]
     result.notes.append(f"interval: the predictor's 80% interval (calibrated across published sources) for the "
-                        f"top {len(top)}" + (", widened for the extrapolation above" if np.max(doublings) > 0 else ""))
+                        f"top {len(top)}" + (f", widened for {' and '.join(why)}" if why else ""))
 
 
 def run(config: PlanConfig, log=None) -> PlanResult:
@@ -203,6 +236,8 @@ def run(config: PlanConfig, log=None) -> PlanResult:
             raise UsageError(f"--framework {config.framework} and --set framework={overrides['framework']}: keep one")
         overrides["framework"] = config.framework
     shape, sources = model_keys(config.model, overrides)
+    if shape.get("framework") in frameworks.FRAMEWORKS:
+        frameworks.get(shape["framework"]).check_precisions(config.precisions())
     if config.export is not None:
         frameworks.get(shape["framework"]).check_export(shape, config.precisions())
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
@@ -213,25 +248,32 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     except (FileNotFoundError, KeyError, ValueError) as exc:
         log(f"baseline: no published tables to compare with ({' '.join(str(exc).split())[:160]})")
     else:
-        published = published_layouts(tables, str(shape.get("model_name")), cluster, config.seq_len,
-                                      config.global_batch)
-        same = published[published["same_batch"]] if len(published) else published
-        published = (same if len(same) else published).head(3)
-        log(f"baseline: {len(published)} published layout(s) of {shape.get('model_name')} on {cluster.describe()} "
-            f"at seq {config.seq_len:,} in {PUBLISHED}")
+        model_name = str(shape.get("model_name"))
+        published = published_layouts(tables, model_name, cluster, config.seq_len, config.global_batch,
+                                      config.precisions(), shape.get("task")).head(3)
+        log(f"baseline: {len(published)} published layout(s) of {model_name} on {cluster.describe()} at seq "
+            f"{config.seq_len:,}, global batch {config.global_batch:,}, {task_kind(shape.get('task'))} in "
+            f"{'/'.join(config.precisions())} in {PUBLISHED}")
+        if len(published) and config.dataset == PUBLISHED:
+            scorer = held_out(scorer, tables, slot_mask(tables, model_name, cluster, config.seq_len), log)
     baseline = assignments(config.baseline, "--baseline") or None
     result = plan(shape, cluster, seq_len=config.seq_len, global_batch=config.global_batch,
                   precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
                   exhaustive_limit=config.exhaustive_limit, searcher=Reinforce(seed=config.seed),
                   tp_beyond_node=config.tp_beyond_node, log=log)
     result.sources = sources
+    unseen = ""
     if tables is not None and config.dataset == PUBLISHED and config.calibrate is None:
         top = pd.DataFrame([llmconfig.as_columns(c) for c in result.configs(config.top_k)]).assign(**cluster.hardware())
         params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)
         result.notes.extend(outside_training(top.head(1), params[:1], tables)[0])
-        interval(result, top, beyond_training(top, params, tables)["doublings"].to_numpy())
+        hardware = unseen_hardware(top.head(1), tables).iloc[0]
+        unseen = hardware["note"]
+        interval(result, top, beyond_training(top, params, tables)["doublings"].to_numpy(), hardware["widening"])
     result.notes.extend(report.explain(result))
-    out = PlanResult(plan=result)
+    if config.propose is not None:
+        result.proposed = propose(result.layouts, config.propose)
+    out = PlanResult(plan=result, unseen_hardware=unseen)
     if config.out:
         out.out, out.space_file = report.write_configs(result, config.out, config.top_k)
         log(f"wrote {out.out} and {out.space_file}; run them: {report.collect_command(out.out, out.space_file, result)}")

@@ -41,15 +41,17 @@ def check_folder(folder: str) -> None:
 
 
 def write(plan: Plan, framework: str, folder: str, k: int = 10) -> list[Path]:
-    """The top ``k`` layouts of ``plan`` as ``framework``'s launch scripts in ``folder``
-    (``rank01.sh`` the top pick); returns their paths."""
+    """The top ``k`` layouts of ``plan`` (its proposed ones where it has them) as ``framework``'s
+    launch scripts in ``folder`` (``rank01.sh`` the first); returns their paths."""
     fw = frameworks.get(framework)
     launch = frameworks.Launch(nodes=plan.cluster.nodes, gpus_per_node=min(plan.cluster.node_size, plan.cluster.gpus))
     out = Path(folder)
     out.mkdir(exist_ok=True)
     paths = []
-    for rank, (config, row) in enumerate(zip(plan.configs(k), plan.top(k).to_dict("records")), 1):
-        comments = [f"perfzoo plan, rank {rank}: {plan.model.get('model_name')} on {plan.cluster.describe()}, "
+    rows = plan.written(k)
+    for rank, (config, row) in enumerate(zip(plan.configs(rows=rows), rows.to_dict("records")), 1):
+        comments = [f"perfzoo plan, {'proposed to measure' if plan.proposed is not None else 'rank'} {rank} (rank "
+                    f"{row['rank']} of the plan): {plan.model.get('model_name')} on {plan.cluster.describe()}, "
                     f"{fw.name} {fw.version}",
                     f"layout {layout_text(row)}: predicted {row['predicted_tokens_per_s_per_device']:,.0f} tokens/s "
                     f"per GPU ({plan.scorer.name}), {row['memory_gib']:,.1f} GiB per GPU (memory model)"]

@@ -8,9 +8,9 @@ the REINFORCE searcher over the same space (:mod:`perfzoo.search`), a layout tha
 getting the lowest reward. Baselines (a user's layout, the published ones) are priced by the
 same scorer, the knobs a user's baseline leaves out filled as ``predict`` fills them
 (:mod:`perfzoo.llmconfig.layout_defaults`); the :class:`Plan` says where each ranks and what the top pick
-gains over it, and, where the scorer gives an interval, which layouts are predicted inside the top
-pick's (``Plan.tie``: their order is within the predictor's error, and so is a gain over a baseline
-inside it). A predictor that returns NaN for a layout that fits is an error naming the predictor.
+gains over it, net of the winner's curse (:mod:`perfzoo.plan.shrinkage`: a gain whose 80% interval
+holds 0 is a tie), and, where the scorer gives an interval, which layouts are predicted inside the
+top pick's (``Plan.tie``: their order is within the predictor's error). A predictor that returns NaN for a layout that fits is an error naming the predictor.
 
 >>> from perfzoo.search import Formula
 >>> from perfzoo.plan.scoring import Scorer
@@ -35,16 +35,20 @@ import pandas as pd
 from harness.environment import cpu_cores
 from perfzoo import frameworks, llmconfig
 from perfzoo.console import RunFailed
+from perfzoo.analytic.memory import MemoryRule
 from perfzoo.llmconfig import huggingface, layout_defaults
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
-from perfzoo.plan.scoring import MEMORY_MARGIN, Scorer
+from perfzoo.plan import shrinkage
+from perfzoo.plan.scoring import Scorer
 from perfzoo.records.columns import Columns
 from perfzoo.search import Objective, Reinforce, Searcher
 from perfzoo.spaces import Constraint, Space
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.zoo.best import load_best
+from perfzoo.zoo.analytic_features import estimates, host_paced
 from perfzoo.zoo.features import as_columns
 
+SHORTFALL = 0.75  # a baseline predicted under this share of its measurement says which term weighs most
 EXHAUSTIVE_LIMIT = 250_000  # valid layouts scored one by one; past this, REINFORCE
 CHUNK = 2 ** 16  # grid points checked for validity at once (their index rows stay in the cache)
 COUNT_LIMIT = 50_000_000  # past this many grid points the valid ones are not counted
@@ -98,8 +102,12 @@ class Plan:
 
     ``layouts``: every scored layout (they all fit), its knobs and the scorer's columns, ranked
     (``rank`` 1 = the fastest predicted); ``baselines``: the layouts it was asked to compare
-    with (``label``, ``rank`` among the layouts, ``gain``: the top pick's predicted speed-up over
-    it; ``measured_tokens_per_s_per_device`` where published); ``counts``: ``grid`` points,
+    with (``label``, ``rank`` among the layouts, ``predicted_gain``: the top pick's predicted
+    speed-up over it, ``gain`` with ``gain_low`` .. ``gain_high``: the speed-up expected net of the
+    winner's curse and its 80% interval, :mod:`perfzoo.plan.shrinkage`, ``within_error`` where that
+    holds 0; ``measured_tokens_per_s_per_device`` where published); every layout's
+    ``expected_tokens_per_s_per_device``: its prediction with its advantage over the layouts it
+    was chosen among (the tie set) shrunk; ``counts``: ``grid`` points,
     ``generated`` (valid layouts), ``memory_checked``, ``feasible``, ``infeasible`` and
     ``scored``; ``method`` and ``reason``: how they were scored and why; ``sources``: where each
     model key came from (:func:`model_keys`); ``tie``: the top pick's interval (``low``, ``high``,
@@ -122,6 +130,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     sources: dict = field(default_factory=dict)
     tie: Optional[dict] = None
+    proposed: Optional[pd.DataFrame] = None  # the layouts to measure (plan --propose, perfzoo.plan.propose)
 
     def within_error(self, predicted: float) -> bool:
         """Whether a prediction (tokens/s per GPU) lies inside the top pick's interval: no
@@ -138,10 +147,16 @@ class Plan:
         cand = (self.layouts if k is None else self.layouts.head(k)).assign(role="candidate")
         return pd.concat([cand, self.baselines.assign(role="baseline")], ignore_index=True, sort=False)
 
-    def configs(self, k: int = 10) -> list[dict]:
-        """The top ``k`` layouts as complete configs of :attr:`space` (model, workload, layout)."""
+    def written(self, k: int = 10) -> pd.DataFrame:
+        """What ``--out`` and ``--export`` write: the layouts :attr:`proposed` to measure, else the top ``k``."""
+        return self.top(k) if self.proposed is None else self.proposed
+
+    def configs(self, k: int = 10, rows: Optional[pd.DataFrame] = None) -> list[dict]:
+        """The top ``k`` layouts (or ``rows`` of :attr:`layouts`) as complete configs of :attr:`space`
+        (model, workload, layout)."""
         codec = SpaceCodec(self.space)
-        return codec.configs(codec.decode(self.layouts["key"].head(k).to_numpy(dtype=np.int64)))
+        keys = (self.layouts["key"].head(k) if rows is None else rows["key"]).to_numpy(dtype=np.int64)
+        return codec.configs(codec.decode(keys))
 
 
 class _Recorder:
@@ -214,14 +229,16 @@ def _valid(codec: SpaceCodec, keep: bool) -> tuple[int, Optional[np.ndarray]]:
     return count, (np.concatenate(rows) if keep and rows else None)
 
 
-def _fits_nowhere(model: dict, cluster: Cluster, memory: pd.DataFrame, margin: float, n: int) -> PlanError:
-    lean = float(np.nanmin(memory["memory_gib"]))
-    device = float(np.nanmedian(memory["device_memory_gib"]))
-    usable = (1.0 - margin) * device
+def _fits_nowhere(model: dict, cluster: Cluster, memory: pd.DataFrame, rule: MemoryRule, n: int) -> PlanError:
+    lean = int(np.nanargmin(rule.needed(memory["peak_allocated_gib"], memory["memory_gib"])))
+    need = float(rule.needed(memory["peak_allocated_gib"].iloc[lean], memory["memory_gib"].iloc[lean]))
+    device = float(memory["device_memory_gib"].iloc[lean])
+    usable = device if rule.margin is None else (1.0 - rule.margin) * device
+    what = ("with the memory model's error at its stated risk" if rule.margin is None else
+            f"of the {usable:,.1f} GiB usable ({device:,.0f} GiB less the {rule.margin:.0%} margin)")
     return PlanError(f"{model.get('model_name', 'the model')} fits in none of the {n:,} layouts on "
-                     f"{cluster.describe()}: the leanest needs {lean:,.1f} GiB per GPU, {lean - usable:,.1f} GiB more "
-                     f"than the {usable:,.1f} GiB usable ({device:,.0f} GiB less the {margin:.0%} margin); use more "
-                     "GPUs or an accelerator with more memory")
+                     f"{cluster.describe()}: the leanest needs {need:,.1f} GiB per GPU {what}, {need - usable:,.1f} GiB "
+                     f"more than the {usable:,.1f} GiB of a GPU; use more GPUs or an accelerator with more memory")
 
 
 def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, global_batch: int,
@@ -239,7 +256,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     seq_len, global_batch : tokens per sequence, sequences per optimizer step.
     precisions : the precisions to consider (each checked against the accelerator).
     scorer : the :class:`~perfzoo.plan.scoring.Scorer` (default: the leaderboard's best for
-        ``published-llm``, 10% memory margin).
+        ``published-llm``, the memory rule derived from measured peaks).
     baseline : a layout to compare with (``{"tp": 4, "pp": 8}``; unnamed knobs as
         :func:`perfzoo.llmconfig.layout_defaults.complete` fills them, precision the first of ``precisions``).
     published : published layouts to compare with (:func:`~perfzoo.plan.recipes.published_layouts`).
@@ -284,7 +301,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         n_jobs = n_jobs or cpu_cores()
         memory = _in_parts(scorer.memory, layouts, n_jobs)
         if not memory["fits"].any():
-            raise _fits_nowhere(shape, cluster, memory, scorer.memory_margin, count)
+            raise _fits_nowhere(shape, cluster, memory, scorer.rule, count)
         table = _scored(scorer, layouts, memory, codec.keys(idx), n_jobs)
     else:
         searcher = searcher or Reinforce()
@@ -298,7 +315,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         searcher.propose(objective, 1)
         table = pd.concat(recorder.parts, ignore_index=True).drop_duplicates("key")
         if not table["fits"].any():
-            raise _fits_nowhere(shape, cluster, table, scorer.memory_margin, len(table))
+            raise _fits_nowhere(shape, cluster, table, scorer.rule, len(table))
     predicted = table["predicted_tokens_per_s_per_device"].to_numpy(dtype=float)
     unpriced = table["fits"].to_numpy(dtype=bool) & ~np.isfinite(predicted)
     if unpriced.any():  # a member that cannot price a layout is named, not its layouts dropped
@@ -319,6 +336,9 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
                   baselines=pd.DataFrame(), counts=counts, method=method, reason=reason, scorer=scorer,
                   sources=sources)
     result.tie = _tie(result)
+    predicted = result.layouts["predicted_tokens_per_s_per_device"]
+    contenders = predicted.head(max(2, (result.tie or {}).get("ranks", 10)))  # what the top pick was chosen among
+    result.layouts["expected_tokens_per_s_per_device"] = shrinkage.expected(predicted, contenders)
     result.baselines = _baselines(result, baseline, published)
     return result
 
@@ -347,7 +367,7 @@ def _tie(result: Plan) -> Optional[dict]:
 
 
 def baseline_frame(shape: dict, cluster: Cluster, seq_len: int, global_batch: int, knobs: dict,
-                   precision: str) -> tuple[pd.DataFrame, layout_defaults.Completed]:
+                   precision: str, rule: MemoryRule = MemoryRule()) -> tuple[pd.DataFrame, layout_defaults.Completed]:
     """A user's baseline layout as a one-row frame, and what was filled: its degrees and batch
     checked by the front door, the knobs it leaves out completed as ``predict`` completes them
     (:func:`perfzoo.llmconfig.layout_defaults.complete`; precision: ``precision``), so both price it alike."""
@@ -356,27 +376,66 @@ def baseline_frame(shape: dict, cluster: Cluster, seq_len: int, global_batch: in
         raise llmconfig.unknown_key_error(unknown[0], KNOBS, listed=f"the layout knobs {', '.join(KNOBS)}")
     cfg = llmconfig.check({**shape, "precision": precision, **knobs, "seq_len": seq_len,
                            "global_batch_size": global_batch, "n_gpus": cluster.gpus, "accelerator": cluster.spec.name})
-    done = layout_defaults.complete({**cfg, "nodes": cluster.nodes})
+    done = layout_defaults.complete({**cfg, "nodes": cluster.nodes}, rule)
     return pd.DataFrame([{**llmconfig.as_columns(done.config), **cluster.hardware()}]), done
 
 
+def _published_knobs(row: dict) -> dict:
+    """The layout knobs a published row states (whole numbers as ints)."""
+    out = {}
+    for key in LAYOUT_KNOBS:
+        value = row.get(f"config.{key}")
+        if value is None or (isinstance(value, float) and not np.isfinite(value)):
+            continue
+        out[key] = int(value) if isinstance(value, (float, np.floating)) and float(value).is_integer() else value
+    return out
+
+
+def _shortfall(frame: pd.DataFrame) -> list[str]:
+    """Per layout, the term of the analytic step that weighs most: what a prediction far under a
+    measurement points at (the host floor where the layout is host-paced)."""
+    est = estimates(frame)
+    _, paced = host_paced(est)
+    terms = {"the pipeline bubble": est["bubble"] * est["step_time_s"], "TP communication": est["tp_time_s"],
+             "EP all-to-all": est["ep_time_s"], "pipeline sends": est["pp_time_s"],
+             "exposed DP/CP traffic": np.maximum(est["dp_time_s"] + est["cp_time_s"] - est["compute_time_s"], 0.0)}
+    names, values = list(terms), np.column_stack([np.asarray(v, dtype=float) for v in terms.values()])
+    return ["the host floor (a layer pass under the host's time)" if p else
+            f"{names[int(np.nanargmax(v))]} ({float(np.nanmax(v)):.2f} s of a {float(t):.2f} s step)"
+            for p, v, t in zip(paced, values, est["step_time_s"])]
+
+
 def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.DataFrame]) -> pd.DataFrame:
-    frames, labels, measured, filled = [], [], [], []
+    """Each baseline priced as the plan prices its own layouts: its knobs on the plan's model, job
+    and framework (:func:`baseline_frame`); a published one also as its own framework ran it where
+    that is another (``own_framework``, ``own_predicted``), with its measurement."""
+    rule = result.scorer.rule
+    frames, labels, measured, filled, own = [], [], [], [], []
     if baseline:
         frame, done = baseline_frame(result.model, result.cluster, result.seq_len, result.global_batch, baseline,
-                                     result.precisions[0])
+                                     result.precisions[0], rule)
         frames.append(frame)
         labels.append("your baseline")
         measured.append(np.nan)
         filled.append("; ".join([f"filled {done.describe()}", *done.read_as]))
-    if published is not None and len(published):
-        for _, row in published.iterrows():
-            cfg = {c: row[c] for c in published.columns if c.startswith(("config.", "hardware."))}
-            frames.append(as_run(pd.DataFrame([cfg])))
-            labels.append(f"published: {row['label']}" + ("" if row.get("same_batch", True) else
-                                                           f" (global batch {row.get('config.global_batch_size'):,.0f})"))
-            measured.append(row["measured_tokens_per_s_per_device"])
-            filled.append("")
+        own.append(None)
+    planned = result.model.get("framework")
+    for row in ([] if published is None else published.to_dict("records")):
+        knobs = _published_knobs(row)
+        frame, done = baseline_frame(result.model, result.cluster, result.seq_len, result.global_batch, knobs,
+                                     str(knobs.get("precision", result.precisions[0])), rule)
+        frames.append(frame)
+        labels.append(f"published: {row['label']}")
+        measured.append(row["measured_tokens_per_s_per_device"])
+        shown = done.describe(LAYOUT_KNOBS)
+        filled.append("; ".join([f"filled {shown}" if shown != "none" else "", *done.read_as]).strip("; "))
+        framework = row.get("config.framework")
+        if isinstance(framework, str) and framework != planned:  # also as its framework ran it
+            cfg = {c: row[c] for c in row if c.startswith(("config.", "hardware."))}
+            cfg["config.activation_checkpointing"] = done.config["activation_checkpointing"]
+            own.append((framework, as_run(pd.DataFrame([cfg]))))
+        else:
+            own.append(None)
     if not frames:
         return pd.DataFrame()
     frame = pd.concat(frames, ignore_index=True, sort=False)
@@ -387,16 +446,24 @@ def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.Da
     out["label"] = labels
     out["filled"] = filled
     out["measured_tokens_per_s_per_device"] = measured
-    best = result.layouts["predicted_tokens_per_s_per_device"]
+    out["own_framework"] = [None if o is None else o[0] for o in own]
+    out["own_predicted"] = [np.nan if o is None else float(result.scorer.predict(o[1])[0][0]) for o in own]
     pred = out["predicted_tokens_per_s_per_device"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        short = np.asarray(measured, dtype=float) > pred / SHORTFALL
+    out["shortfall"] = [t if s else None for t, s in zip(_shortfall(frame), short)]
+    best = result.layouts["predicted_tokens_per_s_per_device"]
     out["rank"] = [int((best > p).sum()) + 1 if np.isfinite(p) else None for p in pred]
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["gain"] = float(best.iloc[0]) / pred - 1.0
-    out["within_error"] = [bool(np.isfinite(p) and result.within_error(p)) for p in pred]
+        out["predicted_gain"] = float(best.iloc[0]) / pred - 1.0
+    gains = np.array([shrinkage.gain(float(best.iloc[0]), p) if np.isfinite(p) and p > 0 else (np.nan,) * 3
+                      for p in pred]).reshape(-1, 3)
+    out["gain"], out["gain_low"], out["gain_high"] = gains.T
+    out["within_error"] = (gains[:, 1] <= 0) & (gains[:, 2] >= 0)  # an expected gain whose interval holds 0: a tie
     return out
 
 
-def default_scorer(memory_margin: float = MEMORY_MARGIN) -> Scorer:
+def default_scorer(memory_margin: Optional[float] = None) -> Scorer:
     """The leaderboard's best predictor for the published LLM tables (whose target is tokens/s per GPU)."""
     return Scorer(load_best("published-llm"), per_device=True, memory_margin=memory_margin)
 

@@ -16,17 +16,20 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
+from perfzoo.console import pyplot
 from perfzoo.frameworks import ExportError, torchtitan
 from perfzoo.analytic.memory import in_flight
 from perfzoo.llmconfig import layout_defaults, shape_report
 from perfzoo.plan.layouts import LAYOUT_KNOBS
+from perfzoo.plan import shrinkage
 from perfzoo.plan.planner import KNOBS, Plan
 from perfzoo.zoo.analytic_features import HOST_PACE, HOST_PASS_S
 
-JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "predicted_tokens_per_s", "step_time_s", "mfu",
-             "peak_allocated_gib", "memory_gib", "headroom_gib", "fits", "layer_pass_ms", "host_paced", "range_low",
-             "range_high", "rank", "role", "label", "gain", "within_error", "filled",
-             "measured_tokens_per_s_per_device")
+JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "expected_tokens_per_s_per_device", "predicted_tokens_per_s",
+             "step_time_s", "mfu", "peak_allocated_gib", "memory_gib", "headroom_gib", "fits", "layer_pass_ms",
+             "host_paced", "range_low", "range_high", "rank", "role", "label", "predicted_gain", "gain", "gain_low",
+             "gain_high", "within_error", "filled", "measured_tokens_per_s_per_device", "own_framework",
+             "own_predicted", "shortfall")
 HOST_MARK = "^"  # beside the predicted tokens/s of a layout that runs at the host's pace
 TIE_MARK = "~"  # beside the rank of a layout predicted inside the top pick's interval
 
@@ -87,14 +90,14 @@ def _num(value: Any, fmt: str = ",.0f") -> str:
 def table(plan: Plan, k: int = 10) -> str:
     """The printed plan: the counts, the top ``k`` layouts, the baselines and what the pick gains."""
     has_range = "range_low" in plan.layouts
-    head = (f"{'rank':>5}  {'layout':<52} {'tok/s/GPU':>10} {'tok/s':>12} {'MFU*':>6} {'step s':>7} "
+    head = (f"{'rank':>5}  {'layout':<52} {'tok/s/GPU':>10} {'expected':>9} {'tok/s':>12} {'MFU*':>6} {'step s':>7} "
             f"{'alloc GiB':>9} {'mem GiB':>8} {'free GiB':>8}" + (f"  {'interval (tok/s/GPU)':>21}" if has_range else ""))
     c = plan.counts
     device = plan.layouts["device_memory_gib"].iloc[0]
     lines = [f"plan: {plan.model.get('model_name', 'model')} on {plan.cluster.describe()}, seq {plan.seq_len:,}, "
-             f"global batch {plan.global_batch:,}, precision {', '.join(plan.precisions)}; predictor "
-             f"{plan.scorer.name}; memory margin {plan.scorer.memory_margin:.0%} of {device:,.1f} GiB "
-             f"({(1 - plan.scorer.memory_margin) * device:,.1f} GiB usable)",
+             f"global batch {plan.global_batch:,}, precision {', '.join(plan.precisions)}; every layout and baseline "
+             f"priced as {plan.model.get('framework') or 'no framework in particular'}; predictor {plan.scorer.name}"
+             + (f" ({plan.scorer.note})" if plan.scorer.note else "") + f"; memory: {plan.scorer.rule.describe(device)}",
              f"model: {shape_report.describe(plan.model, plan.sources)}",
              "every layout runs flash attention and, with tp > 1, sequence parallelism; "
              + layout_defaults.framework_note(plan.model),
@@ -109,7 +112,7 @@ def table(plan: Plan, k: int = 10) -> str:
         mark = HOST_MARK if _plain(row.get("host_paced")) else ""
         marked.append(bool(mark))
         text = (f"{rank:>5}  {layout_text(row):<52} {_num(row['predicted_tokens_per_s_per_device']) + mark:>10} "
-                f"{_num(row['predicted_tokens_per_s']):>12} {_num(row['mfu'], '.1%'):>6} "
+                f"{_num(row.get('expected_tokens_per_s_per_device')):>9} {_num(row['predicted_tokens_per_s']):>12} {_num(row['mfu'], '.1%'):>6} "
                 f"{_num(row['step_time_s'], '.2f'):>7} {_num(row.get('peak_allocated_gib'), '.1f'):>9} "
                 f"{_num(row['memory_gib'], '.1f'):>8} {_num(row['headroom_gib'], '.1f'):>8}")
         if has_range:
@@ -124,6 +127,12 @@ def table(plan: Plan, k: int = 10) -> str:
         lines.append(f"{TIE_MARK} ranks 1-{t['ranks']:,} are within the predictor's error: each is predicted inside the "
                      f"top pick's {t['what']} ({t['low']:,.0f} .. {t['high']:,.0f} tok/s/GPU), so their order is no "
                      "decision; measure the ones you would run")
+    if plan.proposed is not None:
+        lines += ["", f"proposed to measure ({len(plan.proposed)}: the most expected improvement over the best expected "
+                      "throughput, a new parallel structure each; --out / --export write these):"]
+        for row in plan.proposed.to_dict("records"):
+            lines.append(f"{row['rank']:>5}  {layout_text(row):<52} expected {_num(row['expected_tokens_per_s_per_device'])} "
+                         f"tok/s/GPU, improvement {np.expm1(row['expected_improvement']):+.1%}")
     if len(plan.baselines):
         best = plan.layouts.iloc[0]
         lines.append("")
@@ -138,12 +147,13 @@ def table(plan: Plan, k: int = 10) -> str:
             # a baseline outside the plan's space (TP across NVLink domains, say) is no rank among its layouts
             ranks = (f"ranks {rank:,} of {c['scored']:,}" if rank is not None and rank <= c["scored"] else
                      f"slower than all {c['scored']:,} layouts scored (it is not one of them)")
-            if rank is not None and gain is not None and row.get("within_error"):
-                verdict = (f"  {ranks}; no measurable gain: the top pick's predicted "
-                           f"{gain:+.1%} is inside the predictor's error (its {plan.tie['what']})")
-            elif rank is not None and gain is not None:
-                verdict = (f"  {ranks}; the top pick is predicted {abs(gain):.1%} "
-                           + ("faster" if gain >= 0 else "slower"))
+            if rank is not None and gain is not None:
+                band = (f"80% {row['gain_low']:+.1%} .. {row['gain_high']:+.1%}; predicted {row['predicted_gain']:+.1%} "
+                        "before the winner's curse")
+                verdict = (f"  {ranks}; no measurable gain: the top pick's expected {gain:+.1%} ({band}) is inside the "
+                           "error" if row.get("within_error") else
+                           f"  {ranks}; the top pick is expected {abs(gain):.1%} " + ("faster" if gain >= 0 else "slower")
+                           + f" ({band})")
             precision = row.get("precision")
             if isinstance(precision, str) and precision not in plan.precisions:
                 verdict += f" (the baseline runs {precision}, which this plan did not search: --precision {precision})"
@@ -153,7 +163,16 @@ def table(plan: Plan, k: int = 10) -> str:
                 verdict += (f"; measured {measured:,.0f} tok/s/GPU (its prediction "
                             f"{row['predicted_tokens_per_s_per_device'] / measured - 1:+.1%}; the top pick's "
                             f"prediction {top / measured - 1:+.1%} over this measurement)")
+            if _plain(row.get("own_predicted")) is not None:
+                verdict += (f"; as {row['own_framework']} ran it (its recipe's kernels and overlaps): "
+                            f"{row['own_predicted']:,.0f} tok/s/GPU predicted")
+            if _plain(row.get("shortfall")) is not None:
+                verdict += f"; predicted more than 25% under its measurement: the term that weighs most is {row['shortfall']}"
             lines.append(verdict)
+    lines.append(f"expected: the predicted tok/s/GPU with its advantage over the layouts the top pick was chosen among "
+                 f"shrunk by {shrinkage.SHRINK:g}, what one chosen as their best is expected to run at (the winner's "
+                 "curse, measured on the plan benchmark's groups); a gain over a baseline is given the same way, with "
+                 "its 80% interval")
     lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision; "
                  "alloc GiB: the predicted peak allocated (what torch.cuda.max_memory_allocated reports); mem GiB: what "
                  "the GPU needs with the allocator's, CUDA context's and NCCL's overheads; free GiB: its memory less that")
@@ -198,10 +217,7 @@ def explain(plan: Plan, rank: int = 1) -> list[str]:
 def plot(plan: Plan, path: str | Path, k: int = 10) -> Path:
     """Every scored layout as predicted tokens/s per GPU against memory per GPU, the device's
     memory and the margin's line, the top ``k`` and the baselines marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     path = Path(path)
     fig, ax = plt.subplots(figsize=(8, 5.5))
@@ -220,8 +236,9 @@ def plot(plan: Plan, path: str | Path, k: int = 10) -> Path:
                         fontsize=7, xytext=(4, 4), textcoords="offset points")
     device = float(lay["device_memory_gib"].iloc[0])
     ax.axvline(device, color="black", lw=1, label=f"device memory {device:,.0f} GiB")
-    ax.axvline((1 - plan.scorer.memory_margin) * device, color="black", lw=1, ls="--",
-               label=f"usable ({plan.scorer.memory_margin:.0%} margin)")
+    if plan.scorer.memory_margin is not None:
+        ax.axvline((1 - plan.scorer.memory_margin) * device, color="black", lw=1, ls="--",
+                   label=f"usable ({plan.scorer.memory_margin:.0%} margin)")
     ax.set_xlabel("memory per GPU (GiB, memory model)")
     ax.set_ylabel(f"predicted tokens/s per GPU ({plan.scorer.name})")
     ax.set_title(f"{plan.model.get('model_name', 'model')} on {plan.cluster.describe()}", fontsize=10)
@@ -280,20 +297,23 @@ def titan_names(model: str, precisions) -> tuple[str, str]:
 
 
 def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path]:
-    """The top ``k`` layouts as configs ``python -m perfzoo.collect --configs`` runs: ``path``
+    """The top ``k`` layouts (the proposed ones where the plan has them) as configs ``python -m
+    perfzoo.collect --configs`` runs: ``path``
     (``{"config": ...}`` lines) and, beside it, the space they belong to (``.toml``, the
     ``command`` workload with a torchtitan launch command). Returns both paths."""
     path = Path(path)
     space_path = space_file(path)
-    configs = plan.configs(k)
-    top = plan.top(k).to_dict("records")
+    rows = plan.written(k)
+    configs = plan.configs(rows=rows)
+    top = rows.to_dict("records")
     constants = {key: v for key, v in plan.space.constants.items()}
     module, config = titan_names(str(plan.model.get("model_name")), plan.precisions)
     constants.update(gpus_per_node=min(plan.cluster.node_size, plan.cluster.gpus), nodes=plan.cluster.nodes,
                      titan_module=module, titan_config=config)
     knobs = {name: sorted({c[name] for c in configs}, key=str) for name in LAYOUT_KNOBS}
     lines = [
-        f"# Written by python -m perfzoo.plan: the top {len(configs)} layouts of {plan.model.get('model_name')} on "
+        f"# Written by python -m perfzoo.plan: the {'proposed' if plan.proposed is not None else 'top'} {len(configs)} "
+        f"layouts of {plan.model.get('model_name')} on "
         f"{plan.cluster.describe()} ({path.name}).",
         "# The command runs torchtitan (flags as torchtitan 0.3.0 spells them); it carries tp, pp, cp, ep, the micro",
         "# and global batch, the sequence length and activation checkpointing. vp, fsdp and precision are recorded",
@@ -319,11 +339,11 @@ def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path
     path.parent.mkdir(parents=True, exist_ok=True)
     space_path.write_text("\n".join(lines) + "\n")
     out = []
-    for rank, (cfg, row) in enumerate(zip(configs, top), 1):
+    for cfg, row in zip(configs, top):
         config = {key: _plain(v) for key, v in cfg.items() if key not in ("sequence_parallel", "flash_attention")}
         config.update(gpus_per_node=constants["gpus_per_node"], nodes=constants["nodes"],
                       titan_module=constants["titan_module"], titan_config=constants["titan_config"])
-        out.append(json.dumps({"config": config, "rank": rank,
+        out.append(json.dumps({"config": config, "rank": int(row["rank"]),
                                "predicted_tokens_per_s_per_device": _plain(row["predicted_tokens_per_s_per_device"]),
                                "memory_gib": _plain(row["memory_gib"])}))
     path.write_text("\n".join(out) + "\n")

@@ -1,12 +1,11 @@
 """How a plan prices a layout: the memory model decides whether it fits, a predictor how fast it runs.
 
 :class:`Scorer` holds a fitted predictor (the leaderboard's best for ``published-llm`` by
-default, any zoo member, or a :class:`~perfzoo.search.Formula`) and the memory rule: a layout
-fits when the analytic estimate of what a GPU needs (``analytic.estimate``'s ``memory_bytes``:
-the peak allocated plus the allocator's, CUDA context's and NCCL's overheads) is at most
-``1 - memory_margin`` of the device's memory (:func:`perfzoo.analytic.memory.fits`, the rule
-``predict`` applies too; :data:`MEMORY_MARGIN`, 10%, keeps room for what the memory model does not
-count). :meth:`Scorer.score` turns a frame of layouts into the plan's columns: the peak allocated
+default, any zoo member, or a :class:`~perfzoo.search.Formula`) and the memory rule
+(:class:`perfzoo.analytic.memory.MemoryRule`, the one ``predict`` applies too): a layout fits when
+its predicted peak allocated times the memory model's error at a stated risk, plus the allocator's,
+CUDA context's and NCCL's overheads, is within the device's memory; ``memory_margin`` (a fraction
+of the device kept free of the whole estimate) replaces that rule where given. :meth:`Scorer.score` turns a frame of layouts into the plan's columns: the peak allocated
 (``peak_allocated_gib``, what ``torch.cuda.max_memory_allocated`` reports), memory needed and
 headroom per GPU, whether it fits, predicted tokens/s per GPU and in all, step time, MFU and the
 predictor's interval where it has one.
@@ -36,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import llmconfig, zoo
-from perfzoo.analytic.memory import MEMORY_MARGIN, fits
+from perfzoo.analytic.memory import MemoryRule
 from perfzoo.records.columns import Columns
 from perfzoo.search.objective import Model
 from perfzoo.zoo.analytic_features import estimates, host_paced, n_devices
@@ -52,20 +51,27 @@ class Scorer:
 
     ``per_device``: whether the predictor's output is tokens/s per GPU (its training target
     ``metrics.throughput_per_device``) or for the whole job; ``columns``: its input columns
-    (default: what it was fitted on; every column for a :class:`~perfzoo.search.Formula`).
+    (default: what it was fitted on; every column for a :class:`~perfzoo.search.Formula`); ``note``:
+    how it was fitted where that is not the default (shown beside its name).
     """
 
     predictor: Model
     per_device: bool = True
-    memory_margin: float = MEMORY_MARGIN
+    memory_margin: Optional[float] = None
     columns: Optional[Sequence[str]] = None
+    note: str = ""  # how the predictor was fitted, where the plan refitted it (shown beside its name)
 
     def __post_init__(self):
-        if not 0 <= self.memory_margin < 1:
+        if self.memory_margin is not None and not 0 <= self.memory_margin < 1:
             raise llmconfig.ConfigError(f"--memory-margin {self.memory_margin}: give a fraction of device memory "
-                                        "in [0, 1), e.g. 0.1")
+                                        "in [0, 1), e.g. 0.05, or leave it out for the rule derived from measured peaks")
         if self.columns is None:
             self.columns = input_columns(self.predictor)
+
+    @property
+    def rule(self) -> MemoryRule:
+        """The memory rule: ``memory_margin``'s where given, else the one derived from measured peaks."""
+        return MemoryRule(self.memory_margin)
 
     @property
     def name(self) -> str:
@@ -74,7 +80,7 @@ class Scorer:
     def memory(self, frame: pd.DataFrame) -> pd.DataFrame:
         """Per layout: ``peak_allocated_gib`` (the memory model's peak allocated per GPU),
         ``memory_gib`` (that plus the overheads: what the GPU needs), ``device_memory_gib``,
-        ``headroom_gib`` (device memory less that), ``fits`` (within ``1 - memory_margin``), and
+        ``headroom_gib`` (device memory less that), ``fits`` (:attr:`rule`), and
         ``layer_pass_ms`` and ``host_paced`` (:func:`perfzoo.zoo.analytic_features.host_paced`)."""
         est = estimates(frame)
         mem = est["memory_bytes"] / GIB
@@ -83,7 +89,7 @@ class Scorer:
         pass_s, paced = host_paced(est)
         return pd.DataFrame({"peak_allocated_gib": est["peak_allocated_bytes"] / GIB, "memory_gib": mem,
                              "device_memory_gib": device, "headroom_gib": device - mem,
-                             "fits": fits(mem, device, self.memory_margin), "flops_per_token": est["flops_per_token"],
+                             "fits": self.rule.fits(est["peak_allocated_bytes"], est["memory_bytes"], device * GIB), "flops_per_token": est["flops_per_token"],
                              "tokens_per_step": est["tokens_per_step"], "layer_pass_ms": 1e3 * pass_s,
                              "host_paced": paced}, index=frame.index)
 
@@ -162,4 +168,4 @@ def bf16_peak(frame: pd.DataFrame) -> np.ndarray:
     return names.map(peaks).to_numpy(dtype=float)
 
 
-__all__ = ["MEMORY_MARGIN", "Scorer", "bf16_peak"]
+__all__ = ["Scorer", "bf16_peak"]

@@ -92,6 +92,7 @@ def read_fsdp_group(config: dict, cell: Optional[str], derived: list[str], repor
         config["fsdp"], why = "full_shard", f"a shard group of {group}, the whole data-parallel group"
     elif ranks and ranks % group == 0:
         config["fsdp"], why = "hybrid_shard", f"a shard group of {group} of the {ranks} data-parallel ranks"
+        config["shard_group"] = group
     else:
         return
     derived.append(f"fsdp={config['fsdp']} (the fsdp cell gives {why})")
