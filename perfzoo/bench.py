@@ -84,7 +84,7 @@ from perfzoo.console import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check
                              field_defaults, guarded, spelled_call)
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
-from perfzoo.evaluation import hardware, leaderboard, runner, transfer
+from perfzoo.evaluation import artifacts, hardware, leaderboard, runner, transfer
 from perfzoo.evaluation.cross import CROSS_METRICS, CrossConfig, cross
 from perfzoo.evaluation.slots import MIN_LAYOUTS
 from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, member_specs
@@ -124,6 +124,7 @@ class BenchConfig:
     no_cache: bool = False  # neither read nor write the cache
     no_figures: bool = False  # skip the PNG figures
     no_artifacts: bool = False  # do not fit and save the best predictors
+    refit_shipped: bool = False  # only fit the shipped predictors again where their data changed (no benchmark)
     external_dir: Optional[str] = None  # the external-data directory (default: $PERFZOO_EXTERNAL_DATA, ...)
     quiet: bool = False  # no progress bar
     task: Optional[str] = None  # run exactly this benchmark task (an id --list-tasks prints)
@@ -228,6 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.add_argument("--no-artifacts", action="store_true", help="do not fit and save the best predictors")
+    p.add_argument("--refit-shipped", action="store_true",
+                   help="run no benchmark: fit each shipped predictor again on its dataset where the data changed "
+                        "since it was fitted (same member, scores as they were; best.json says so)")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     p.add_argument("--list-tasks", action="store_true",
@@ -319,6 +323,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             if args.list_tasks:
                 print_tasks(tasks(config), args.json)
+                return EXIT_DONE
+            if config.refit_shipped:
+                names = artifacts.refit_shipped(_define(config)[0], config.out_dir, run_context(" ".join(
+                    ["python -m perfzoo.bench", *map(shlex.quote, argv)]), wall_time_s=None))
+                print(f"refitted: {', '.join(names) or 'none (every shipped predictor was fitted on its data as it is)'}")
                 return EXIT_DONE
             t0 = time.perf_counter()
             results = run(config, " ".join(["python -m perfzoo.bench", *map(shlex.quote, argv)]))

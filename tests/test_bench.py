@@ -175,6 +175,20 @@ def test_leaderboard_files_and_load_best(vtrain, tmp_path):
     assert again["datasets"]["vtrain-a100"]["artifact_key"] == entry["artifact_key"]
     assert saved.stat().st_mtime_ns == before
 
+    # the data changed (a loader reads more of a table): --refit-shipped fits the same member on it, scores kept
+    from perfzoo.evaluation.artifacts import refit_shipped
+
+    changed = vtrain.subset(np.arange(0, len(vtrain), 2))
+    assert refit_shipped([changed], tmp_path, ctx) == ["vtrain-a100"]
+    after = json.loads((tmp_path / "best.json").read_text())["datasets"]["vtrain-a100"]
+    assert after["content_hash"] == changed.content_hash() != entry["content_hash"]
+    assert after["refitted"]["scored_on"] == entry["content_hash"] and after["kendall"] == entry["kendall"]
+    assert after["artifact_n_train"] == int(changed.is_labelled.sum())
+    ref = zoo.make("ridge").fit(changed.X, changed.y)
+    np.testing.assert_allclose(zoo.load_best("vtrain-a100", tmp_path).predict(vtrain.X.head(20)),
+                               ref.predict(vtrain.X.head(20)), rtol=1e-9)
+    assert refit_shipped([changed], tmp_path, ctx) == []  # fitted on the data as it is: nothing to do
+
 
 def _write_vtrain_subset(src: Path, dst: Path, keep, multi: bool) -> int:
     """Copy the vTrain rows that ``keep`` selects, in the single- or multi-node layout."""

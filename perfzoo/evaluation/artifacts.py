@@ -153,6 +153,32 @@ def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec],
     return entry
 
 
+def refit_shipped(datasets: Sequence[Dataset], out: Path, context: dict[str, Any]) -> list[str]:
+    """Each shipped predictor of ``datasets`` whose data changed since it was fitted (``content_hash``),
+    fitted again on the data as it is now: the same member and parameters, its scores left as the
+    benchmark gave them (a loader that reads more of a table changes the data, not which member
+    ships); its entry says so (``refitted``: when, at which commit, the data it was scored on).
+    ``out/best.json`` is rewritten; returns the names refitted.
+    """
+    path = out / BEST_FILE
+    doc = json.loads(path.read_text())
+    done = []
+    for ds in datasets:
+        entry = doc["datasets"].get(ds.name)
+        if entry is None or not entry.get("artifact") or entry.get("content_hash") == ds.content_hash():
+            continue
+        spec = PredictorSpec.of(entry["name"], params=entry.get("params") or {})
+        art = fit_artifact(ds, spec, out / ARTIFACTS_DIR)
+        entry["refitted"] = {"date": context.get("date"), "commit": context.get("commit"),
+                             "scored_on": entry.get("refitted", {}).get("scored_on", entry["content_hash"])}
+        entry.update(content_hash=ds.content_hash(), artifact=str(Path(art["path"]).relative_to(out)),
+                     artifact_bytes=art["bytes"], artifact_n_train=art["n_train"],
+                     artifact_fit_time_s=round(art["fit_time_s"], 3), artifact_key=artifact_key(ds, spec))
+        done.append(ds.name)
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    return done
+
+
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path)

@@ -13,7 +13,10 @@ whether the pick is the measured best or within 5% of it; beside the same for a 
 The training pool is the published tables (``published-llm``) plus ``vtrain-a100`` and
 ``llm-h100``, each job's target as tokens/s per GPU. Also reported: for each published
 pre-training recipe of a catalog model (NeMo, Megatron-Bridge, torchtitan), the layout plan would choose instead
-(with the scorer fitted without that model and cluster) and its predicted gain; and how many
+(with the scorer fitted without that model and cluster; the recipe priced as plan prices its own layouts, both
+under the recipe's framework) and its gain, predicted and net of the winner's curse
+(:mod:`perfzoo.plan.shrinkage`, with its 80% interval); the share of a predicted advantage that measured
+real inside the groups and plan's pick as reported over as measured; and how many
 jobs that ran out of memory the memory model calls feasible, and whether plan picked one.
 
 >>> summarise(pd.DataFrame({"dataset": ["a", "a"], "regret": [0.0, 0.1], "random_regret": [0.2, 0.3],
@@ -38,7 +41,6 @@ import pandas as pd
 
 from perfzoo import zoo
 from perfzoo.analytic import least_recompute
-from perfzoo.analytic.memory import MemoryRule
 from perfzoo.console import check_writable, config_from_args, field_defaults, guarded
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
@@ -281,32 +283,28 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
             if not pd.isna(rec.get("config.task")) and "pre" not in str(rec["config.task"]).lower():
                 continue  # plan lays out pre-training; fine-tuning and adapter recipes are another job
             sc = scorer(rec["situation"])
-            one = as_run(pd.DataFrame([{k: v for k, v in rec.items() if str(k).startswith(("config.", "hardware."))}]))
-            least = least_recompute(one, MemoryRule(margin=0.0))  # checkpointing a table leaves out: the least that fits
-            one["config.activation_checkpointing"] = least["activation_checkpointing"].to_numpy()
-            base_pred = float(sc.predict(one)[0][0])
-            base_fits = bool(least["fits"].iloc[0])
             framework = rec.get("config.framework")  # the pick priced as the recipe's framework runs it: like for like
+            recipe = pd.DataFrame([{**{k: v for k, v in rec.items() if str(k).startswith(("config.", "hardware."))},
+                                    "label": "recipe", "measured_tokens_per_s_per_device": rec["measured"]}])
             try:
                 cluster = Cluster(gpus=int(rec["config.n_gpus"]), accelerator=str(rec["hardware.accelerator"]))
                 p = plan(str(rec["model"]), cluster, seq_len=int(rec["config.seq_len"]),
                          global_batch=int(rec["config.global_batch_size"]),
-                         precisions=(str(rec.get("config.precision") or "bf16"),), scorer=sc,
+                         precisions=(str(rec.get("config.precision") or "bf16"),), scorer=sc, published=recipe,
                          framework=framework if isinstance(framework, str) else None)
             except (PlanError, ValueError) as exc:
                 rows.append({"dataset": name, "model": rec["model"], "gpus": rec["config.n_gpus"],
                              "accelerator": accelerator_name(rec.get("hardware.accelerator")) or str(rec.get("hardware.accelerator")), "recipe": layout_text(_knobs(rec)),
                              "note": " ".join(str(exc).split())[:120]})
                 continue
-            top = p.layouts.iloc[0]
+            top, base = p.layouts.iloc[0], p.baselines.iloc[0]  # the recipe's knobs priced as plan prices its own
             rows.append({"dataset": name, "model": rec["model"], "gpus": int(rec["config.n_gpus"]),
                          "accelerator": accelerator_name(rec.get("hardware.accelerator")) or str(rec.get("hardware.accelerator")), "precision": rec.get("config.precision"),
-                         "recipe": layout_text(_knobs(rec)), "measured": rec["measured"], "predicted": base_pred,
-                         "recipe_fits": base_fits, "plan_pick": layout_text(top.to_dict()),
+                         "recipe": layout_text(_knobs(rec)), "measured": rec["measured"],
+                         "predicted": float(base["predicted_tokens_per_s_per_device"]), "recipe_fits": bool(base["fits"]),
+                         "plan_pick": layout_text(top.to_dict()),
                          "pick_predicted": float(top["predicted_tokens_per_s_per_device"]),
-                         "predicted_gain": float(top["predicted_tokens_per_s_per_device"]) / base_pred - 1.0,
-                         **dict(zip(("gain", "gain_low", "gain_high"),
-                                    shrinkage.gain(float(top["predicted_tokens_per_s_per_device"]), base_pred)))})
+                         **{k: float(base[k]) for k in ("predicted_gain", "gain", "gain_low", "gain_high")}})
     log(f"benchmark: {len(rows)} published recipes planned")
     return pd.DataFrame(rows)
 
