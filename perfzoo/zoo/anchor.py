@@ -273,16 +273,23 @@ def _replayed_z(r: np.ndarray, row_keys: Keys, src: np.ndarray, spread: Spread,
     rng = np.random.default_rng(seed)
     members = pd.Series(np.arange(len(r))).groupby(row_keys.group).indices
     of_cluster = pd.Series(np.arange(len(r))).groupby(row_keys.cluster).indices
+    covariances: dict = {}  # a cluster's rows (sorted) and their covariances, computed once per cluster
     zs, same, sources = [], [], []
     for rows in members.values():
-        others = np.setdiff1d(of_cluster[row_keys.cluster[rows[0]]], rows)
+        cluster = row_keys.cluster[rows[0]]
+        if cluster not in covariances:
+            on = of_cluster[cluster]
+            covariances[cluster] = (on, covariance(row_keys.take(on), row_keys.take(on), spread))
+        on, C = covariances[cluster]
+        others = np.setdiff1d(on, rows)
         for k in SHOTS:
             if rows.size < k or (rows.size == k and others.size == 0):
                 continue
             for _ in range(DRAWS):
                 shots = rng.choice(rows, k, replace=False)
                 query = np.concatenate([np.setdiff1d(rows, shots), others])
-                shift, var = _moments(row_keys.take(shots), r[shots], row_keys.take(query), spread)
+                at_shots, at_query = np.searchsorted(on, shots), np.searchsorted(on, query)
+                shift, var = _conditional(C[np.ix_(at_shots, at_shots)], C[np.ix_(at_query, at_shots)], r[shots], spread)
                 zs.append((r[query] - shift) / np.sqrt(np.maximum(var, MIN_VARIANCE)))
                 same.append(np.arange(query.size) < rows.size - k)
                 sources.append(src[query])
@@ -334,9 +341,14 @@ def posterior(runs: Keys, offsets: np.ndarray, queries: Keys, spread: Spread) ->
 
 def _moments(runs: Keys, offsets: np.ndarray, queries: Keys, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
     """:func:`posterior`'s mean and variance for queries that share a cluster with a run."""
-    K = covariance(runs, runs, spread)
+    return _conditional(covariance(runs, runs, spread), covariance(queries, runs, spread), offsets, spread)
+
+
+def _conditional(K: np.ndarray, k: np.ndarray, offsets: np.ndarray, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian conditional of the queries' offsets given the runs': ``K`` the runs' covariances
+    (its diagonal set to the prior here), ``k`` the queries' with the runs."""
+    K = np.array(K, dtype=float)
     np.fill_diagonal(K, spread.prior)
-    k = covariance(queries, runs, spread)
     solve = np.linalg.solve(K, np.column_stack([offsets, k.T]))
     return k @ solve[:, 0], np.maximum(spread.prior - np.einsum("ij,ji->i", k, solve[:, 1:]), 0.0)
 
