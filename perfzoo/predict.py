@@ -116,9 +116,10 @@ class PredictConfig:
         assignments(self.knobs or (), "--set")
         if self.predictor != "best" and self.predictor not in zoo.names() and not Path(self.predictor).is_dir():
             raise UsageError(f"--predictor {self.predictor!r} is not 'best', a zoo member or a saved folder")
-        if self.memory_margin is not None and not 0 <= self.memory_margin < 1:
-            raise UsageError(f"--memory-margin {self.memory_margin}: give a fraction of device memory in [0, 1), "
-                             "e.g. 0.05, or leave it out for the rule derived from measured peaks")
+        try:
+            MemoryRule(self.memory_margin)  # its check, said once
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
     def located_configs(self) -> list[tuple[str, dict]]:
         """``[(where, config)]``: ``--set`` for ``knobs``, else the file and line of each config in ``configs``."""

@@ -146,9 +146,8 @@ def score_group(rows: pd.DataFrame, scorer: Scorer) -> dict:
     rows = as_run(rows)
     least = least_recompute(rows, scorer.rule)  # a row that leaves its checkpointing out: the least that fits
     rows = rows.assign(**{"config.activation_checkpointing": least["activation_checkpointing"].to_numpy()})
-    memory = scorer.memory(rows)
     pred, _ = scorer.predict(rows)
-    fits = memory["fits"].to_numpy()
+    fits = least["fits"].to_numpy()
     ok = rows["measured"].notna().to_numpy()
     t, p = rows["measured"].to_numpy(dtype=float)[ok], pred[ok]
     # plan's pick: the fastest predicted among the layouts the memory model lets through (OOM jobs too)
@@ -158,9 +157,9 @@ def score_group(rows: pd.DataFrame, scorer: Scorer) -> dict:
     best = t.max()
     picked_measured = rows["measured"].to_numpy(dtype=float)[top]
     flat = np.zeros(len(t))
-    # the winner's curse (perfzoo.plan.shrinkage): log throughput centred in the group, sums each group weighs alike in
-    lm, lp = np.log(t), np.log(np.where(p > 0, p, np.nan))
-    mc, pc = lm - np.nanmean(lm), lp - np.nanmean(lp)
+    # the winner's curse (perfzoo.plan.shrinkage): log advantages centred in the group
+    mc, pc = shrinkage.centred(t, np.where(p > 0, p, np.nan))
+    offset = float(np.nanmean(np.log(np.where(p > 0, p, np.nan))) - np.nanmean(np.log(t)))
     pick = int(np.searchsorted(np.flatnonzero(ok), top[0])) if ok[top[0]] else None  # its place among the measured
     return {
         "layouts": int(ok.sum()), "oom_jobs": int((~ok).sum()),
@@ -177,8 +176,8 @@ def score_group(rows: pd.DataFrame, scorer: Scorer) -> dict:
         "picked_oom": float(np.mean(np.isnan(picked_measured))),
         "ran_but_called_infeasible": int((ok & ~fits).sum()),
         "oom_called_feasible": int((~ok & fits).sum()),
-        "mp": float(np.nanmean(mc * pc)), "pp": float(np.nanmean(pc * pc)), "mm": float(np.nanmean(mc * mc)),
-        "pick_offset": float(np.nanmean(lp) - np.nanmean(lm)), "pick_pc": np.nan if pick is None else float(pc[pick]), "pick_mc": np.nan if pick is None else float(mc[pick]),
+        **shrinkage.moments(mc, pc), "pick_offset": offset,
+        "pick_pc": np.nan if pick is None else float(pc[pick]), "pick_mc": np.nan if pick is None else float(mc[pick]),
     }
 
 
@@ -247,10 +246,9 @@ def run(config: BenchmarkConfig, log=None) -> dict:
     table = pd.DataFrame(results)
     # the share of a predicted advantage that is real, and each group's pick as plan reports it, with the share
     # fitted without that group (leave-one-group-out)
-    k = float(table["mp"].sum() / table["pp"].sum())
+    k, residual = shrinkage.fit(table)
     k_out = (table["mp"].sum() - table["mp"]) / (table["pp"].sum() - table["pp"])
     table["pick_reported_over_measured"] = np.exp(table["pick_offset"] + k_out * table["pick_pc"] - table["pick_mc"])
-    residual = float(np.sqrt((table["mm"] - 2 * k * table["mp"] + k * k * table["pp"]).mean()))
     log(f"benchmark: the winner's curse: measured / predicted advantage {k:.3f}, residual log sd {residual:.3f} "
         f"(perfzoo.plan.shrinkage: SHRINK {shrinkage.SHRINK:g}, RESIDUAL_SD {shrinkage.RESIDUAL_SD:g}); the pick as "
         f"reported over as measured, median {table['pick_reported_over_measured'].median():.3f}")

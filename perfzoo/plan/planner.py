@@ -451,7 +451,8 @@ def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.Da
     pred = out["predicted_tokens_per_s_per_device"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         short = np.asarray(measured, dtype=float) > pred / SHORTFALL
-    out["shortfall"] = [t if s else None for t, s in zip(_shortfall(frame), short)]
+    terms = _shortfall(frame) if short.any() else [None] * len(frame)  # the breakdown only where it is asked for
+    out["shortfall"] = [t if s else None for t, s in zip(terms, short)]
     best = result.layouts["predicted_tokens_per_s_per_device"]
     out["rank"] = [int((best > p).sum()) + 1 if np.isfinite(p) else None for p in pred]
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -62,9 +62,10 @@ class Scorer:
     note: str = ""  # how the predictor was fitted, where the plan refitted it (shown beside its name)
 
     def __post_init__(self):
-        if self.memory_margin is not None and not 0 <= self.memory_margin < 1:
-            raise llmconfig.ConfigError(f"--memory-margin {self.memory_margin}: give a fraction of device memory "
-                                        "in [0, 1), e.g. 0.05, or leave it out for the rule derived from measured peaks")
+        try:
+            MemoryRule(self.memory_margin)  # its check, said once
+        except ValueError as exc:
+            raise llmconfig.ConfigError(str(exc)) from None
         if self.columns is None:
             self.columns = input_columns(self.predictor)
 

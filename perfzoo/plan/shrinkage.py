@@ -50,22 +50,30 @@ def gain(pick: float, base: float) -> tuple[float, float, float]:
     return float(np.expm1(centre)), float(np.expm1(centre - half)), float(np.expm1(centre + half))
 
 
-def fit(groups: pd.Series, measured: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
-    """``(shrink, residual_sd)`` from measured and predicted tokens/s of layouts in ``groups``: log
-    throughput centred within each group, each group weighing alike.
+def centred(measured: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One group's measured and predicted log throughputs, each about its group's mean (NaN: left out)."""
+    m, p = np.log(np.asarray(measured, dtype=float)), np.log(np.asarray(predicted, dtype=float))
+    return m - np.nanmean(m), p - np.nanmean(p)
 
-    >>> g = pd.Series(["a", "a", "b", "b"])
-    >>> fit(g, np.array([100.0, 150.0, 80.0, 120.0]), np.array([100.0, 225.0, 80.0, 180.0]))
+
+def moments(m: np.ndarray, p: np.ndarray) -> dict[str, float]:
+    """What :func:`fit` needs of one group's centred advantages (:func:`centred`): the means of
+    ``m p``, ``p p`` and ``m m``."""
+    return {"mp": float(np.nanmean(m * p)), "pp": float(np.nanmean(p * p)), "mm": float(np.nanmean(m * m))}
+
+
+def fit(groups: pd.DataFrame) -> tuple[float, float]:
+    """``(shrink, residual_sd)`` from the groups' :func:`moments` (one row each, columns ``mp pp mm``),
+    each group weighing alike: the slope of measured on predicted advantages, and the spread about it.
+
+    >>> rows = [moments(*centred(np.array(m), np.array(p))) for m, p in
+    ...         (([100.0, 150.0], [100.0, 225.0]), ([80.0, 120.0], [80.0, 180.0]))]
+    >>> fit(pd.DataFrame(rows))
     (0.5, 0.0)
     """
-    frame = pd.DataFrame({"g": groups.to_numpy(), "m": np.log(measured), "p": np.log(predicted)})
-    frame = frame[np.isfinite(frame["m"]) & np.isfinite(frame["p"])]
-    m = frame["m"] - frame.groupby("g")["m"].transform("mean")
-    p = frame["p"] - frame.groupby("g")["p"].transform("mean")
-    w = 1.0 / frame.groupby("g")["g"].transform("size")
-    shrink = float((w * m * p).sum() / (w * p * p).sum())
-    residual = float(np.sqrt((w * (m - shrink * p) ** 2).sum() / w.sum()))
+    shrink = float(groups["mp"].sum() / groups["pp"].sum())
+    residual = float(np.sqrt(max((groups["mm"] - 2 * shrink * groups["mp"] + shrink ** 2 * groups["pp"]).mean(), 0.0)))
     return round(shrink, 6), round(residual, 6)
 
 
-__all__ = ["RESIDUAL_SD", "SHRINK", "expected", "fit", "gain"]
+__all__ = ["RESIDUAL_SD", "SHRINK", "centred", "expected", "fit", "gain", "moments"]
