@@ -17,13 +17,20 @@ from perfzoo.plan.command import PlanConfig
 from perfzoo.plan.layouts import LAYOUT_KNOBS, divisors
 from perfzoo.plan.report import records, table
 from perfzoo.predict import main as predict_main
-from perfzoo.predict import predict_frame
+from perfzoo.pricing import Resolved, price, resolve
 from perfzoo.search import Formula
 
 H100 = "H100-SXM-80GB"
 # the newcomer's layout: Llama 3 70B on 256 H100s, tp4 pp4 dp16, micro batch 1
 LAYOUT = {"model": "llama3-70b", "seq_len": 8192, "global_batch_size": 1024, "n_gpus": 256, "tp": 4, "pp": 4,
           "micro_batch_size": 1, "accelerator": H100}
+
+
+def predict_frame(configs, training, predictor=None, **kw):
+    """``configs`` priced as ``predict`` prices them: by ``predictor`` fitted on ``training``, else ``--predictor best``."""
+    resolved = (Resolved.fitted(predictor, training) if predictor is not None
+                else resolve("best", training.name, training=training))
+    return price(configs, resolved, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import pytest
 from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.llmconfig import ConfigError
-from perfzoo.predict import main, predict_frame
+from perfzoo.predict import main
+from perfzoo.pricing import Resolved, price, resolve
 from perfzoo.zoo.extrapolation import (
     UNSEEN_ACCELERATOR_WIDENING,
     UNSEEN_FAMILY_WIDENING,
@@ -20,6 +21,13 @@ from perfzoo.zoo.extrapolation import (
 LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
               "n_kv_heads": 8, "vocab_size": 128256, "seq_len": 8192, "micro_batch_size": 1, "tp": 8, "pp": 4,
               "cp": 1, "precision": "bf16", "activation_checkpointing": "selective", "fsdp": "none"}
+
+
+def predict_frame(configs, training, predictor=None, **kw):
+    """``configs`` priced as ``predict`` prices them: by ``predictor`` fitted on ``training``, else ``--predictor best``."""
+    resolved = (Resolved.fitted(predictor, training) if predictor is not None
+                else resolve("best", training.name, training=training))
+    return price(configs, resolved, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +221,7 @@ def test_without_a_global_batch_the_step_time_is_asked_for_not_printed_as_nan(sy
 @pytest.mark.parametrize("fields, message", [
     ({"knobs": ["n_layers"]}, "--set 'n_layers': expected KEY=VALUE"),
     ({"knobs": ["n_layers=2"], "configs": "c.jsonl"}, "give exactly one of --set and --configs"),
-    ({"knobs": ["n_layers=2"], "predictor": "nosuch"}, "--predictor 'nosuch' is not 'best', a zoo member"),
+    ({"knobs": ["n_layers=2"], "predictor": "nosuch"}, "--predictor nosuch: not 'best', a saved predictor's folder or a zoo member"),
     ({"knobs": ["tp=2", "n_layers=2", "tp=4"]}, "--set gives tp twice, tp=2 and tp=4: keep one"),
 ])
 def test_a_bad_config_field_is_named(fields, message):

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
-from perfzoo import analytic, frameworks, llmconfig
+from perfzoo import analytic, frameworks, llmconfig, pricing
 from perfzoo.console import UsageError, assignments, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
@@ -37,18 +35,9 @@ from perfzoo.plan.propose import propose
 from perfzoo.plan.recipes import published_layouts, slot_mask, task_kind
 from perfzoo.plan.scoring import Scorer
 from perfzoo.search import Reinforce
-from perfzoo.search.command import resolve_predictor
-from perfzoo.zoo.base import NotFittedError, Predictor
-from perfzoo.zoo.best import load_best
-from perfzoo.zoo.calibrate import calibrated, fit_with_interval
-from perfzoo.zoo.extrapolation import (
-    beyond_training,
-    outside_training,
-    unseen_hardware,
-    widened,
-)
+from perfzoo.zoo.extrapolation import outside_training
 
-PUBLISHED = "published-llm"  # the shared published tables: the default training data and the baselines
+PUBLISHED = pricing.PUBLISHED  # the shared published tables: the default training data and the baselines
 
 
 @dataclass(frozen=True)
@@ -95,6 +84,7 @@ class PlanConfig:
         if self.exhaustive_limit < 1:
             raise UsageError(f"--exhaustive-limit {self.exhaustive_limit}: give the most layouts to score one by "
                              f"one, 1 or more (default {EXHAUSTIVE_LIMIT:,})")
+        pricing.check_spec(self.predictor)
         if self.framework is not None:
             frameworks.get(self.framework)
         if self.export is not None:
@@ -157,70 +147,37 @@ class PlanResult:
     seconds: float = 0.0
 
 
-def scorer_for(config: PlanConfig, log) -> Scorer:
-    """The scorer ``config`` asks for: the predictor (the leaderboard's best without loading its
-    data, unless ``--calibrate`` anchors it on runs), with the memory margin."""
-    if config.predictor == "best" and config.calibrate is None:
-        try:
-            model = load_best(config.dataset)
-        except (FileNotFoundError, KeyError) as exc:
-            raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
-        log(f"predictor: the leaderboard's best for {config.dataset} ({model.name})")
-        return Scorer(model, per_device=_per_device(config.dataset, config.external_dir),
-                      memory_margin=config.memory_margin)
-    training = load_dataset(config.dataset, external_dir=config.external_dir)
-    model = resolve_predictor(config.predictor, training, log, anchoring=config.calibrate is not None)
-    if config.calibrate is not None:
-        t = time.perf_counter()
-        runs = load_dataset(config.calibrate, external_dir=config.external_dir)
-        model = calibrated(model, training, runs, config.calibrate)
-        log(f"predictor: {model.describe()}, in {time.perf_counter() - t:.1f} s")
-    return Scorer(model, per_device=training.target.endswith("_per_device"), memory_margin=config.memory_margin)
-
-
-def held_out(scorer: Scorer, tables: Dataset, slot: pd.Series, log) -> Scorer:
-    """``scorer`` with its predictor refitted without the published runs in ``slot`` (the plan's model on
-    its cluster at its sequence), so a published baseline's prediction never saw its measurement and
-    every layout on the screen is priced by the same predictor; ``scorer`` itself where its predictor is
-    no zoo member fitted on ``tables`` (a calibrated or saved one) or the slot holds no run."""
-    predictor = scorer.predictor
-    if not isinstance(predictor, Predictor) or getattr(predictor, "dataset_", None) != tables.name or not slot.any():
-        return scorer
-    kept = tables.subset(np.flatnonzero(~slot.to_numpy()))
-    refit = fit_with_interval(clone(predictor), kept)
-    note = (f"refitted without the {int(slot.sum())} published run(s) of this model on this cluster at this "
-            "sequence: every layout, published ones too, priced out of sample")
-    log(f"predictor: {predictor.name} {note}")
-    return replace(scorer, predictor=refit, columns=None, note=note)
-
-
-def _per_device(dataset: str, external_dir: Optional[str]) -> bool:
-    """Whether ``dataset``'s target is per device; the published tables' is (tokens/s per GPU)."""
-    if dataset == PUBLISHED:
-        return True
-    return load_dataset(dataset, external_dir=external_dir).target.endswith("_per_device")
-
-
-def interval(result: Plan, top: pd.DataFrame, doublings, hardware: float = 0.0) -> None:
-    """The predictor's 80% interval (where it has one and no standard deviation gives a range) for the
-    top layouts (``top``: their configs, best first), widened ``doublings`` beyond its training data
-    and by ``hardware`` for an accelerator it has no row of (:func:`perfzoo.zoo.extrapolation.widened`),
-    as the plan's ``range_low`` and ``range_high`` of those rows."""
-    scorer = result.scorer
-    if "range_low" in result.layouts or not hasattr(scorer.predictor, "predict_interval") or not scorer.per_device:
-        return
+def published_tables(external_dir: Optional[str], log) -> Optional[Dataset]:
+    """The published tables the baselines come from; None (and a log line saying why) without them."""
     try:
-        low, high = scorer.predictor.predict_interval(top.reindex(columns=list(scorer.columns)))
-    except NotFittedError:
-        return
-    low, high = widened(low, high, doublings, hardware)
-    result.layouts["range_low"] = result.layouts["range_high"] = np.nan
+        return load_dataset(PUBLISHED, external_dir=external_dir)
+    except (FileNotFoundError, KeyError, ValueError) as exc:
+        log(f"baseline: no published tables to compare with ({' '.join(str(exc).split())[:160]})")
+        return None
+
+
+def interval(result: Plan, resolved: pricing.Resolved, top: pd.DataFrame) -> str:
+    """The predictor's 80% interval for the top layouts (``top``: their configs, best first), widened
+    beyond its training data and for an accelerator it never saw (:func:`perfzoo.pricing.interval`),
+    as the plan's ``range_low`` and ``range_high`` of those rows (where no standard deviation gave a
+    range); the notes say why it is wider. Returns the note on an accelerator the predictor never saw
+    (the command prints it first; empty where it saw it)."""
+    params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)
+    result.notes.extend(outside_training(top.head(1), params[:1], resolved.seen)[0])
+    scale = 1.0 if resolved.per_device else 1.0 / top["config.n_gpus"].to_numpy(dtype=float)
+    spread = pricing.interval(resolved, top.reindex(columns=list(result.scorer.columns)), top, params, scale)
+    unseen = str(spread["unseen_hardware"][0])
+    if "range_low" in result.layouts or "low" not in spread:
+        return unseen
+    result.layouts["range_low"] = result.layouts["range_high"] = float("nan")
     rows = result.layouts.index[:len(top)]
-    result.layouts.loc[rows, "range_low"], result.layouts.loc[rows, "range_high"] = low, high
-    why = [what for what, on in (("the extrapolation above", np.max(doublings) > 0),
-                                 ("the unseen accelerator (first line)", hardware > 0)) if on]
-    result.notes.append(f"interval: the predictor's 80% interval (calibrated across published sources) for the "
-                        f"top {len(top)}" + (f", widened for {' and '.join(why)}" if why else ""))
+    result.layouts.loc[rows, "range_low"], result.layouts.loc[rows, "range_high"] = spread["low"], spread["high"]
+    why = [what for what, on in (("the extrapolation above", spread["doublings"].max() > 0),
+                                 ("the unseen accelerator (first line)", spread["hardware_widening"][0] > 0)) if on]
+    source = "calibrated on your runs" if resolved.runs else "calibrated across published sources"
+    result.notes.append(f"interval: the predictor's 80% interval ({source}) for the top {len(top)}"
+                        + (f", widened for {' and '.join(why)}" if why else ""))
+    return unseen
 
 
 def run(config: PlanConfig, log=None) -> PlanResult:
@@ -241,21 +198,26 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     if config.export is not None:
         frameworks.get(shape["framework"]).check_export(shape, config.precisions())
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
-    scorer = scorer_for(config, log)
-    published = tables = None
-    try:
-        tables = load_dataset(PUBLISHED, external_dir=config.external_dir)
-    except (FileNotFoundError, KeyError, ValueError) as exc:
-        log(f"baseline: no published tables to compare with ({' '.join(str(exc).split())[:160]})")
-    else:
+    tables = published_tables(config.external_dir, log)
+    resolved = pricing.resolve(config.predictor, config.dataset, runs=config.calibrate, external_dir=config.external_dir,
+                               log=log, training=tables if config.dataset == PUBLISHED else None)
+    published, note = None, ""
+    if tables is not None:
         model_name = str(shape.get("model_name"))
         published = published_layouts(tables, model_name, cluster, config.seq_len, config.global_batch,
                                       config.precisions(), shape.get("task")).head(3)
         log(f"baseline: {len(published)} published layout(s) of {model_name} on {cluster.describe()} at seq "
             f"{config.seq_len:,}, global batch {config.global_batch:,}, {task_kind(shape.get('task'))} in "
             f"{'/'.join(config.precisions())} in {PUBLISHED}")
-        if len(published) and config.dataset == PUBLISHED:
-            scorer = held_out(scorer, tables, slot_mask(tables, model_name, cluster, config.seq_len), log)
+        if len(published) and config.dataset == PUBLISHED:  # every layout priced out of sample
+            slot = slot_mask(tables, model_name, cluster, config.seq_len)
+            refit = pricing.refit_without(resolved, slot, f"the {int(slot.sum())} published run(s) of this model on "
+                                          "this cluster at this sequence: every layout, published ones too, priced "
+                                          "out of sample")
+            if refit is not resolved:
+                log(f"predictor: {refit.note}")
+                resolved, note = refit, refit.note.removeprefix(f"{refit.name} ")
+    scorer = Scorer(resolved.predictor, per_device=resolved.per_device, memory_margin=config.memory_margin, note=note)
     baseline = assignments(config.baseline, "--baseline") or None
     result = plan(shape, cluster, seq_len=config.seq_len, global_batch=config.global_batch,
                   precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
@@ -263,13 +225,9 @@ def run(config: PlanConfig, log=None) -> PlanResult:
                   tp_beyond_node=config.tp_beyond_node, log=log)
     result.sources = sources
     unseen = ""
-    if tables is not None and config.dataset == PUBLISHED and config.calibrate is None:
+    if tables is not None or config.dataset != PUBLISHED:  # what the predictor saw, to widen its interval beyond
         top = pd.DataFrame([llmconfig.as_columns(c) for c in result.configs(config.top_k)]).assign(**cluster.hardware())
-        params = analytic.estimate(top)["n_params"].to_numpy(dtype=float)
-        result.notes.extend(outside_training(top.head(1), params[:1], tables)[0])
-        hardware = unseen_hardware(top.head(1), tables).iloc[0]
-        unseen = hardware["note"]
-        interval(result, top, beyond_training(top, params, tables)["doublings"].to_numpy(), hardware["widening"])
+        unseen = interval(result, resolved, top)
     result.notes.extend(report.explain(result))
     if config.propose is not None:
         result.proposed = propose(result.layouts, config.propose)
@@ -288,4 +246,4 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     return out
 
 
-__all__ = ["PUBLISHED", "PlanConfig", "PlanResult", "interval", "run", "scorer_for"]
+__all__ = ["PUBLISHED", "PlanConfig", "PlanResult", "interval", "published_tables", "run"]

@@ -1,6 +1,7 @@
 """The search command as a library: :class:`SearchConfig` and :func:`run`, what
 ``python -m perfzoo.search`` (:mod:`perfzoo.search.cli`) does with a parsed command line: the
-predictor resolved (the leaderboard's best, a zoo member fitted on the dataset, or a saved one),
+predictor resolved (:func:`perfzoo.pricing.resolve`: the leaderboard's best, a zoo member fitted on
+the dataset, or a saved one),
 the failure classifier, the predictor's inputs outside the space, the searcher's proposals, ties
 at the cut broken by a second predictor.
 
@@ -25,7 +26,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from perfzoo import llmconfig, zoo
+from perfzoo import llmconfig, pricing, zoo
 from perfzoo.console import UsageError, assignments, check_choice, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
@@ -33,7 +34,6 @@ from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher
 from perfzoo.search.objective import check_inputs
 from perfzoo.spaces import SpaceError, get
 from perfzoo.spaces.codec import SpaceCodec
-from perfzoo.zoo.calibrate import anchor_base, calibrated
 
 # the flags that set a searcher's settings (each applies to the searchers that have the setting)
 SETTING_FLAGS = ("n_samples", "restarts", "batch_size", "lr", "n_jobs")
@@ -119,41 +119,6 @@ def measured_configs(dataset: Dataset) -> list[dict]:
             for row in frame.to_dict("records")]
 
 
-def resolve_predictor(name: str, dataset: Optional[Dataset], log=print, anchoring: bool = False) -> Any:
-    """A fitted predictor from ``best`` / a zoo name / a saved folder (see the CLI help); with
-    ``anchoring`` (``--calibrate`` runs will anchor it), ``best`` is the leaderboard's member for
-    anchoring (:func:`perfzoo.zoo.calibrate.anchor_base`)."""
-    path = Path(name)
-    if path.is_dir():
-        return zoo.load(path)
-    if name == "best":
-        if dataset is None:
-            raise UsageError("--predictor best needs --dataset (the dataset whose best predictor to use)")
-        if anchoring:
-            try:
-                return anchor_base(dataset)
-            except (FileNotFoundError, KeyError) as exc:
-                raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
-        try:
-            model = zoo.load_best(dataset)
-            log(f"predictor: the leaderboard's best for {dataset.name} ({getattr(model, 'name', type(model).__name__)})")
-            return model
-        except Exception as exc:
-            log(f"predictor: no best predictor for {dataset.name} ({' '.join(str(exc).split())}); "
-                f"fitting lightgbm on it instead")
-            name = "lightgbm"
-    if name not in zoo.names():
-        raise UsageError(f"--predictor {name!r} is not 'best', a zoo member ({', '.join(zoo.names())}) "
-                         "or a saved predictor folder")
-    if dataset is None:
-        raise UsageError(f"--predictor {name} needs --dataset to fit on")
-    ok = dataset.ok()
-    t = time.perf_counter()
-    model = zoo.make(name).fit(ok.X, ok.y, dataset=dataset.name)
-    log(f"predictor: {name} fitted on {len(ok)} ok jobs of {dataset.name} in {time.perf_counter() - t:.1f} s")
-    return model
-
-
 def resolve_failure(spec: str, dataset: Optional[Dataset], log=print) -> Any:
     """A fitted failure classifier from ``auto`` / ``none`` / a saved folder (see the CLI help)."""
     if spec == "none":
@@ -229,12 +194,8 @@ def run(config: SearchConfig) -> SearchResult:
                              f"{space.name} configs of the {space.workload} workload: a predictor fitted on one "
                              "cannot rank the other; give a dataset measured in this space")
     codec = SpaceCodec(space)
-    if config.calibrate and dataset is None:
-        raise UsageError("--calibrate needs --dataset (the data the predictor was fitted on)")
-    predictor = resolve_predictor(config.predictor, dataset, log, anchoring=bool(config.calibrate))
-    if config.calibrate:
-        predictor = calibrated(predictor, dataset, load_dataset(config.calibrate), config.calibrate)
-        log(f"predictor: {predictor.describe()}")
+    predictor = pricing.resolve(config.predictor, config.dataset, runs=config.calibrate, log=log, training=dataset,
+                                interval=False).predictor
     caveat = small_data_caveat(config.predictor, dataset)
     if caveat:
         log(f"caveat: {caveat}")
