@@ -44,8 +44,8 @@ def command_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
         benchmark = module.__name__.rpartition(".")[0] + ".benchmark"
         if command in ("plan", "search"):
             out.append((f"perfzoo {command} benchmark", importlib.import_module(benchmark).build_parser()))
-    for words in (("datasets",), ("datasets", "show"), ("datasets", "export")):
-        out.append(("perfzoo " + " ".join(words), _subparser(top, *words)))
+    for action in ("show", "export"):
+        out.append((f"perfzoo datasets {action}", _subparser(cli.command_module("datasets").build_parser(), action)))
     return out
 
 

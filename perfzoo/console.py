@@ -42,6 +42,7 @@ import difflib
 import errno
 import io
 import json
+import math
 import os
 import shutil
 import sys
@@ -51,8 +52,6 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence, TypeVar, Union
 
-import numpy as np
-import pandas as pd
 
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # the exit statuses of every command (module docstring)
@@ -271,8 +270,10 @@ def read_located(path: str, flag: str = "--configs") -> list[tuple[str, dict]]:
         if not text.strip():  # pandas would say "No columns to parse from file", naming no file
             raise UsageError(f"{flag} {path}: the file is empty; give a CSV with a header row of keys and one row "
                              "per config")
+        import pandas as pd  # only a CSV of configs needs it (the front's start-up stays light)
+
         rows = pd.read_csv(io.StringIO(text)).to_dict("records")
-        out = [(f"{path} row {i}", {k: v for k, v in row.items() if not (isinstance(v, float) and np.isnan(v))})
+        out = [(f"{path} row {i}", {k: v for k, v in row.items() if not (isinstance(v, float) and math.isnan(v))})
                for i, row in enumerate(rows, 1)]
     else:
         out = _json_configs(p, path, flag)

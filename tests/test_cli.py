@@ -68,7 +68,7 @@ def test_unknown_dataset_is_one_line_and_non_zero(capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("perfzoo: error: unknown dataset 'no-such-dataset'")
+    assert len(lines) == 1 and lines[0].startswith("perfzoo datasets: error: unknown dataset 'no-such-dataset'")
     assert "vtrain-a100" in lines[0]
 
 
@@ -82,7 +82,7 @@ def test_bad_input_in_a_fresh_process_has_no_traceback(tmp_path):
     ]:
         code, out, err = run(*args)
         assert code == 2 and out == ""
-        assert err.count("\n") == 1 and err.startswith("perfzoo: error: ") and expected in err
+        assert err.count("\n") == 1 and err.startswith("perfzoo datasets: error: ") and expected in err
         assert "Traceback" not in err
 
 
@@ -121,18 +121,18 @@ def test_help_lists_every_command(capsys):
     assert listed == {"plan", "predict", "bench", "collect", "search", "tune", "datasets"}
 
 
-SUBCOMMANDS = [[c] for c in COMMANDS] + [["plan", "benchmark"], ["search", "benchmark"], ["datasets"],
+SUBCOMMANDS = [[c] for c in COMMANDS] + [["plan", "benchmark"], ["search", "benchmark"],
                                          ["datasets", "show"], ["datasets", "export"]]
 
 
 def _own_parser(words):
     """The parser that ``python -m perfzoo.<words>`` reads its line with."""
+    module = command_module(words[0])
     if words[0] == "datasets":
-        parser = build_parser()
-        for word in words:  # down the sub-parsers
+        parser = module.build_parser()
+        for word in words[1:]:  # down the sub-parsers
             parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
         return parser
-    module = command_module(words[0])
     if words[1:] == ["benchmark"]:
         module = importlib.import_module(module.__name__.rpartition(".")[0] + ".benchmark")
     return module.build_parser()
@@ -190,7 +190,7 @@ def test_datasets_export_round_trips(fmt, tmp_path, capsys):
     assert back["metrics.throughput"].tolist() == pytest.approx(ds.frame["metrics.throughput"].tolist(), nan_ok=True)
     # nothing is overwritten
     assert main(["datasets", "export", "llm-h100", str(out), "--format", fmt]) == 2
-    assert capsys.readouterr().err.strip() == (f"perfzoo: error: {out}: exists already; give a new path "
+    assert capsys.readouterr().err.strip() == (f"perfzoo datasets: error: {out}: exists already; give a new path "
                                                "(nothing is overwritten)")
 
 
@@ -247,7 +247,7 @@ def test_datasets_export_split_writes_a_tasks_rows(fmt, tmp_path, capsys):
     assert main(["datasets", "export", "llm-h100", str(out), "--format", fmt, "--split", task.id]) == 2
     assert "exists already" in capsys.readouterr().err
     assert main(["datasets", "export", "llm-cpu", str(tmp_path / "other"), "--format", fmt, "--split", task.id]) == 2
-    assert capsys.readouterr().err.strip() == (f"perfzoo: error: task {task.id} is of dataset 'llm-h100', not "
+    assert capsys.readouterr().err.strip() == (f"perfzoo datasets: error: task {task.id} is of dataset 'llm-h100', not "
                                                "'llm-cpu'")
 
 

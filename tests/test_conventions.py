@@ -89,7 +89,7 @@ def test_warnings_of_a_real_command_are_one_line(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "perfzoo.cli", "datasets", "show", str(tmp_path / "torn")],
                            capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0
-    assert shown.stderr.splitlines() == [f"perfzoo: warning: {tmp_path / 'torn' / 'records.jsonl'}: line 4 (byte "
+    assert shown.stderr.splitlines() == [f"perfzoo datasets: warning: {tmp_path / 'torn' / 'records.jsonl'}: line 4 (byte "
                                          f"{len(chr(10).join(records[:3])) + 1}) is a torn partial record left by an "
                                          "interrupted writer; skipped"]
     # an unknown accelerator is refused before anything is priced: one line, no warning, no source line
