@@ -421,3 +421,39 @@ def test_measured_llm_records_read_with_the_fp8_recipe_their_harness_ran():
                   if json.loads(line)["config"]["precision"] == "fp8")
     llm = workloads.get("llm")
     assert job_identity(llm, {**stored, **llm.implied(stored)}) == stored
+
+
+# --- the cache of loaded tables -------------------------------------------------------------
+
+def test_a_table_is_read_once_and_again_when_it_or_a_neighbour_changes(tmp_path, synthetic, monkeypatch):
+    from perfzoo.datasets import cache
+
+    monkeypatch.setenv(cache.ENV_CACHE, str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    shutil.copytree(synthetic, data)
+    first = load_dataset("lab-benchmarks", external_dir=data)
+    kept = list((tmp_path / "cache" / "datasets").glob("*.pickle"))
+    assert len(kept) == 1
+    again = load_dataset("lab-benchmarks", external_dir=data)
+    pd.testing.assert_frame_equal(again.frame, first.frame)
+    assert list((tmp_path / "cache" / "datasets").glob("*.pickle")) == kept  # read back, not written again
+    # a neighbour the loader reads (the architecture table) changed: read afresh
+    arch = data / "model_architectures.csv"
+    arch.write_text(arch.read_text() + "\n")
+    load_dataset("lab-benchmarks", external_dir=data)
+    assert len(list((tmp_path / "cache" / "datasets").glob("*.pickle"))) == 2
+    # a row of the table itself changed: the new value is read, not the kept one
+    table = data / "lab_benchmarks.csv"
+    table.write_text(table.read_text().replace(",5200,", ",5300,", 1))
+    changed = load_dataset("lab-benchmarks", external_dir=data)
+    assert not changed.frame["metrics.throughput"].equals(first.frame["metrics.throughput"])
+
+
+def test_an_unwritable_cache_folder_still_loads(tmp_path, synthetic, monkeypatch):
+    from perfzoo.datasets import cache
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv(cache.ENV_CACHE, str(blocker))
+    assert len(load_dataset("lab-benchmarks", external_dir=synthetic)) > 0
+    assert not any(tmp_path.glob("*.tmp"))

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
-from perfzoo.datasets import sources
+from perfzoo.datasets import cache, sources
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.datasets.sources import DataError, Source
 from perfzoo.records.store import RECORDS_FILE
@@ -265,7 +265,14 @@ def load_path(path: PathLike) -> Dataset:
 
 
 def _load(source: Source, *paths: Path, **given: Any) -> Dataset:
-    """The dataset in ``paths``: the metadata ``source`` gives them, overridden by ``given``."""
+    """The dataset in ``paths``: the metadata ``source`` gives them, overridden by ``given``; a table
+    read before by the same code comes back from :mod:`perfzoo.datasets.cache` (a record store never)."""
+    if source is sources.get("store"):
+        return _read(source, paths, given)
+    return cache.cached(paths, {"source": source.name, **given}, lambda: _read(source, paths, given))
+
+
+def _read(source: Source, paths: Sequence[Path], given: dict) -> Dataset:
     records, reports = source.read(paths)
     if not records:
         raise DataError(_no_jobs(paths, reports))
