@@ -33,7 +33,7 @@ import sys
 from typing import Any, Optional, Sequence
 
 from perfzoo import __version__
-from perfzoo.bench import find_task
+from perfzoo.evaluation.presets import find_task
 from perfzoo.console import EXIT_DONE, EXIT_USAGE, USER_ERRORS, guarded, one_line
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation.export import CARD_FILE, TASK_FILE, write_task
