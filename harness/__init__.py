@@ -15,6 +15,8 @@ workload's spec in :mod:`perfzoo.workloads`), so the harness keeps no table of w
                    ``InProcessBatchLauncher`` (many world-size-1 jobs per worker)
 ``slurm``          ``SlurmLauncher``: job arrays through submitit, Slurm states as record statuses,
                    the ``slurm-jobs.jsonl`` ledger that makes a restarted collect wait, not resubmit
+``sbatch``         ``SlurmOptions``: what a job asks Slurm for, and the flags that set it (collect's,
+                   bench's), declared once
 ``jobs``           job specs and outcomes: rank reports -> outcome -> job record
 ``protocol``       the measurement protocol: threads and cores per rank, the quiet-machine guard,
                    memory limits over a rank's own footprint

@@ -25,6 +25,9 @@ between the two lines it finds the array by its name with ``sacct``; nothing is 
 twice and no submitted job is forgotten. Ctrl-C (or SIGTERM) of the collect stops the
 waiting and leaves the jobs to Slurm.
 
+What every array asks Slurm for (partition, nodes, time, ...) is a
+:class:`harness.sbatch.SlurmOptions`, the flags that set it declared there once.
+
 Python calls
 ------------
 :func:`run_calls` submits work that is a Python function of picklable arguments (the
@@ -42,7 +45,6 @@ Example::
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import signal
@@ -51,7 +53,6 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
@@ -60,11 +61,11 @@ from harness.command import harness_values, outcome_of as command_outcome, run_c
 from harness.environment import capture_hardware
 from harness.jobs import JobOutcome, JobSpec, merge, read_rank_reports, tail, write_json_atomic
 from harness.launchers import Launcher, free_port, job_tmpdir, run_process, torchrun_command, worker_env
+from harness.sbatch import NO_OP_SIGNAL, SlurmOptions
 from perfzoo.records.store import append_line
 
 JOB_NAME_PREFIX = "perfzoo-"
 RENDEZVOUS_WAIT_S = 300.0
-NO_OP_SIGNAL = "URG"
 
 # final Slurm state -> (record status, failure kind); None: the rank reports decide
 SLURM_STATES: dict[str, Optional[tuple[str, str]]] = {
@@ -86,72 +87,6 @@ class SlurmError(RuntimeError):
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-@dataclass
-class SlurmOptions:
-    """What every array asks Slurm for (sbatch's options of the same names).
-
-    ``time_min`` defaults to the job's wall-clock limit rounded up to minutes plus 2;
-    ``cpus_per_task`` on CPU defaults to the ranks per task (one core per CPU rank).
-    ``extra`` holds further ``sbatch`` options, e.g. ``{"reservation": "r1"}``.
-    """
-
-    partition: Optional[str] = None
-    nodes: int = 1
-    tasks_per_node: int = 1
-    gpus_per_node: Optional[int] = None
-    cpus_per_task: Optional[int] = None
-    time_min: Optional[int] = None
-    mem_gb: Optional[float] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    constraint: Optional[str] = None
-    array_parallelism: int = 256
-    poll_s: float = 2.0
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def agents(self) -> int:
-        """torchrun agents (Slurm tasks) per job."""
-        return self.nodes * self.tasks_per_node
-
-    def check(self, nproc: int, device: str) -> None:
-        """Raise ValueError (naming the fix) if a job of ``nproc`` ranks cannot be laid out."""
-        if self.nodes < 1 or self.tasks_per_node < 1:
-            raise ValueError("--nodes and --tasks-per-node must be at least 1")
-        if nproc % self.agents:
-            raise ValueError(f"a job of {nproc} ranks does not split over {self.nodes} node(s) x "
-                             f"{self.tasks_per_node} task(s); choose --nodes/--tasks-per-node that divide it")
-        if device == "cuda" and self.gpus_per_node and nproc // self.nodes != self.gpus_per_node:
-            raise ValueError(f"a job of {nproc} ranks on {self.nodes} node(s) uses {nproc // self.nodes} GPUs "
-                             f"per node, but --gpus-per-node is {self.gpus_per_node}; collect configs of world "
-                             f"size {self.nodes * self.gpus_per_node} or change --nodes/--gpus-per-node")
-
-    def identity(self, device: str, nproc: int) -> dict:
-        """What identifies the hardware of a job before it runs (goes into the job id)."""
-        return {"launcher": "slurm", "device": device, "accelerator_count": nproc, "nodes": self.nodes,
-                "partition": self.partition, "constraint": self.constraint, "gpus_per_node": self.gpus_per_node}
-
-    def executor_parameters(self, spec: JobSpec, name: str) -> dict:
-        """The :meth:`submitit.SlurmExecutor.update_parameters` arguments of an array of ``spec`` s."""
-        per_task = spec.nproc // self.agents
-        params = {"job_name": name, "nodes": self.nodes, "ntasks_per_node": self.tasks_per_node,
-                  "time": self.time_min or math.ceil(spec.timeout_s / 60) + 2,
-                  "array_parallelism": self.array_parallelism, "stderr_to_stdout": True,
-                  # the harness does not checkpoint: submitit's pre-timeout signal (USR2, which
-                  # would requeue or end the job early) is replaced by one nobody acts on, so a
-                  # job past its limit ends as Slurm's TIMEOUT
-                  "additional_parameters": {"signal": f"{NO_OP_SIGNAL}@60", **self.extra}}
-        cpus = self.cpus_per_task or (per_task if spec.device == "cpu" else None)
-        for key, value in (("partition", self.partition), ("gpus_per_node", self.gpus_per_node),
-                           ("cpus_per_task", cpus), ("account", self.account), ("qos", self.qos),
-                           ("constraint", self.constraint)):
-            if value is not None:
-                params[key] = value
-        if self.mem_gb is not None:
-            params["mem"] = f"{int(self.mem_gb * 1024)}MB"
-        return params
 
 
 # on the compute node ---------------------------------------------------------------------

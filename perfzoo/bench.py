@@ -65,8 +65,6 @@ member; the presets live in :mod:`perfzoo.evaluation.presets`::
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import shlex
 import sys
 import time
@@ -77,22 +75,20 @@ from typing import Any, Optional, Sequence
 import pandas as pd
 
 from harness.environment import cpu_cores
+from harness.sbatch import SlurmOptions
+from harness.sbatch import add_arguments as add_slurm_arguments
 from harness.slurm import SlurmError
 from perfzoo import zoo
-from perfzoo.collect.sweep import add_sbatch_arguments, slurm_options
 from perfzoo.console import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check_choice, config_from_args,
                              field_defaults, guarded, spelled_call)
-from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import artifacts, hardware, leaderboard, runner, transfer
-from perfzoo.evaluation.cross import CROSS_METRICS, CrossConfig, cross
-from perfzoo.evaluation.slots import MIN_LAYOUTS
-from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, member_specs
-from perfzoo.evaluation.ranking import best_per_split, summarize
+from perfzoo.evaluation.cross import CrossConfig, cross
+from perfzoo.evaluation.presets import FULL, QUICK, BenchPreset, covered, member_specs, notes
 from perfzoo.evaluation.report import run_context
-from perfzoo.evaluation.suite import BenchmarkTask, define_tasks, parse_id
-from perfzoo.evaluation.suite import find_task as find_task_in
+from perfzoo.evaluation.suite import BenchmarkTask, parse_id
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR
+from perfzoo.evaluation.terminal import print_cross, print_headline, print_tasks
 from perfzoo.zoo.best import leaderboard_dir
 from perfzoo.zoo.plugin import ContractError
 
@@ -130,17 +126,7 @@ class BenchConfig:
     task: Optional[str] = None  # run exactly this benchmark task (an id --list-tasks prints)
     reference: Optional[str] = None  # the leaderboard whose rows of the same tasks stand beside your members'
     launcher: str = "local"  # local | slurm: the fits as `jobs` Slurm jobs (default SLURM_JOBS), submitit
-    partition: Optional[str] = None  # Slurm (with launcher='slurm'): sbatch's options of these names
-    cpus_per_task: Optional[int] = None
-    time: Optional[int] = None
-    mem_gb: Optional[float] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    constraint: Optional[str] = None
-    array_parallelism: Optional[int] = None
-    slurm_arg: list = field(default_factory=list)  # more sbatch options, KEY=VALUE
-    slurm_folder: Optional[str] = None  # job files and logs, on a file system the nodes share
-    poll: Optional[float] = None
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)  # with launcher='slurm': what each job asks for
 
     def __post_init__(self):
         for flag, names in (("--predictors", self.predictors), ("--datasets", self.datasets)):
@@ -148,7 +134,7 @@ class BenchConfig:
             if twice:
                 raise UsageError(f"{flag} names {', '.join(twice)} more than once: keep one of each")
         check_choice("--launcher", self.launcher, ("local", "slurm"))
-        self.slurm()  # a Slurm option without --launcher slurm, or a bad one, is named now
+        self.slurm_jobs()  # a Slurm option without --launcher slurm, or a bad one, is named now
         bad = [s for s in self.splits or () if s not in SPLITS]
         if bad:
             raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
@@ -166,13 +152,22 @@ class BenchConfig:
         if small:
             raise UsageError(f"--curve-sizes {small[0]} is not a training-set size (a whole number >= 2)")
 
-    def slurm(self) -> Optional[runner.Slurm]:
-        """Where the fits go with ``launcher='slurm'`` (None: this machine's processes)."""
-        options = slurm_options(self)
+    def slurm_jobs(self) -> Optional[runner.Slurm]:
+        """Where the fits go with ``launcher='slurm'`` (None: this machine's processes); a
+        :class:`UsageError` names a Slurm option given without it, or a bad one."""
+        try:
+            options = self.slurm.requested(self.launcher, per_node=False)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         if options is None:
             return None
-        folder = self.slurm_folder or str(Path(self.cache_dir) / "slurm")
-        return runner.Slurm(options, str(Path(folder).resolve()))
+        return runner.Slurm(options, str(Path(options.folder or Path(self.cache_dir) / "slurm").resolve()))
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What defines the run's tasks besides the data and the split: the preset's seeds and
+        learning-curve sizes, but for those given (:meth:`~perfzoo.evaluation.presets.BenchPreset.settings`)."""
+        return self.preset.settings(self.seeds, self.curve_seeds, self.curve_sizes)
 
     @property
     def preset(self) -> BenchPreset:
@@ -183,10 +178,6 @@ class BenchConfig:
     def out_dir(self) -> Path:
         """The leaderboard folder the run writes."""
         return Path(self.out or self.preset.out)
-
-
-JSON_FIELDS = ("predictor", "train", "test", "shots", "draws", "n_train", "n_test", "groups", "groups_skipped",
-               *CROSS_METRICS, "kendall_std", "mape_std", "mape_unanchored", "error")
 
 
 def _csv(text: str) -> list[str]:
@@ -244,16 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launcher", choices=["local", "slurm"],
                    help="local (default): fit on this machine's cores; slurm: fit as --jobs Slurm jobs (default "
                         f"{SLURM_JOBS}) through submitit, each writing its results into the cache")
-    g = p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)")
-    add_sbatch_arguments(g)
-    g.add_argument("--cpus-per-task", type=int,
-                   help="cores per job (default 1; a job fits its share one after another)")
-    g.add_argument("--time", type=int, metavar="MIN", help="Slurm time limit per job in minutes (default 60)")
-    g.add_argument("--mem-gb", type=float, help="memory per job in GiB (sbatch --mem)")
-    g.add_argument("--array-parallelism", type=int, help="jobs running at once (default 256)")
-    g.add_argument("--slurm-folder", metavar="DIR",
-                   help="job files and logs, on a file system the nodes share, as the cache must be "
-                        "(default: CACHE_DIR/slurm)")
+    add_slurm_arguments(p.add_argument_group("Slurm (with --launcher slurm; sbatch's options of the same names)"),
+                        per_node=False, helps={
+                            "cpus_per_task": "cores per job (default 1; a job fits its share one after another)",
+                            "time_min": "Slurm time limit per job in minutes (default 60)",
+                            "mem_gb": "memory per job in GiB (sbatch --mem)",
+                            "array_parallelism": "jobs running at once (default 256)",
+                            "folder": "job files and logs, on a file system the nodes share, as the cache must be "
+                                      "(default: CACHE_DIR/slurm)"})
     p.add_argument("--train", metavar="A", help="cross-dataset: fit on this dataset (name or path)")
     p.add_argument("--test", metavar="B", help="cross-dataset: score on this dataset (name or path)")
     p.add_argument("--shots", type=_shots, metavar="0,1,3,10",
@@ -301,123 +290,56 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = build_parser()
+    """Entry point; returns the exit status (0 done, 1 interrupted or failed, 2 usage or input error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    return guarded("perfzoo bench", lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if (args.train or args.test) and not (args.train and args.test):
         parser.error("--train and --test go together")
     if args.train:
-        def cross_body() -> int:
-            config = config_from_args(CrossConfig, args)
-            print_cross(cross(config), config)
-            return 0
-
-        return guarded("perfzoo bench", cross_body)
+        cross_config = config_from_args(CrossConfig, args)
+        print_cross(cross(cross_config), cross_config)
+        return EXIT_DONE
     given = [flag for flag in ("--shots", "--shots-within", "--shot-seeds", "--leaderboard", "--json") if flag in argv
              and not (flag == "--json" and args.list_tasks)]
     if given:
         parser.error(f"{given[0]} goes with --train and --test")
-
-    def body() -> int:
-        config = config_from_args(BenchConfig, args)
-        try:
-            if args.list_tasks:
-                print_tasks(tasks(config), args.json)
-                return EXIT_DONE
-            if config.refit_shipped:
-                names = artifacts.refit_shipped(_define(config)[0], config.out_dir, run_context(" ".join(
-                    ["python -m perfzoo.bench", *map(shlex.quote, argv)]), wall_time_s=None))
-                print(f"refitted: {', '.join(names) or 'none (every shipped predictor was fitted on its data as it is)'}")
-                return EXIT_DONE
-            t0 = time.perf_counter()
-            results = run(config, " ".join(["python -m perfzoo.bench", *map(shlex.quote, argv)]))
-        except ContractError as exc:  # one line per problem
-            for line in exc.problems:
-                print(f"perfzoo bench: error: {line}", file=sys.stderr)
-            return EXIT_USAGE
-        _print_headline(results, config.out_dir, time.perf_counter() - t0)
-        return EXIT_DONE
-
-    return guarded("perfzoo bench", body)
+    config = config_from_args(BenchConfig, args)
+    command = " ".join(["python -m perfzoo.bench", *map(shlex.quote, argv)])
+    try:
+        if args.list_tasks:
+            print_tasks(tasks(config), args.json)
+            return EXIT_DONE
+        if config.refit_shipped:
+            names = artifacts.refit_shipped(_covered(config)[0], config.out_dir, run_context(command, wall_time_s=None))
+            print(f"refitted: {', '.join(names) or 'none (every shipped predictor was fitted on its data as it is)'}")
+            return EXIT_DONE
+        t0 = time.perf_counter()
+        results = run(config, command)
+    except ContractError as exc:  # one line per problem
+        for line in exc.problems:
+            print(f"perfzoo bench: error: {line}", file=sys.stderr)
+        return EXIT_USAGE
+    print_headline(results, config.out_dir, time.perf_counter() - t0)
+    return EXIT_DONE
 
 
 # --- the benchmark ------------------------------------------------------------------------
 
 
-def _load(names: Sequence[str], external_dir: Optional[str]) -> list[Dataset]:
-    return [load_dataset(name, external_dir=external_dir or None) for name in names]
-
-
-def _settings(config: BenchConfig, preset: BenchPreset) -> dict[str, Any]:
-    """What defines a run's tasks besides the data and the split (:func:`perfzoo.evaluation.suite.define_tasks`)."""
-    return {"seeds": list(range(config.seeds if config.seeds is not None else preset.seeds)),
-            "curve_seeds": list(range(config.curve_seeds if config.curve_seeds is not None else preset.curve_seeds)),
-            "curve_sizes": tuple(config.curve_sizes or preset.curve_sizes)}
-
-
-def find_task(dataset: Dataset, task_id: str, config: Optional[BenchConfig] = None) -> BenchmarkTask:
-    """The task ``task_id`` of ``dataset`` as ``config`` (default: none), the full run or ``--quick``
-    defines it; a ``UsageError`` names the split's ids now when none does."""
-    config = config or BenchConfig()
-    settings = [_settings(config, config.preset), *(_settings(BenchConfig(), p) for p in (FULL, QUICK))]
-    try:
-        return find_task_in(dataset, task_id, settings)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _define(config: BenchConfig) -> tuple[list[Dataset], list[tuple[Dataset, BenchmarkTask]], list[dict[str, Any]]]:
-    """The datasets of a run, its benchmark tasks (each with its dataset) and the splits left out."""
-    preset = config.preset
-    if config.task:
-        name, _ = parse_id(config.task)
-        datasets = [d for d in _load(config.datasets, config.external_dir) if d.name == name] if config.datasets \
-            else _load([name], config.external_dir)
-        if not datasets:
-            raise UsageError(f"--task {config.task}: --datasets holds no dataset named {name!r}")
-        return datasets, [(datasets[0], find_task(datasets[0], config.task, config))], []
-    if config.datasets:
-        names = config.datasets
-    elif preset.datasets is not None:
-        available = set(list_datasets(config.external_dir or None))
-        names = [n for n in preset.datasets if n in available]
-    else:
-        names = list(list_datasets(config.external_dir or None))
-    datasets = _load(names, config.external_dir)
-    if preset.max_rows_for_all and not config.datasets:
-        datasets = [d for d in datasets if len(d) <= preset.max_rows_for_all]
-    if not datasets:
-        raise ValueError("no dataset to benchmark")
-    splits = config.splits or preset.splits
-    skipped: list[dict[str, Any]] = []
-    defined = []
-    for ds in datasets:
-        kinds = [k for k in splits if k != "curve" or preset.curve_datasets is None or ds.name in preset.curve_datasets]
-        defined += [(ds, bt) for bt in define_tasks(ds, kinds, skipped=skipped, **_settings(config, preset))]
-    return datasets, defined, skipped
-
-
 def tasks(config: BenchConfig) -> list[tuple[Dataset, BenchmarkTask]]:
     """The benchmark tasks a run of ``config`` covers, each with its dataset (``--list-tasks``)."""
-    return _define(config)[1]
+    return _covered(config)[1]
 
 
-def print_tasks(defined: Sequence[tuple[Dataset, BenchmarkTask]], as_json: bool = False) -> None:
-    """One line per task: its id, partitions, seeds and the labelled rows of its first partition
-    (``as_json``: its definition as a JSON object per line)."""
-    if as_json:
-        for _, bt in defined:
-            print(json.dumps(bt.definition()))
-        return
-    width = max([len(bt.id) for _, bt in defined] + [4])
-    print(f"{'task':{width}}  {'partitions':>10}  {'seeds':7}  {'train/test':>11}  data")
-    for ds, bt in defined:
-        first = bt.partitions()[0]
-        ok = ds.is_labelled
-        seeds = (f"{bt.seeds[0]}-{bt.seeds[-1]}" if bt.seeds == tuple(range(bt.seeds[0], bt.seeds[-1] + 1))
-                 else ",".join(map(str, bt.seeds))) if bt.seeds else "-"
-        print(f"{bt.id:{width}}  {len(bt.partitions()):>10}  {seeds:7}  "
-              f"{f'{int(ok[first.train].sum())}/{int(ok[first.test].sum())}':>11}  {bt.content_hash}")
+def _covered(config: BenchConfig):
+    """The datasets, the tasks and the splits left out of a run of ``config``
+    (:func:`perfzoo.evaluation.presets.covered`)."""
+    return covered(config.preset, config.settings, config.datasets, config.splits, config.task, config.external_dir)
 
 
 def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
@@ -426,17 +348,17 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
     ``command`` is the leaderboard's record of what ran (default: this call, spelled out)."""
     preset = config.preset
     t0 = time.perf_counter()
-    datasets, defined, skipped = _define(config)
+    datasets, defined, skipped = _covered(config)
     predictors = config.predictors or None
     member_names = predictors or preset.predictors or list(zoo.names())
     member_names = [n for n in member_names if n in zoo.names() or predictors]  # quick: skip absent members
     specs = member_specs(member_names, preset, explicit=bool(predictors))
     splits = list(dict.fromkeys(bt.kind for _, bt in defined)) if config.task else config.splits or preset.splits
-    settings = _settings(config, preset)
+    settings = config.settings
     out = config.out_dir
     yours = [spec.display for spec in specs if spec.name not in zoo.REGISTRY]
     beside = _reference(config, out) if yours or config.reference else None
-    slurm = config.slurm()
+    slurm = config.slurm_jobs()
     jobs = config.jobs or (SLURM_JOBS if slurm else cpu_cores())
     print(f"perfzoo bench: {len(datasets)} datasets ({', '.join(d.name for d in datasets)}), "
           f"{len(specs)} predictors, {len(defined)} tasks ({config.task or 'splits ' + ', '.join(splits)}), "
@@ -460,8 +382,7 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
         raise RunFailed(f"every fit failed ({len(results.errors)} of {len(results.frame)}); the first, "
                         f"{first['predictor']} on {first['dataset']} ({first['split']} split): {first['error']}")
     context = run_context(command or spelled_call("perfzoo.bench.run", config), wall_time_s=None)
-    context["notes"] = _notes(specs, splits, settings["seeds"], settings["curve_sizes"], settings["curve_seeds"],
-                              preset)
+    context["notes"] = notes(specs, splits, settings, preset)
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
     leaderboard.write(results, datasets, specs, out, context, figures=not config.no_figures,
                       artifacts=not config.no_artifacts, beside=beside, yours=yours)
@@ -482,101 +403,6 @@ def _reference(config: BenchConfig, out: Path) -> Optional[tuple[str, pd.DataFra
     if folder.resolve() == out.resolve():
         return None
     return str(folder), pd.read_csv(table)
-
-
-def _notes(specs, splits, seeds, curve_sizes, curve_seeds, preset: BenchPreset) -> list[str]:
-    """What this run covered, in words, for the leaderboard header."""
-    notes = [f"splits {', '.join(splits)}; {len(seeds)} seeds per split (temporal and scale splits are "
-             "deterministic: there the seed varies only the predictor's random state)"]
-    if "node" in splits or "group" in splits:
-        notes.append("coverage of the 80% interval (each throughput member's cross-conformal interval, calibrated "
-                     "on the training side) on the transfer splits: every held-out source and the first seed of "
-                     "the node split")
-    if "curve" in splits:
-        who = [s.display for s in specs if s.curve]
-        where = ", ".join(preset.curve_datasets) if preset.curve_datasets else "every dataset"
-        notes.append(f"learning curves on {where}: sizes {', '.join(map(str, curve_sizes))}, "
-                     f"{len(curve_seeds)} seeds, predictors {', '.join(who)}")
-    for s in specs:
-        if s.max_seeds is not None or s.kinds is not None or s.datasets is not None:
-            parts = []
-            if s.max_seeds is not None:
-                parts.append(f"{s.max_seeds} seed(s)")
-            if s.kinds is not None:
-                parts.append("splits " + "/".join(s.kinds))
-            if s.datasets is not None:
-                parts.append("datasets " + ", ".join(s.datasets))
-            notes.append(f"`{s.display}` trimmed to keep the full run under an hour on 2 cores: "
-                         + "; ".join(parts) + "; no learning curve")
-    return notes
-
-
-def _print_headline(results: runner.Results, out: Path, wall: float) -> None:
-    if results.frame.empty:  # only the transfer matrix ran
-        print(f"wall time {wall:.0f} s; wrote {out}/transfer.md, transfer.csv")
-        return
-    summary = summarize(results.frame)
-    print(f"\n{'dataset':22} {'split':26} {'best predictor':20} {'Kendall':>8} {'Spearman':>8} {'Pearson':>8} "
-          f"{'MAPE %':>8} {'MdAPE %':>8}")
-    for name in dict.fromkeys(results.frame["dataset"]):  # the datasets in the order they ran
-        for split, b in best_per_split(summary, name):
-            print(f"{name:22} {split:26} {b['predictor']:20} {b['kendall_mean']:8.3f} "
-                  f"{b['spearman_mean']:8.3f} {b['pearson_mean']:8.3f} {_num(b['mape_mean'], 1)} {_num(b['mdape_mean'], 1)}")
-    if results.errors:
-        print(f"\n{len(results.errors)} task(s) failed; see the Errors section of {out / 'README.md'}", file=sys.stderr)
-    print(f"\n{results.computed} fits computed, {results.cached} from the cache; wall time {wall:.0f} s; "
-          f"wrote {out}/README.md, results.csv, best.json, figures/")
-
-
-# --- cross-dataset ------------------------------------------------------------------------
-
-
-def print_cross(rows: list[dict[str, Any]], config: CrossConfig) -> None:
-    """The rows of :func:`cross` as JSON lines (``config.json``) or a table."""
-    if config.json:
-        for r in rows:
-            print(json.dumps({k: _clean(r.get(k)) for k in JSON_FIELDS}, allow_nan=False))
-        return
-    if not rows:
-        return
-    r0 = rows[0]
-    print(f"train: {r0['train']}  ->  test: {r0['test']}  (± : standard deviation over the draws of the shots)")
-    print(f"{'shots':>5} {'predictor':24} {'n_train':>7} {'n_test':>6} {'draws':>5} {'Kendall':>8} {'±':>6} "
-          f"{'grouped':>8} {'MAPE %':>7} {'±':>6} {'MdAPE %':>7} {'pred/meas':>9} {'80% cover':>9} {'hi/lo':>6} "
-          f"{'slots':>5} {'slot τ':>7} {'spread':>6} {'regret':>6}")
-    for r in rows:
-        if r["error"] and not r["draws"]:
-            print(f"{r['shots']:>5} {r['predictor']:24} error: {r['error']}")
-            continue
-        print(f"{r['shots']:>5} {r['predictor']:24} {r['n_train']:>7} {r['n_test']:>6} {r['draws']:>5} "
-              f"{_num(r['kendall'])} {_num(r['kendall_std'], 3, 6)} {_num(r['grouped_kendall'])} "
-              f"{_num(r['mape'], 1, 7)} {_num(r['mape_std'], 1, 6)} {_num(r['mdape'], 1, 7)} "
-              f"{_num(r['ratio_median'], 2, 9)} {_num(r['coverage'], 2, 9)} {_num(r['interval_width'], 2, 6)} "
-              f"{_num(r['slots'], 0, 5)} {_num(r['slot_kendall'], 3, 7)} {_num(r['slot_spread'], 2, 6)} "
-              f"{_num(r['slot_regret'], 3, 6)}")
-    print(f"slots: one model on one cluster at one sequence, batch, task and framework, >= {MIN_LAYOUTS} layouts "
-          "measured apart (perfzoo.evaluation.slots); slot τ: mean Kendall inside them; spread: predicted over "
-          "measured max/min, median; regret: 1 - measured of the predicted best / the best, median")
-    if config.shots_within:
-        for r in rows:
-            if r["shots"]:
-                print(f"shots within: {r['shots']} per group anchor {r['predictor']} in {_num(r['groups'], 0, 1)} groups "
-                      f"of {r['test']}; {_num(r['groups_skipped'], 0, 1)} groups of {r['shots']} rows or fewer skipped; "
-                      f"n_test = rows scored per draw (shots ranked nothing: Kendall is not scored); unanchored, "
-                      f"the same rows' MAPE is {_num(r.get('mape_unanchored', float('nan')), 1, 1)}%")
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if hasattr(v, "item"):
-        v = v.item()
-        return None if isinstance(v, float) and not math.isfinite(v) else v
-    return v
-
-
-def _num(v: Any, digits: int = 3, width: int = 8) -> str:
-    return f"{v:{width}.{digits}f}" if isinstance(v, (int, float)) and math.isfinite(v) else f"{'–':>{width}}"
 
 
 if __name__ == "__main__":

@@ -20,10 +20,10 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
-from perfzoo.bench import find_task
 from perfzoo.console import EXIT_DONE, USER_ERRORS, guarded, one_line
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation.export import CARD_FILE, TASK_FILE, write_task
+from perfzoo.evaluation.presets import find_task
 from perfzoo.records import STATUSES
 from perfzoo.records.store import EXPORT_FORMATS, export_frame
 

@@ -53,20 +53,16 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from perfzoo import workloads, zoo
-from perfzoo.collect import options_from_argv
-from perfzoo.collect.sweep import JOB_DEFAULTS, check_space, open_store
+from perfzoo.collect.config import COMMAND_FLAGS, JOB_DEFAULTS, add_command_arguments, options_from_argv
+from perfzoo.collect.sweep import check_space, open_store
 from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, RunFailed, UsageError, check_choice, config_from_args,
                              field_defaults, guarded)
 from perfzoo.console import read_located
 from perfzoo.loop import ClosedLoop, CollectLauncher, Launcher, LoopSummary
 from perfzoo.records.store import RECORDS_FILE
-from perfzoo.search import SEARCHERS, Reinforce, Searcher
-from perfzoo.search.command import make_searcher
+from perfzoo.search import SEARCHERS, Reinforce, Searcher, make_searcher
 from perfzoo.spaces import Space, SpaceError, get
 from perfzoo.spaces.codec import SpaceCodec
-
-COMMAND_FLAGS = ("command", "metric_parser", "metric_regex", "throughput_unit")  # collect's, for your own job
-
 
 @dataclass(frozen=True)
 class TuneConfig:
@@ -199,11 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["cpu", "cuda"])
     p.add_argument("--warm", action="store_true",
                    help="collect --warm: launch each torchrun job from a warm worker (how fsdp-cpu was collected)")
-    p.add_argument("--command", metavar="TEMPLATE",
-                   help="your own job: the launch command of a .toml space (see python -m perfzoo.collect --help)")
-    p.add_argument("--metric-parser", choices=["file", "torchtitan"], help="how the command reports (collect's)")
-    p.add_argument("--metric-regex", metavar="REGEX", help="metrics from output lines matching REGEX (collect's)")
-    p.add_argument("--throughput-unit", metavar="UNIT", help="what the command's throughput counts (collect's)")
+    add_command_arguments(p, ran_on=False)
     p.add_argument("--collect-arg", action="append", metavar="ARG",
                    help="one more argument for python -m perfzoo.collect (repeatable), e.g. --collect-arg=--batch-size=20")
     p.add_argument("--plot", metavar="PNG", help="frontier figure (default <store>/tune/<tag>-frontier.png)")

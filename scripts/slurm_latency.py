@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from perfzoo import spaces
-from perfzoo.collect import main as collect
+from perfzoo.collect.cli import main as collect
 from perfzoo.records.store import RecordStore
 
 

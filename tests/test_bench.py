@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.sbatch import SlurmOptions
 from perfzoo import bench, zoo
-from perfzoo.console import UsageError
+from perfzoo.console import UsageError, config_from_args
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.sources.vtrain import VTRAIN_COLUMNS, VTRAIN_PARAMS
 from perfzoo.evaluation import leaderboard, ranking, report, runner, tasks
@@ -251,17 +252,20 @@ def test_cross_runs_the_shipped_pick_as_best(tmp_path, capsys, external):
     assert "--predictor best:" in capsys.readouterr().err
 
 
+def _analytic_across(capsys, train: str, test: str) -> tuple[dict, str]:
+    """The JSON row of ``bench --train TRAIN --test TEST --predictor analytic`` and what it said on stderr."""
+    assert bench.main(["--train", train, "--test", test, "--predictor", "analytic", "--json", "--jobs", "1"]) == 0
+    captured = capsys.readouterr()
+    return json.loads(captured.out.strip()), captured.err
+
+
 @pytest.mark.external
 def test_cross_leaves_the_test_jobs_out_of_training(capsys):
-    rc = bench.main(["--train", "published-llm", "--test", "published-torchtitan", "--predictor", "analytic", "--json",
-                     "--jobs", "1"])
-    assert rc == 0
-    captured = capsys.readouterr()
-    row = json.loads(captured.out.strip())
+    row, err = _analytic_across(capsys, "published-llm", "published-torchtitan")
     llm, titan = load_dataset("published-llm"), load_dataset("published-torchtitan")
     assert row["n_train"] == int(llm.is_labelled.sum()) - int(titan.is_labelled.sum())
     assert row["n_test"] == int(titan.is_labelled.sum())
-    assert f"{len(titan)} of published-llm's {len(llm)} jobs are published-torchtitan's" in captured.err
+    assert f"{len(titan)} of published-llm's {len(llm)} jobs are published-torchtitan's" in err
     # torchtitan's tables ran one model under several precisions, compile and float8 gathers: its slots are scored
     assert row["slots"] >= 3 and -1 <= row["slot_kendall"] <= 1
     assert row["slot_spread"] > 0 and 0 <= row["slot_regret"] < 1
@@ -269,12 +273,8 @@ def test_cross_leaves_the_test_jobs_out_of_training(capsys):
 
 @pytest.mark.external
 def test_cross_scores_on_the_training_target(capsys):
-    rc = bench.main(["--train", "vtrain-a100", "--test", "published-megatron", "--predictor", "analytic", "--json",
-                     "--jobs", "1"])
-    assert rc == 0
-    captured = capsys.readouterr()
-    assert "published-megatron scored on metrics.throughput" in captured.err
-    row = json.loads(captured.out.strip())
+    row, err = _analytic_across(capsys, "vtrain-a100", "published-megatron")
+    assert "published-megatron scored on metrics.throughput" in err
     assert 0.2 < row["ratio_median"] < 5  # global tokens/s on both sides, not global against per device
 
 
@@ -382,9 +382,9 @@ def test_run_from_python_writes_the_leaderboard_and_returns_the_scores(tmp_path)
     ({"splits": ["random", "sideways"]}, ValueError, "unknown split sideways; choose from random"),
     ({"seeds": 0}, UsageError, "--seeds must be at least 1, got 0"),
     ({"curve_sizes": (25, 1)}, UsageError, "--curve-sizes 1 is not a training-set size"),
-    ({"partition": "cpu"}, UsageError, "--partition is a Slurm option; add --launcher slurm"),
-    ({"launcher": "slurm", "time": 0}, UsageError, "--time must be at least 1"),
-    ({"launcher": "slurm", "slurm_arg": ["reservation"]}, UsageError, "expected KEY=VALUE"),
+    ({"slurm": SlurmOptions(partition="cpu")}, UsageError, "--partition is a Slurm option; add --launcher slurm"),
+    ({"launcher": "slurm", "slurm": SlurmOptions(time_min=0)}, UsageError, "--time must be at least 1"),
+    ({"launcher": "slurm", "slurm": SlurmOptions(nodes=2)}, UsageError, "--nodes is for jobs laid out over nodes"),
     ({"launcher": "cloud"}, UsageError, "--launcher"),
 ])
 def test_a_bad_config_field_is_named(fields, error, message):
@@ -424,6 +424,20 @@ def test_fits_of_a_slurm_job_that_ended_without_results_are_errors_and_not_cache
     assert cache.get(built[0].key) is not None and cache.get(built[1].key) is None  # the lost fit runs again next time
     again, computed, cached = runner.run_tasks(built, jobs=2, cache=cache, progress=False, slurm=_SecondShareLost())
     assert (computed, cached) == (1, 1) and again[1]["error"] is None and cache.get(built[1].key) is not None
+
+
+def test_the_slurm_flags_of_bench_set_its_slurm_options(capsys):
+    args = bench.build_parser().parse_args(["--launcher", "slurm", "--partition", "cpu", "--time", "30",
+                                            "--slurm-arg", "reservation=r1", "--slurm-folder", "shared/slurm"])
+    config = config_from_args(bench.BenchConfig, args)
+    assert config.slurm == SlurmOptions(partition="cpu", time_min=30, extra={"reservation": "r1"}, folder="shared/slurm")
+    jobs = config.slurm_jobs()
+    assert jobs.options is config.slurm and jobs.folder == str(Path("shared/slurm").resolve())
+    assert bench.BenchConfig().slurm_jobs() is None
+    # a malformed one is a one-line error, as every other mistake
+    assert bench.main(["--launcher", "slurm", "--slurm-arg", "reservation", "--list-tasks"]) == 2
+    assert capsys.readouterr().err == \
+        "perfzoo bench: error: --slurm-arg 'reservation': expected KEY=VALUE, e.g. reservation=r1\n"
 
 
 def test_bench_on_slurm_without_slurm_commands_says_where_to_run_it(tmp_path, monkeypatch, capsys):

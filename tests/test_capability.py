@@ -259,7 +259,7 @@ def test_the_calibration_join_names_runs_that_re_measure_training_configs_elsewh
 
 def test_compare_reads_another_store_and_a_bad_one_is_one_line(tmp_path, capsys):
     from perfzoo.collect import CollectConfig
-    from perfzoo.collect import main as collect
+    from perfzoo.collect.cli import main as collect
     from perfzoo.collect.sweep import earlier_records
 
     recs = mixed_records(2)

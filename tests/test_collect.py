@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from perfzoo import spaces
-from perfzoo.collect import main
+from perfzoo.collect.cli import main
 from perfzoo.records.store import RecordStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -211,6 +211,19 @@ def test_ran_on_is_for_your_own_command_only(tmp_path):
 
     with pytest.raises(UsageError, match="--ran-on H100-SXM-80GB: only for your own command's jobs"):
         run(CollectConfig(out=str(tmp_path / "s"), workload="llm", n=1, nproc=1, ran_on="H100-SXM-80GB", dry_run=True))
+    assert not (tmp_path / "s").exists()  # refused before the store is created
+
+
+def test_collect_flags_given_to_tune_become_the_fields_they_set():
+    from harness.sbatch import SlurmOptions
+    from perfzoo.collect import CollectConfig, options_from_argv
+
+    options = options_from_argv(["--batch-size=20", "--launcher=slurm", "--partition", "cpu",
+                                 "--slurm-arg", "reservation=r1", "--slurm-arg=--begin=now"])
+    slurm = SlurmOptions(partition="cpu", extra={"reservation": "r1", "begin": "now"})
+    assert options == {"batch_size": 20, "launcher": "slurm", "slurm": slurm}
+    assert CollectConfig(out="runs/x", n=1, **options).slurm.requested("slurm") == slurm
+    assert options_from_argv([]) == {}
 
 
 # the summary ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.command import MetricSource, parse_regex, parse_torchtitan, render
-from perfzoo import collect
+from perfzoo.collect import cli as collect
 from perfzoo.records import JobRecord
 from perfzoo.records.store import RecordStore
 from perfzoo.spaces import FileSpace, SpaceError, SpaceFileError, get

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _main(command: str):
-    return importlib.import_module({"perfzoo": "perfzoo.cli", "search": "perfzoo.search.cli"}.get(
+    return importlib.import_module({"perfzoo": "perfzoo.cli", "search": "perfzoo.search.cli", "collect": "perfzoo.collect.cli"}.get(
         command, f"perfzoo.{command}")).main
 
 

@@ -67,7 +67,7 @@ def test_vtrain_degrees_must_multiply_to_the_gpu_count(tmp_path):
 
 
 def test_collect_refuses_search_only_spaces_and_mixed_stores_and_runs_a_repeated_config_once(tmp_path, capsys):
-    from perfzoo.collect import main as collect
+    from perfzoo.collect.cli import main as collect
 
     from test_collect import llm_raw, write_jsonl
 
@@ -143,8 +143,8 @@ def _stores(tmp_path):
 def test_every_entry_point_answers_bad_input_in_one_line(command, argv, status, words, tmp_path, capsys):
     import importlib
 
-    module = importlib.import_module("perfzoo.cli" if command == "perfzoo" else
-                                     "perfzoo.search.cli" if command == "search" else f"perfzoo.{command}")
+    module = importlib.import_module({"perfzoo": "perfzoo.cli", "search": "perfzoo.search.cli",
+                                      "collect": "perfzoo.collect.cli"}.get(command, f"perfzoo.{command}"))
     tmp = _stores(tmp_path)
     assert module.main([a.replace("{tmp}", str(tmp)) for a in argv]) == status
     err = capsys.readouterr().err.strip().splitlines()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from perfzoo import bench
+from perfzoo.cli import COMMANDS
 from perfzoo.evaluation.leaderboard import OUTPUTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,6 +159,33 @@ def test_each_package_imports_only_those_the_map_lists_before_it():
     upward = {(a[1], b[1]) for a, b in ((i.split("."), t.split(".")) for i, t, _, _ in _imports(modules))
               if a[0] == b[0] == "perfzoo" and len(a) > 1 and len(b) > 1 and LAYERS.index(b[1]) > LAYERS.index(a[1])}
     assert upward == UPWARD
+
+
+# the modules of each command (one that parses argv and has main(), and the command's own library
+# of its flags where it has one); a command imports the library, never another command
+COMMAND_MODULES = {"perfzoo.cli": "perfzoo", "perfzoo.bench": "bench", "perfzoo.predict": "predict",
+                   "perfzoo.tune": "tune", "perfzoo.collect.cli": "collect", "perfzoo.search.cli": "search",
+                   "perfzoo.search.command": "search", "perfzoo.plan.cli": "plan", "perfzoo.plan.command": "plan",
+                   "perfzoo.datasets_cli": "datasets"}
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    """The modules importing ``start`` runs, directly or not."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph[todo.pop()] - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_commands_import_the_library_never_each_other():
+    assert {module for module, _ in COMMANDS.values()} <= set(COMMAND_MODULES)
+    graph = import_graph(_modules())
+    found = {(COMMAND_MODULES[a], COMMAND_MODULES[b]) for a in COMMAND_MODULES for b in _reach(graph, a)
+             if b in COMMAND_MODULES and COMMAND_MODULES[a] != COMMAND_MODULES[b]}
+    assert found == set()
 
 
 def test_few_function_local_imports_of_project_modules_each_with_its_reason():

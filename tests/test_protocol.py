@@ -15,7 +15,7 @@ from harness.jobs import JobSpec
 from harness.launchers import worker_env
 from harness.workloads.fsdp_ads import AdsModel, layer_widths
 from perfzoo import spaces
-from perfzoo.collect import main as collect
+from perfzoo.collect.cli import main as collect
 from perfzoo.records.store import RecordStore
 from perfzoo.workloads.fsdp_ads import EXPERT_ESTIMATES, expert_ladder, hand_tuned_ladder, tower_layer_params
 

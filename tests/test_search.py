@@ -263,7 +263,7 @@ def test_exhaustive_with_a_failure_classifier_scores_it_only_where_it_can_matter
 
 
 def test_proposals_file_runs_through_collect(tmp_path):
-    from perfzoo import collect
+    from perfzoo.collect import cli as collect
     from perfzoo.search.cli import main
 
     store = RecordStore(tmp_path / "ds")

@@ -13,15 +13,17 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from harness.jobs import JobSpec
-from harness.slurm import SLURM_STATES, SlurmLauncher, SlurmOptions, SubmissionLedger, outcome_of
+from harness.sbatch import SlurmOptions
+from harness.slurm import SLURM_STATES, SlurmLauncher, SubmissionLedger, outcome_of
 from perfzoo import spaces, workloads
-from perfzoo.collect import main
+from perfzoo.collect.cli import main
 from perfzoo.records.store import RecordStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -112,6 +114,36 @@ def test_options_check_and_sbatch_parameters():
     assert params["additional_parameters"]["signal"].startswith("URG@")  # never submitit's USR2 requeue
     cpu = SlurmOptions(tasks_per_node=2).executor_parameters(JobSpec("fsdp", {}, "j", FSDP_MODULE, nproc=4), "n")
     assert cpu["cpus_per_task"] == 2 and cpu["ntasks_per_node"] == 2
+
+
+def test_collect_and_bench_take_the_slurm_flags_declared_once():
+    from perfzoo import bench
+    from perfzoo.collect import build_parser
+
+    def slurm_flags(parser):
+        return {a.option_strings[0] for a in parser._actions if a.dest == "slurm"}
+
+    every = {f.metadata["flag"] for f in fields(SlurmOptions)}
+    assert slurm_flags(build_parser()) == every
+    assert slurm_flags(bench.build_parser()) == every - {"--nodes", "--tasks-per-node", "--gpus-per-node"}
+
+
+@pytest.mark.parametrize("options, launcher, per_node, message", [
+    (SlurmOptions(qos="high"), "local", True, "--qos is a Slurm option; add --launcher slurm"),
+    (SlurmOptions(folder="f"), "local", True, "--slurm-folder is a Slurm option; add --launcher slurm"),
+    (SlurmOptions(array_parallelism=0), "slurm", True, "--array-parallelism must be at least 1"),
+    (SlurmOptions(mem_gb=-1.0), "slurm", True, "--mem-gb must be positive"),
+    (SlurmOptions(gpus_per_node=8), "slurm", False, "--gpus-per-node is for jobs laid out over nodes"),
+])
+def test_options_a_command_requests_are_checked_against_its_launcher(options, launcher, per_node, message):
+    with pytest.raises(ValueError, match=message):
+        options.requested(launcher, per_node=per_node)
+
+
+def test_options_requested_without_slurm_are_none_and_with_it_themselves():
+    assert SlurmOptions().requested("local") is None
+    opts = SlurmOptions(partition="gpu", nodes=2)
+    assert opts.requested("slurm") is opts
 
 
 def test_ledger_merges_events_and_skips_a_torn_line(tmp_path):
@@ -398,6 +430,7 @@ def test_bench_fits_as_slurm_jobs_write_the_local_leaderboard_and_fill_the_cache
     assert len(states()) == 2 and all("|perfzoo-" in s for s in states())
     again = bench.run(bench.BenchConfig(datasets=["llm-cpu"], predictors=["ridge", "knn"], splits=["random"], seeds=2,
                                         no_figures=True, no_artifacts=True, quiet=True, out=str(tmp_path / "again"),
-                                        cache_dir=str(cache), launcher="slurm", jobs=2, poll=0.5))
+                                        cache_dir=str(cache), launcher="slurm", jobs=2,
+                                        slurm=SlurmOptions(poll_s=0.5)))
     assert again.computed == 0 and again.cached == 4
     assert len(list((cache / "slurm").glob("*_result.pkl"))) == 2  # nothing submitted again

@@ -79,14 +79,14 @@ def test_loop_runs_and_improves_on_its_random_phase(tmp_path):
     assert [p["phase"] for p in summary.phases] == ["random", "round1", "round2", "control", "baseline", "race"]
     assert phases["random"]["done"] == 30 and phases["round1"]["done"] == 6 == phases["round2"]["done"]
     assert phases["control"]["done"] == 12
-    assert summary.loop_jobs == 42 and summary.random_jobs == 42
+    assert summary.jobs("loop") == 42 and summary.jobs("random") == 42
     # no config ran twice, except the three champions re-measured twice more (confirm=2)
     assert sorted(launcher.launched.values())[-3:] == [3, 3, 3] and sorted(launcher.launched.values())[-4] == 1
     assert set(summary.confirmed) == {"loop", "random", "hand-tuned"}
     assert all(c["n"] == 2 for c in summary.confirmed.values())  # race runs; the selecting run is not one
     assert "loop vs hand-tuned" in summary.table() and "raced" in summary.table()
     # the searched rounds find faster configs than the random phase did
-    assert summary.loop_best > phases["random"]["best"]
+    assert summary.best("loop") > phases["random"]["best"]
     # hand-tuned: all FULL_SHARD, unlimited budget, the largest batch (it fits: one job)
     assert summary.arms["hand-tuned"]["best"] == FakeLauncher.qps(hand_tuned_ladder(get("fsdp-ads"))[0])
     assert summary.arms["hand-tuned"]["config"]["local_batch"] == 256
@@ -271,7 +271,7 @@ def test_run_from_python_returns_the_loop_summary(tmp_path):
     _loop(store, FakeLauncher(store), tag="tune-fsdp-ads-s0").run()
     result = run(TuneConfig(store=str(tmp_path / "store"), space="fsdp-ads", n_random=30, rounds=2, top_k=6,
                             status=True))
-    assert [p["done"] for p in result.summary.phases] == [30, 6, 6] and result.summary.loop_jobs == 42
+    assert [p["done"] for p in result.summary.phases] == [30, 6, 6] and result.summary.jobs("loop") == 42
     assert result.plot is None and not result.interrupted
 
 

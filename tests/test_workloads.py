@@ -13,7 +13,7 @@ from harness import workloads as harness_workloads
 from perfzoo import spaces, workloads
 from perfzoo.analytic import ESTIMATE_COLUMNS, estimate_arrays
 from perfzoo.analytic._frame import num
-from perfzoo.collect import main as collect
+from perfzoo.collect.cli import main as collect
 from perfzoo.workloads import WorkloadSpec, _base
 from perfzoo.zoo import features
 

@@ -1,271 +1,183 @@
-"""A sweep: the profiling jobs one collect run asks for (:class:`CollectConfig`) and running them
-(:func:`run_sweep`): configs checked against the space, one job per config and repeat, the jobs
-already in the store skipped, the rest launched (in-process, torchrun, a warm worker, your own
-command or Slurm), one record appended per job, the counts tallied.
+"""One collect run as a library: :func:`run` picks the space and calls :func:`run_sweep`, which
+runs (or resumes) the jobs a :class:`~perfzoo.collect.config.CollectConfig` asks for, phase by
+phase, each a function below:
 
-The command line, and picking a space when only the workload is given, are
-:mod:`perfzoo.collect`; ``perfzoo.collect.run(config)`` is the call from Python.
+1. :func:`check_request`: the configs checked against the space and the launch mode against the
+   configs, before anything is created (a :class:`Sweep`);
+2. :func:`open_checked_store`: the ``--out`` store opened, its records of the same space,
+   command and metric source, and those ``--compare`` adds;
+3. :func:`plan_jobs`: one job per config and repeat, repeats interleaved, those already in the
+   store skipped (:func:`list_jobs` prints them with ``--dry-run``);
+4. :func:`launch`: the job streams per mode (in-process, torchrun or a warm worker, your own
+   command, Slurm);
+5. :func:`store_records`: each record appended as its job ends, tallied, with a progress bar;
+6. :func:`finish`: the summary, and the exit status (1: interrupted, run again to resume).
+
+The command line is :mod:`perfzoo.collect.cli`; ``perfzoo.collect.run(config)`` is the call from
+Python, and the closed loop's (:class:`perfzoo.loop.CollectLauncher`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shlex
 import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
-from harness.command import CommandLauncher, MetricSource, check_template
+from harness.command import CommandLauncher, MetricSource
 from harness.environment import capture_hardware, capture_software, hardware_key, relevant_env
-from harness.jobs import JobSpec, to_record
+from harness.jobs import JobOutcome, JobSpec, to_record
 from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
-from harness.protocol import default_quiet_wait
-from harness.slurm import SlurmLauncher, SlurmOptions
+from harness.sbatch import SlurmOptions
+from harness.slurm import SlurmError, SlurmLauncher
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
+from perfzoo.collect.config import CollectConfig, default_space
+from perfzoo.collect.jobs import command_of, infer_space, job_identity, resolve_configs, sweep_id
 from perfzoo.collect.tally import Tally
-from perfzoo.console import UsageError, check_choice
-from perfzoo.console import read_configs, read_located
+from perfzoo.console import UsageError, spelled_call
 from perfzoo.hardware.accelerators import spec as accelerator_spec
-from perfzoo.records import Metrics, job_id_for
+from perfzoo.records import JobRecord, job_id_for
 from perfzoo.records.store import RECORDS_FILE, RecordStore
 
-@dataclass(frozen=True)
-class JobDefaults:
-    """How long each job runs unless told otherwise: the measurement protocol's figures
-    (``datasets/fsdp-cpu/README.md``), shared by collect, tune and the closed loop."""
 
-    steps: int = 10  # measured steps: repeat CV 1-5% on the bundled datasets
-    warmup: int = 2  # steps run first and not measured
-    timeout_s: float = 120.0  # wall-clock limit per job
+def run(config: CollectConfig, provenance: Optional[str] = None) -> int:
+    """Run (or resume) the jobs ``config`` describes, in its space (default: its workload's,
+    :func:`~perfzoo.collect.config.default_space`, or the one every line of its ``configs`` fits);
+    0 when every job has a record, 1 when interrupted (run again to resume). A :class:`UsageError`
+    names a bad field before anything runs. ``provenance`` is stored in every record (default:
+    this call, spelled out).
+
+    >>> run(CollectConfig(out="/tmp/doc-collect", n=1))
+    Traceback (most recent call last):
+    ...
+    perfzoo.console.UsageError: give --workload or --space
+    """
+    space_name = config.space or default_space(config.workload)
+    if space_name is None and config.configs and not config.workload:
+        space_name = infer_space(config.configs)
+        print(f"perfzoo.collect: --configs {config.configs} fit space {space_name}", file=sys.stderr)
+    if space_name is None:
+        raise UsageError("give --workload or --space")
+    try:
+        space = _spaces.get(space_name)
+    except _spaces.SpaceError as exc:
+        raise UsageError(str(exc)) from None
+    if config.out is None:
+        config = replace(config, out=str(Path("runs") / space.name))
+    try:
+        return run_sweep(config, space, provenance or spelled_call("perfzoo.collect.run", config))
+    except SlurmError as exc:
+        raise UsageError(str(exc)) from None
 
 
-JOB_DEFAULTS = JobDefaults()
+def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> int:
+    """Run (or resume) the jobs ``config`` asks for in ``space`` (the space its ``space`` field
+    names), phase by phase (the module docstring); 0 when every job has a record, 1 when
+    interrupted (run again to resume). A :class:`UsageError` names a bad field before anything
+    runs; ``provenance`` is stored in every record."""
+    sweep = check_request(config, space)
+    store, earlier = open_checked_store(sweep)
+    plan_jobs(sweep, store.job_ids())
+    if sweep.config.dry_run:
+        list_jobs(sweep)
+        return 0
+    tally = Tally(earlier=earlier)
+    t0 = time.perf_counter()
+    interrupted = store_records(sweep, launch(sweep), store, tally, provenance)
+    return finish(sweep, tally, time.perf_counter() - t0, interrupted)
 
 
 @dataclass
-class CollectConfig:
-    """One collect run, as :func:`perfzoo.collect.run` takes it; the command line
-    (:func:`perfzoo.collect.build_parser`, whose ``--help`` documents every field) only translates
-    onto it, field for field.
+class Sweep:
+    """A collect run once its request is checked (:func:`check_request`): the config (its workload
+    the space's), the space, the configs, your command's ``(template, metric source)`` (None: a
+    built-in workload) and the Slurm options (None: this machine); then the jobs the store lacks
+    (:func:`plan_jobs`)."""
 
-    >>> cfg = CollectConfig(out="runs/llm", space="llm-small", n=4, steps=3)
-    >>> cfg.repeat, cfg.device, cfg.timeout
-    (1, 'cpu', 120.0)
-    """
+    config: CollectConfig
+    space: _spaces.Space
+    configs: list[dict]
+    command: Optional[tuple[str, MetricSource]]
+    slurm: Optional[SlurmOptions]
+    in_process: list[JobSpec] = field(default_factory=list)  # world-size-1 jobs run in one worker
+    launched: list[JobSpec] = field(default_factory=list)  # torchrun, your command or Slurm: one launch each
+    skipped: int = 0  # jobs already in the store
+    _hardware: dict[int, dict] = field(default_factory=dict, init=False, repr=False)  # by ranks, made once
 
-    out: Optional[str] = None  # the record store directory (default runs/<space>)
-    space: Optional[str] = None  # a space name or a .toml space file (default: the workload's, or the one
-    #                              every line of `configs` fits)
-    workload: Optional[str] = None  # fsdp | llm | command (default: the space's)
-    n: Optional[int] = None  # N random distinct configs from the space ...
-    configs: Optional[str] = None  # ... or the configs in this JSONL file
-    nproc: Optional[int] = None  # ranks per job (default: each config's world size)
-    device: str = "cpu"  # cpu (gloo) or cuda (NCCL)
-    repeat: int = 1  # runs of each config (repeat index 0 .. repeat - 1; interleaved over the configs)
-    timeout: float = JOB_DEFAULTS.timeout_s  # wall-clock limit per job, seconds
-    seed: int = 0  # seed of the random configs
-    steps: int = JOB_DEFAULTS.steps  # measured steps per job
-    warmup: int = JOB_DEFAULTS.warmup  # warm-up steps per job, not measured
-    mode: str = "auto"  # auto | torchrun | inprocess
-    warm: bool = False  # CPU: fork each job's ranks from a warm worker
-    batch_size: int = 50  # jobs per in-process or warm worker
-    launcher: str = "local"  # local | slurm
-    sweep_id: Optional[str] = None  # default: derived from the arguments
-    require_quiet: bool = False  # a job on a busy machine fails (noisy_machine) instead of being timed
-    quiet_wait: float = field(default_factory=default_quiet_wait)  # seconds a CPU job waits for quiet before timing
-    dry_run: bool = False  # validate and list the jobs, run nothing
-    no_progress: bool = False  # no progress bar
-    compare: Optional[str] = None  # also compare the throughput measured with this record store's records of the same configs
-    command: Optional[str] = None  # the command workload: the launch template (default: the space file's)
-    metric_parser: Optional[str] = None  # file | torchtitan
-    metric_regex: Optional[str] = None  # metrics from output lines matching this
-    throughput_unit: Optional[str] = None  # what the command's throughput counts
-    ran_on: Optional[str] = None  # the command workload: the accelerator its jobs run on, where it launches them elsewhere
-    partition: Optional[str] = None  # Slurm (with launcher='slurm'): sbatch's options of these names
-    nodes: Optional[int] = None
-    tasks_per_node: Optional[int] = None
-    gpus_per_node: Optional[int] = None
-    cpus_per_task: Optional[int] = None
-    time: Optional[int] = None
-    mem_gb: Optional[float] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    constraint: Optional[str] = None
-    array_parallelism: Optional[int] = None
-    slurm_arg: list = field(default_factory=list)  # more sbatch options, KEY=VALUE
-    slurm_folder: Optional[str] = None
-    poll: Optional[float] = None
+    @property
+    def total(self) -> int:
+        """The jobs to run."""
+        return len(self.in_process) + len(self.launched)
 
-    def __post_init__(self):
-        if (self.n is None) == (self.configs is None):
-            raise UsageError("give exactly one of --n and --configs")
-        for name in ("repeat", "steps"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name} must be at least 1")
-        if self.warmup < 0 or self.timeout <= 0:
-            raise UsageError("--warmup must be >= 0 and --timeout > 0")
-        check_choice("--device", self.device, ("cpu", "cuda"))
-        check_choice("--mode", self.mode, ("auto", "torchrun", "inprocess"))
-        check_choice("--launcher", self.launcher, ("local", "slurm"))
-        check_choice("--metric-parser", self.metric_parser, (None, "file", "torchtitan"))
-        if self.ran_on is not None and accelerator_spec(self.ran_on) is None:
-            raise UsageError(f"--ran-on {self.ran_on}: not a row of the accelerator table (e.g. H100-SXM-80GB, B200)")
+    def hardware(self, nproc: int) -> dict:
+        """What a job of ``nproc`` ranks runs on, as its record says unless the job reports it
+        (a Slurm job does): the accelerator ``--ran-on`` states, this machine's, or what a Slurm
+        job asks for."""
+        if nproc not in self._hardware:
+            config = self.config
+            if config.ran_on is not None:  # the command launches its jobs elsewhere: what they run on, as stated
+                spec = accelerator_spec(config.ran_on)
+                self._hardware[nproc] = {"accelerator": spec.name, "accelerator_count": nproc,
+                                         "accelerator_memory_gib": spec.memory_gib,
+                                         "nodes": max(1, -(-nproc // spec.node_size))}
+            elif self.slurm is None:
+                self._hardware[nproc] = capture_hardware(config.device, nproc)
+            else:  # what the job asked for; its record gets what the node reported
+                self._hardware[nproc] = {"accelerator": config.device, "accelerator_count": nproc,
+                                         "nodes": self.slurm.nodes}
+        return self._hardware[nproc]
 
 
-SLURM_FLAGS = {"partition": "partition", "nodes": "nodes", "tasks_per_node": "tasks_per_node",
-               "gpus_per_node": "gpus_per_node", "cpus_per_task": "cpus_per_task", "time": "time_min",
-               "mem_gb": "mem_gb", "account": "account", "qos": "qos", "constraint": "constraint",
-               "array_parallelism": "array_parallelism", "poll": "poll_s"}
-
-
-def slurm_options(config) -> Optional[SlurmOptions]:
-    """The :class:`harness.slurm.SlurmOptions` of a command's config: collect's, or any with a
-    ``launcher`` and some of the fields of :data:`SLURM_FLAGS` (bench's); ``None`` without
-    ``launcher='slurm'``; a :class:`UsageError` names a misuse."""
-    flags = [f for f in SLURM_FLAGS if hasattr(config, f)]
-    given = [f for f in (*flags, "slurm_folder") if getattr(config, f) is not None] + (
-        ["slurm_arg"] if config.slurm_arg else [])
-    if config.launcher != "slurm":
-        if given:
-            raise UsageError(f"--{given[0].replace('_', '-')} is a Slurm option; add --launcher slurm")
-        return None
-    for flag in ("nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "array_parallelism"):
-        if flag in flags and getattr(config, flag) is not None and getattr(config, flag) < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
-    for flag in ("mem_gb", "poll"):
-        if flag in flags and getattr(config, flag) is not None and getattr(config, flag) <= 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be positive")
-    extra = {}
-    for item in config.slurm_arg:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--slurm-arg {item!r}: expected KEY=VALUE, e.g. reservation=r1")
-        extra[key.strip().lstrip("-").replace("-", "_")] = value
-    return SlurmOptions(extra=extra, **{SLURM_FLAGS[flag]: getattr(config, flag) for flag in flags
-                                        if getattr(config, flag) is not None})
-
-
-def add_sbatch_arguments(group) -> None:
-    """The Slurm options whose meaning is the same for every command that submits (collect's jobs,
-    bench's fits) to an argparse ``group``; each command adds those that differ (cores, time, memory,
-    array, folder). :func:`slurm_options` reads them back."""
-    group.add_argument("--partition", help="partition to submit to (default: the cluster's default)")
-    group.add_argument("--account", help="account to charge")
-    group.add_argument("--qos", help="quality of service")
-    group.add_argument("--constraint", help="node features (sbatch --constraint)")
-    group.add_argument("--slurm-arg", action="append", metavar="KEY=VALUE",
-                       help="any other sbatch option, e.g. --slurm-arg reservation=r1 (repeatable)")
-    group.add_argument("--poll", type=float, help="seconds between sacct polls (default 2)")
-
-
-# configs ---------------------------------------------------------------------------------
-
-def infer_space(path: str) -> str:
-    r"""The one registered space that every config in ``path`` fits (collect's ``--configs`` with
-    neither ``--space`` nor ``--workload``); a :class:`UsageError` when none or several do.
-
-    >>> import json, tempfile
-    >>> f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
-    >>> _ = f.write(json.dumps({"config": _spaces.get("fsdp-ads-v3").sample(1, seed=0)[0]}) + "\n"); f.close()
-    >>> infer_space(f.name)
-    'fsdp-ads-v3'
-    """
-    raws = read_configs(path)
-
-    def fits(name: str) -> bool:
-        space = _spaces.get(name)
-        try:
-            for raw in raws:
-                space.validate(raw)
-        except _spaces.SpaceError:
-            return False
-        return True
-
-    matches = [name for name in _spaces.names() if fits(name)]
-    if len(matches) != 1:
-        found = f"fit the spaces {', '.join(matches)}" if matches else "fit no registered space"
-        raise UsageError(f"--configs {path}: the configs {found}; name one with --space")
-    return matches[0]
-
-
-def resolve_configs(config: CollectConfig, space: _spaces.Space) -> list[dict]:
-    """Validated, complete configs (a :class:`UsageError` names the first bad one)."""
-    wkey = space.world_size_key
-    if config.configs:
-        configs = []
-        for where, raw in read_located(config.configs):
-            raw = dict(raw)
-            if config.nproc is not None:
-                if wkey in raw and int(raw[wkey]) != config.nproc:
-                    raise UsageError(f"{where}: knob '{wkey}' = {raw[wkey]} but --nproc {config.nproc}")
-                raw.setdefault(wkey, config.nproc)
-            try:
-                configs.append(space.validate(raw))
-            except _spaces.SpaceError as exc:
-                raise UsageError(f"{where}: {exc}") from None
-        unique = list({json.dumps(c, sort_keys=True, default=str): c for c in configs}.values())
-        if len(unique) < len(configs):
-            print(f"perfzoo.collect: {len(configs) - len(unique)} repeated config(s) in {config.configs} run "
-                  "once (measure a config several times with --repeat)", file=sys.stderr)
-        return unique
-    if config.n is None or config.n < 1:
-        raise UsageError("--n must be at least 1")
-    if config.nproc is None:
-        return space.sample(config.n, seed=config.seed)
-    dim = space._dims.get(wkey)
-    allowed = dim.values if dim is not None else (space.constants.get(wkey),)
-    if not any(_spaces._same(config.nproc, v) for v in allowed):
-        raise UsageError(f"--nproc {config.nproc}: space '{space.name}' allows {wkey} in {list(allowed)}")
-    if dim is None:
-        return space.sample(config.n, seed=config.seed)
-    sub = _spaces.Space(name=space.name, workload=space.workload,
-                        dimensions=[d for d in space.dimensions if d.name != wkey],
-                        constants={**space.constants, wkey: config.nproc}, derived=space.derived,
-                        constraints=space.constraints, world_size_key=wkey)
-    return [space.validate({k: c[k] for k in c}) for c in sub.sample(config.n, seed=config.seed)]
-
-
-def command_of(config: CollectConfig, space: _spaces.Space):
-    """``(template, MetricSource)`` for a space of the command workload, else ``None``."""
-    given = [f"--{f.replace('_', '-')}" for f in ("command", "metric_parser", "metric_regex", "throughput_unit")
-             if getattr(config, f) is not None]
-    if space.workload != "command":
-        if given:
-            raise UsageError(f"{given[0]} is for your own job (a .toml space of the command workload); "
-                             f"space {space.name} runs the built-in '{space.workload}' workload")
-        return None
-    template = config.command or (space.command if isinstance(space, _spaces.FileSpace) else None)
-    if not template:
-        raise UsageError(f"space {space.name} runs a command: give --command 'TEMPLATE' (e.g. 'torchrun "
-                         "--standalone --nproc-per-node {nproc} train.py --batch {batch}') or command = \"...\" "
-                         "in the space file")
-    if isinstance(space, _spaces.FileSpace):  # a command that finds the files beside its space file
-        template = template.replace("{space_dir}", shlex.quote(str(Path(space.path).resolve().parent)))
-    if config.warm or config.mode == "inprocess":
-        raise UsageError("--warm and --mode inprocess run the built-in workloads; a command job is its own process")
-    if config.metric_parser and config.metric_regex:
-        raise UsageError("give --metric-parser or --metric-regex, not both")
-    parser = "regex" if config.metric_regex else (config.metric_parser or "file")
-    default_unit = "tokens/s" if parser == "torchtitan" else (
-        space.throughput_unit if isinstance(space, _spaces.FileSpace) else "items/s")
+def check_request(config: CollectConfig, space: _spaces.Space) -> Sweep:
+    """Phase 1: ``config`` checked against ``space`` (its workload, runnable), its configs resolved
+    and checked, the launch mode against them (in-process, warm, Slurm, CUDA); a :class:`UsageError`
+    names the first problem before anything is created."""
+    if config.workload and config.workload != space.workload:
+        raise UsageError(f"--space {space.name} is a space of the '{space.workload}' workload, "
+                         f"not '{config.workload}'")
+    config = replace(config, workload=space.workload)
+    if not space.runnable:
+        raise UsageError(f"--space {space.name} is a space for search only: the harness has no workload "
+                         f"that runs its configs ({space.description}); collect runs "
+                         f"{', '.join(n for n in _spaces.names() if _spaces.get(n).runnable)}")
+    command = command_of(config, space)
+    configs = resolve_configs(config, space)
+    if config.mode == "inprocess":
+        bad = [c for c in configs if int(c[space.world_size_key]) != 1]
+        if bad:
+            raise UsageError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
+                             f"{space.world_size_key} = {bad[0][space.world_size_key]} (use --mode torchrun or auto)")
+    if config.warm and config.device != "cpu":
+        raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
     try:
-        check_template(template, space.knobs())
-        source = MetricSource(parser=parser, regex=config.metric_regex, unit=config.throughput_unit or default_unit)
-        Metrics(throughput_unit=source.unit)
+        slurm = config.slurm.requested(config.launcher)
     except ValueError as exc:
-        raise UsageError(" ".join(str(exc).split())[:300]) from None
-    return template, source
+        raise UsageError(str(exc)) from None
+    if slurm is not None and (config.warm or config.mode == "inprocess"):
+        raise UsageError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
+    if slurm is not None:
+        for cfg in configs:
+            try:
+                slurm.check(int(cfg[space.world_size_key]), config.device)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+    elif config.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
+    if config.ran_on is not None and not command:
+        raise UsageError(f"--ran-on {config.ran_on}: only for your own command's jobs (the command workload); "
+                         "a built-in workload runs here and records this machine")
+    return Sweep(config, space, configs, command, slurm)
 
 
-# running ---------------------------------------------------------------------------------
-
-def open_store(path: str, flag: str):
+def open_store(path: str, flag: str) -> RecordStore:
     """The record store at ``path``, created if needed; a :class:`UsageError` says why it cannot be."""
     try:
         store = RecordStore(path)
@@ -304,72 +216,15 @@ def earlier_records(config: CollectConfig, records: list) -> list:
     return records + [r for r in other if r.record_id not in ours]
 
 
-def job_identity(workload: workloads.WorkloadSpec, cfg: dict) -> dict:
-    """A config as its job id sees it: without the keys its workload's harness implies (a record
-    that predates such a key keeps its id, so a resumed sweep still skips it).
-
-    >>> llm = workloads.get("llm")
-    >>> job_identity(llm, {"precision": "fp8", "low_precision_backward": False})
-    {'precision': 'fp8'}
-    """
-    said = workload.implied(cfg) if workload.implied else {}
-    return {k: v for k, v in cfg.items() if not (k in said and said[k] == v)}
-
-
-def _sweep_id(config: CollectConfig, space_name: str, configs: list[dict]) -> str:
-    if config.sweep_id:
-        return config.sweep_id
-    h = hashlib.sha256(json.dumps([config.workload, space_name, config.repeat, configs],
-                                  sort_keys=True, default=str).encode()).hexdigest()[:10]
-    return f"{space_name}-{h}"
-
-
-def _sigterm_to_interrupt(signum, frame):  # pragma: no cover - exercised by the resume test
-    raise KeyboardInterrupt
-
-
-def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> int:
-    """Run (or resume) the jobs ``config`` asks for in ``space`` (the space its ``space`` field
-    names); 0 when every job has a record, 1 when interrupted (run again to resume). A
-    :class:`UsageError` names a bad field before anything runs; ``provenance`` is stored in
-    every record."""
-    if config.workload and config.workload != space.workload:
-        raise UsageError(f"--space {space.name} is a space of the '{space.workload}' workload, "
-                         f"not '{config.workload}'")
-    config = replace(config, workload=space.workload)
-    if not space.runnable:
-        raise UsageError(f"--space {space.name} is a space for search only: the harness has no workload "
-                         f"that runs its configs ({space.description}); collect runs "
-                         f"{', '.join(n for n in _spaces.names() if _spaces.get(n).runnable)}")
-    command = command_of(config, space)
-    configs = resolve_configs(config, space)
-    if config.mode == "inprocess":
-        bad = [c for c in configs if int(c[space.world_size_key]) != 1]
-        if bad:
-            raise UsageError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
-                             f"{space.world_size_key} = {bad[0][space.world_size_key]} (use --mode torchrun or auto)")
-
-    if config.warm and config.device != "cpu":
-        raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
-    slurm = slurm_options(config)
-    if slurm is not None and (config.warm or config.mode == "inprocess"):
-        raise UsageError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
-    if slurm is not None:
-        for cfg in configs:
-            try:
-                slurm.check(int(cfg[space.world_size_key]), config.device)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-    elif config.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
+def open_checked_store(sweep: Sweep) -> tuple[RecordStore, list[JobRecord]]:
+    """Phase 2: the ``--out`` store (created if needed) and the records this run's are compared with
+    (:func:`earlier_records`); a :class:`UsageError` where the store holds jobs of another space,
+    command or metric source (their records would be taken for this run's)."""
+    config, command = sweep.config, sweep.command
     store = open_store(config.out, "--out")
-    done_ids = store.job_ids()
     records = store.records()
     earlier = earlier_records(config, records)
-    check_space(records, space, "--out", config.out)
+    check_space(records, sweep.space, "--out", config.out)
     if command is not None:
         other = sorted({r.annotations.get("command_template") for r in records} - {command[0], None})
         if other:
@@ -379,42 +234,25 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
         if other:
             raise UsageError(f"--out {config.out} holds jobs read with another metric source ({other[0]}): "
                              "give another --out")
-    sweep_id = _sweep_id(config, space.name, configs)
+    return store, earlier
+
+
+def plan_jobs(sweep: Sweep, done_ids: set) -> None:
+    """Phase 3: one job per config and repeat into ``sweep`` (in-process or launched), those whose
+    id is in ``done_ids`` (the store's) skipped, and a line on stderr saying what will run."""
+    config, space, command, slurm = sweep.config, sweep.space, sweep.command, sweep.slurm
     workload = workloads.get(config.workload)
-    if config.ran_on is not None and not command:
-        raise UsageError(f"--ran-on {config.ran_on}: only for your own command's jobs (the command workload); "
-                         "a built-in workload runs here and records this machine")
-    unit = command[1].unit if command else workload.throughput_unit
-    harness_module = workload.harness
-    software = capture_software()
-    inproc = InProcessBatchLauncher(batch_size=config.batch_size)
-    hardware_cache: dict[int, dict] = {}
-
-    def hardware_for(n: int) -> dict:
-        if n not in hardware_cache:
-            if config.ran_on is not None:  # the command launches its jobs elsewhere: what they run on, as stated
-                spec = accelerator_spec(config.ran_on)
-                hardware_cache[n] = {"accelerator": spec.name, "accelerator_count": n,
-                                     "accelerator_memory_gib": spec.memory_gib,
-                                     "nodes": max(1, -(-n // spec.node_size))}
-            elif slurm is None:
-                hardware_cache[n] = capture_hardware(config.device, n)
-            else:  # what the job asked for; its record gets what the node reported
-                hardware_cache[n] = {"accelerator": config.device, "accelerator_count": n, "nodes": slurm.nodes}
-        return hardware_cache[n]
-
-    jobs_in, jobs_tr, skipped = [], [], 0
-    nprocs = [int(cfg[space.world_size_key]) for cfg in configs]
-    keys = [hardware_key(hardware_for(n)) if slurm is None else slurm.identity(config.device, n) for n in nprocs]
+    nprocs = [int(cfg[space.world_size_key]) for cfg in sweep.configs]
+    keys = [hardware_key(sweep.hardware(n)) if slurm is None else slurm.identity(config.device, n) for n in nprocs]
     # repeats interleaved (every config's run 0, then every config's run 1, ...): the machine's
     # drift over the sweep then reaches every config's repeats alike
     for r in range(config.repeat):
-        for cfg, nproc, key in zip(configs, nprocs, keys):
+        for cfg, nproc, key in zip(sweep.configs, nprocs, keys):
             jid = job_id_for(config.workload, job_identity(workload, cfg), key, r)
             if jid in done_ids:
-                skipped += 1
+                sweep.skipped += 1
                 continue
-            spec = JobSpec(workload=config.workload, config=cfg, job_id=jid, module=harness_module,
+            spec = JobSpec(workload=config.workload, config=cfg, job_id=jid, module=workload.harness,
                            nproc=nproc, device=config.device,
                            steps=config.steps, warmup=config.warmup, timeout_s=config.timeout, repeat=r,
                            require_quiet=config.require_quiet, quiet_wait_s=config.quiet_wait,
@@ -422,51 +260,71 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
                            metrics=asdict(command[1]) if command else {})
             use_inproc = slurm is None and command is None and (
                 config.mode == "inprocess" or (config.mode == "auto" and nproc == 1))
-            (jobs_in if use_inproc else jobs_tr).append(spec)
-    total = len(jobs_in) + len(jobs_tr)
-    how = (f"{len(jobs_tr)} command jobs ({command[1].describe()})" if command and slurm is None else
-           f"{len(jobs_in)} in-process, {len(jobs_tr)} torchrun{' (warm)' if config.warm else ''}" if slurm is None
-           else f"Slurm arrays of {slurm.nodes} node(s) x {slurm.tasks_per_node} torchrun agent(s)")
-    print(f"perfzoo.collect: {space.name} ({config.workload}), {len(configs)} configs x {config.repeat} "
-          f"repeat(s): {total} jobs to run ({how}), {skipped} already in {config.out}", file=sys.stderr)
-    if config.dry_run:
-        for spec in jobs_in + jobs_tr:
-            row = {"job_id": spec.job_id, "nproc": spec.nproc, "repeat": spec.repeat, "config": spec.config}
-            if slurm is not None:
-                row["sbatch"] = slurm.executor_parameters(spec, "perfzoo-<batch>")
-            print(json.dumps(row))
-        return 0
+            (sweep.in_process if use_inproc else sweep.launched).append(spec)
+    how = (f"{len(sweep.launched)} command jobs ({command[1].describe()})" if command and slurm is None else
+           f"{len(sweep.in_process)} in-process, {len(sweep.launched)} torchrun{' (warm)' if config.warm else ''}"
+           if slurm is None else f"Slurm arrays of {slurm.nodes} node(s) x {slurm.tasks_per_node} torchrun agent(s)")
+    print(f"perfzoo.collect: {space.name} ({config.workload}), {len(sweep.configs)} configs x {config.repeat} "
+          f"repeat(s): {sweep.total} jobs to run ({how}), {sweep.skipped} already in {config.out}", file=sys.stderr)
 
-    tally = Tally(earlier=earlier)
-    t0 = time.perf_counter()
+
+def list_jobs(sweep: Sweep) -> None:
+    """Phase 3, ``--dry-run``: one JSON line per planned job (its id, ranks, repeat and config, and
+    with Slurm what sbatch is asked for) instead of phases 4 to 6."""
+    for spec in sweep.in_process + sweep.launched:
+        row = {"job_id": spec.job_id, "nproc": spec.nproc, "repeat": spec.repeat, "config": spec.config}
+        if sweep.slurm is not None:
+            row["sbatch"] = sweep.slurm.executor_parameters(spec, "perfzoo-<batch>")
+        print(json.dumps(row))
+
+
+def launch(sweep: Sweep) -> list[tuple[Iterator[JobOutcome], Optional[int]]]:
+    """Phase 4: ``(outcomes, threads per job)`` per launcher the jobs go to: the in-process worker
+    (its threads), then Slurm, your command, or torchrun (a fresh one per job, or a warm worker);
+    each stream launches its jobs as it is read."""
+    config, out = sweep.config, Path(sweep.config.out)
+    streams: list[tuple[Iterator[JobOutcome], Optional[int]]] = []
+    if sweep.in_process:
+        inproc = InProcessBatchLauncher(batch_size=config.batch_size)
+        streams.append((inproc.run_many(sweep.in_process), inproc.threads))
+    if sweep.launched and sweep.slurm is not None:
+        slurm = SlurmLauncher(sweep.slurm, folder=sweep.slurm.folder or out / "slurm", ledger=out / "slurm-jobs.jsonl")
+        streams.append((slurm.run_many(sweep.launched), None))
+    elif sweep.launched and sweep.command is not None:
+        streams.append((CommandLauncher().run_many(sweep.launched), None))
+    elif sweep.launched:
+        local = WarmTorchrunLauncher(batch_size=config.batch_size) if config.warm else LocalTorchrunLauncher()
+        streams.append((local.run_many(sweep.launched), None))
+    return streams
+
+
+def _sigterm_to_interrupt(signum, frame):  # pragma: no cover - exercised by the resume test
+    raise KeyboardInterrupt
+
+
+def store_records(sweep: Sweep, streams: list[tuple[Iterator[JobOutcome], Optional[int]]], store: RecordStore,
+                  tally: Tally, provenance: str) -> bool:
+    """Phase 5: each job's record appended to ``store`` as its job ends and added to ``tally`` (a job
+    another collect of the same sweep stored first counts as raced), behind a progress bar; True
+    when interrupted (Ctrl-C, SIGTERM) before the last job ended."""
+    config = sweep.config
+    software = capture_software()
+    unit = sweep.command[1].unit if sweep.command else workloads.get(config.workload).throughput_unit
+    sweep_name = sweep_id(config, sweep.space.name, sweep.configs)
     previous = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
     bar = None
     if not config.no_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, unit="job", desc=f"collect {space.name}", dynamic_ncols=True)
-    interrupted = False
+        bar = tqdm(total=sweep.total, unit="job", desc=f"collect {sweep.space.name}", dynamic_ncols=True)
     try:
-        streams = []
-        if jobs_in:
-            streams.append((inproc.run_many(jobs_in), inproc.threads))
-        if jobs_tr and slurm is not None:
-            tr = SlurmLauncher(slurm, folder=config.slurm_folder or Path(config.out) / "slurm",
-                               ledger=Path(config.out) / "slurm-jobs.jsonl")
-            streams.append((tr.run_many(jobs_tr), None))
-        elif jobs_tr and command is not None:
-            streams.append((CommandLauncher().run_many(jobs_tr), None))
-        elif jobs_tr:
-            tr = WarmTorchrunLauncher(batch_size=config.batch_size) if config.warm else LocalTorchrunLauncher()
-            streams.append((tr.run_many(jobs_tr), None))
         for stream, threads in streams:
             for outcome in stream:
-                n = outcome.spec.nproc
                 env_extra = {"OMP_NUM_THREADS": str(threads)} if threads else None
                 sw = dict(software, env=relevant_env(worker_env(outcome.spec, env_extra)))
-                rec = to_record(outcome, hardware=outcome.hardware or hardware_for(n), software=sw,
-                                provenance=provenance, sweep_id=sweep_id, throughput_unit=unit,
-                                space=space.name)
+                rec = to_record(outcome, hardware=outcome.hardware or sweep.hardware(outcome.spec.nproc), software=sw,
+                                provenance=provenance, sweep_id=sweep_name, throughput_unit=unit,
+                                space=sweep.space.name)
                 if config.ran_on is not None:  # not seen by the harness: said so in the record
                     rec.annotations["hardware_stated"] = f"collect --ran-on {config.ran_on}: the command ran its job there"
                 if store.append(rec):
@@ -477,17 +335,26 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
                     bar.set_postfix_str(tally.postfix(), refresh=False)
                     bar.update(1)
     except KeyboardInterrupt:
-        interrupted = True
+        return True
     finally:
         signal.signal(signal.SIGTERM, previous)
         if bar is not None:
             bar.close()
-    print(tally.table(time.perf_counter() - t0, skipped, config.out))
-    if interrupted:
-        left = total - sum(tally.status.values())
-        where = (f"; {left} job(s) stay queued or running on Slurm and the rerun waits for them instead of "
-                 "submitting them again" if slurm is not None and left else "")
-        print(f"perfzoo.collect: interrupted; run the same command again to resume{where}", file=sys.stderr)
-        return 1
-    return 0
+    return False
 
+
+def finish(sweep: Sweep, tally: Tally, seconds: float, interrupted: bool) -> int:
+    """Phase 6: the run's summary (:meth:`Tally.table`) on stdout and, when ``interrupted``, how to
+    resume on stderr; the exit status (0 done, 1 interrupted)."""
+    print(tally.table(seconds, sweep.skipped, sweep.config.out))
+    if not interrupted:
+        return 0
+    left = sweep.total - sum(tally.status.values())
+    where = (f"; {left} job(s) stay queued or running on Slurm and the rerun waits for them instead of "
+             "submitting them again" if sweep.slurm is not None and left else "")
+    print(f"perfzoo.collect: interrupted; run the same command again to resume{where}", file=sys.stderr)
+    return 1
+
+
+__all__ = ["Sweep", "check_request", "check_space", "earlier_records", "finish", "launch", "list_jobs",
+           "open_checked_store", "open_store", "plan_jobs", "run", "run_sweep", "store_records"]

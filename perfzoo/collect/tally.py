@@ -2,7 +2,7 @@
 the throughput range, the spread over repeats, how the configs measured again compare with their
 earlier records (and whether the machines do: :mod:`perfzoo.hardware.capability`), the launchers' overhead
 and the rate of completed jobs (:class:`Tally`, fed one record at a time by
-:func:`perfzoo.collect.sweep.run_sweep`, printed by ``python -m perfzoo.collect`` at the end).
+:func:`perfzoo.collect.sweep.store_records`, printed by ``python -m perfzoo.collect`` at the end).
 """
 
 from __future__ import annotations

@@ -52,21 +52,13 @@ class LoopSummary:
     notes: list = field(default_factory=list)
     confirmed: dict = field(default_factory=dict)
 
-    @property
-    def loop_best(self) -> Optional[float]:
-        return self.arms["loop"]["best"]
+    def best(self, arm: str) -> Optional[float]:
+        """The best single run of ``arm`` (``loop``, ``random`` or a baseline's); None before one ran ok."""
+        return self.arms[arm]["best"]
 
-    @property
-    def loop_jobs(self) -> int:
-        return self.arms["loop"]["jobs"]
-
-    @property
-    def random_best(self) -> Optional[float]:
-        return self.arms["random"]["best"]
-
-    @property
-    def random_jobs(self) -> int:
-        return self.arms["random"]["jobs"]
+    def jobs(self, arm: str) -> int:
+        """The jobs ``arm`` ran."""
+        return self.arms[arm]["jobs"]
 
     def beyond_random(self) -> Optional[str]:
         """What the search rounds found beyond the loop's random jobs, in one line (None without rounds)."""
@@ -107,7 +99,7 @@ class LoopSummary:
         if "loop" not in values:
             return {}
         return {arm: values["loop"][0] / value for arm, (value, _) in values.items()
-                if arm != "loop" and value > 0 and (arm != "random" or self.random_jobs > self.n_random_phase())}
+                if arm != "loop" and value > 0 and (arm != "random" or self.jobs("random") > self.n_random_phase())}
 
     def table(self) -> str:
         rows = [("phase", "sweep id", "planned", "done", "ok", f"best {self.unit}".strip())]
@@ -117,17 +109,17 @@ class LoopSummary:
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
         lines.append("")
-        lines.append(f"loop (random + rounds, {self.loop_jobs} jobs): best {_fmt(self.loop_best)}")
+        lines.append(f"loop (random + rounds, {self.jobs('loop')} jobs): best {_fmt(self.best('loop'))}")
         beyond = self.beyond_random()
         if beyond is not None:
             lines.append(beyond)
-        if self.random_jobs > self.n_random_phase():
-            lines.append(f"random search ({self.random_jobs} jobs): best {_fmt(self.random_best)}  "
-                         f"(loop vs random: {_gain(self.loop_best, self.random_best)})")
+        if self.jobs("random") > self.n_random_phase():
+            lines.append(f"random search ({self.jobs('random')} jobs): best {_fmt(self.best('random'))}  "
+                         f"(loop vs random: {_gain(self.best('loop'), self.best('random'))})")
         for arm in BASELINE_ARMS.values():
             if arm in self.arms:
-                lines.append(f"{arm} baseline: {_fmt(self.arms[arm]['best'])}  (loop vs {arm}: "
-                             f"{_gain(self.loop_best, self.arms[arm]['best'])})")
+                lines.append(f"{arm} baseline: {_fmt(self.best(arm))}  (loop vs {arm}: "
+                             f"{_gain(self.best('loop'), self.best(arm))})")
         if self.confirmed:
             c = self.confirmed
             lines.append("")

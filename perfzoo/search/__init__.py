@@ -18,7 +18,8 @@ where the predictor has one, and P(success). :data:`SEARCHERS` registers them by
 ``tpe``              :class:`TPE`: Optuna TPE on the same reward (``pip install perfzoo[search]``)
 ===================  =====================================================================
 
-:func:`propose` is the one-call form:
+:func:`make` builds one by name, :func:`make_searcher` from a command's flags (``search``'s and
+``tune``'s); :func:`propose` is the one-call form:
 
 >>> from perfzoo import search, spaces, zoo                        # doctest: +SKIP
 >>> predictor = zoo.load_best("fsdp-cpu")                          # doctest: +SKIP
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional, Sequence
 
+from perfzoo.console import UsageError
 from perfzoo.search._base import NO_KEYS, Searcher
 from perfzoo.search.exhaustive import Exhaustive
 from perfzoo.search.objective import Formula, Model, Objective, SearchResult
@@ -60,6 +62,30 @@ normalise_advantage=True, progress=False)
     if name not in SEARCHERS:
         raise ValueError(f"unknown searcher {name!r}; choose one of {', '.join(sorted(SEARCHERS))}")
     return SEARCHERS[name](**settings)
+
+
+def make_searcher(name: str, seed: int, flags: dict[str, Optional[float]], progress: bool = False) -> Searcher:
+    """The searcher ``--searcher`` names, with the settings its flags gave (``flags``: a command's
+    searcher flags by setting, e.g. ``n_samples``, None where not given) and ``progress`` where it shows one;
+    a flag its searcher has no setting for is a :class:`UsageError`: how ``python -m perfzoo.search``
+    and ``python -m perfzoo.tune`` build theirs.
+
+    >>> make_searcher("exhaustive", 0, {"n_samples": 100})
+    Traceback (most recent call last):
+    ...
+    perfzoo.console.UsageError: --n-samples does not apply to --searcher exhaustive
+    """
+    cls = SEARCHERS[name]
+    settings: dict = {flag: value for flag, value in flags.items() if value is not None}
+    for flag, value in settings.items():
+        if flag not in cls.settings():
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply to --searcher {name}")
+        if value <= 0:
+            raise UsageError(f"--{flag.replace('_', '-')} must be {'positive' if flag == 'lr' else 'at least 1'}, "
+                             f"got {value}")
+    if progress and "progress" in cls.settings():
+        settings["progress"] = True
+    return cls(seed=seed, **settings)
 
 
 def propose(searcher: Searcher, space: Space, predictor: Model, top_k: int = 50, *,

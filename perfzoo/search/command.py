@@ -30,7 +30,7 @@ from perfzoo import llmconfig, pricing, zoo
 from perfzoo.console import UsageError, assignments, check_choice, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
-from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher
+from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher, make_searcher
 from perfzoo.search.objective import check_inputs
 from perfzoo.spaces import SpaceError, get
 from perfzoo.spaces.codec import SpaceCodec
@@ -38,30 +38,6 @@ from perfzoo.spaces.codec import SpaceCodec
 # the flags that set a searcher's settings (each applies to the searchers that have the setting)
 SETTING_FLAGS = ("n_samples", "restarts", "batch_size", "lr", "n_jobs")
 SMALL_DATA = 20  # measured jobs under which a search's proposals carry a caveat
-
-
-def make_searcher(name: str, seed: int, flags: dict[str, Optional[float]], progress: bool = False) -> Searcher:
-    """The searcher ``--searcher`` names, with the settings its flags gave (``flags``: the values of
-    :data:`SETTING_FLAGS` a command has, None where not given) and ``progress`` where it shows one;
-    a flag its searcher has no setting for is a :class:`UsageError`. ``python -m perfzoo.tune``
-    builds its searcher here too.
-
-    >>> make_searcher("exhaustive", 0, {"n_samples": 100})
-    Traceback (most recent call last):
-    ...
-    perfzoo.console.UsageError: --n-samples does not apply to --searcher exhaustive
-    """
-    cls = SEARCHERS[name]
-    settings: dict = {flag: value for flag, value in flags.items() if value is not None}
-    for flag, value in settings.items():
-        if flag not in cls.settings():
-            raise UsageError(f"--{flag.replace('_', '-')} does not apply to --searcher {name}")
-        if value <= 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be {'positive' if flag == 'lr' else 'at least 1'}, "
-                             f"got {value}")
-    if progress and "progress" in cls.settings():
-        settings["progress"] = True
-    return cls(seed=seed, **settings)
 
 
 @dataclass(frozen=True)

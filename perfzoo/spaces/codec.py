@@ -6,14 +6,15 @@ turns such rows, many at once and without a Python dict per config, into
 
 * validity masks (:meth:`SpaceCodec.valid`): each constraint (and the space's ``derived``
   function, which may refuse a config) is compiled once into a lookup table over the few
-  dimensions it reads, found by tracing which keys it reads;
+  dimensions it reads, found by tracing which keys it reads (:mod:`perfzoo.spaces.rules`);
 * integer keys (:meth:`SpaceCodec.keys`, a mixed-radix number: equal configs, equal keys)
   for de-duplication and for excluding configs already measured;
 * what a predictor takes (:meth:`SpaceCodec.columns`, as :class:`~perfzoo.records.columns.Columns`:
-  each dimension's values looked up by index, constants held once; :meth:`SpaceCodec.frame`,
-  the same as a DataFrame): ``config.<knob>`` columns for dimensions, constants and derived
-  keys, plus fixed columns such as ``hardware.accelerator``; this is the one place search and
-  plan build predictor inputs;
+  each dimension's values looked up by index, constants held once, typed as
+  :mod:`perfzoo.spaces.values` says; :meth:`SpaceCodec.frame`, the same as a DataFrame):
+  ``config.<knob>`` columns for dimensions, constants and derived keys, plus fixed columns
+  such as ``hardware.accelerator``; this is the one place search and plan build predictor
+  inputs;
 * complete config dicts (:meth:`SpaceCodec.configs`) for the few configs that get proposed.
 
 >>> from perfzoo.spaces import get
@@ -30,109 +31,16 @@ turns such rows, many at once and without a Python dict per config, into
 
 from __future__ import annotations
 
-import itertools
 import math
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from perfzoo.records.columns import Columns
 from perfzoo.spaces._base import Space, SpaceError, _same
-
-MAX_TABLE = 250_000  # largest lookup table (combinations of the dimensions a rule reads)
-
-
-class _Recorder(dict):
-    """A config dict that notes which keys a function reads (iteration reads them all)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.read: set[str] = set()
-        self.read_all = False
-
-    def __getitem__(self, key):
-        self.read.add(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self.read.add(key)
-        return super().get(key, default)
-
-    def __contains__(self, key):
-        self.read.add(key)
-        return super().__contains__(key)
-
-    def _all(self):
-        self.read_all = True
-
-    def __iter__(self):
-        self._all()
-        return super().__iter__()
-
-    def keys(self):
-        self._all()
-        return super().keys()
-
-    def items(self):
-        self._all()
-        return super().items()
-
-    def values(self):
-        self._all()
-        return super().values()
-
-    def copy(self):
-        self._all()
-        return dict(super().items())
-
-
-class _Rule:
-    """A function of a few dimensions, tabulated: ``deps`` (dimension positions) and the
-    per-combination results (a bool ``ok`` table and, for ``derived``, value tables)."""
-
-    def __init__(self, deps: tuple[int, ...], ok: np.ndarray, values: Optional[dict[str, np.ndarray]] = None):
-        self.deps = deps
-        self.ok = ok
-        self.values = values or {}
-
-
-def _numeric_kind(vals: list) -> Optional[str]:
-    """``'int'`` (integers, no None), ``'float'`` (numbers, None allowed) or None (anything else:
-    text, bools, mixtures, or only None)."""
-    plain = [v for v in vals if v is not None]
-    if not plain or not all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
-                            for v in plain):
-        return None
-    return "int" if len(plain) == len(vals) and all(isinstance(v, (int, np.integer)) for v in plain) else "float"
-
-
-def _floats(vals: list) -> np.ndarray:
-    return np.array([np.nan if v is None else float(v) for v in vals], dtype=float)
-
-
-def _column_array(values: Sequence[Any]) -> tuple[str, Any]:
-    """How a list of knob values becomes a column: ``('int', array)``, ``('float', array)``
-    (None -> NaN) or ``('cat', (categories, code_of_value))`` for text / bools / mixtures."""
-    vals = list(values)
-    kind = _numeric_kind(vals)
-    if kind == "int":
-        return "int", np.array(vals, dtype=np.int64)
-    if kind == "float":
-        return "float", _floats(vals)
-    plain = [v for v in vals if v is not None]
-    cats: list[Any] = []
-    for v in plain:
-        if not any(type(v) is type(c) and v == c for c in cats):
-            cats.append(v)
-    codes = np.array([-1 if v is None else next(i for i, c in enumerate(cats) if type(v) is type(c) and v == c)
-                      for v in vals], dtype=_codes_dtype(len(cats)))
-    return "cat", (cats, codes)
-
-
-def _codes_dtype(n: int) -> type:
-    """The integer type pandas keeps a Categorical's codes in (so looking them up makes no copy)."""
-    return np.int8 if n < 127 else np.int16 if n < 32767 else np.int32
+from perfzoo.spaces.rules import MAX_TABLE, Rule, tabulate
+from perfzoo.spaces.values import as_column, categorical, column_array, constant_column, derived_column, objects
 
 
 class SpaceCodec:
@@ -160,81 +68,34 @@ class SpaceCodec:
         for i in range(len(self.dims) - 2, -1, -1):
             self.radix[i] = self.radix[i + 1] * self.cards[i + 1]
         self.max_table = max_table
-        self._columns = {name: _column_array(vals) for name, vals in zip(self.names, self.values)}
+        self._columns = {name: column_array(vals) for name, vals in zip(self.names, self.values)}
         self._constants: dict[tuple, tuple] = {}  # constant columns made so far (:meth:`_constant`)
         self._base = {d.name: d.values[0] for d in self.dims}
         self._base.update(self.space.constants)
         self._pos = {n: i for i, n in enumerate(self.names)}
-        self.rules: list[_Rule] = []
+        self.rules: list[Rule] = []
         self.vectorised = True
         for c in self.space.constraints:
-            rule = self._tabulate(c.check, kind="constraint")
+            rule = tabulate(c.check, "constraint", self.names, self.values, self._base, max_table)
             if rule is None:
                 self.vectorised = False
             else:
                 self.rules.append(rule)
-        self.derived_rule: Optional[_Rule] = None
+        self.derived_rule: Optional[Rule] = None
         self.derived_keys: list[str] = []
         if self.space.derived is not None:
-            self.derived_rule = self._tabulate(self.space.derived, kind="derived")
+            self.derived_rule = tabulate(self.space.derived, "derived", self.names, self.values, self._base,
+                                         max_table)
             if self.derived_rule is None:
                 self.vectorised = False
             self.derived_keys = [k for k in self.space.knobs() if k not in self._pos and k not in self.space.constants]
             if self.derived_rule is not None:  # text / bool values as (categories, code table), as dimensions
-                self._derived_columns = {k: _derived_column(t) for k, t in self.derived_rule.values.items()}
+                self._derived_columns = {k: derived_column(t) for k, t in self.derived_rule.values.items()}
         self.has_constraints = bool(self.space.constraints) or self.space.derived is not None
 
     def __repr__(self) -> str:
         return (f"SpaceCodec({self.space.name!r}, {len(self.dims)} dimensions, {self.size:,} grid points, "
                 f"{'vectorised' if self.vectorised else 'per-config'} constraints)")
-
-    # -- compiling constraints -------------------------------------------------------------
-    def _call(self, fn: Callable, combo: dict, kind: str):
-        rec = _Recorder(self._base)
-        rec.update(combo)
-        rec.read = set()
-        try:
-            out = fn(rec)
-            ok = out is None if kind == "constraint" else True
-            result = out
-        except SpaceError as exc:
-            ok, result = False, str(exc)
-        except Exception as exc:  # a rule that cannot evaluate this combination: invalid
-            ok, result = False, f"{type(exc).__name__}: {exc}"
-        reads = set(range(len(self.dims))) if rec.read_all else {self._pos[k] for k in rec.read if k in self._pos}
-        return ok, result, reads
-
-    def _tabulate(self, fn: Callable, kind: str) -> Optional[_Rule]:
-        deps: set[int] = set()
-        while True:
-            order = tuple(sorted(deps))
-            shape = tuple(int(self.cards[i]) for i in order)
-            if math.prod(shape) > self.max_table:
-                return None
-            ok = np.zeros(shape, dtype=bool)
-            results: dict[tuple, Any] = {}
-            reads: set[int] = set()
-            for combo in itertools.product(*(range(s) for s in shape)):
-                setting = {self.names[i]: self.values[i][j] for i, j in zip(order, combo)}
-                good, result, r = self._call(fn, setting, kind)
-                reads |= r
-                ok[combo] = good
-                results[combo] = result
-            if reads <= deps:
-                break
-            deps |= reads
-        values: dict[str, np.ndarray] = {}
-        if kind == "derived":
-            keys: list[str] = []
-            for res in results.values():
-                if isinstance(res, dict):
-                    keys += [k for k in res if k not in keys]
-            for k in keys:
-                arr = np.empty(shape, dtype=object)
-                for combo, res in results.items():
-                    arr[combo] = res.get(k) if isinstance(res, dict) else None
-                values[k] = np.asarray(_as_column(arr.reshape(-1))).reshape(shape)
-        return _Rule(order, ok, values)
 
     # -- index arrays ----------------------------------------------------------------------
     def _check(self, idx: np.ndarray) -> np.ndarray:
@@ -422,7 +283,7 @@ class SpaceCodec:
             if key in self._pos:
                 kind, spec = self._columns[key]
                 j = idx[:, self._pos[key]]
-                data[col] = spec[j] if kind in ("int", "float") else _categorical(spec[0], spec[1][j])
+                data[col] = spec[j] if kind in ("int", "float") else categorical(spec[0], spec[1][j])
             elif key in self.space.constants:
                 data[col], series[col] = self._constant(col, self.space.constants[key])
             elif key in self.derived_keys:
@@ -437,7 +298,7 @@ class SpaceCodec:
         key = (col, type(value).__name__, repr(value))
         hit = self._constants.get(key)
         if hit is None:
-            values = _constant_column(value)
+            values = constant_column(value)
             hit = self._constants[key] = (values, pd.Series(values, copy=False))
         return hit
 
@@ -458,7 +319,7 @@ class SpaceCodec:
         cols = self.columns(idx, columns, fixed)
         data = {c: cols.full(c) for c in cols.columns}
         if not categorical:
-            data = {c: (_objects(v) if isinstance(v, pd.Categorical) else v) for c, v in data.items()}
+            data = {c: (objects(v) if isinstance(v, pd.Categorical) else v) for c, v in data.items()}
         return pd.DataFrame(data, columns=cols.columns)
 
     def _derived_values(self, idx: np.ndarray) -> dict[str, Any]:
@@ -469,61 +330,14 @@ class SpaceCodec:
             for k, (kind, spec) in self._derived_columns.items():
                 if kind == "cat":
                     cats, table = spec
-                    out[k] = _categorical(cats, table[where] if rule.deps else table.reshape(1))
+                    out[k] = categorical(cats, table[where] if rule.deps else table.reshape(1))
                 else:
                     out[k] = spec[where] if rule.deps else spec.reshape(1)
             return out
         rows = [self.space.validate(c) for c in self._raw(idx)]
         for k in self.derived_keys:
-            out[k] = _as_column(np.array([r.get(k) for r in rows], dtype=object))
+            out[k] = as_column(np.array([r.get(k) for r in rows], dtype=object))
         return out
-
-
-_DTYPES: dict = {}
-
-
-def _categorical(cats: list, codes: np.ndarray) -> pd.Categorical:
-    key = tuple((type(c).__name__, c) for c in cats)
-    dtype = _DTYPES.get(key)
-    if dtype is None:
-        dtype = _DTYPES[key] = pd.CategoricalDtype(pd.Index(cats, dtype=object))
-    return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)  # codes from the codec's own tables
-
-
-def _objects(values: pd.Categorical) -> np.ndarray:
-    """A Categorical as an object array of its values (None where missing), like a dataset's column."""
-    table = np.array(list(values.categories) + [None], dtype=object)
-    return table[np.where(values.codes < 0, len(values.categories), values.codes)]
-
-
-def _constant_column(value: Any):
-    """One value as a column of length 1 (it broadcasts: see :class:`~perfzoo.records.columns.Columns`)."""
-    if value is None:
-        return np.array([None], dtype=object)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        return np.array([value], dtype=np.int64)
-    if isinstance(value, (float, np.floating)):
-        return np.array([value], dtype=float)
-    return _categorical([value], np.zeros(1, dtype=np.int64))
-
-
-def _derived_column(table: np.ndarray) -> tuple[str, Any]:
-    """A derived key's value table as ``('num', table)`` or ``('cat', (categories, code table))``."""
-    if table.dtype != object:
-        return "num", table
-    kind, spec = _column_array(table.reshape(-1).tolist())
-    if kind != "cat":
-        return "num", spec.reshape(table.shape)
-    cats, codes = spec
-    return "cat", (cats, codes.reshape(table.shape))
-
-
-def _as_column(vals: np.ndarray):
-    """Object array of derived values -> int / float array where they are all numbers."""
-    kind = _numeric_kind(vals.tolist())
-    if kind == "int":
-        return vals.astype(np.int64)
-    return _floats(vals.tolist()) if kind == "float" else vals
 
 
 __all__ = ["SpaceCodec"]
