@@ -457,3 +457,13 @@ def test_an_unwritable_cache_folder_still_loads(tmp_path, synthetic, monkeypatch
     monkeypatch.setenv(cache.ENV_CACHE, str(blocker))
     assert len(load_dataset("lab-benchmarks", external_dir=synthetic)) > 0
     assert not any(tmp_path.glob("*.tmp"))
+
+
+def test_two_tables_of_one_folder_are_kept_apart(tmp_path, synthetic, monkeypatch):
+    from perfzoo.datasets import cache
+
+    monkeypatch.setenv(cache.ENV_CACHE, str(tmp_path / "cache"))
+    shutil.copy(synthetic / "lab_benchmarks.csv", tmp_path / "a.csv")
+    table = pd.read_csv(synthetic / "lab_benchmarks.csv")
+    table.head(2).to_csv(tmp_path / "b.csv", index=False)
+    assert (len(load_path(tmp_path / "a.csv")), len(load_path(tmp_path / "b.csv"))) == (5, 2)

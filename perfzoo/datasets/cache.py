@@ -11,8 +11,8 @@ folder is ``$PERFZOO_CACHE/datasets``, else ``.perfzoo-cache/datasets`` in the c
 where it cannot be written, tables are read every time. Record stores are not cached: they grow
 while they are read.
 
->>> key(["a.csv"], {"name": "x"}) == key(["a.csv"], {"name": "y"})
-False
+>>> key(["a.csv"], {"name": "x"}) == key(["a.csv"], {"name": "y"}), key(["a.csv"], {}) == key(["b.csv"], {})
+(False, False)
 """
 
 from __future__ import annotations
@@ -53,11 +53,12 @@ def key(paths: Sequence[Any], given: dict) -> str:
     """The cache key of the files ``paths`` loaded with arguments ``given``: with them, every CSV
     beside them (a loader reads its neighbours too: the published tables' ``model_architectures.csv``)."""
     digest = hashlib.sha256(code_fingerprint().encode())
-    files = {Path(p).resolve() for p in paths}
-    files |= {f.resolve() for p in paths if Path(p).parent.is_dir() for f in Path(p).parent.glob("*.csv")}
-    for path in sorted(files):
-        stat = path.stat() if path.exists() else None
-        digest.update(f"{path} {stat and stat.st_size} {stat and stat.st_mtime_ns}".encode())
+    loaded = [Path(p).resolve() for p in paths]
+    beside = sorted({f.resolve() for p in loaded if p.parent.is_dir() for f in p.parent.glob("*.csv")} - set(loaded))
+    for role, files in (("read", loaded), ("beside", beside)):
+        for path in files:
+            stat = path.stat() if path.exists() else None
+            digest.update(f"{role} {path} {stat and stat.st_size} {stat and stat.st_mtime_ns}".encode())
     digest.update(repr(sorted(given.items())).encode())
     return digest.hexdigest()[:32]
 
