@@ -24,7 +24,6 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from perfzoo import analytic, frameworks, llmconfig
 from perfzoo.console import UsageError, assignments, check_writable
@@ -38,9 +37,10 @@ from perfzoo.plan.recipes import published_layouts, slot_mask, task_kind
 from perfzoo.plan.scoring import Scorer
 from perfzoo.search import Reinforce
 from perfzoo.search.command import resolve_predictor
-from perfzoo.zoo.base import NotFittedError, Predictor
+from perfzoo.zoo.base import Predictor
 from perfzoo.zoo.best import load_best
 from perfzoo.zoo.calibrate import calibrated, fit_with_interval
+from perfzoo.zoo.estimator import clone
 from perfzoo.zoo.extrapolation import (
     beyond_training,
     outside_training,
@@ -207,13 +207,10 @@ def interval(result: Plan, top: pd.DataFrame, doublings, hardware: float = 0.0) 
     and by ``hardware`` for an accelerator it has no row of (:func:`perfzoo.zoo.extrapolation.widened`),
     as the plan's ``range_low`` and ``range_high`` of those rows."""
     scorer = result.scorer
-    if "range_low" in result.layouts or not hasattr(scorer.predictor, "predict_interval") or not scorer.per_device:
+    found = None if "range_low" in result.layouts or not scorer.per_device else scorer.interval(top)
+    if found is None:
         return
-    try:
-        low, high = scorer.predictor.predict_interval(top.reindex(columns=list(scorer.columns)))
-    except NotFittedError:
-        return
-    low, high = widened(low, high, doublings, hardware)
+    low, high = widened(found[0], found[1], doublings, hardware)
     result.layouts["range_low"] = result.layouts["range_high"] = np.nan
     rows = result.layouts.index[:len(top)]
     result.layouts.loc[rows, "range_low"], result.layouts.loc[rows, "range_high"] = low, high
