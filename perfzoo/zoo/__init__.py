@@ -17,8 +17,10 @@ that, anchoring on a user's runs (:class:`~perfzoo.zoo.anchor.Anchored`,
 ``predict_interval``, ``relative``). The shipped predictors are Intervals (:func:`load_best`).
 
 The registry is lazy: :data:`REGISTRY` maps each name to its class, whose module is imported when
-the class is asked for (``importlib``), so ``import perfzoo.zoo`` and loading the shipped
+the class is asked for (``importlib``, from :data:`MEMBERS`' ``module:Class``: a new member is its
+class in its own module and one line there), so ``import perfzoo.zoo`` and loading the shipped
 ``analytic`` import neither scikit-learn, LightGBM, CatBoost nor torch.
+
 Class attributes say what a member is: ``encoding`` (which :mod:`perfzoo.zoo.features`
 encoding it consumes), ``floor`` (a baseline), ``output`` (``throughput``, ``score`` for
 ranking members, ``probability`` for ``failure``), ``has_std`` (offers ``predict_std``) and

@@ -1,11 +1,12 @@
 """The base class every zoo member shares: the estimator protocol, the contract, saving and loading.
 
 Contract (scikit-learn's): the constructor stores its parameters and nothing else, so
-``clone`` (:func:`clone`, and ``sklearn.base.clone``) works; ``fit(X, y)`` validates them, learns,
-and returns ``self``; ``predict(X)`` returns one float per row (higher = faster); ``get_params`` /
-``set_params`` come from :class:`Estimator`, the protocol of scikit-learn's ``BaseEstimator``
-written here so that loading a member imports no scikit-learn (a member that wraps scikit-learn,
-LightGBM, CatBoost or torch imports it in its own module). ``X`` is a DataFrame of configs
+``clone`` (:func:`perfzoo.zoo.estimator.clone`, and ``sklearn.base.clone``) works; ``fit(X, y)``
+validates them, learns, and returns ``self``; ``predict(X)`` returns one float per row (higher =
+faster); ``get_params`` / ``set_params`` come from :class:`perfzoo.zoo.estimator.Estimator`,
+scikit-learn's protocol written without importing it, so that loading a member imports no
+scikit-learn (a member that wraps scikit-learn, LightGBM, CatBoost or torch imports it in its own
+module). ``X`` is a DataFrame of configs
 (``dataset.X``: ``config.*`` / ``hardware.*`` columns; ``predict`` also takes
 :class:`~perfzoo.records.columns.Columns`, the arrays a search scores); ``y`` the measured throughput
 (``dataset.y``). Rows whose ``y`` is NaN (failed jobs) are left out of a throughput fit.
