@@ -266,7 +266,7 @@ def predict_frame(configs: Sequence[dict], training: Dataset, predictor: Optiona
     if std is not None:
         out["range_low"], out["range_high"] = widened((pred - 2 * std) * scale, (pred + 2 * std) * scale, doublings,
                                                       hardware)
-    try:  # the 80% interval of a member calibrated with fit_interval
+    try:  # the 80% interval of a member wrapped with it (perfzoo.zoo.interval.Interval)
         low, high = predictor.predict_interval(X)
         out["interval_low"], out["interval_high"] = widened(low * scale, high * scale, doublings, hardware)
     except (NotFittedError, AttributeError):

@@ -18,6 +18,8 @@ from perfzoo.datasets import load_dataset
 from perfzoo.evaluation import report
 from perfzoo.evaluation.artifacts import fit_artifact, refit_shipped
 from perfzoo.evaluation.tasks import PredictorSpec
+from perfzoo.search import Exhaustive, propose
+from perfzoo.spaces import Categorical, Space
 from perfzoo.zoo.base import METADATA_FILE, outdated
 from perfzoo.zoo.estimator import clone
 from perfzoo.zoo.interval import Interval, LayoutUncertain, Uncertain
@@ -159,3 +161,16 @@ def test_refit_shipped_refits_an_artifact_of_the_old_layout(tmp_path, vtrain_sma
 def vtrain_small(external):
     ds = load_dataset("vtrain-a100", external_dir=external)
     return ds.subset(np.arange(0, len(ds), 8))
+
+
+def test_a_search_walks_the_trees_of_an_intervals_member():
+    space = Space(name="small", workload="fsdp", dimensions=[Categorical(f"k{i}", choices=tuple(range(6)))
+                                                             for i in range(3)])
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.integers(0, 6, (300, 3)), columns=[f"config.k{i}" for i in range(3)])
+    y = np.exp(X.to_numpy() @ np.array([0.3, -0.2, 0.1]) + rng.normal(0, 0.05, 300))
+    model = Interval(zoo.make("lightgbm", n_estimators=40)).fit(X, y)
+    fast = propose(Exhaustive(), space, model, top_k=10)
+    slow = propose(Exhaustive(fast=False), space, model, top_k=10)
+    assert (fast.stats["path"], slow.stats["path"]) == ("treegrid", "chunked")
+    np.testing.assert_allclose(fast.predicted, slow.predicted, rtol=1e-9)
