@@ -44,6 +44,7 @@ from perfzoo.evaluation.metrics import coverage, kendall
 from perfzoo.search import Exhaustive, Formula, Searcher, SearchResult, propose
 from perfzoo.spaces import Categorical, Constraint, Space
 from perfzoo.zoo.base import Predictor
+from perfzoo.zoo.interval import Interval
 from perfzoo.zoo.plugin import instance_problems
 
 
@@ -63,12 +64,13 @@ def predictor_failures(model: Predictor, X: pd.DataFrame, y: np.ndarray, X_test:
     returns self, one finite float per row, the same seed gives the same predictions,
     ``save``/``load`` round trip with metadata, one row predicts as inside a frame, unseen
     categories and a missing optional column are unknowns, a constant target does not crash,
-    ``predict_std`` where offered, a ``throughput`` member's 80% interval (``fit_interval``,
-    ``predict_interval``; 3 folds) covers at least 65% of the held-out rows, and at most 97% unless
-    it is narrow (median high/low <= 1.25: the folds' fits saw a third fewer rows than the member, so
-    a member whose error falls fast with more rows, e.g. ``gp`` at +-2%, is conservative) and
-    survives ``save``/``load``, and a non-floor member ranks held-out rows (Kendall tau above
-    ``min_kendall``). ``y`` may hold NaN for failed jobs (the ``failure`` member's labels). A check
+    ``predict_std`` where offered, the member wrapped in :class:`~perfzoo.zoo.interval.Interval`
+    (3 folds; refused for a member whose outputs are not throughput) predicts as the member, offers
+    its tags, ``predict_std`` and ``relative`` factors, and its 80% interval covers at least 65% of
+    the held-out rows, and at most 97% unless it is narrow (median high/low <= 1.25: the folds' fits
+    saw a third fewer rows than the member, so a member whose error falls fast with more rows, e.g.
+    ``gp`` at +-2%, is conservative), holds in the 95% one and survives ``save``/``load``, and a
+    non-floor member ranks held-out rows (Kendall tau above ``min_kendall``). ``y`` may hold NaN for failed jobs (the ``failure`` member's labels). A check
     that raises is a failure naming the exception; after a failed fit nothing else is checked."""
     name = getattr(model, "name", None)
     label = name if isinstance(name, str) and name != Predictor.name else type(model).__name__
@@ -192,12 +194,23 @@ class _PredictorChecks:
         assert out.shape == (len(self.X_test),) and np.isfinite(out).all(), f"{self.name}: constant target"
 
     def check_interval(self) -> None:
-        """fit_interval and predict_interval"""
+        """wrapping it in Interval"""
         model, name, X_test = self.model, self.name, self.X_test
+        wrapper = Interval(clone(model), folds=3)
         if model.output != "throughput":
-            return
-        assert model.fit_interval(self.X, self.y, folds=3) is model, f"{name}: fit_interval must return self"
-        low, high = model.predict_interval(X_test, alpha=0.2)
+            try:
+                wrapper.fit(self.X, self.y)
+            except TypeError:
+                return
+            raise AssertionError(f"{name}: Interval must refuse a member whose outputs are {model.output}s")
+        assert wrapper.fit(self.X, self.y, dataset=self.dataset) is wrapper, f"{name}: Interval.fit must return self"
+        assert (wrapper.name, wrapper.output, wrapper.has_std, wrapper.dataset_, wrapper.input_columns_) == (
+            name, "throughput", model.has_std, self.dataset, model.input_columns_), f"{name}: Interval's tags"
+        _close(wrapper.predict(X_test), self.pred, 1e-7, 1e-10, f"{name}: Interval predicts otherwise than its member")
+        if model.has_std:
+            _close(wrapper.predict_std(X_test), model.predict_std(X_test), 1e-7, 1e-10, f"{name}: Interval's predict_std")
+        assert hasattr(wrapper, "predict_std") == model.has_std, f"{name}: Interval offers predict_std unlike its member"
+        low, high = wrapper.predict_interval(X_test, alpha=0.2)
         assert low.shape == high.shape == (len(X_test),), f"{name}: one interval per row"
         assert np.isfinite(low).all() and np.isfinite(high).all() and (0 < low).all() and (low <= high).all(), \
             f"{name}: intervals must be finite, positive and ordered"
@@ -206,10 +219,13 @@ class _PredictorChecks:
         assert cover >= 0.65, f"{name}: the 80% interval covers {cover:.0%} of held-out rows (at least 65% expected)"
         assert cover <= 0.97 or width <= 1.25, (f"{name}: the 80% interval covers {cover:.0%} of held-out rows with a "
                                                 f"median width of {width:.2f}x: too wide")
-        wide_low, wide_high = model.predict_interval(X_test, alpha=0.05)
+        wide_low, wide_high = wrapper.predict_interval(X_test, alpha=0.05)
         assert (wide_low <= low).all() and (high <= wide_high).all(), f"{name}: a 95% interval must hold the 80% one"
-        _close(zoo.load(model.save(self.tmp_dir / f"{name}-interval")).predict_interval(X_test)[1], high, 1e-12, 0.0,
-               f"{name}: save/load lost the interval")
+        rel_low, rel_high = wrapper.relative()
+        assert 0 < rel_low < rel_high < np.inf, f"{name}: relative factors ({rel_low:.3g}, {rel_high:.3g})"
+        loaded = zoo.load(wrapper.save(self.tmp_dir / f"{name}-interval"))
+        assert type(loaded) is Interval, f"{name}: an Interval saved loads as a {type(loaded).__name__}"
+        _close(loaded.predict_interval(X_test)[1], high, 1e-12, 0.0, f"{name}: save/load lost the interval")
 
     def check_std(self) -> None:
         """predict_std"""

@@ -19,7 +19,10 @@ from perfzoo.plan.command import run as plan_run
 from perfzoo.predict import PredictConfig
 from perfzoo.predict import run as predict
 from perfzoo.zoo import calibrate
-from perfzoo.zoo.anchor import SIGMA_PRIOR_DOF, Anchored, Keys, Spread, keys, posterior, updated
+from perfzoo.zoo.anchor import Anchored
+from perfzoo.zoo.conformal import conformal_quantiles
+from perfzoo.zoo.interval import Interval
+from perfzoo.zoo.offsets import SIGMA_PRIOR_DOF, Keys, Spread, keys, posterior, updated
 from perfzoo.zoo.similarity import FITTED
 from test_calibrate import CONFIG, labs  # noqa: F401 (the fixture)
 
@@ -126,11 +129,13 @@ class Constant(zoo.Predictor):
         return np.where(hidden == 999, np.nan, 1000.0)
 
 
-def fitted_constant() -> Constant:
+def fitted_constant() -> Interval:
+    """:class:`Constant` wrapped with an interval whose residuals spread +-0.5 and whose spread is :func:`spread`'s."""
     X = pd.DataFrame({"config.hidden_dim": [1024, 2048], "hardware.accelerator": [H100, H100]})
-    model = Constant().fit(X, np.array([1000.0, 1000.0]))
-    model.interval_spread_ = spread()
-    model.interval_residuals_, model.interval_weights_ = np.linspace(-0.5, 0.5, 41), np.ones(41)
+    model = Interval(Constant(), folds=2).fit(X, np.array([1000.0, 1000.0]))
+    residuals = np.linspace(-0.5, 0.5, 41)
+    model.spread_, model.residuals_, model.weights_, model.units_ = spread(), residuals, np.ones(41), None
+    model.quantiles_ = {0.2: conformal_quantiles(residuals, 0.2)}
     return model
 
 
@@ -229,7 +234,7 @@ def test_calibrate_with_the_best_predictor_refits_the_leaderboards_anchoring_pic
     monkeypatch.setenv("PERFZOO_LEADERBOARD", str(board))
     assert zoo.anchor_member(ds.name) == ("analytic", {})
     base = calibrate.anchor_base(ds)
-    assert base.name == "analytic" and base.interval_spread_ is not None  # fitted, with its spread of offsets
+    assert isinstance(base, Interval) and base.name == "analytic" and base.spread_ is not None  # with its spread
     cfg = {**CONFIG, "global_batch_size": 128, "n_gpus": 32, "dp": 32}
     table = predict(PredictConfig(knobs=[f"{k}={v}" for k, v in cfg.items()], dataset=str(public),
                                   calibrate=str(runs)))
@@ -286,7 +291,7 @@ def test_plan_ties_use_the_error_between_two_layouts_of_one_model():
     low, high = Scorer(model).relative()
     # one run of the group anchoring the other layout: sd = sqrt(tau sigma / (tau + sigma) + sigma), tau = 0.06
     sd = np.sqrt(0.06 * 0.01 / 0.07 + 0.01)
-    z_lo, z_hi = model.interval_spread_.quantiles(0.2)
+    z_lo, z_hi = model.spread_.quantiles(0.2)
     assert (low, high) == (pytest.approx(np.exp(z_lo * sd)), pytest.approx(np.exp(z_hi * sd)))
-    del model.interval_spread_
-    assert Scorer(model).relative() is None  # a predictor without a spread: the top pick's own interval decides
+    # a member without its interval: no spread, so the top pick's own interval decides
+    assert Scorer(model.member_).relative() is None and Scorer(model.member_).interval(pd.DataFrame()) is None

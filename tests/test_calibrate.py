@@ -15,6 +15,7 @@ from perfzoo.datasets.sources import DataError
 from perfzoo.predict import PredictConfig
 from perfzoo.predict import run as predict
 from perfzoo.zoo import calibrate
+from perfzoo.zoo.interval import Interval
 from test_datasets import published_row
 
 SHAPES = [(16, 2048), (24, 2048), (32, 4096), (40, 5120), (48, 6144)]
@@ -83,11 +84,12 @@ def test_fit_with_interval_cross_fits_over_the_sources(labs):
     model = calibrate.fit_with_interval(zoo.make("analytic"), joined)
     low, high = model.predict_interval(runs.labelled().X)
     # the two sources (40% and 80% of the estimate) have 4 and 8 jobs, fewer than a fold needs
-    # (interval.MIN_GROUP_ROWS): folds by configuration, and the interval spans the factor 2 between them
+    # (conformal.MIN_GROUP_ROWS): folds by configuration, and the interval spans the factor 2 between them
     assert np.all(high / low > 1.9)
+    assert isinstance(model, Interval) and model.dataset_ == joined.name and model.member_.name == "analytic"
     ranking = calibrate.fit_with_interval(zoo.make("lightgbm_rank", n_estimators=5, min_child_samples=2), joined)
-    with pytest.raises(zoo.NotFittedError, match="no interval"):  # scores, not throughput: no interval
-        ranking.predict_interval(runs.X)
+    assert not isinstance(ranking, Interval) and not hasattr(ranking, "predict_interval")  # scores: no interval
+    assert np.isfinite(ranking.predict(runs.X)).all()
 
 
 def test_predict_calibrate_moves_the_prediction_toward_the_users_runs(labs):

@@ -80,7 +80,7 @@ def test_a_package_outside_perfzoo_is_scored_by_the_bench(how, tmp_path, monkeyp
     entry = json.loads((out / "best.json").read_text())["datasets"]["vtrain-a100"]
     assert entry["name"] == name and entry["tasks"] == {"random": tasks["random"], "scale": tasks["scale"]}
     model = zoo.load_best("vtrain-a100", out)
-    assert type(model).__name__ == "Mine" and np.isfinite(model.predict(load_dataset("vtrain-a100").X.head(5))).all()
+    assert type(model.member_).__name__ == "Mine" and np.isfinite(model.predict(load_dataset("vtrain-a100").X.head(5))).all()
 
 
 def test_an_entry_point_registers_a_member_by_name(tmp_path, monkeypatch, plugin_path):

@@ -17,6 +17,7 @@ from perfzoo.zoo.extrapolation import (
     UNSEEN_FAMILY_WIDENING,
     WIDENING_PER_DOUBLING,
 )
+from perfzoo.zoo.interval import Interval
 
 LLAMA3_70B = {"model_name": "llama3-70b", "n_layers": 80, "hidden_dim": 8192, "ffn_dim": 28672, "n_heads": 64,
               "n_kv_heads": 8, "vocab_size": 128256, "seq_len": 8192, "micro_batch_size": 1, "tp": 8, "pp": 4,
@@ -70,7 +71,7 @@ def test_configs_outside_the_training_data_are_warned_about(published):
 def test_beyond_the_training_data_the_interval_widens_per_doubling(published):
     ds, ridge = published
     ok = ds.labelled().ok()
-    model = zoo.make("ridge").fit(ok.X, ok.y, dataset=ds.name).fit_interval(ok.X, ok.y)
+    model = Interval(zoo.make("ridge")).fit(ok.X, ok.y, dataset=ds.name)
     largest = int(pd.to_numeric(ds.frame["config.n_gpus"]).max())
     inside = {**LLAMA3_70B, "n_gpus": 1024, "dp": 32, "global_batch_size": 1024, "accelerator": "H100-SXM-80GB"}
     far = {**inside, "n_gpus": 8 * largest, "dp": largest // 4, "global_batch_size": largest // 4}  # 3 doublings
@@ -92,7 +93,7 @@ def test_beyond_the_training_data_the_interval_widens_per_doubling(published):
 def test_an_accelerator_without_a_measured_row_widens_the_interval_by_the_replays_figure(published, external, capsys):
     ds, _ = published
     ok = ds.labelled().ok()
-    model = zoo.make("ridge").fit(ok.X, ok.y, dataset=ds.name).fit_interval(ok.X, ok.y)
+    model = Interval(zoo.make("ridge")).fit(ok.X, ok.y, dataset=ds.name)
     base = {**LLAMA3_70B, "n_gpus": 64, "dp": 2, "global_batch_size": 64}
     # H100: measured; H800: Hopper (its family measured); MI300X: no AMD accelerator in the tables
     table = predict_frame([{**base, "accelerator": a} for a in ("H100-SXM-80GB", "H800", "MI300X")], ds, model)

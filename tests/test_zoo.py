@@ -17,9 +17,10 @@ from perfzoo import zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation.splits import random_split
 from perfzoo.testing import check_predictor
-from perfzoo.zoo import interval
+from perfzoo.zoo import conformal
 from perfzoo.zoo.analytic_features import MEMORY_FEATURES, estimates
 from perfzoo.zoo.features import FeatureEncoder
+from perfzoo.zoo.interval import Interval
 
 REQUIRED_MEMBERS = {
     "constant", "analytic", "ridge", "knn", "random_forest", "gbr", "hist_gbr", "lightgbm", "catboost",
@@ -81,7 +82,8 @@ def test_registry_has_every_member():
 
 @pytest.mark.parametrize("name", zoo.names())
 def test_conformance(name, vtrain, tmp_path):
-    """Every member passes :func:`perfzoo.testing.check_predictor` on real data."""
+    """Every member, and :class:`~perfzoo.zoo.interval.Interval` wrapped around it, passes
+    :func:`perfzoo.testing.check_predictor` on real data."""
     X, y, X_test, y_test = vtrain
     params = FAST.get(name, {})
     model = zoo.make(name, **params)
@@ -120,25 +122,25 @@ def test_gp_std_of_one_config_given_as_a_dict(vtrain):
 def test_interval_folds_hold_out_whole_sources_and_deal_small_ones():
     X = pd.DataFrame({"config.tp": np.arange(70) % 35})  # every configuration twice
     groups = ["a.csv"] * 30 + ["b.csv"] * 30 + ["my_runs.csv"] * 10
-    fold = interval.fold_labels(X, groups, folds=5, seed=0)
+    fold = conformal.fold_labels(X, groups, folds=5, seed=0)
     assert len(set(fold[:30])) == len(set(fold[30:60])) == 1 and fold[0] != fold[30]  # one fold per large source
     assert set(fold[60:]) == {0, 1}  # the 10 runs, too few to hold out against the rest, dealt over both folds
-    alone = interval.fold_labels(X, None, folds=5, seed=0)  # without sources: by configuration
+    alone = conformal.fold_labels(X, None, folds=5, seed=0)  # without sources: by configuration
     assert len(set(alone)) == 5 and all(alone[i] == alone[i + 35] for i in range(35))
     with pytest.raises(ValueError, match="at least two configurations"):
-        interval.fold_labels(X.iloc[[0, 35]], None, folds=5, seed=0)
+        conformal.fold_labels(X.iloc[[0, 35]], None, folds=5, seed=0)
 
 
 def test_conformal_quantiles_by_rank():
     r = np.log(np.arange(1, 20, dtype=float))  # 19 residuals: log 1 .. log 19
     # alpha 0.2: the floor(20 x 0.1) = 2nd smallest and the ceil(20 x 0.9) = 18th smallest
-    assert np.exp(interval.conformal_quantiles(r, 0.2)) == pytest.approx((2.0, 18.0))
+    assert np.exp(conformal.conformal_quantiles(r, 0.2)) == pytest.approx((2.0, 18.0))
     # too few residuals for a 99% interval: unbounded, as split-conformal prescribes
-    assert interval.conformal_quantiles(r, 0.01) == (-np.inf, np.inf)
-    low, high = interval.interval(np.array([10.0]), r, 0.2)
+    assert conformal.conformal_quantiles(r, 0.01) == (-np.inf, np.inf)
+    low, high = conformal.scaled(np.array([10.0]), conformal.quantiles(r, 0.2))
     assert (low[0], high[0]) == pytest.approx((20.0, 180.0))
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
-        interval.conformal_quantiles(r, 1.0)
+        conformal.conformal_quantiles(r, 1.0)
 
 
 
@@ -146,27 +148,30 @@ def test_a_big_source_does_not_set_the_interval_alone():
     # held out in turn, a big source was predicted within 1%, a small one within 50%
     r = np.concatenate([np.linspace(-0.01, 0.01, 270), np.linspace(-0.5, 0.5, 30)])
     X = pd.DataFrame({"config.tp": np.arange(300)})
-    w = interval.group_weights(X, ["big.csv"] * 270 + ["small.csv"] * 30)
+    w = conformal.group_weights(X, ["big.csv"] * 270 + ["small.csv"] * 30)
     assert w[:270].sum() == pytest.approx(w[270:].sum()) and w.mean() == pytest.approx(1.0)
-    assert interval.group_weights(X, None) == pytest.approx(np.ones(300))  # no sources: every row alike
+    assert conformal.group_weights(X, None) == pytest.approx(np.ones(300))  # no sources: every row alike
     small = r[270:]
 
     def covers(lo, hi):
         return float(np.mean((small >= lo) & (small <= hi)))
 
-    pooled = interval.conformal_quantiles(r, 0.2)
+    pooled = conformal.conformal_quantiles(r, 0.2)
     assert pooled[1] - pooled[0] < 0.05 and covers(*pooled) < 0.1  # pooled, the rows of the big source decide
-    lo, hi = interval.conformal_quantiles(r, 0.2, weights=w)
+    lo, hi = conformal.conformal_quantiles(r, 0.2, weights=w)
     assert 0.5 <= covers(lo, hi) <= 0.7  # each source weighs half: 80% on average over the two
-    assert interval.conformal_quantiles(r, 0.2, weights=np.ones(300)) == interval.conformal_quantiles(r, 0.2)
+    assert conformal.conformal_quantiles(r, 0.2, weights=np.ones(300)) == conformal.conformal_quantiles(r, 0.2)
 
-def test_an_interval_needs_a_calibrated_throughput_member(vtrain):
+def test_an_interval_wraps_a_throughput_member(vtrain):
     X, y, X_test, _ = vtrain
     ridge = zoo.make("ridge").fit(X, y)
-    with pytest.raises(zoo.NotFittedError, match="fit_interval"):
-        ridge.predict_interval(X_test)
-    with pytest.raises(TypeError, match="no interval"):
-        zoo.make("lightgbm_rank", n_estimators=20).fit(X, y).fit_interval(X, y)
+    assert not hasattr(ridge, "predict_interval")  # a member predicts; Interval gives it an interval
+    with pytest.raises(zoo.NotFittedError, match="not fitted yet"):
+        Interval(zoo.make("ridge")).predict_interval(X_test)
+    with pytest.raises(TypeError, match="lightgbm_rank: its outputs are scores, not throughput; it has no interval"):
+        Interval(zoo.make("lightgbm_rank", n_estimators=20)).fit(X, y)
+    with pytest.raises(ValueError, match="folds must be an integer of at least 2"):
+        Interval(zoo.make("ridge"), folds=1).fit(X, y)
 
 
 @pytest.mark.parametrize("name", ["gp", "knn", "mlp"])

@@ -3,16 +3,17 @@
 The workflow scored (:mod:`perfzoo.zoo.anchor`): a user about to train a model measures K short
 runs of it on their cluster, then asks for the rest of its layouts and scales. So the K shots are
 drawn *inside* each group of the test data (same model shape, accelerator, precision, task and
-framework: :func:`perfzoo.zoo.anchor.keys`), anchor the fitted member, and the group's other rows are
+framework: :func:`perfzoo.zoo.offsets.keys`), anchor the fitted member, and the group's other rows are
 scored; a group of K rows or fewer has nothing left to score and is skipped (counted). Every group's
 shots anchor at once, as one user's runs of several models would. ``python -m perfzoo.bench --train A
 --test B --shots 0,1,3 --shots-within`` and the leaderboard's leave-one-source-out rows report it.
 
 >>> import numpy as np, pandas as pd
 >>> from perfzoo.zoo.classic import RidgePredictor
+>>> from perfzoo.zoo.interval import Interval
 >>> X = pd.DataFrame({"config.hidden_dim": [1024] * 6 + [2048] * 6, "config.n_gpus": [1, 2, 4, 8, 16, 32] * 2})
 >>> y = 100.0 * X["config.n_gpus"].to_numpy() * np.repeat([1.0, 0.5], 6)
->>> model = RidgePredictor().fit(X, y).fit_interval(X, y)
+>>> model = Interval(RidgePredictor()).fit(X, y)
 >>> out = shots_within(model, X, 1.4 * y, shots=(0, 1), draws=2)   # a stack 1.4x faster than the training data
 >>> round(out[0]["mape"]), round(out[1]["mape"]), round(out[1]["mape_unanchored"]), out[1]["groups"], out[1]["scored"]
 (28, 9, 28, 2.0, 10.0)
@@ -26,17 +27,19 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.evaluation import metrics as M
-from perfzoo.zoo.anchor import Anchored, keys
+from perfzoo.zoo.anchor import Anchored
+from perfzoo.zoo.interval import Interval
+from perfzoo.zoo.offsets import keys
 
 SHOTS_WITHIN_METRICS = ("mape", "mdape", "coverage", "interval_width", "mape_unanchored", "scored", "groups",
                         "groups_skipped")
 DRAWS = 5  # draws of the shots per count
 
 
-def shots_within(model: Any, X_test: pd.DataFrame, y_test: Any, shots: Sequence[int] = (1, 3), draws: int = DRAWS,
+def shots_within(model: Interval, X_test: pd.DataFrame, y_test: Any, shots: Sequence[int] = (1, 3), draws: int = DRAWS,
                  seed: int = 0, alpha: float = 1 - M.INTERVAL_LEVEL,
                  releases: Optional[np.ndarray] = None) -> dict[int, dict[str, float]]:
-    """Per shot count K: :data:`SHOTS_WITHIN_METRICS` of ``model`` (fitted, with ``fit_interval``)
+    """Per shot count K: :data:`SHOTS_WITHIN_METRICS` of ``model`` (a fitted :class:`~perfzoo.zoo.interval.Interval`)
     anchored by K rows of each test group and scored on the group's other rows, averaged over
     ``draws`` draws (``scored``: rows scored per draw; ``groups`` used and ``groups_skipped``, those of
     K rows or fewer; ``mape_unanchored``: the unanchored model's MAPE on the same rows, what the anchor

@@ -1,6 +1,7 @@
 """The shipped predictors: per dataset, the member :data:`~perfzoo.evaluation.ranking.BEST_RULE`
-picks, fitted on every labelled job with its prediction interval
-(:func:`perfzoo.zoo.calibrate.fit_with_interval`), saved under ``artifacts/`` and listed in ``best.json``.
+picks, fitted on every labelled job and wrapped with its prediction interval where its outputs are
+throughput (:func:`perfzoo.zoo.calibrate.fit_with_interval`: a :class:`~perfzoo.zoo.interval.Interval`),
+saved under ``artifacts/`` and listed in ``best.json``.
 
 :func:`write_best` writes ``best.json``; :func:`perfzoo.zoo.load_best` reads it back. An
 artifact is refitted only when what it depends on changed (:func:`artifact_key`: the dataset's
@@ -26,6 +27,7 @@ from perfzoo.evaluation.ranking import (ANCHOR_RULE, ARTIFACT_BUDGET_BYTES, BEST
                                         best_per_split, shipping_order, task_id)
 from perfzoo.evaluation.runner import set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
+from perfzoo.zoo.base import outdated
 from perfzoo.zoo.calibrate import fit_with_interval
 
 BEST_FILE = "best.json"
@@ -40,12 +42,12 @@ def fit_artifact(dataset: Dataset, spec: PredictorSpec, out_dir: Path) -> dict[s
     est = spec.build(seed=0)
     set_threads(est, 1)
     with threadpool_limits(limits=1):
-        fit_with_interval(est, dataset)
-    fit_s = est.fit_time_s_  # the member's own fit, without the interval's cross-fits
+        model = fit_with_interval(est, dataset)
+    fit_s = model.fit_time_s_  # the member's own fit (an Interval's too: without its cross-fits)
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob(f"{dataset.name}--*"):
         _remove(old)
-    saved = est.save(out_dir / f"{dataset.name}--{re.sub(r'[^A-Za-z0-9._-]', '_', spec.name)}")
+    saved = model.save(out_dir / f"{dataset.name}--{re.sub(r'[^A-Za-z0-9._-]', '_', spec.name)}")
     size = sum(f.stat().st_size for f in saved.rglob("*") if f.is_file())
     return {"path": saved, "fit_time_s": fit_s, "bytes": int(size), "n_train": int(labelled.sum())}
 
@@ -155,17 +157,19 @@ def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec],
 
 def refit_shipped(datasets: Sequence[Dataset], out: Path, context: dict[str, Any]) -> list[str]:
     """Each shipped predictor of ``datasets`` whose data changed since it was fitted (``content_hash``),
-    fitted again on the data as it is now: the same member and parameters, its scores left as the
-    benchmark gave them (a loader that reads more of a table changes the data, not which member
-    ships); its entry says so (``refitted``: when, at which commit, the data it was scored on).
-    ``out/best.json`` is rewritten; returns the names refitted.
+    or that was saved in an older layout (:func:`perfzoo.zoo.base.outdated`), fitted again on the data
+    as it is now: the same member and parameters, its scores left as the benchmark gave them (a loader
+    that reads more of a table changes the data, not which member ships); its entry says so
+    (``refitted``: when, at which commit, the data it was scored on). ``out/best.json`` is rewritten;
+    returns the names refitted.
     """
     path = out / BEST_FILE
     doc = json.loads(path.read_text())
     done = []
     for ds in datasets:
         entry = doc["datasets"].get(ds.name)
-        if entry is None or not entry.get("artifact") or entry.get("content_hash") == ds.content_hash():
+        if entry is None or not entry.get("artifact") or (entry.get("content_hash") == ds.content_hash()
+                                                           and outdated(out / entry["artifact"]) is None):
             continue
         spec = PredictorSpec.of(entry["name"], params=entry.get("params") or {})
         art = fit_artifact(ds, spec, out / ARTIFACTS_DIR)

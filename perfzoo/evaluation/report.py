@@ -178,7 +178,7 @@ def held_out_lines(frame: pd.DataFrame, dataset: str, member: str, role: str) ->
     head = ["held-out source", "rows", "Kendall", "MAPE %", "80% cover"]
     head += [f"{k}-shot {h}" for k in M.WITHIN_SHOTS for h in ("MAPE %", "cover")]
     out = [f"The {role} **{member}** per held-out source, as it comes and anchored by K runs of each held-out "
-           "group (model shape, GPU, precision, task, framework: `perfzoo/zoo/anchor.py`), the group's other rows "
+           "group (model shape, GPU, precision, task, framework: `perfzoo/zoo/offsets.py`), the group's other rows "
            "scored (mean of 5 draws; groups of K rows or fewer skipped):", "",
            "| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (len(head) - 1)]
     for _, r in rows.sort_values("fold").iterrows():
@@ -234,7 +234,7 @@ def readme(results: Results, summary: pd.DataFrame, datasets: Sequence[Dataset],
           "predicted / measured throughput (1 is unbiased, 2 is off by 2x); 80% cover = share of the test jobs "
           "inside the member's 80% prediction interval (cross-conformal on log-throughput residuals, folds by "
           "published source where the training side has several, each source weighing the same: "
-          "`perfzoo/zoo/interval.py`; reported on the "
+          "`perfzoo/zoo/conformal.py`; reported on the "
           "transfer splits, where it should lie in 0.70-0.90) and hi/lo its median width as a ratio (these four "
           "are n/a for ranking predictors, whose outputs are scores); fit and "
           "predict time in seconds on one core. Failed jobs (OOM, ...) are scored separately by the `failure` "

@@ -28,7 +28,6 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
@@ -40,9 +39,11 @@ from perfzoo.evaluation.splits import CURVE_SIZES
 from perfzoo.evaluation import slots as slotting
 from perfzoo.evaluation.suite import BenchmarkTask, define_tasks
 from perfzoo.evaluation.tasks import DEFAULT_CACHE_DIR, Cache, PredictorSpec, Task, fits
+from perfzoo.zoo.estimator import Estimator
+from perfzoo.zoo.interval import Interval
 
 
-def set_threads(est: BaseEstimator, threads: int) -> None:
+def set_threads(est: Estimator, threads: int) -> None:
     """Give a member ``threads`` CPU threads (its ``n_jobs``) so parallel workers do not oversubscribe."""
     if "n_jobs" in est.get_params(deep=False):
         est.set_params(n_jobs=max(1, int(threads)))
@@ -71,14 +72,20 @@ def _execute(task: Task) -> dict[str, Any]:
     try:
         est = task.spec.build(seed=int(task.ids["seed"]))
         set_threads(est, task.threads)
+        model = Interval(est, seed=int(task.ids["seed"])) if task.interval else est  # fits a clone of est
         t0 = time.perf_counter()
-        est.fit(task.X_train, task.y_train, **fit_kwargs(est, task.ids.get("dataset")))
-        out["fit_time_s"] = time.perf_counter() - t0
+        if task.interval:
+            model.fit(task.X_train, task.y_train, dataset=task.ids.get("dataset"), groups=task.interval_groups,
+                      releases=task.interval_releases)
+            out["fit_time_s"] = model.fit_time_s_  # the member's own fit, without the interval's cross-fits
+        else:
+            model.fit(task.X_train, task.y_train, **fit_kwargs(est, task.ids.get("dataset")))
+            out["fit_time_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         if task.failure:
-            pred = _failure_scores(est, task.X_test)
+            pred = _failure_scores(model, task.X_test)
         else:
-            pred = np.asarray(est.predict(task.X_test), dtype=float).ravel()
+            pred = np.asarray(model.predict(task.X_test), dtype=float).ravel()
         out["predict_time_s"] = time.perf_counter() - t0
         if task.failure:
             out["roc_auc"] = M.roc_auc(task.y_test.astype(bool), pred)
@@ -88,12 +95,10 @@ def _execute(task: Task) -> dict[str, Any]:
                 out.update(slotting.slot_metrics(task.y_test, pred, *task.slots_test,
                                                  absolute=task.spec.output == "throughput"))
         if task.interval:
-            est.fit_interval(task.X_train, task.y_train, groups=task.interval_groups, seed=int(task.ids["seed"]),
-                             releases=task.interval_releases)
-            low, high = est.predict_interval(task.X_test, alpha=1 - M.INTERVAL_LEVEL)
+            low, high = model.predict_interval(task.X_test, alpha=1 - M.INTERVAL_LEVEL)
             out.update(M.interval_scores(task.y_test, low, high))
             if task.anchor_shots:
-                out.update(within_columns(shots_within(est, task.X_test, task.y_test, task.anchor_shots,
+                out.update(within_columns(shots_within(model, task.X_test, task.y_test, task.anchor_shots,
                                                        draws=task.anchor_draws, seed=int(task.ids["seed"]),
                                                        releases=task.anchor_releases)))
         if task.keep_predictions:
@@ -106,7 +111,7 @@ def _execute(task: Task) -> dict[str, Any]:
     return out
 
 
-def fit_kwargs(est: BaseEstimator, dataset: Optional[str]) -> dict[str, Any]:
+def fit_kwargs(est: Estimator, dataset: Optional[str]) -> dict[str, Any]:
     """``dataset`` (a name for the saved metadata) where ``fit`` takes it.
 
     Ranking members form their queries themselves (by workload); the runner's comparable
@@ -123,7 +128,7 @@ def fit_kwargs(est: BaseEstimator, dataset: Optional[str]) -> dict[str, Any]:
     return kw
 
 
-def _failure_scores(est: BaseEstimator, X: pd.DataFrame) -> np.ndarray:
+def _failure_scores(est: Estimator, X: pd.DataFrame) -> np.ndarray:
     """P(fail) from a ``probability`` member: column 1 of its ``predict_proba`` (scikit-learn's
     layout, ``[P(ok), P(fail)]``)."""
     return np.asarray(est.predict_proba(X), dtype=float)[:, 1]

@@ -32,7 +32,6 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 
 import perfzoo.analytic
 import perfzoo.records.columns
@@ -41,8 +40,11 @@ import perfzoo.workloads
 import perfzoo.zoo.analytic_features
 import perfzoo.zoo.anchor
 import perfzoo.zoo.base
+import perfzoo.zoo.conformal
+import perfzoo.zoo.estimator
 import perfzoo.zoo.features
 import perfzoo.zoo.interval
+import perfzoo.zoo.offsets
 import perfzoo.zoo.plausible
 import perfzoo.zoo.similarity
 import perfzoo.zoo.targets
@@ -127,7 +129,7 @@ class PredictorSpec:
                 "code": _code_fingerprint(self)}
 
 
-def set_seed(est: BaseEstimator, seed: int) -> None:
+def set_seed(est: perfzoo.zoo.estimator.Estimator, seed: int) -> None:
     """Set ``random_state`` (or ``seed``) on an estimator that has one; otherwise do nothing."""
     params = est.get_params(deep=False)
     for name in ("random_state", "seed"):
@@ -139,13 +141,14 @@ def set_seed(est: BaseEstimator, seed: int) -> None:
 _FINGERPRINTS: dict[str, str] = {}
 # what every member's predictions depend on: the features, the analytic package, the workload
 # bundles (their cost models and vocabularies), the vocabulary, the accelerator table, and the
-# zoo's base class and intervals
+# zoo's estimator protocol, base class and intervals
 _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.zoo.features), inspect.getsourcefile(perfzoo.zoo.analytic_features),
     inspect.getsourcefile(perfzoo.zoo.targets),
     inspect.getsourcefile(perfzoo.records.columns), inspect.getsourcefile(perfzoo.records.vocabulary),
     str(accelerators.TABLE),
-    inspect.getsourcefile(perfzoo.zoo.base), inspect.getsourcefile(perfzoo.zoo.interval),
+    inspect.getsourcefile(perfzoo.zoo.estimator), inspect.getsourcefile(perfzoo.zoo.base),
+    inspect.getsourcefile(perfzoo.zoo.interval), inspect.getsourcefile(perfzoo.zoo.conformal),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),
 )
@@ -206,7 +209,7 @@ _METRICS_SOURCE = hashlib.sha256(Path(M.__file__).read_bytes()).hexdigest()[:16]
 _SLOTS_SOURCE = hashlib.sha256(Path(slotting.__file__).read_bytes()).hexdigest()[:16]  # keys the tasks scored by slot
 # anchored scores (shots within a group) also change with the anchoring's code: it keys those tasks
 _ANCHOR_SOURCE = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (
-    perfzoo.zoo.anchor, perfzoo.zoo.similarity, perfzoo.zoo.plausible, _anchored))).hexdigest()[:16]
+    perfzoo.zoo.anchor, perfzoo.zoo.offsets, perfzoo.zoo.similarity, perfzoo.zoo.plausible, _anchored))).hexdigest()[:16]
 
 
 def stable_hash(obj: Any) -> str:

@@ -32,7 +32,6 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from perfzoo import zoo
 from perfzoo.hardware.capability import kind
@@ -253,7 +252,8 @@ class ClosedLoop:
             return self.predictor()
         if self.predictor == "best":
             try:
-                return clone(zoo.load_best(self.dataset or "fsdp-cpu"))
+                name, params = zoo.best_member(self.dataset or "fsdp-cpu")  # the shipped member, unfitted
+                return zoo.make(name, **params)
             except (FileNotFoundError, KeyError) as exc:  # no leaderboard (entry) yet
                 note = f"no best predictor available ({type(exc).__name__}: {exc}); using lightgbm"
                 if note not in self.notes:

@@ -41,6 +41,7 @@ from perfzoo.search.objective import Model
 from perfzoo.zoo.analytic_features import estimates, host_paced, n_devices
 from perfzoo.zoo.base import input_columns
 from perfzoo.zoo.features import as_columns
+from perfzoo.zoo.interval import LayoutUncertain, Uncertain
 
 GIB = float(2**30)
 
@@ -103,32 +104,26 @@ class Scorer:
 
     def relative(self) -> Optional[tuple[float, float]]:
         """The predictor's error between two layouts of one model, as ``(low, high)`` factors
-        (:meth:`perfzoo.zoo.anchor.Spread.relative`); None where it kept no spread of offsets."""
-        spread = getattr(self.predictor, "interval_spread_", None)
-        if spread is None and hasattr(self.predictor, "anchored"):  # calibrated on the user's runs
-            spread = self.predictor.anchored.spread
-        if spread is None:
+        (:meth:`perfzoo.zoo.interval.Interval.relative`); None for a predictor that does not know it
+        (:class:`~perfzoo.zoo.interval.LayoutUncertain`)."""
+        if not isinstance(self.predictor, LayoutUncertain):
             return None
-        low, high = spread.relative()
+        low, high = self.predictor.relative()
         return (low, high) if 0 < low and np.isfinite(high) else None  # too few training rows for a finite one
 
     def interval(self, frame: pd.DataFrame) -> Optional[tuple[np.ndarray, np.ndarray, str]]:
         """``(low, high, what)`` in tokens/s per GPU for each layout of ``frame``: the predictor's
-        80% interval where it was fitted with one, else plus or minus two standard deviations;
-        None for a predictor that gives neither."""
-        X = self._inputs(frame)
-        try:
-            low, high = self.predictor.predict_interval(X)
-            what = "80% interval"
-        except (zoo.NotFittedError, AttributeError):
+        80% interval where it has one (:class:`~perfzoo.zoo.interval.Uncertain`), else plus or minus
+        two standard deviations; None for a predictor that gives neither."""
+        if not isinstance(self.predictor, Uncertain):
             if not getattr(self.predictor, "has_std", False):
                 return None
             pred, std = self.predict(frame)
             return pred - 2.0 * std, pred + 2.0 * std, "range of +-2 standard deviations"
-        low, high = (np.asarray(v, dtype=float).reshape(-1) for v in (low, high))
+        low, high = (np.asarray(v, dtype=float).reshape(-1) for v in self.predictor.predict_interval(self._inputs(frame)))
         if not self.per_device:
             low, high = low / n_devices(frame), high / n_devices(frame)
-        return low, high, what
+        return low, high, "80% interval"
 
     def predict(self, frame: pd.DataFrame) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """Predicted tokens/s per GPU of each layout, and its standard deviation (None without one)."""

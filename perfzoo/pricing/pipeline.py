@@ -30,9 +30,11 @@ from perfzoo.datasets.drift import check_release, software_note
 from perfzoo.llmconfig import layout_defaults, shape_report
 from perfzoo.pricing.predictors import Resolved
 from perfzoo.zoo.analytic_features import HOST_PACE, HOST_PASS_S, host_paced, n_devices
-from perfzoo.zoo.base import NotFittedError, input_columns
+from perfzoo.zoo.base import input_columns
+from perfzoo.zoo.calibrate import Calibrated
 from perfzoo.zoo.extrapolation import beyond_training, outside_training, unseen_hardware, widened
 from perfzoo.zoo.features import base_key
+from perfzoo.zoo.interval import Uncertain
 
 BREAKDOWN = ("compute_time_s", "comm_time_s", "host_time_s", "bubble", "comm_dp_bytes", "comm_tp_bytes", "comm_pp_bytes",
              "comm_cp_bytes", "comm_ep_bytes", "peak_allocated_bytes", "overhead_bytes", "memory_bytes",
@@ -123,10 +125,9 @@ def interval(resolved: Resolved, X: pd.DataFrame, frame: pd.DataFrame, params: n
     unseen = unseen_hardware(frame, seen)
     out = {"doublings": doublings, "hardware_widening": unseen["widening"].to_numpy(),
            "unseen_hardware": unseen["note"].to_numpy()}
-    try:
-        low, high = resolved.predictor.predict_interval(X)
-    except (NotFittedError, AttributeError):
+    if not isinstance(resolved.predictor, Uncertain):
         return out
+    low, high = resolved.predictor.predict_interval(X)
     out["low"], out["high"] = widened(np.asarray(low) * scale, np.asarray(high) * scale, doublings,
                                       out["hardware_widening"])
     return out
@@ -197,9 +198,8 @@ def price(configs: Sequence[dict], resolved: Resolved, memory_margin: Optional[f
         out["read_as"] = ["; ".join(d.read_as) for d in done]
         out["framework"] = [layout_defaults.framework_note(c) for c in configs]
     _notes(out, frame, done, cols, unknown, est, resolved, configs, releases)
-    explain = getattr(predictor, "explain", None)
-    if explain is not None:  # calibrated on the user's runs: which of them moved each prediction
-        out["calibration"] = explain(X)
+    if isinstance(predictor, Calibrated):  # which of the user's runs moved each prediction
+        out["calibration"] = predictor.explain(X)
         out.attrs["calibration"] = predictor.describe(X)
     out.attrs.update(predictor=resolved.name, dataset=training.name, memory_margin=memory_margin)
     return out

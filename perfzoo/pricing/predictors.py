@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
-from sklearn.base import clone
 
 from perfzoo import zoo
 from perfzoo.console import UsageError
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.zoo import calibrate
+from perfzoo.zoo.estimator import clone
 
 FALLBACK = "lightgbm"  # fitted on a dataset the leaderboard ships no member for
 PUBLISHED = "published-llm"  # the shared published tables: the default training data
@@ -62,16 +62,15 @@ class Resolved:
     def seen(self) -> Dataset:
         """The data the predictor saw: its training data, with the user's runs where it was calibrated
         (what "beyond the training data" is measured against)."""
-        joined = getattr(self.predictor, "joined", None)
-        return joined.dataset if joined is not None else self.training
+        if isinstance(self.predictor, calibrate.Calibrated):
+            return self.predictor.joined.dataset
+        return self.training
 
     @property
     def per_device(self) -> bool:
         """Whether predictions are per device (the published tables' tokens/s per GPU) or for the job."""
-        target = getattr(self.predictor, "target_name_", None)  # TODO(house): the wrapper records its target
-        if not isinstance(target, str):
-            target = "metrics.throughput_per_device" if self.dataset == PUBLISHED else self.training.target
-        return target.endswith("_per_device")
+        target = getattr(self.predictor, "target_name_", None)  # recorded where it was fitted on a named target
+        return (target if isinstance(target, str) else self.training.target).endswith("_per_device")
 
     @property
     def name(self) -> str:

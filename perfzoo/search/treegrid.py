@@ -14,8 +14,8 @@ Models additive over knobs in a link space (the ``failure`` classifier's logisti
 covered by :func:`additive_grid`, checked the same way.
 
 Covered: ``lightgbm`` / ``lightgbm_rank`` (and any :class:`~perfzoo.zoo.base.EncodedPredictor`
-whose ``model_`` is a fitted LightGBM model and whose target is ``log`` or ``raw``), and the
-``failure`` classifier in its LightGBM or constant form.
+whose ``model_`` is a fitted LightGBM model and whose target is ``log`` or ``raw``, also wrapped in
+an :class:`~perfzoo.zoo.interval.Interval`), and the ``failure`` classifier in its LightGBM or constant form.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.spaces.codec import SpaceCodec
+from perfzoo.zoo.interval import Interval
 
 MAX_GRID = 64_000_000
 
@@ -55,6 +56,8 @@ def _parts(predictor: Any, kind: str):
         if lgbm is None:
             return None
         return predictor.encoder_, lgbm, lambda raw: 1.0 - 1.0 / (1.0 + np.exp(-raw))
+    if isinstance(predictor, Interval):  # predicts as its member: the member's trees are walked
+        predictor = predictor.member_
     if getattr(predictor, "constant_", None) is not None:
         return None  # a constant fit: chunked prediction is cheap anyway
     lgbm = _lgb_model(getattr(predictor, "model_", None))

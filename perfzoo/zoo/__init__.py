@@ -8,8 +8,19 @@
 50
 
 Every member follows the scikit-learn contract (``fit(X, y)`` returns self, ``predict(X)``,
-``get_params`` / ``set_params``, ``sklearn.base.clone``), takes a DataFrame of configs
-(``dataset.X``), and saves / loads with its metadata (:meth:`Predictor.save`, :func:`load`).
+``get_params`` / ``set_params``, ``clone``: :mod:`perfzoo.zoo.estimator`), takes a DataFrame of
+configs (``dataset.X``), and saves / loads with its metadata (:meth:`Predictor.save`, :func:`load`).
+Its uncertainty is a wrapper around it, as scikit-learn's meta-estimators wrap an estimator:
+:class:`~perfzoo.zoo.interval.Interval` (the 80% interval, the spread of offsets), and around
+that, anchoring on a user's runs (:class:`~perfzoo.zoo.anchor.Anchored`,
+:class:`~perfzoo.zoo.calibrate.Calibrated`), each with one surface (``predict``,
+``predict_interval``, ``relative``). The shipped predictors are Intervals (:func:`load_best`).
+
+The registry is lazy: :data:`REGISTRY` maps each name to its class, whose module is imported when
+the class is asked for (``importlib``, from :data:`MEMBERS`' ``module:Class``: a new member is its
+class in its own module and one line there), so ``import perfzoo.zoo`` and loading the shipped
+``analytic`` import neither scikit-learn, LightGBM, CatBoost nor torch.
+
 Class attributes say what a member is: ``encoding`` (which :mod:`perfzoo.zoo.features`
 encoding it consumes), ``floor`` (a baseline), ``output`` (``throughput``, ``score`` for
 ranking members, ``probability`` for ``failure``), ``has_std`` (offers ``predict_std``) and
@@ -49,6 +60,7 @@ registers in the ``perfzoo.predictors`` entry-point group (:func:`installed`).
 Modules
 -------
 =====================  ==============================================================================
+``estimator``          the estimator protocol (parameters, ``clone``), scikit-learn's without importing it
 ``base``               the contract (``Predictor``, ``EncodedPredictor``), saving and loading
 ``features``           feature encodings: the one place members get their inputs from
 ``analytic_features``  the analytic estimates as features, computed once per chunk of configs
@@ -60,9 +72,11 @@ Modules
 ``failure``            the failure classifier
 ``plugin``             members from outside perfzoo: import paths, entry points, their problems
 ``best``               the leaderboard's shipped member per dataset
-``interval``           prediction intervals: cross-conformal by source
+``conformal``          the interval's recipe: cross-conformal by source, each source weighed alike
+``interval``           ``Interval``: any throughput member wrapped with its interval and spread of offsets
 ``extrapolation``      how far a config lies beyond the training data, the interval widened for it
-``anchor``             anchoring on a user's runs: per-group and per-cluster offsets, carried by layout similarity
+``offsets``            a predictor's offsets as a Gaussian process: groups, clusters, their spread, the posterior
+``anchor``             ``Anchored``: an Interval anchored on a user's runs, carried by layout similarity
 ``similarity``         how alike two layouts are, and the share of a run's offset that carries across (fitted)
 ``plausible``          a user's runs checked before they anchor: faster than the GPU, far off their prediction
 ``calibrate``          ``--calibrate``: the member anchored on your runs and refitted with them joined
@@ -71,45 +85,96 @@ Modules
 
 from __future__ import annotations
 
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Union
 
-from perfzoo.zoo import plugin
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
-from perfzoo.zoo.baselines import AnalyticPredictor, ConstantPredictor, RooflinePredictor
 from perfzoo.zoo.best import anchor_member, best_member, load_best
-from perfzoo.zoo.boosting import (CatBoostPredictor, CatBoostRankPredictor, HybridPredictor, HybridRooflinePredictor,
-                                  LightGBMPredictor, LightGBMRankPredictor)
-from perfzoo.zoo.classic import (GBRPredictor, GPPredictor, HistGBRPredictor, KNNPredictor, MLPPredictor,
-                                 RandomForestPredictor, RidgePredictor)
-from perfzoo.zoo.failure import FailurePredictor, failure_labels
-from perfzoo.zoo.neural import MLPRankEnsemblePredictor
-from perfzoo.zoo.plugin import GROUP, SklearnRegressor
+from perfzoo.zoo.estimator import build
 
-REGISTRY: dict[str, type[Predictor]] = {
-    cls.name: cls
-    for cls in (
-        ConstantPredictor, AnalyticPredictor, RooflinePredictor, RidgePredictor, KNNPredictor, RandomForestPredictor, GBRPredictor,
-        HistGBRPredictor, LightGBMPredictor, CatBoostPredictor, LightGBMRankPredictor, CatBoostRankPredictor,
-        MLPRankEnsemblePredictor, MLPPredictor, GPPredictor, HybridPredictor, HybridRooflinePredictor,
-        FailurePredictor,
-    )
+# name -> module:Class under perfzoo.zoo, in the order names() lists them
+MEMBERS = {
+    "constant": "baselines:ConstantPredictor", "analytic": "baselines:AnalyticPredictor",
+    "roofline": "baselines:RooflinePredictor", "ridge": "classic:RidgePredictor", "knn": "classic:KNNPredictor",
+    "random_forest": "classic:RandomForestPredictor", "gbr": "classic:GBRPredictor",
+    "hist_gbr": "classic:HistGBRPredictor", "lightgbm": "boosting:LightGBMPredictor",
+    "catboost": "boosting:CatBoostPredictor", "lightgbm_rank": "boosting:LightGBMRankPredictor",
+    "catboost_rank": "boosting:CatBoostRankPredictor", "mlp_rank_ensemble": "neural:MLPRankEnsemblePredictor",
+    "mlp": "classic:MLPPredictor", "gp": "classic:GPPredictor", "hybrid": "boosting:HybridPredictor",
+    "hybrid_roofline": "boosting:HybridRooflinePredictor", "failure": "failure:FailurePredictor",
 }
+
+
+def _attribute(path: str) -> Any:
+    """``module:attr`` under perfzoo.zoo, its module imported now (importlib, not an import statement:
+    a member's module imports the library it wraps, which only the members asked for should load)."""
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(f"perfzoo.zoo.{module}"), attr)
+
+
+class Registry(Mapping):
+    """The registered members, name -> class; a class's module is imported when it is asked for.
+
+    >>> "gp" in REGISTRY, REGISTRY["analytic"].__name__, list(REGISTRY)[:3]
+    (True, 'AnalyticPredictor', ['constant', 'analytic', 'roofline'])
+    """
+
+    def __init__(self, paths: dict[str, str]):
+        self._paths = dict(paths)
+
+    def __getitem__(self, name: str) -> type[Predictor]:
+        return _attribute(self._paths[name])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __repr__(self) -> str:
+        return f"Registry({self._paths})"
+
+
+REGISTRY = Registry(MEMBERS)
+# the other names this package offers, each imported when first read (PEP 562: see __getattr__)
+_LAZY = {path.partition(":")[2]: path for path in MEMBERS.values()} | {
+    "SklearnRegressor": "plugin:SklearnRegressor", "GROUP": "plugin:GROUP", "failure_labels": "failure:failure_labels"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return _attribute(_LAZY[name])
+    raise AttributeError(f"module 'perfzoo.zoo' has no attribute {name!r}")
+
+
+def _plugin():
+    """:mod:`perfzoo.zoo.plugin` (it imports scikit-learn: only members from outside perfzoo need it)."""
+    return importlib.import_module("perfzoo.zoo.plugin")
 
 
 def names(*, floors: bool = True, throughput_only: bool = False) -> list[str]:
     """Registered member names, in registry order.
 
     ``floors=False`` leaves out ``constant`` and ``analytic``; ``throughput_only=True``
-    leaves out ``failure`` (the only member that does not rank throughput).
+    leaves out ``failure`` (the only member that does not rank throughput). Either imports the
+    members' modules (their classes hold the tags).
     """
+    if floors and not throughput_only:
+        return list(REGISTRY)
     return [n for n, cls in REGISTRY.items()
             if (floors or not cls.floor) and not (throughput_only and cls.output == "probability")]
 
 
 def installed() -> list[str]:
     """The names installed packages register in the ``perfzoo.predictors`` entry-point group."""
-    return sorted(plugin.installed())
+    return sorted(_plugin().installed())
 
 
 def get(name: str) -> Any:
@@ -117,9 +182,10 @@ def get(name: str) -> Any:
     entry point or an import path ``module:attr`` names (:mod:`perfzoo.zoo.plugin`)."""
     if name in REGISTRY:
         return REGISTRY[name]
+    plugin = _plugin()
     found = plugin.resolve(name)
     if found is None:
-        extra = f"; installed ({GROUP}): {', '.join(installed())}" if installed() else ""
+        extra = f"; installed ({plugin.GROUP}): {', '.join(installed())}" if installed() else ""
         raise ValueError(f"no zoo member {name!r}; registered: {', '.join(REGISTRY)}{extra}; or give an import "
                          "path module:Class")
     return found
@@ -131,15 +197,17 @@ def make(name: str, **params) -> Predictor:
 
     Unknown parameters raise ``ValueError`` naming the ones the member takes.
     """
-    return plugin.make_member(get(name), params, name)
+    if name in REGISTRY:
+        return build(REGISTRY[name], params, name)
+    return _plugin().make_member(get(name), params, name)
 
 
 def load(path: Union[str, Path]) -> Predictor:
-    """A predictor saved with :meth:`Predictor.save` (any member)."""
+    """A predictor saved with :meth:`Predictor.save` (any member, or an :class:`~perfzoo.zoo.interval.Interval`)."""
     return Predictor.load(path)
 
 
 __all__ = [
-    "REGISTRY", "names", "installed", "get", "make", "SklearnRegressor", "load", "load_best", "best_member", "anchor_member", "Predictor", "EncodedPredictor", "NotFittedError",
-    "failure_labels", *[cls.__name__ for cls in REGISTRY.values()],
+    "MEMBERS", "REGISTRY", "Registry", "names", "installed", "get", "make", "load", "load_best", "best_member",
+    "anchor_member", "Predictor", "EncodedPredictor", "NotFittedError", *_LAZY,
 ]

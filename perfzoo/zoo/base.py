@@ -1,9 +1,12 @@
-"""The base class every zoo member shares: the estimator contract, saving and loading.
+"""The base class every zoo member shares: the estimator protocol, the contract, saving and loading.
 
 Contract (scikit-learn's): the constructor stores its parameters and nothing else, so
-``sklearn.base.clone`` works; ``fit(X, y)`` validates them, learns, and returns ``self``;
-``predict(X)`` returns one float per row (higher = faster); ``get_params`` / ``set_params``
-come from :class:`sklearn.base.BaseEstimator`. ``X`` is a DataFrame of configs
+``clone`` (:func:`perfzoo.zoo.estimator.clone`, and ``sklearn.base.clone``) works; ``fit(X, y)``
+validates them, learns, and returns ``self``; ``predict(X)`` returns one float per row (higher =
+faster); ``get_params`` / ``set_params`` come from :class:`perfzoo.zoo.estimator.Estimator`,
+scikit-learn's protocol written without importing it, so that loading a member imports no
+scikit-learn (a member that wraps scikit-learn, LightGBM, CatBoost or torch imports it in its own
+module). ``X`` is a DataFrame of configs
 (``dataset.X``: ``config.*`` / ``hardware.*`` columns; ``predict`` also takes
 :class:`~perfzoo.records.columns.Columns`, the arrays a search scores); ``y`` the measured throughput
 (``dataset.y``). Rows whose ``y`` is NaN (failed jobs) are left out of a throughput fit.
@@ -19,12 +22,9 @@ Class attributes every member declares
 ``fit_cost``  roughly how long a fit takes per training row, relative to ridge's 1 (the
               benchmark starts the costly fits first, so its pool does not end on one).
 
-Intervals
----------
-Every ``throughput`` member gives a prediction interval the same way (:mod:`perfzoo.zoo.interval`):
-``fit_interval(X, y, groups=...)`` after ``fit`` keeps cross-fitted log residuals, and
-``predict_interval(X, alpha)`` returns ``(low, high)`` at level ``1 - alpha`` (default 80%).
-``fit`` alone does not calibrate one: the searcher refits every round and needs no interval.
+A member predicts; its uncertainty is a wrapper around it (:class:`perfzoo.zoo.interval.Interval`:
+the 80% interval and the spread of offsets anchoring reads), as scikit-learn's meta-estimators wrap
+an estimator.
 
 Threads
 -------
@@ -36,9 +36,10 @@ Saving
 ------
 ``save(path)`` writes a folder: ``model.joblib`` (the fitted predictor; torch weights are
 kept as numpy arrays) and ``metadata.json`` (name, class, parameters, encoding, input
-columns and encoded features, training dataset name and size, fit time, perfzoo and
-library versions, save time). ``Predictor.load(path)`` / :func:`perfzoo.zoo.load` read it
-back, warning when the perfzoo version differs.
+columns and encoded features, training dataset name and size, fit time, the saved layout's
+:data:`FORMAT`, perfzoo and library versions, save time). ``Predictor.load(path)`` /
+:func:`perfzoo.zoo.load` read it back, warning when the perfzoo version differs; a folder of an
+older layout is a one-line error saying how to fit it again (:func:`outdated`).
 """
 
 from __future__ import annotations
@@ -56,24 +57,30 @@ from typing import Any, ClassVar, Optional, Union
 import joblib
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 
 import perfzoo
 from harness.environment import library_versions
-from perfzoo.zoo import anchor as _anchor
-from perfzoo.zoo import interval as _interval
+from perfzoo.zoo.estimator import Estimator
 from perfzoo.zoo.features import FeatureEncoder, as_columns, check_frame
 from perfzoo.zoo.targets import TARGETS, TargetTransform
 
 MODEL_FILE = "model.joblib"
 METADATA_FILE = "metadata.json"
+# the saved layout (metadata.json's "format"): 2 since a member's interval became a wrapper around it
+# (perfzoo.zoo.interval.Interval); a folder of layout 1 pickles members with their interval inside
+FORMAT = 2
 
 
 class NotFittedError(RuntimeError, AttributeError):
     """``predict`` was called before ``fit``."""
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """``value`` as JSON can hold it (numpy numbers as Python's, anything else as its repr).
+
+    >>> json_safe({"n": np.int64(3), "pair": (1.5, None), "model": NotFittedError})
+    {'n': 3, 'pair': [1.5, None], 'model': "<class 'perfzoo.zoo.base.NotFittedError'>"}
+    """
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, (np.integer,)):
@@ -81,9 +88,9 @@ def _json_safe(value: Any) -> Any:
     if isinstance(value, (np.floating,)):
         return float(value)
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     return repr(value)
 
 
@@ -139,7 +146,27 @@ def input_columns(model: Any) -> Optional[list[str]]:
     return None if cols is None else [str(c) for c in cols]
 
 
-class Predictor(BaseEstimator):
+def outdated(path: Union[str, Path]) -> Optional[str]:
+    """Why the predictor saved in folder ``path`` cannot be loaded by this perfzoo (one line saying
+    how to fit it again), None where it can: a folder whose ``metadata.json`` says an older
+    :data:`FORMAT` (layout 1 pickled a member with its interval inside).
+
+    >>> outdated("no/such/folder") is None
+    True
+    """
+    meta = Path(path) / METADATA_FILE
+    if not meta.exists():
+        return None
+    saved = json.loads(meta.read_text()).get("format", 1)
+    if saved >= FORMAT:
+        return None
+    return (f"{path} was saved by an older perfzoo (layout {saved}: the interval inside the member; now "
+            "perfzoo.zoo.interval.Interval wraps it, CHANGELOG.md): fit it again and save it (python -m "
+            "perfzoo.bench --refit-shipped refits the leaderboard's; perfzoo.zoo.calibrate.fit_with_interval "
+            "a member of yours)")
+
+
+class Predictor(Estimator):
     """Base class of the zoo members (see the module docstring)."""
 
     name: ClassVar[str] = "predictor"
@@ -157,6 +184,7 @@ class Predictor(BaseEstimator):
         ``X.attrs['dataset']`` if set). ``groups`` (ranking members) labels comparable jobs.
         """
         X = check_frame(X)
+        target = getattr(y, "name", None)  # a Series says what it measures (per device or for the job)
         y = self._check_y(y, len(X))
         self._validate_params()
         start = time.perf_counter()
@@ -172,7 +200,7 @@ class Predictor(BaseEstimator):
         self.n_train_ = int(len(X))
         self.input_columns_ = [str(c) for c in X.columns]
         self.dataset_ = dataset if dataset is not None else X.attrs.get("dataset")
-        self.target_name_ = getattr(y, "name", None)
+        self.target_name_ = target
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
@@ -185,45 +213,6 @@ class Predictor(BaseEstimator):
         if len(out) != len(X):  # pragma: no cover - a member bug
             raise RuntimeError(f"{self.name} returned {len(out)} predictions for {len(X)} rows")
         return out
-
-    def fit_interval(self, X: pd.DataFrame, y: Any, *, groups: Any = None, folds: int = _interval.FOLDS,
-                     seed: int = 0, releases: Any = None) -> "Predictor":
-        """Calibrate :meth:`predict_interval` on the rows the member was fitted on: out-of-fold
-        log residuals of ``folds`` clones (rows of one ``groups`` label in one fold: give each
-        row's source to size the interval for a source never seen). The same residuals, by model,
-        cluster and software release (``releases``: each row's, e.g. its publication date), give the
-        spread :mod:`perfzoo.zoo.anchor` anchors a user's runs with. Returns ``self``.
-
-        >>> import numpy as np, pandas as pd
-        >>> X = pd.DataFrame({"config.n_gpus": [1, 2, 4, 8, 16, 32] * 4})
-        >>> y = 100.0 * X["config.n_gpus"].to_numpy() * np.repeat([0.9, 1.0, 1.05, 1.1], 6)
-        >>> from perfzoo.zoo.classic import RidgePredictor
-        >>> model = RidgePredictor().fit(X, y).fit_interval(X, y)
-        >>> low, high = model.predict_interval(X.head(1))
-        >>> bool(low[0] < 100 < high[0])
-        True
-        """
-        self._check_fitted()
-        if self.output != "throughput":
-            raise TypeError(f"{self.name}: its outputs are {self.output}s, not throughput; it has no interval")
-        X = check_frame(X)
-        y = self._check_y(y, len(X))
-        self.interval_residuals_, self.interval_weights_, self.interval_units_ = _interval.out_of_fold_residuals(
-            self, X, y, groups=groups, folds=folds, seed=seed)
-        # the same residuals, by group and cluster: how far one measured run can be trusted (zoo.anchor)
-        kept = np.isfinite(y) & (y > 0)
-        self.interval_spread_ = _anchor.Spread.estimate(
-            self.interval_residuals_, _anchor.keys(X.loc[kept]), None if groups is None else np.asarray(groups)[kept],
-            seed=seed, releases=None if releases is None else np.asarray(releases)[kept])
-        return self
-
-    def predict_interval(self, X: pd.DataFrame, alpha: float = _interval.ALPHA) -> tuple[np.ndarray, np.ndarray]:
-        """``(low, high)`` per row of ``X``: the interval that holds the measured throughput with
-        probability ``1 - alpha`` (see :mod:`perfzoo.zoo.interval`); needs :meth:`fit_interval`."""
-        if not hasattr(self, "interval_residuals_"):
-            raise NotFittedError(f"this {self.name} predictor has no interval: call fit_interval(X, y) after fit")
-        return _interval.interval(self.predict(X), self.interval_residuals_, alpha, self.interval_weights_,
-                                  getattr(self, "interval_units_", None))
 
     def _threads(self):
         """Limit BLAS / OpenMP pools to ``n_jobs`` threads (1 for members without it).
@@ -267,16 +256,16 @@ class Predictor(BaseEstimator):
         return {
             "name": self.name,
             "class": f"{type(self).__module__}.{type(self).__qualname__}",
-            "params": _json_safe(self.get_params(deep=False)),
+            "params": json_safe(self.get_params(deep=False)),
             "output": self.output,
             "encoding": self.encoding,
             "input_columns": self.input_columns_,
             "features": list(enc.feature_names_) if enc is not None else [],
             "dataset": self.dataset_,
             "n_train": self.n_train_,
-            "target_name": _json_safe(self.target_name_),
+            "target_name": json_safe(self.target_name_),
             "fit_time_s": round(float(self.fit_time_s_), 6),
-            "interval_residuals": len(getattr(self, "interval_residuals_", ())),  # 0: no interval calibrated
+            "format": FORMAT,
             "perfzoo_version": perfzoo.__version__,
             "versions": _versions(),
             "saved_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -293,13 +282,17 @@ class Predictor(BaseEstimator):
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "Predictor":
-        """Read a predictor written by :meth:`save` (any member when called on the base class)."""
+        """Read a predictor written by :meth:`save` (any member, or a wrapper such as
+        :class:`~perfzoo.zoo.interval.Interval`, when called on the base class)."""
         path = Path(path)
         if not (path / MODEL_FILE).exists():
             raise FileNotFoundError(
                 f"{path} holds no saved predictor (expected {MODEL_FILE} and {METADATA_FILE} "
                 "written by Predictor.save)"
             )
+        why = outdated(path)
+        if why is not None:
+            raise ValueError(why)
         meta = json.loads((path / METADATA_FILE).read_text()) if (path / METADATA_FILE).exists() else {}
         saved = meta.get("perfzoo_version")
         if saved and saved != perfzoo.__version__:

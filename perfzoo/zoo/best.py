@@ -71,7 +71,8 @@ def anchor_member(dataset: Union[str, Dataset], folder: Optional[Union[str, os.P
 
 
 def load_best(dataset: Union[str, Dataset], folder: Optional[Union[str, os.PathLike]] = None) -> Predictor:
-    """The best predictor of ``dataset`` (its name, or the Dataset), fitted and ready to predict.
+    """The best predictor of ``dataset`` (its name, or the Dataset), fitted and ready to predict: a
+    :class:`~perfzoo.zoo.interval.Interval` (the member with its interval) where its outputs are throughput.
 
     Reads ``best.json`` in :func:`leaderboard_dir` and loads the saved artifact; warns when the
     Dataset's content hash differs from the one the artifact was fitted on.

@@ -30,7 +30,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from perfzoo import zoo
 from perfzoo.datasets.dataset import Dataset
@@ -38,6 +37,9 @@ from perfzoo.datasets.sources import DataError
 from perfzoo.hardware.capability import difference, hardware_of, kind
 from perfzoo.zoo.anchor import Anchored
 from perfzoo.zoo.base import Predictor
+from perfzoo.zoo.conformal import ALPHA
+from perfzoo.zoo.estimator import clone
+from perfzoo.zoo.interval import Interval
 
 CALIBRATION_COLUMN = "annotations.calibration"  # True on the rows a join added
 SOURCE_COLUMN = "annotations.file"  # the published file a row came from (the ``published-llm`` sources)
@@ -115,7 +117,7 @@ def join(train: Dataset, runs: Dataset) -> Joined:
 def source_labels(frame: pd.DataFrame) -> np.ndarray | None:
     """Each row's source where ``frame`` holds rows of two or more, else None: the groups an
     interval is cross-fitted over, so that it is sized for a source never seen
-    (:meth:`perfzoo.zoo.base.Predictor.fit_interval`). A source is a row's published file
+    (:class:`perfzoo.zoo.interval.Interval`). A source is a row's published file
     (:data:`SOURCE_COLUMN`), or, where every row was measured by the harness, its collection
     session (:func:`collection_sessions`): one lent machine, whose host paces short steps its own
     way, so an interval calibrated across sessions is sized for a machine never seen (on
@@ -165,14 +167,17 @@ def release_labels(frame: pd.DataFrame) -> np.ndarray | None:
 
 
 def fit_with_interval(model: Predictor, dataset: Dataset) -> Predictor:
-    """``model`` fitted on the labelled jobs of ``dataset`` and, for a ``throughput`` member, its
-    prediction interval calibrated there (folds by published source or collection session where
-    the data holds several: :func:`source_labels`); returns ``model``."""
+    """``model`` (a member, or an :class:`~perfzoo.zoo.interval.Interval` around one) fitted on the
+    labelled jobs of ``dataset``: a ``throughput`` member wrapped in an Interval, its prediction
+    interval calibrated there (folds by published source or collection session where the data holds
+    several: :func:`source_labels`; the spread of offsets by release: :func:`release_labels`); a
+    member of other outputs fitted as it is."""
     ok = dataset.labelled()
-    model.fit(ok.X, ok.y, dataset=dataset.name)
-    if model.output == "throughput":
-        model.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame), releases=release_labels(ok.frame))
-    return model
+    y = pd.Series(ok.y, name=dataset.target)  # the target's name kept: per device or for the job
+    if model.output != "throughput":
+        return model.fit(ok.X, y, dataset=dataset.name)
+    wrapped = model if isinstance(model, Interval) else Interval(model)
+    return wrapped.fit(ok.X, y, dataset=dataset.name, groups=source_labels(ok.frame), releases=release_labels(ok.frame))
 
 
 def run_names(runs: Dataset) -> list[str]:
@@ -188,12 +193,12 @@ def run_names(runs: Dataset) -> list[str]:
 @dataclass
 class Calibrated:
     """A predictor calibrated with the user's runs (:func:`calibrated`): anchored where a run shares
-    a config's GPU and framework, refitted with the runs joined elsewhere. It predicts like a zoo
-    member (``predict``, ``predict_interval``, ``input_columns_``) and says what moved each
-    prediction (:meth:`explain`)."""
+    a config's GPU and framework, refitted with the runs joined elsewhere. It offers what an
+    :class:`~perfzoo.zoo.interval.Interval` does (``predict``, ``predict_interval``, ``relative``,
+    ``name``, ``input_columns_``) and says what moved each prediction (:meth:`explain`)."""
 
-    base: Predictor  # fitted without the runs: the anchors' offsets are measured against it
-    refit: Predictor  # fitted with the runs joined: for configs no run anchors
+    base: Interval  # fitted without the runs: the anchors' offsets are measured against it
+    refit: Interval  # fitted with the runs joined: for configs no run anchors
     anchored: Anchored
     joined: Joined
     runs: str
@@ -213,11 +218,15 @@ class Calibrated:
         anchored = self._levels(X) != "none"
         return np.where(anchored, self.anchored.predict(X), self.refit.predict(X))
 
-    def predict_interval(self, X: pd.DataFrame, alpha: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+    def predict_interval(self, X: pd.DataFrame, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
         anchored = self._levels(X) != "none"
         a_low, a_high = self.anchored.predict_interval(X, alpha=alpha)
         r_low, r_high = self.refit.predict_interval(X, alpha=alpha)
         return np.where(anchored, a_low, r_low), np.where(anchored, a_high, r_high)
+
+    def relative(self, alpha: float = ALPHA) -> tuple[float, float]:
+        """The anchored spread's error between two layouts of one model (:meth:`Anchored.relative`)."""
+        return self.anchored.relative(alpha)
 
     def explain(self, X: pd.DataFrame) -> list[str]:
         """Per row: which runs anchor it and by how much they moved it, or that the refit priced it."""
@@ -251,18 +260,17 @@ def anchor_base(training: Dataset) -> Predictor:
 
 
 def calibrated(base: Predictor, training: Dataset, runs: Dataset, runs_name: str) -> Calibrated:
-    """``base`` (fitted on ``training``) calibrated with ``runs``: anchored on their offsets against
-    ``base`` (its spread of offsets from ``fit_interval``, run on ``training`` where ``base`` has
-    none), and a fresh copy of its member refitted with them joined (:func:`join`). Runs without a
-    measurement, whose config the cost model cannot price or that lie more than 3x off their
-    prediction (with a warning naming each; the refit leaves them out too) are left out and named
-    (:meth:`Calibrated.describe`), never used.
+    """``base`` (fitted on ``training``: an :class:`~perfzoo.zoo.interval.Interval`, or a member,
+    then wrapped and fitted there with its interval: :func:`fit_with_interval`) calibrated with
+    ``runs``: anchored on their offsets against it (:class:`~perfzoo.zoo.anchor.Anchored`), and a fresh
+    copy refitted with them joined (:func:`join`). Runs without a measurement, whose config the cost
+    model cannot price or that lie more than 3x off their prediction (with a warning naming each;
+    the refit leaves them out too) are left out and named (:meth:`Calibrated.describe`), never used.
 
     Raises :class:`perfzoo.datasets.sources.DataError` when a run is faster than its GPU's peak
     (:mod:`perfzoo.zoo.plausible`) or no run can anchor: each was left out."""
-    if getattr(base, "interval_spread_", None) is None:
-        ok = training.labelled()
-        base.fit_interval(ok.X, ok.y, groups=source_labels(ok.frame), releases=release_labels(ok.frame))
+    if not isinstance(base, Interval):
+        base = fit_with_interval(clone(base), training)
     joined = join(training, runs)
     if runs.target != training.target and training.target not in runs.frame.columns:
         raise DataError(f"{runs.name} has no column {training.target!r}; give runs that measure it")

@@ -1,216 +1,186 @@
-"""Prediction intervals for every throughput member: cross-conformal on log-throughput residuals.
+"""Prediction intervals as a wrapper: any throughput member with its 80% interval and its spread of offsets.
 
-One recipe, used by every member through :meth:`perfzoo.zoo.base.Predictor.fit_interval` and
-:meth:`~perfzoo.zoo.base.Predictor.predict_interval`: the training rows are cut into folds, a
-fresh copy of the member is fitted on all folds but one and predicts the one left out, and the
-out-of-fold residuals ``log(measured / predicted)`` are kept. An interval at level ``1 - alpha``
-around a new prediction ``p`` is ``[p * exp(q_lo), p * exp(q_hi)]``, ``q_lo`` and ``q_hi`` the
-conformal ``alpha / 2`` and ``1 - alpha / 2`` quantiles of those residuals (split-conformal's
-finite-sample rank, on each tail: Vovk et al. 2005; Barber et al. 2021, "Predictive inference
-with the jackknife+", arXiv 1905.02928, for the cross-fitted variant). The tails are kept
-separately, so a member that under-predicts a kind of job gets an interval that leans up.
+:class:`Interval` wraps a zoo member as scikit-learn's meta-estimators wrap an estimator:
+``Interval(member, folds=5, seed=0).fit(X, y, groups=sources)`` fits a clone of the member on every
+row (``member_``) and calibrates, on the same rows, the cross-conformal interval
+(:mod:`perfzoo.zoo.conformal`: out-of-fold log residuals of ``folds`` clones, rows of one source in
+one fold, each source weighed alike) and the spread of offsets anchoring reads
+(:meth:`perfzoo.zoo.offsets.Spread.estimate`, on the same residuals by model, cluster and software
+release). ``predict`` is the member's; ``predict_interval(X, alpha)`` the interval at level
+``1 - alpha``; ``relative()`` the error between two layouts of one model. The interval at the
+default level (:data:`~perfzoo.zoo.conformal.ALPHA`) is computed when fitted, so loading a saved
+Interval and predicting with it imports no scipy; another level computes its quantiles when asked.
 
-What a fold holds decides what the interval covers. Rows of one group (``groups``: e.g. the
-published source a row came from, or the collection session of a measured job:
-:func:`perfzoo.zoo.calibrate.source_labels`) stay in one fold, so the residuals are those of predicting a
-source never seen, the error a user meets on their own cluster. A group of fewer than
-:data:`MIN_GROUP_ROWS` rows (a user's few calibration runs) is too small to be held out against
-the rest, or to train on alone: its configurations are dealt over the folds of the large groups.
-Without two large groups, copies of one configuration (equal feature rows) stay in one fold.
+Anchoring on a user's runs (:class:`perfzoo.zoo.anchor.Anchored`) and ``--calibrate``
+(:class:`perfzoo.zoo.calibrate.Calibrated`) wrap a fitted Interval and offer the same surface
+(``predict``, ``predict_interval``, ``relative``, ``name``, ``input_columns_``: :class:`LayoutUncertain`),
+so a caller reads the three alike.
 
-Each large group weighs the same in the quantiles, however many rows it has (the rows dealt as
-configurations together weigh as one more group): a new source is one draw from the population of
-sources, not of rows, so one big source must not set the interval alone. This is CDF pooling
-(Dunn, Wasserman & Ramdas 2023, "Distribution-free prediction sets for two-layer hierarchical
-models", JASA, arXiv 1809.07441): asymptotic coverage for a new group, where pooling the rows
-covers a new row of the big group. Left out in turn, each shared published source's 80% interval
-(``hybrid``, leaderboard of 2026-11-27) covered 56-95% of its rows with rows pooled, 71-92% with
-sources weighed alike.
-
->>> import numpy as np
->>> low, high = interval(np.array([100.0]), np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0]), alpha=0.5)
->>> float(low[0]), float(high[0])
-(80.0, 120.0)
+>>> import numpy as np, pandas as pd
+>>> from perfzoo.zoo.classic import RidgePredictor
+>>> X = pd.DataFrame({"config.n_gpus": [1, 2, 4, 8, 16, 32] * 4})
+>>> y = 100.0 * X["config.n_gpus"].to_numpy() * np.repeat([0.9, 1.0, 1.05, 1.1], 6)
+>>> model = Interval(RidgePredictor()).fit(X, y)
+>>> low, high = model.predict_interval(X.head(1))
+>>> model.name, bool(low[0] < model.predict(X.head(1))[0] < high[0]), type(model.member_).__name__
+('ridge', True, 'RidgePredictor')
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import math
+import time
+from typing import Any, Optional, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq
-from scipy.stats import t as student_t
-from sklearn.base import clone
 
-from perfzoo.records.columns import row_keys
-
-ALPHA = 0.2  # the default interval: 80%
-FOLDS = 5  # cross-fitting folds (fewer when there are fewer groups)
-MIN_GROUP_ROWS = 20  # a smaller group is dealt over the folds configuration by configuration
+from perfzoo.zoo import conformal
+from perfzoo.zoo.base import Predictor, json_safe
+from perfzoo.zoo.conformal import ALPHA, FOLDS
+from perfzoo.zoo.estimator import clone
+from perfzoo.zoo.features import check_frame
+from perfzoo.zoo.offsets import Spread, keys
 
 
-def units(X: pd.DataFrame, groups: Optional[Any]) -> np.ndarray:
-    """What each row is held out with: ``"group:<label>"`` for a group of at least
-    :data:`MIN_GROUP_ROWS` rows (where there are two such groups), else ``"config:<hash>"``, its
-    configuration (rows with equal features)."""
-    config = pd.Series(row_keys(X)).astype(str).radd("config:").to_numpy(dtype=object)
-    if groups is None:
-        return config
-    labels = pd.Series(np.asarray(groups, dtype=object).astype(str), dtype=object).radd("group:")
-    large = labels.map(labels.value_counts()) >= MIN_GROUP_ROWS
-    return np.where(large, labels, config) if large.any() and labels[large].nunique() >= 2 else config
+@runtime_checkable
+class Uncertain(Protocol):
+    """A predictor with an interval: ``predict`` and ``predict_interval`` (an :class:`Interval`, the
+    anchored and calibrated predictors that wrap one, or one of yours). ``isinstance(model, Uncertain)``
+    tells it from a bare member or a formula.
 
-
-def fold_labels(X: pd.DataFrame, groups: Optional[Any], folds: int, seed: int) -> np.ndarray:
-    """One fold number per row in ``0 .. k-1``. Each group of at least :data:`MIN_GROUP_ROWS` rows
-    is one unit (:func:`units`), ``k = min(folds, such groups)``; the other rows are dealt as
-    configurations. Units are shuffled by ``seed`` and dealt round-robin, the large groups first,
-    so every fold holds one; with fewer than two large groups every unit is a configuration.
-
-    >>> X = pd.DataFrame({"config.tp": range(45)})
-    >>> fold = fold_labels(X, ["a"] * 20 + ["b"] * 20 + ["mine"] * 5, folds=5, seed=0)
-    >>> sorted(set(fold[:20].tolist())), sorted(set(fold[20:40].tolist())), sorted(set(fold[40:].tolist()))
-    ([0], [1], [0, 1])
+    >>> from perfzoo.zoo.baselines import ConstantPredictor
+    >>> isinstance(Interval(ConstantPredictor()), Uncertain), isinstance(ConstantPredictor(), Uncertain)
+    (True, False)
     """
-    return _deal(units(X, groups), folds, seed)
+
+    def predict(self, X: Any) -> np.ndarray: ...
+
+    def predict_interval(self, X: Any, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]: ...
 
 
-def _deal(keys: np.ndarray, folds: int, seed: int) -> np.ndarray:
-    """:func:`fold_labels` of the rows' :func:`units`."""
-    codes, uniques = pd.factorize(pd.Series(keys, dtype=object))
-    is_group = pd.Series(uniques, dtype=object).str.startswith("group:").to_numpy(dtype=bool)
-    k = min(int(folds), int(is_group.sum()) if is_group.any() else len(uniques))
-    if k < 2:
-        raise ValueError(f"an interval needs rows of at least two configurations to cross-fit; got {len(uniques)}")
-    rng = np.random.default_rng(seed)
-    fold_of_unit = np.empty(len(uniques), dtype=int)
-    for unit in (np.flatnonzero(is_group), np.flatnonzero(~is_group)):  # large groups first
-        order = unit[rng.permutation(unit.size)]
-        fold_of_unit[order] = np.arange(unit.size) % k
-    return fold_of_unit[codes]
+@runtime_checkable
+class LayoutUncertain(Uncertain, Protocol):
+    """An :class:`Uncertain` predictor that also knows its error between two layouts of one model,
+    ``relative()`` (an :class:`Interval`, from its spread of offsets, and what wraps one:
+    :class:`~perfzoo.zoo.anchor.Anchored`, :class:`~perfzoo.zoo.calibrate.Calibrated`)."""
+
+    def relative(self, alpha: float = ALPHA) -> tuple[float, float]: ...
 
 
-def group_weights(X: pd.DataFrame, groups: Optional[Any]) -> np.ndarray:
-    """One weight per row, averaging 1: each large group (:func:`units`) weighs the same in all,
-    and the rows held out as configurations together weigh as one more group.
+def _tag(attr: str) -> property:
+    """The wrapped member's class attribute ``attr`` (:mod:`perfzoo.zoo.base`'s tags)."""
+    return property(lambda self: getattr(self.member, attr), doc=f"the member's ``{attr}``")
 
-    >>> w = group_weights(pd.DataFrame({"config.tp": range(60)}), ["a"] * 30 + ["b"] * 20 + ["mine"] * 10)
-    >>> [round(float(w[i] * n), 1) for i, n in ((0, 30), (30, 20), (50, 10))]  # each group's total weight
-    [20.0, 20.0, 20.0]
+
+class Interval(Predictor):
+    """A throughput member and its prediction interval (see the module docstring).
+
+    Parameters
+    ----------
+    member : Predictor
+        An unfitted zoo member whose ``output`` is ``throughput``; ``fit`` fits a clone (``member_``).
+    folds : int
+        Cross-fitting folds (fewer where the data holds fewer sources).
+    seed : int
+        Shuffles the folds, and the anchoring replayed on the training residuals.
+
+    Attributes
+    ----------
+    member_, residuals_, weights_, units_, spread_
+        The fitted member; each training row's out-of-fold log residual, its weight in the quantiles
+        and what it was held out with; the spread of offsets (:class:`~perfzoo.zoo.offsets.Spread`).
+    input_columns_, dataset_, n_train_, fit_time_s_
+        The member's (``fit_time_s_``: its own fit; ``interval_time_s_`` the interval's cross-fits).
     """
-    return _weights(units(X, groups))
+
+    name = _tag("name")  # type: ignore[assignment]
+    output = _tag("output")  # type: ignore[assignment]
+    encoding = _tag("encoding")  # type: ignore[assignment]
+    floor = _tag("floor")  # type: ignore[assignment]
+    has_std = _tag("has_std")  # type: ignore[assignment]
+    fit_cost = _tag("fit_cost")  # type: ignore[assignment]
+
+    def __init__(self, member: Predictor, folds: int = FOLDS, seed: int = 0):
+        self.member = member
+        self.folds = folds
+        self.seed = seed
+
+    def _validate_params(self) -> None:
+        if not isinstance(self.member, Predictor):
+            raise TypeError(f"Interval wraps a zoo member (a perfzoo.zoo.Predictor), not a {type(self.member).__name__}")
+        if self.member.output != "throughput":
+            raise TypeError(f"{self.name}: its outputs are {self.member.output}s, not throughput; it has no interval")
+        if isinstance(self.folds, bool) or not isinstance(self.folds, (int, np.integer)) or self.folds < 2:
+            raise ValueError(f"Interval: folds must be an integer of at least 2, got {self.folds!r}")
+
+    def fit(self, X: pd.DataFrame, y: Any, *, dataset: Optional[str] = None, groups: Any = None,
+            releases: Any = None) -> "Interval":
+        """Fit the member on ``X, y`` and calibrate its interval and spread of offsets on the same rows;
+        returns ``self``. ``groups``: each row's source (rows of one source are held out together, so the
+        interval is sized for a source never seen; :func:`perfzoo.zoo.calibrate.source_labels`);
+        ``releases``: each row's software release (:func:`perfzoo.zoo.calibrate.release_labels`), which
+        cuts the groups of the spread further; ``dataset`` names the data in the saved metadata."""
+        self._validate_params()
+        X = check_frame(X)
+        member = clone(self.member).fit(X, y, dataset=dataset)  # y as given: a Series names its target
+        y = self._check_y(y, len(X))
+        start = time.perf_counter()
+        residuals, weights, units = conformal.out_of_fold_residuals(member, X, y, groups=groups, folds=self.folds,
+                                                                    seed=self.seed)
+        kept = np.isfinite(y) & (y > 0)  # the rows with residuals
+        self.spread_ = Spread.estimate(residuals, keys(X.loc[kept]), None if groups is None else np.asarray(groups)[kept],
+                                       seed=self.seed, releases=None if releases is None else np.asarray(releases)[kept])
+        self.member_, self.residuals_, self.weights_, self.units_ = member, residuals, weights, units
+        self.quantiles_ = {ALPHA: conformal.quantiles(residuals, ALPHA, weights, units)}  # loads without scipy
+        self.input_columns_, self.dataset_ = member.input_columns_, member.dataset_
+        self.n_train_, self.target_name_ = member.n_train_, member.target_name_
+        self.fit_time_s_, self.interval_time_s_ = member.fit_time_s_, time.perf_counter() - start
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The member's predictions (a DataFrame of configs or :class:`~perfzoo.records.columns.Columns`)."""
+        self._check_fitted()
+        return self.member_.predict(X)
+
+    @property
+    def predict_std(self):
+        """The member's ``predict_std``; an ``AttributeError`` where it has none (``has_std`` False)."""
+        if not self.has_std:
+            raise AttributeError(f"{self.name} gives no standard deviation (has_std is False)")
+        self._check_fitted()
+        return self.member_.predict_std
+
+    def predict_interval(self, X: Any, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` per row of ``X``: the interval that holds the measured throughput with
+        probability ``1 - alpha`` (:mod:`perfzoo.zoo.conformal`)."""
+        self._check_fitted()
+        return conformal.scaled(self.member_.predict(X), self._quantiles(alpha))
+
+    def _quantiles(self, alpha: float) -> tuple[float, float]:
+        """The interval's log factors at ``alpha``: kept when fitted, else computed now."""
+        for level, factors in self.quantiles_.items():
+            if math.isclose(level, alpha, rel_tol=1e-12):
+                return factors
+        return conformal.quantiles(self.residuals_, alpha, self.weights_, self.units_)
+
+    def relative(self, alpha: float = ALPHA) -> tuple[float, float]:
+        """``(low, high)`` factors of the error between two layouts of one model, one measured
+        (:meth:`perfzoo.zoo.offsets.Spread.relative`)."""
+        self._check_fitted()
+        return self.spread_.relative(alpha)
+
+    def metadata(self) -> dict[str, Any]:
+        """The member's metadata, with this class, its parameters, the member's own (``member``) and
+        what the interval was calibrated on (``interval``)."""
+        self._check_fitted()
+        member = self.member_.metadata()
+        sources = {u for u in self.units_ if str(u).startswith("group:")}
+        return {**member, "class": f"{type(self).__module__}.{type(self).__qualname__}",
+                "params": json_safe(self.get_params(deep=False)), "member": {k: member[k] for k in ("class", "params")},
+                "interval": {"residuals": len(self.residuals_), "sources": len(sources), "folds": self.folds,
+                             "alpha": ALPHA, "log_factors": json_safe(self.quantiles_[ALPHA]),
+                             "time_s": round(float(self.interval_time_s_), 6)}}
 
 
-def _weights(keys: np.ndarray) -> np.ndarray:
-    """:func:`group_weights` of the rows' :func:`units`."""
-    kind = pd.Series(keys, dtype=object)
-    kind = kind.where(kind.str.startswith("group:"), "config")
-    weight = 1.0 / kind.map(kind.value_counts()).to_numpy(dtype=float)
-    return weight * len(weight) / weight.sum()
-
-
-def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Optional[Any] = None,
-                          folds: int = FOLDS, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(residuals, weights, units)``: ``log(measured / predicted)`` of every row with a positive
-    measurement, each predicted by a clone of ``model`` fitted without the row's fold
-    (:func:`fold_labels`), the row's weight in the quantiles (:func:`group_weights`) and what it
-    was held out with (:func:`units`)."""
-    y = np.asarray(y, dtype=float)
-    keep = np.isfinite(y) & (y > 0)
-    X, y = X.loc[keep].reset_index(drop=True), y[keep]
-    groups = None if groups is None else np.asarray(groups, dtype=object)[keep]
-    keys = units(X, groups)
-    fold = _deal(keys, folds, seed)
-    residuals = np.empty(len(y))
-    for k in np.unique(fold):
-        out = fold == k
-        part = clone(model).fit(X.loc[~out], y[~out])
-        pred = np.asarray(part.predict(X.loc[out]), dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            residuals[out] = np.log(y[out] / pred)
-    if not np.isfinite(residuals).all():
-        raise ValueError(f"{getattr(model, 'name', type(model).__name__)}: a non-positive prediction; "
-                         "a log-throughput interval needs throughput predictions above 0")
-    return residuals, _weights(keys), keys
-
-
-def conformal_quantiles(residuals: np.ndarray, alpha: float,
-                        weights: Optional[np.ndarray] = None) -> tuple[float, float]:
-    """The ``alpha / 2`` and ``1 - alpha / 2`` conformal quantiles of ``residuals``. Unweighted:
-    the ``floor((n + 1) alpha / 2)``-th smallest and the ``ceil((n + 1)(1 - alpha / 2))``-th
-    smallest (infinite where ``n`` is too small for the level, as split-conformal prescribes).
-    With ``weights`` (mean 1), the same ranks counted in weight: the largest residual with at most
-    ``(n + 1) alpha / 2`` of the weight at or below it, the smallest with at least
-    ``(n + 1)(1 - alpha / 2)``.
-
-    >>> r = np.log([0.5, 0.8, 0.9, 1.0, 1.1, 1.2, 2.0])
-    >>> [round(float(np.exp(q)), 2) for q in conformal_quantiles(r, 0.5)]
-    [0.8, 1.2]
-    >>> w = np.array([1.5, 1.5, 1, 1, 1, 0.5, 0.5])
-    >>> [round(float(np.exp(q)), 2) for q in conformal_quantiles(r, 0.5, weights=w)]
-    [0.5, 1.1]
-    """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie strictly between 0 and 1 (0.2: an 80% interval), got {alpha}")
-    r = np.asarray(residuals, dtype=float)
-    w = np.ones(r.size) if weights is None else np.asarray(weights, dtype=float)
-    order = np.argsort(r, kind="stable")
-    r, rank = r[order], np.cumsum(w[order])  # rank in weight: 1, 2, .., n when unweighted
-    slack = 1e-9 * max(r.size, 1)
-    below = np.flatnonzero(rank <= (r.size + 1) * alpha / 2 + slack)
-    above = np.flatnonzero(rank >= (r.size + 1) * (1 - alpha / 2) - slack)
-    low = r[below[-1]] if below.size else -np.inf
-    high = r[above[0]] if above.size else np.inf
-    return float(low), float(high)
-
-
-def stack_quantiles(residuals: np.ndarray, unit_keys: np.ndarray, alpha: float,
-                    weights: Optional[np.ndarray] = None) -> tuple[float, float]:
-    """The ``alpha / 2`` and ``1 - alpha / 2`` quantiles of the residual of a row from a source never
-    seen: that source's offset plus the row's scatter about it. The offset is drawn from the training
-    sources' offsets (each large group of :func:`units` one source, its weighted mean residual) as a
-    Student t with ``k - 1`` degrees of freedom about their mean, scale ``s sqrt(1 + 1 / k)`` (the
-    predictive distribution of a new draw from a population seen ``k`` times); the scatter is the
-    residuals less their source's offset (rows held out as configurations: less the mean of all of
-    them), weighted as :func:`group_weights` does. Below three sources, :func:`conformal_quantiles`.
-
-    >>> r = np.r_[np.full(10, -0.1), np.full(10, 0.0), np.full(10, 0.1)]
-    >>> keys = np.repeat(["group:a", "group:b", "group:c"], 10)
-    >>> [round(float(q), 3) for q in stack_quantiles(r, keys, 0.2)]   # t(2) quantiles x 0.1 x sqrt(4/3)
-    [-0.218, 0.218]
-    """
-    r = np.asarray(residuals, dtype=float)
-    w = np.ones(r.size) if weights is None else np.asarray(weights, dtype=float)
-    keys = pd.Series(np.asarray(unit_keys, dtype=object)).where(lambda k: k.str.startswith("group:"), "config")
-    sources = [k for k in keys.unique() if k != "config"]
-    if len(sources) < 3:
-        return conformal_quantiles(r, alpha, weights)
-    frame = pd.DataFrame({"r": r, "w": w, "k": keys})
-    offsets = frame.groupby("k").apply(lambda g: np.average(g["r"], weights=g["w"]), include_groups=False)
-    scatter = r - keys.map(offsets).to_numpy(dtype=float)
-    m = offsets[sources].to_numpy(dtype=float)
-    k = m.size
-    scale = max(float(m.std(ddof=1)), 1e-6) * np.sqrt(1 + 1 / k)
-    center = float(m.mean())
-    share = w / w.sum()
-
-    def cdf(x: float) -> float:
-        return float(share @ student_t.cdf((x - center - scatter) / scale, k - 1))
-
-    span = float(np.abs(scatter).max()) + 50 * scale
-    low = brentq(lambda x: cdf(x) - alpha / 2, center - span, center + span)
-    high = brentq(lambda x: cdf(x) - (1 - alpha / 2), center - span, center + span)
-    return float(low), float(high)
-
-
-def interval(pred: np.ndarray, residuals: np.ndarray, alpha: float = ALPHA,
-             weights: Optional[np.ndarray] = None, unit_keys: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)`` around the predictions ``pred`` at level ``1 - alpha`` (``weights``:
-    :func:`conformal_quantiles`; with ``unit_keys``, what each residual was held out with, the
-    quantiles for a source never seen: :func:`stack_quantiles`)."""
-    q_lo, q_hi = (conformal_quantiles(residuals, alpha, weights) if unit_keys is None
-                  else stack_quantiles(residuals, unit_keys, alpha, weights))
-    pred = np.asarray(pred, dtype=float)
-    with np.errstate(over="ignore"):
-        return pred * np.exp(q_lo), pred * np.exp(q_hi)
+__all__ = ["Interval", "LayoutUncertain", "Uncertain"]

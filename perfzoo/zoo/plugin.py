@@ -21,8 +21,8 @@ an entry-point name
     not depend on what a machine has installed.
 
 What the bench needs of a member, without data (:func:`problems`, one line per problem): it
-builds without arguments; it is a ``Predictor`` subclass (``save``/``load``, metadata, the 80%
-interval come with it) that sets ``name`` and valid ``output``/``encoding``/``fit_cost`` tags and
+builds without arguments; it is a ``Predictor`` subclass (``save``/``load`` and metadata come with
+it, and :class:`~perfzoo.zoo.interval.Interval` gives it the 80% interval) that sets ``name`` and valid ``output``/``encoding``/``fit_cost`` tags and
 implements ``_fit``/``_predict`` (an ``EncodedPredictor``: ``_make_model``), or a scikit-learn
 regressor; its constructor stores its parameters (``get_params``, ``clone``).
 :func:`perfzoo.testing.predictor_failures` checks the rest on data.
@@ -41,9 +41,10 @@ import inspect
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Optional
 
-from sklearn.base import RegressorMixin, clone, is_regressor as _sklearn_is_regressor
+from sklearn.base import RegressorMixin, is_regressor as _sklearn_is_regressor
 
 from perfzoo.zoo.base import EncodedPredictor, Predictor
+from perfzoo.zoo.estimator import build, clone
 from perfzoo.zoo.features import ENCODINGS
 
 GROUP = "perfzoo.predictors"  # the entry-point group of installed members
@@ -105,15 +106,7 @@ def make_member(obj: Any, params: dict[str, Any], label: str = "") -> Predictor:
     ``params`` go to the class (the regressor's) or the factory. Unknown parameters and a
     result of neither kind are one-line ``ValueError`` s."""
     label = label or _qualname(obj)
-    if inspect.isclass(obj):
-        valid = obj._get_param_names() if hasattr(obj, "_get_param_names") else None
-        unknown = sorted(set(params) - set(valid)) if valid is not None else []
-        if unknown:
-            raise ValueError(f"{label} takes no parameter(s) {unknown}; it takes {valid}")
-    try:
-        est = obj(**params)
-    except Exception as exc:
-        raise ValueError(f"{label}: {_qualname(obj)}({_call(params)}) failed: {type(exc).__name__}: {exc}") from None
+    est = build(obj, params, label)
     if isinstance(est, Predictor):
         return est
     if is_regressor(est):
@@ -144,8 +137,8 @@ def instance_problems(est: Any, label: str) -> list[str]:
                 f"{type(est).__name__}(RegressorMixin, BaseEstimator)"]
     if not isinstance(est, Predictor):
         found = [f"{label}: {_qualname(type(est))} is neither a perfzoo.zoo.Predictor (derive from "
-                 "perfzoo.zoo.EncodedPredictor or Predictor: save, load, metadata and the 80% interval come "
-                 "with it) nor a scikit-learn regressor (sklearn.base.RegressorMixin: perfzoo encodes its features)"]
+                 "perfzoo.zoo.EncodedPredictor or Predictor: save, load and metadata come with it, and "
+                 "perfzoo.zoo.interval.Interval wraps it with the 80% interval) nor a scikit-learn regressor (sklearn.base.RegressorMixin: perfzoo encodes its features)"]
         return found + [f"{label}: has no {m}()" for m in ("fit", "predict", "get_params", "set_params")
                         if not callable(getattr(est, m, None))]
     cls, found = type(est), []
@@ -207,10 +200,6 @@ def is_regressor(obj: Any) -> bool:
 
 def _qualname(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
-
-
-def _call(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
 
 class SklearnRegressor(EncodedPredictor):

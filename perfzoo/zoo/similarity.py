@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 
 # (column, its value where a config leaves it out: None = unknown)
 COORDINATES = (("config.n_gpus", None), ("hardware.nodes", None), ("config.tp", 1.0), ("config.pp", 1.0),
@@ -112,6 +111,8 @@ def fit(residuals: np.ndarray, coords: np.ndarray, labels: np.ndarray, sources: 
     >>> round(s.share, 1), round(s.length)
     (0.8, 3)
     """
+    from scipy.optimize import minimize  # the study's fit only: anchoring with FITTED imports no scipy
+
     r = np.asarray(residuals, dtype=float)
     i, j, d = pairs(r, coords, labels)
     if i.size == 0:

@@ -6,7 +6,7 @@ The anchoring member (`analytic`, best.json's `calibrate` pick for published-llm
 published-llm less one source and its log residual, log(measured / predicted), taken on that source,
 for each of the six published sources; vtrain-a100 (tokens/s per GPU) is predicted by the member
 fitted on all of published-llm. Every pair of rows of one group (model shape, GPU, precision, task,
-framework: perfzoo.zoo.anchor.keys) and release: how much of one's residual carries to the other
+framework: perfzoo.zoo.offsets.keys) and release: how much of one's residual carries to the other
 against their layout distance (perfzoo.zoo.similarity.fit, each source alike). Prints the fit
 (what perfzoo.zoo.similarity.FITTED holds) and, per source and distance, the share carried (the
 least-squares slope of each pair's residual on the other's, sum 2 r_i r_j / sum (r_i^2 + r_j^2))
@@ -22,7 +22,7 @@ from perfzoo import zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.zoo import similarity
 from perfzoo.zoo.analytic_features import n_devices
-from perfzoo.zoo.anchor import keys
+from perfzoo.zoo.offsets import keys
 from perfzoo.zoo.calibrate import release_labels, source_labels
 
 MEMBER = "analytic"

@@ -24,14 +24,14 @@ from perfzoo.datasets import load_dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation.anchored import shots_within
 from perfzoo.zoo.calibrate import release_labels, source_labels
+from perfzoo.zoo.interval import Interval
 
 DGXC = "nvidia_dgxc_benchmarking_perf_tables.csv"
 CUT = "2025-04-30"  # DGXC releases from this date on are predicted from the earlier ones
 
 
 def scores(member: str, X, y, src, rel, train, test, draws: int) -> dict:
-    model = zoo.make(member).fit(X[train], y[train], groups=src[train])
-    model.fit_interval(X[train], y[train], groups=src[train], releases=rel[train])
+    model = Interval(zoo.make(member)).fit(X[train], y[train], groups=src[train], releases=rel[train])
     out = shots_within(model, X[test], y[test], shots=(0, 1, 3), draws=draws, releases=rel[test])
     pred = model.predict(X[test])
     row = {"rows": int(test.sum()), "pred/meas": round(float(np.median(pred / y[test])), 3)}

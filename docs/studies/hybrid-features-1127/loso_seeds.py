@@ -21,6 +21,7 @@ from perfzoo.llmconfig.catalog import SHAPE_KEYS
 from perfzoo.zoo.analytic_features import MEMORY_FEATURES
 from perfzoo.zoo.boosting import HybridPredictor
 from perfzoo.zoo.features import FeatureEncoder
+from perfzoo.zoo.interval import Interval
 
 DENSE = SHAPE_KEYS[:8]  # n_params, n_layers, hidden_dim, ffn_dim, n_heads, n_kv_heads, head_dim, vocab_size
 # variant -> (the memory estimates among the features, what else the trees do not see)
@@ -70,8 +71,7 @@ def main() -> None:
         for seed in range(args.seeds):
             for source in np.unique(files):
                 test = files == source
-                model = Without(memory, drop, random_state=seed).fit(X[~test], y[~test])
-                model.fit_interval(X[~test], y[~test], groups=files[~test])
+                model = Interval(Without(memory, drop, random_state=seed)).fit(X[~test], y[~test], groups=files[~test])
                 pred = model.predict(X[test])
                 low, high = model.predict_interval(X[test])
                 ok = np.isfinite(pred) & np.isfinite(y[test])  # 4 torchtitan rows publish no model to price
