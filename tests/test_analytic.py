@@ -830,7 +830,7 @@ def test_a_layer_pass_shorter_than_the_hosts_time_waits_for_the_host():
     # the wait the step time over the GPU's; Megatron-Core's dense layers (CUDA graphs) do not wait
     tiny = {"n_layers": 4, "hidden_dim": 256, "n_heads": 4, "seq_len": 128, "vocab_size": 1000,
             "global_batch_size": 8, "micro_batch_size": 1, "n_gpus": 1, "accelerator": "H100-80GB"}
-    assert A.llm.HOST_PASS_S == 0.005
+    assert A.host.HOST_PASS_S == 0.005
     for framework in ("torchtitan", "llm-foundry", None):
         est = A.estimate({**tiny, "framework": framework})
         assert est["layer_passes"] == 32 and est["step_time_s"] == pytest.approx(0.16, rel=1e-12)

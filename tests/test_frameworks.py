@@ -69,8 +69,10 @@ LAUNCH = frameworks.Launch(nodes=2, gpus_per_node=8)
 
 
 def program_args(fw, config):
-    """The framework's arguments as the written script gives them to its program (after the entry)."""
-    words = frameworks.script_command(frameworks.script(fw.command(config, LAUNCH), ["x"]))
+    """The framework's arguments as the written script gives them to its program (after the entry), its
+    model resolved as the exporter resolves it."""
+    model = export.catalog_model(config, fw.models)[0] if fw.models is not None else None
+    words = frameworks.script_command(frameworks.script(fw.command(config, LAUNCH, model), ["x"]))
     return words[words.index(fw.entry[-1]) + 1:]
 
 
@@ -89,7 +91,8 @@ def test_torchtitan_keeps_fp16_out_of_its_layouts():
              framework="torchtitan", scorer=toy("fp16"))
     assert set(p.layouts["precision"]) == {"bf16"}
     reason = torchtitan.FRAMEWORK.refuses({"fsdp": "full_shard", "precision": "fp16"})
-    assert reason.startswith("torchtitan trains in bf16 or fp32") and "\n" not in reason
+    assert reason.startswith("precision=fp16 under framework=torchtitan: torchtitan trains in bf16 or fp32")
+    assert "\n" not in reason and reason.endswith("give precision=bf16, fp32, fp8, mxfp8 or nvfp4")
     assert frameworks.get("megatron-lm").refuses({"fsdp": "zero1", "precision": "fp16"}) is None
 
 
@@ -184,6 +187,7 @@ def megatron_parser():
                  "--expert-tensor-parallel-size", "--mtp-num-layers"):
         p.add_argument(flag, type=int)
     for flag in ("--recompute-granularity", "--recompute-method", "--data-parallel-sharding-strategy", "--fp8-format",
+                 "--pipeline-model-parallel-layout",
                  "--normalization", "--position-embedding-type", "--tokenizer-type", "--moe-token-dispatcher-type",
                  "--lr", "--moe-layer-freq"):
         p.add_argument(flag)
@@ -205,10 +209,15 @@ def test_megatron_lm_arguments_hold_the_planned_layout(megatron_plan):
         a = megatron_parser().parse_args(program_args(fw, c))
         assert (a.tensor_model_parallel_size, a.pipeline_model_parallel_size, a.context_parallel_size,
                 a.expert_model_parallel_size) == (c["tp"], c["pp"], c["cp"], c["ep"])
-        # equal stages of the layers, or of the layers, the embedding and the loss (Megatron's check)
+        # equal stages of the layers, or of the layers, the embedding and the loss (Megatron's check); else a layout
+        # of pp x vp stages in model order holding every layer once, the embedding first and the loss last
         counted = 48 + 2 * a.account_for_embedding_in_pipeline_split
         assert a.account_for_embedding_in_pipeline_split == a.account_for_loss_in_pipeline_split
-        assert (a.num_layers_per_virtual_pipeline_stage or counted // c["pp"]) * c["pp"] * c["vp"] == counted
+        if a.pipeline_model_parallel_layout:
+            stages = a.pipeline_model_parallel_layout.split("|")
+            assert len(stages) == c["pp"] * c["vp"] and "".join(stages) == "E" + "t" * 48 + "L" and all(stages)
+        else:
+            assert (a.num_layers_per_virtual_pipeline_stage or counted // c["pp"]) * c["pp"] * c["vp"] == counted
         assert (a.micro_batch_size, a.global_batch_size, a.seq_length) == (c["micro_batch_size"], 128, 8192)
         assert a.sequence_parallel == (c["tp"] > 1)
         assert (a.recompute_granularity or "none") == c["activation_checkpointing"]
@@ -229,6 +238,7 @@ def test_megatron_lm_arguments_hold_the_planned_layout(megatron_plan):
 # them (read from their sources: megatron-bridge does not install CPU-only, its transformer-engine needs CUDA)
 BRIDGE_FIELDS = {
     "model": {"tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+              "pipeline_model_parallel_layout",
               "context_parallel_size", "expert_model_parallel_size", "sequence_parallel", "seq_length",
               "recompute_granularity", "recompute_method", "recompute_num_layers", "tp_comm_overlap"},
     "train": {"micro_batch_size", "global_batch_size"}, "dataset": {"sequence_length"},
@@ -242,6 +252,7 @@ BRIDGE_PRECISIONS = {"bf16_mixed", "bf16_with_fp8_current_scaling_mixed"}  # meg
 def test_megatron_bridge_overrides_name_its_config_fields_and_hold_the_layout(megatron_plan, name):
     fw = frameworks.get(name)
     for c in diverse(megatron_plan, want=("pp", "vp", "cp", "ep", "fsdp", "activation_checkpointing", "precision")):
+        c = {**c, "framework": name}  # priced as the framework that writes it (as a plan for it is)
         args = program_args(fw, c)
         assert args[:2] == ["--recipe", "qwen3_30b_a3b_pretrain_config"]
         over = dict(a.split("=", 1) for a in args[2:])
@@ -301,17 +312,17 @@ def test_a_config_json_of_a_catalog_models_shape_exports_as_that_model(tmp_path)
                        ("nemo", ["--recipe", "deepseek_v3_pretrain_config"]),
                        ("torchtitan", ["--module", "deepseek_v3", "--config", "deepseek_v3_671b"])):
         fw = frameworks.get(name)
-        fw.check_export(shape, ("bf16",))
+        export.check({**shape, "framework": name}, ("bf16",), written=True)
         assert program_args(fw, {**c, "framework": name})[:len(want)] == want, name
     path.write_text(json.dumps({**raw, "num_nextn_predict_layers": 0}))
     shape, _ = model_keys(str(path))
     with pytest.raises(UsageError, match=r"knows none for deepseek_v3 \(its layers, width and heads are deepseek-v3's, "
                                          r"but not all of its shape: 671.0B parameters against 682.6B\)"):
-        frameworks.get("megatron-bridge").check_export(shape, ("bf16",))
+        export.check({**shape, "framework": "megatron-bridge"}, ("bf16",), written=True)
     llama, _ = model_keys(str(Path(__file__).resolve().parents[1] / "examples" / "llama-config" / "config.json"))
-    frameworks.get("megatron-bridge").check_export(llama, ("bf16",))  # Llama 3.2 3B's shape: its recipe
+    export.check({**llama, "framework": "megatron-bridge"}, ("bf16",), written=True)  # Llama 3.2 3B: its recipe
     with pytest.raises(UsageError, match="torchtitan 0.3.0 takes the model from a config function .* none for llama"):
-        frameworks.get("torchtitan").check_export(llama, ("bf16",))  # torchtitan 0.3.0 has no Llama 3.2 3B
+        export.check({**llama, "framework": "torchtitan"}, ("bf16",), written=True)  # 0.3.0 has no Llama 3.2 3B
 
 
 def test_export_writes_the_top_layouts_as_scripts_and_refuses_an_old_export(tmp_path, titan_plan):

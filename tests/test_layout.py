@@ -21,8 +21,9 @@ MAX_LOCAL_IMPORTS = 5
 MAX_ROOT_MODULES = 12  # perfzoo/*.py besides __init__.py: the commands and a handful of shared modules
 # perfzoo's packages and root modules lowest first, as docs/architecture.md lists them: each imports only
 # those before it, but for the workloads registry that analytic and spaces read (the map says why)
-LAYERS = ("console", "records", "hardware", "analytic", "spaces", "workloads", "llmconfig", "datasets", "frameworks",
-          "collect", "zoo", "pricing", "evaluation", "search", "loop", "plan", "bench", "predict", "tune", "datasets_cli", "testing", "cli")
+LAYERS = ("console", "frameworks", "records", "hardware", "analytic", "spaces", "workloads", "llmconfig", "datasets",
+          "collect", "zoo", "pricing", "evaluation", "search", "loop", "plan", "bench", "predict", "tune", "datasets_cli",
+          "testing", "cli")
 UPWARD = {("analytic", "workloads"), ("spaces", "workloads")}
 
 

@@ -14,7 +14,7 @@ from perfzoo.llmconfig import ConfigError
 from perfzoo.plan import Cluster, PlanError, Scorer, default_scorer, plan
 from perfzoo.plan.benchmark import score_group, summarise
 from perfzoo.plan.cli import main
-from perfzoo.plan.layouts import layout_space
+from perfzoo.plan.layouts import LAYOUT_KNOBS, layout_space
 from perfzoo.plan.report import explain, layout_text, records, table, write_configs
 from perfzoo.search import Formula, Reinforce
 from perfzoo.spaces import SpaceError
@@ -122,11 +122,11 @@ def test_the_framework_the_model_names_prices_every_generated_layout():
         model = {**SMALL, **({"framework": framework} if framework else {})}
         p = plan(model, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=64, scorer=ideal)
         assert framework is None or all(c["framework"] == framework for c in p.configs(len(p.layouts)))
-        speed[framework] = p.layouts.set_index("key")
+        speed[framework] = p.layouts.set_index(list(LAYOUT_KNOBS))  # the knobs: the spaces' keys differ (vp)
     plain, mb = speed[None], speed["megatron-bridge"]
     both = plain.index.intersection(mb.index)
     gain = mb.loc[both, "predicted_tokens_per_s_per_device"] / plain.loc[both, "predicted_tokens_per_s_per_device"]
-    by_tp = gain.groupby(plain.loc[both, "tp"]).median()
+    by_tp = gain.groupby(gain.index.get_level_values("tp")).median()
     assert by_tp[8] > by_tp[2] > 1.0  # the more TP traffic a layout has, the more the overlap hides
 
 
@@ -139,9 +139,10 @@ def test_pipelines_split_layers_unevenly_as_deep_as_published_runs():
     knobs = {"tp": 8, "pp": 16, "vp": 8, "cp": 2, "ep": 1, "micro_batch_size": 1, "activation_checkpointing": "none",
              "fsdp": "zero1", "precision": "bf16"}
     assert space.validate(knobs)["dp"] == 64
-    with pytest.raises(SpaceError, match=r"pp x vp = 256 stages of equal layers: dividing the 126 layers, or 128"):
+    with pytest.raises(SpaceError, match=r"126 layers do not split over pp 32 x vp 8 = 256 stages, evenly or with "
+                                         r"the embedding and the loss counted as a layer each \(128\)"):
         space.validate({**knobs, "pp": 32})  # 256 virtual stages for 126 layers, the embedding and the loss
-    with pytest.raises(SpaceError, match=r"pp x vp = 48 stages of equal layers"):
+    with pytest.raises(SpaceError, match=r"pp 16 x vp 3 = 48 stages, evenly or"):
         space.validate({**knobs, "vp": 3})  # virtual stages of 3, 3 and 2 layers: uneven
     # a split whose heaviest rank holds more than 1.1 x an even share is left out: 56 layers on 48 GPUs
     # run on 3 (19 = 1.02 x 56/3), 6 and 12 stages (10, 5: 1.07 x), not 16 (4 = 1.14 x), 24 or 48

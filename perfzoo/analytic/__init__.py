@@ -10,7 +10,7 @@ which warns once naming it) has no peak FLOP/s, so its ideal step time is ``NaN`
 treat those as missing values.
 
 One module per concept: :mod:`.llm` (the transformer cost model and its conventions: layout,
-communication, step time), :mod:`.shape` (a decoder's layers, parameters and FLOPs: dense, MLA,
+communication, step time; :mod:`.quantities` its quantities one function each), :mod:`.shape` (a decoder's layers, parameters and FLOPs: dense, MLA,
 sliding windows, MTP, hybrid Mamba), :mod:`.moe` (mixture-of-experts layers and routing),
 :mod:`.precision` (which matmuls run in low precision), :mod:`.memory` (peak memory per device),
 :mod:`.traffic` (what a step moves through HBM, and the softmax beside the matmuls),
@@ -18,6 +18,8 @@ sliding windows, MTP, hybrid Mamba), :mod:`.moe` (mixture-of-experts layers and 
 model), :mod:`.calibration` (a roofline whose efficiency factors are fitted to measurements);
 a workload's own cost model lives in its bundle (the recommendation model's in
 :mod:`perfzoo.workloads.fsdp_ads.cost`); the categorical vocabulary is :mod:`perfzoo.records.vocabulary`.
+What a training framework changes is read from the traits its bundle declares (:mod:`perfzoo.frameworks`,
+``_frame.trait``), never from its name.
 
 >>> est = estimate({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024,
 ...                 "global_batch_size": 16, "micro_batch_size": 4, "n_gpus": 4, "tp": 2,
@@ -32,9 +34,10 @@ from perfzoo.analytic._frame import compact
 from perfzoo.analytic.calibration import Calibration, calibrate, calibrate_throughput
 from perfzoo.analytic.estimates import ESTIMATE_COLUMNS, estimate, estimate_arrays, least_recompute, throughput
 from perfzoo.analytic.hardware import HARDWARE
-from perfzoo.analytic.llm import (LLMCost, activation_bytes_per_device, comm_bytes_per_device, flops_per_device_step,
-                                  flops_per_step, flops_per_token, ideal_step_time, memory_per_device, param_count,
-                                  pipeline_bubble, state_bytes_per_device)
+from perfzoo.analytic.llm import LLMCost
+from perfzoo.analytic.quantities import (activation_bytes_per_device, comm_bytes_per_device, flops_per_device_step,
+                                         flops_per_step, flops_per_token, ideal_step_time, memory_per_device,
+                                         param_count, pipeline_bubble, state_bytes_per_device)
 
 __all__ = [
     "Calibration", "ESTIMATE_COLUMNS", "HARDWARE", "LLMCost", "activation_bytes_per_device", "calibrate", "calibrate_throughput",

@@ -1,7 +1,8 @@
 """Column access for the cost models: a flat frame of configs in, float arrays out.
 
 A column is found as ``config.<key>``, ``<key>`` or ``hardware.<key>``; an absent column is a
-0-d array that broadcasts, so a cost model never branches on which columns a frame has.
+0-d array that broadcasts, so a cost model never branches on which columns a frame has; a row's
+framework gives the traits its bundle declares (:func:`trait`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.frameworks import REGISTRY
 from perfzoo.records.columns import Columns
 
 Frame = Union[pd.DataFrame, Mapping[str, Any]]
@@ -87,6 +89,18 @@ def is_code(codes: np.ndarray, vocab: tuple[str, ...], *values: str) -> np.ndarr
     for v in values[1:]:
         mask |= codes == vocab.index(v)
     return mask
+
+
+def trait(codes: np.ndarray, name: str) -> np.ndarray:
+    """What each row's framework declares of trait ``name`` of its :class:`~perfzoo.frameworks.Physics`
+    (``codes``: the ``framework`` column coded into :data:`perfzoo.records.vocabulary.FRAMEWORKS`, the
+    registry's order): the cost model branches on traits, never on a framework's name.
+
+    >>> codes = np.array([list(REGISTRY).index(n) for n in ("torchtitan", "megatron-lm")])
+    >>> trait(codes, "fa2_attention").tolist(), trait(codes, "graphs_hide_host").tolist()
+    ([True, False], [False, True])
+    """
+    return np.array([getattr(f.physics, name) for f in REGISTRY.values()])[codes]
 
 
 def full(values: Any, n: int) -> np.ndarray:

@@ -91,26 +91,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ``units - 16`` of the device's SMs (``contention = hidden * 16/units``; 12% on an H100's 132; no
   figure without SMs in the accelerator table). 16 channels: NCCL's ring count on an 8-GPU NVLink 4
   board at training message sizes (``NCCL_DEBUG=INFO`` "16 coll channels").
-* The host's pace: the host launches every kernel of a layer pass (forward and backward of one layer
-  on one micro-batch), and where the GPU finishes a pass sooner, it waits. The step is at least
-  ``layer_passes * HOST_PASS_S`` (``host_time_s``: the wait) in every framework whose host time
-  shows, which is all but Megatron-Core's dense layers (their recipes capture CUDA graphs and
-  overlap the launches: Megatron-LM's and NeMo's tables show no such floor down to 1 ms per pass)
-  and its token-dropping MoE (experts padded to capacity: static shapes, no token counts copied to
-  the host; Megatron-Bridge's token-drop rows run at 2 ms per pass). Dropless MoE waits: its dispatcher
-  needs each expert's token count on the host to size the all-to-all.
-  :data:`HOST_PASS_S` = 5 ms is what perfzoo's H100 jobs (eager PyTorch, FSDP2) took per pass
-  however small the layer (against the GPU's time alone, micro batch 1 ran at 0.31 of the ideal and
-  16 at 0.69; with the host priced, 0.57 and 0.69, and with the factors below and the eager kernels
-  at their measured bandwidth, 0.78 and 0.88: ``python scripts/efficiency_table.py --dataset
-  llm-h100 --by micro_batch_size``); llm-foundry's smallest MPTs take ~10 ms, Megatron-Bridge's
-  dropless MoE at micro batch 1 ~9 ms. In eager PyTorch (``compile`` false) the host's time per pass
-  grows with what it runs (:meth:`LLMCost.host_pass_factor`): the recomputed forward under
-  ``torch.utils.checkpoint`` (:data:`HOST_RECOMPUTE`, full 1.73x, PyTorch's selective policy, a
-  Python callback on every operator, 2.2x) and eager low-precision casts (:data:`HOST_EAGER_CASTS`,
-  1.31x), the medians of the host-paced jobs of ``llm-h100`` against its BF16 jobs without
-  checkpointing (``docs/studies/eager-step-1128``, ``host_per_pass.py``; the H200 machine's jobs,
-  not used, give 1.45x, 2.05x and 1.27x).
+* The host's pace (:mod:`.host`): the host launches every kernel of a layer pass, and where the GPU
+  finishes a pass sooner it waits; ``host_time_s`` is that wait, added to the step where it shows.
 * TP communication overlap (``tp_comm_overlap``; default on for NeMo and Megatron-Bridge with
   ``tp > 1`` and sequence parallelism, whose performance recipes turn on Transformer Engine's
   userbuffers overlap, ``tp_comm_overlap=True``; off elsewhere, Megatron-LM's ``--tp-comm-overlap``
@@ -122,8 +104,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   not overlapped: 71% of an H100's peak at head width 128) stands for a kernel written for the
   device, FlashAttention-3 (75%) or cuDNN's fused attention, which Megatron-Core's Transformer
   Engine runs (Megatron-LM, NeMo, Megatron-Bridge; also an unknown framework). PyTorch's SDPA
-  flash backend and the flash-attn 2 package (:data:`FA2_FRAMEWORKS`: torchtitan, llm-foundry,
-  plain PyTorch) run FlashAttention-2, written for Ampere's ``mma.sync``: on a Hopper GPU it reaches
+  flash backend and the flash-attn 2 package (a framework's ``fa2_attention``, :class:`perfzoo.frameworks.Physics`:
+  torchtitan, llm-foundry, plain PyTorch) run FlashAttention-2, written for Ampere's ``mma.sync``: on a Hopper GPU it reaches
   35% of the peak (Shah et al. 2024, arXiv 2407.08608), so its matmuls and softmax take the
   accelerator table's ``fa2_slowdown`` times as long (75/35 = 2.14). On an A100 FlashAttention-2 is
   every framework's flash kernel and reaches 50-73% of the peak (Dao 2023, arXiv 2307.08691) where
@@ -142,24 +124,19 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic._frame import Frame, as_frame, coded, column, is_code, mapped, num, wrap, wrap_frame
+from perfzoo.analytic._frame import coded, column, is_code, mapped, num, trait
 from perfzoo.analytic.hardware import (alltoall_seconds, device_figures, group_bandwidth, link_bandwidth,
                                        ring_seconds)
+from perfzoo.analytic.host import host_wait, pass_factor, shows
 from perfzoo.analytic.kernels import shape_efficiency
-from perfzoo.analytic.memory import EAGER, FP32_BYTES, MIXED_BYTES, Memory
+from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, format_width, precision_codes
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
-from perfzoo.records.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, MEGATRON_FRAMEWORKS, PRECISIONS, SHARDINGS,
-                                        is_adapter_tuning, normalize_checkpointing, normalize_framework,
-                                        normalize_sharding, to_bool)
+from perfzoo.records.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, PRECISIONS, SHARDINGS, is_adapter_tuning,
+                                        normalize_checkpointing, normalize_framework, normalize_sharding, to_bool)
 
-FA2_FRAMEWORKS = ("pytorch", "torchtitan", "llm-foundry")  # attention in a FlashAttention-2 kernel (module docstring)
-TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron-bridge")  # TP communication overlapped by default (module docstring)
 NCCL_CHANNELS = 16  # thread blocks (one SM each) an overlapped NCCL collective holds (module docstring)
-HOST_PASS_S = 5e-3  # the host's time per layer pass, the least a pass takes where it shows (module docstring)
-HOST_RECOMPUTE = {"full": 1.73, "selective": 2.2}  # eager PyTorch: a pass's host time with checkpointing, x
-HOST_EAGER_CASTS = 1.31  # eager PyTorch: a pass's host time with eager low-precision casts, x
 
 
 def stage_layers(n_layers, pp):
@@ -242,10 +219,10 @@ class LLMCost:
         self.framework = coded(df, "framework", normalize_framework, FRAMEWORKS)
         self.token_drop = mapped(df, "moe_token_drop", to_bool, dtype=float) > 0
         overlap = mapped(df, "tp_comm_overlap", to_bool, dtype=float)
-        recipes = is_code(self.framework, FRAMEWORKS, *TP_OVERLAP_FRAMEWORKS)
+        recipes = trait(self.framework, "tp_comm_overlap")  # the framework's default (module docstring)
         self.tp_overlap = np.where(np.isnan(overlap), recipes, overlap > 0) & (self.tp > 1) & (self.sp > 0)
         gather = mapped(df, "fp8_param_gather", to_bool, dtype=float)  # torchtitan's presets: on (module docstring)
-        self.fp8_gather = np.where(np.isnan(gather), is_code(self.framework, FRAMEWORKS, "torchtitan"), gather > 0)
+        self.fp8_gather = np.where(np.isnan(gather), trait(self.framework, "fp8_param_gather"), gather > 0)
         is32 = is_code(self.precision, PRECISIONS, "fp32")
         self.act_bytes = np.where(is32, FP32_BYTES[3], MIXED_BYTES[3])
         self.hw = device_figures(df, self.precision, self.n_gpus, self.format)
@@ -256,7 +233,7 @@ class LLMCost:
         backward = mapped(df, "low_precision_backward", to_bool, dtype=float)
         self.width = format_width(self.precision, self.format)  # bytes per element of the quantized GEMM inputs
         self.forward_only = (backward == 0) & (self.width < 2.0)
-        fa2 = is_code(self.framework, FRAMEWORKS, *FA2_FRAMEWORKS)
+        fa2 = trait(self.framework, "fa2_attention")
         kernel = np.where(fa2, self.hw.fa2_slowdown, self.hw.flash_slowdown)
         self.attention_x = np.where(self.flash > 0, kernel, 1.0)  # the flash kernel's slowdown (module docstring)
         self.memory = Memory(self)
@@ -465,32 +442,18 @@ class LLMCost:
         contention = hidden * np.where(np.isnan(hw.units), 0.0, NCCL_CHANNELS / hw.units)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
                 + np.maximum(0.0, t_dp + t_cp - busy) + contention)
-        floor = self.call_counts()["layer_passes"] * HOST_PASS_S * self.host_pass_factor()
-        host = np.where(self.host_shows(), np.maximum(0.0, floor - step), 0.0)
+        host = host_wait(self, step)
         return {"compute_time_s": t_compute, **kernels, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
                 "pp_time_s": t_pp, "dp_time_s": t_dp, "comm_time_s": t_tp + t_cp + t_ep + t_pp + t_dp,
                 "host_time_s": host, "step_time_s": step + host}
 
     def host_pass_factor(self) -> np.ndarray:
-        """How many times :data:`HOST_PASS_S` the host takes per layer pass: 1, and in eager PyTorch on
-        a GPU more with checkpointing and with low-precision casts (module docstring; measured there).
-
-        >>> row = {"n_layers": 4, "hidden_dim": 256, "n_heads": 4, "seq_len": 128, "compile": False,
-        ...        "activation_checkpointing": "full", "precision": "fp8", "accelerator": "H100-80GB"}
-        >>> round(float(LLMCost(pd.DataFrame([row])).host_pass_factor()[0]), 4)  # 1.73 x 1.31
-        2.2663
-        """
-        full = is_code(self.ac, CHECKPOINTING, "full")
-        selective = is_code(self.ac, CHECKPOINTING, "selective")
-        recompute = np.where(full, HOST_RECOMPUTE["full"], np.where(selective, HOST_RECOMPUTE["selective"], 1.0))
-        casts = np.where(self.width < 2.0, HOST_EAGER_CASTS, 1.0)
-        return np.where((self.memory.profile == EAGER) & ~self.hw.cpu, recompute * casts, 1.0)
+        """How many times the host's time per layer pass it takes (:func:`.host.pass_factor`)."""
+        return pass_factor(self)
 
     def host_shows(self) -> np.ndarray:
-        """Whether the host's time per layer pass can pace the step: in any framework but
-        Megatron-Core's dense layers and token-dropping MoE (module docstring)."""
-        megatron = is_code(self.framework, FRAMEWORKS, *MEGATRON_FRAMEWORKS)
-        return ~(megatron & (~self.shape.moe.is_moe | self.token_drop))
+        """Whether the host's time per layer pass can pace the step (:func:`.host.shows`)."""
+        return shows(self)
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every estimate of :data:`perfzoo.analytic.ESTIMATE_COLUMNS`."""
@@ -518,87 +481,3 @@ class LLMCost:
                 "throughput": tput,
                 "throughput_per_device": tput / self.n_gpus,
             }
-
-
-# ----------------------------------------------------------------------------------------
-# one quantity at a time
-# ----------------------------------------------------------------------------------------
-
-
-def param_count(cfg: Frame):
-    """Total parameters (blocks + embedding + LM head); ``config.n_params`` where the shape is unknown.
-
-    >>> param_count({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16})
-    301989888.0
-    """
-    df, scalar = as_frame(cfg)
-    return wrap(LLMCost(df).total_params(), df, scalar)
-
-
-def flops_per_token(cfg: Frame, recompute: bool = False, causal: bool = False):
-    """Training model FLOPs per token, ``6N + 12*L*d*s`` for standard attention (+ recompute when
-    ``recompute=True``; ``causal=True`` counts half the attention core, Megatron-Bridge's convention).
-
-    >>> flops_per_token({"n_layers": 24, "hidden_dim": 1024, "n_heads": 16, "seq_len": 1024})
-    2113929216.0
-    """
-    df, scalar = as_frame(cfg)
-    return wrap(sum(LLMCost(df).flops_parts(causal=causal, recompute=recompute).values()), df, scalar)
-
-
-def flops_per_step(cfg: Frame, recompute: bool = True):
-    """Training FLOPs of one optimizer step, all devices together (``B*s`` tokens)."""
-    df, scalar = as_frame(cfg)
-    return wrap(LLMCost(df).flops_per_step(recompute), df, scalar)
-
-
-def flops_per_device_step(cfg: Frame):
-    """Hardware FLOPs (recompute included) one device performs per optimizer step."""
-    df, scalar = as_frame(cfg)
-    return wrap(LLMCost(df).flops_per_device_step(), df, scalar)
-
-
-def pipeline_bubble(cfg: Frame):
-    """Idle fraction of a pipeline step, ``(pp-1)/(vp*m + pp-1)`` (0 without PP).
-
-    >>> pipeline_bubble({"pp": 4, "grad_accum": 8})
-    0.2727272727272727
-    """
-    df, scalar = as_frame(cfg)
-    return wrap(LLMCost(df).bubble(), df, scalar)
-
-
-def state_bytes_per_device(cfg: Frame):
-    """Bytes of parameters, gradients and optimizer state per device (columns
-    ``param_bytes``, ``grad_bytes``, ``optimizer_bytes``) under the config's sharding."""
-    df, scalar = as_frame(cfg)
-    return wrap_frame(LLMCost(df).memory.state_bytes(), df, scalar)
-
-
-def activation_bytes_per_device(cfg: Frame):
-    """Activation memory per device at the start of backward (:mod:`.memory`)."""
-    df, scalar = as_frame(cfg)
-    return wrap(LLMCost(df).memory.activation_bytes(), df, scalar)
-
-
-def memory_per_device(cfg: Frame):
-    """The memory breakdown per device (:mod:`.memory`): state, activations, peak allocated,
-    overheads, ``memory_bytes`` and ``memory_fraction``."""
-    df, scalar = as_frame(cfg)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return wrap_frame(LLMCost(df).memory.columns(), df, scalar)
-
-
-def comm_bytes_per_device(cfg: Frame):
-    """Bytes each device sends per optimizer step: ``comm_dp_bytes`` (DDP all-reduce or
-    FSDP all-gather + reduce-scatter), ``comm_tp_bytes``, ``comm_pp_bytes``, ``comm_cp_bytes``,
-    ``comm_ep_bytes``."""
-    df, scalar = as_frame(cfg)
-    return wrap_frame(LLMCost(df).comm_bytes(), df, scalar)
-
-
-def ideal_step_time(cfg: Frame):
-    """Ideal seconds per optimizer step from peak FLOP/s and link bandwidths (NaN for unknown hardware)."""
-    df, scalar = as_frame(cfg)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return wrap(LLMCost(df).step_time()["step_time_s"], df, scalar)

@@ -14,9 +14,9 @@ Model state, bytes per parameter (mixed precision; fp32 training holds 4 + 4 + 8
   (``zero_grad(set_to_none=True)``): they exist during the forward only while micro-batches
   accumulate (``m > 1``).
 * Megatron / DeepSpeed data parallelism (``none``, ``zero1``): bf16 parameters 2, an fp32 main-
-  gradient buffer 4 (Megatron accumulates and reduces bf16 gradients in fp32; ``framework`` =
-  ``megatron-bridge``: 2, its performance recipes set ``grad_reduce_in_fp32 = False``,
-  ``scripts/performance`` of NVIDIA-NeMo/Megatron-Bridge), fp32 master weights,
+  gradient buffer 4 (Megatron accumulates and reduces bf16 gradients in fp32; a framework whose
+  ``grad_reduce_dtype`` is bf16: 2, as Megatron-Bridge's performance recipes set
+  ``grad_reduce_in_fp32 = False``, ``scripts/performance`` of NVIDIA-NeMo/Megatron-Bridge), fp32 master weights,
   m and v 12 (Rajbhandari et al. 2020, ZeRO). The gradient buffer is allocated once and lives
   through the step. ``none`` (no FSDP: Megatron's data parallelism, which NeMo, Megatron-Bridge and
   Megatron-LM's recipes run with the distributed optimizer) shards the optimizer state like
@@ -80,7 +80,8 @@ gradients where alive, FSDP's gathered copies, activations and loss buffers) and
 (parameters, gradients, optimizer state and, with PyTorch's foreach AdamW, a 4 B per parameter
 temporary for ``sqrt(v)``).
 
-torchtitan (``framework``): its RMSNorm is a fused kernel (``fused_rmsnorm`` in its presets, or
+torchtitan (its bundle's traits ``fused_norm``, ``selective_policy``, ``pipelined_fsdp`` and
+``expandable_segments``, :class:`perfzoo.frameworks.Physics`): its RMSNorm is a fused kernel (``fused_rmsnorm`` in its presets, or
 compiled) even in eager mode; its selective ``op`` policy saves the output of every other matmul
 (q, v, w1, w2 of q, k, v, o, w1, w3, w2) and the attention core's, recomputing the rest; under a
 pipeline its FSDP keeps each stage's parameters gathered (``reshard_after_forward=False``) and
@@ -119,8 +120,9 @@ from typing import Optional
 
 import numpy as np
 
-from perfzoo.analytic._frame import GIB, is_code
-from perfzoo.records.vocabulary import CHECKPOINTING, FRAMEWORKS, PRECISIONS, SHARDINGS
+from perfzoo.analytic._frame import GIB, is_code, trait
+from perfzoo.frameworks import ALTERNATE_MATMULS
+from perfzoo.records.vocabulary import CHECKPOINTING, PRECISIONS, SHARDINGS
 
 FP32_BYTES = (4.0, 4.0, 8.0, 4.0)  # params, grads, optimizer, activations
 MIXED_BYTES = (2.0, 2.0, 12.0, 2.0)  # ZeRO's accounting (the fsdp workload's cost model uses it)
@@ -184,13 +186,15 @@ class Memory:
         # recipes keep the quantized copy (fused kernels), PyTorch's float8 the 16-bit tensor
         width = cost.width
         self.kept = np.where((self.profile == FUSED) & (width < 2.0), width, 2.0)
-        self.bf16_grads = is_code(cost.framework, FRAMEWORKS, "megatron-bridge")
-        self.torchtitan = is_code(cost.framework, FRAMEWORKS, "torchtitan")
-        # torchtitan's FSDP under a pipeline: each stage's parameters stay gathered through the step
-        # and the gradient reduce-scatter waits for the last micro-batch (module docstring)
-        self.pipelined_fsdp = self.torchtitan & (cost.pp > 1) & self.torch_fsdp
-        # torchtitan's RMSNorm is a fused kernel (fused_rmsnorm / compiled) even in eager mode
-        self.norm_profile = np.where(self.torchtitan & (self.profile == EAGER), COMPILED, self.profile)
+        self.bf16_grads = trait(cost.framework, "grad_reduce_dtype") == "bf16"
+        # each stage's parameters gathered through the step, the gradient reduce-scatter after the last
+        # micro-batch (torchtitan's FSDP under a pipeline; module docstring)
+        self.pipelined_fsdp = trait(cost.framework, "pipelined_fsdp") & (cost.pp > 1) & self.torch_fsdp
+        # a fused RMSNorm kernel (torchtitan's fused_rmsnorm / compiled) even in eager mode
+        self.norm_profile = np.where(trait(cost.framework, "fused_norm") & (self.profile == EAGER), COMPILED,
+                                     self.profile)
+        self.alternate = trait(cost.framework, "selective_policy") == ALTERNATE_MATMULS  # torchtitan's "op" policy
+        self.expandable = trait(cost.framework, "expandable_segments")
         # the cross entropy as fused kernels (no fp32 copy of the logits): stated, else the fused profile
         self.fused_loss = np.where(np.isnan(cost.fused_loss_flag), self.profile == FUSED, cost.fused_loss_flag > 0)
 
@@ -290,8 +294,8 @@ class Memory:
         # and the attention core's output: 2(a*h_qk + kv*h_v + a*h_v); gated MLP 2f + 2d, plain 2f
         titan_attn = 2.0 * (a * sh.h_qk + sh.kv_heads * sh.h_v + a * sh.h_v)
         titan_mlp = 2.0 * sh.f + np.where(sh.gated > 0, 2.0 * d, 0.0)
-        qkv_o = np.where(self.torchtitan, titan_attn, qkv_o)
-        mlp = np.where(self.torchtitan, titan_mlp, up * sh.f + 2.0 * d)
+        qkv_o = np.where(self.alternate, titan_attn, qkv_o)
+        mlp = np.where(self.alternate, titan_mlp, up * sh.f + 2.0 * d)
         moe = sh.moe
         return {"attention": qkv_o, "mlp": mlp,
                 "moe": moe.K * moe.capacity * (up * moe.fe + 2.0 * d) + up * moe.fs,
@@ -362,7 +366,7 @@ class Memory:
     def overhead_bytes(self) -> np.ndarray:
         c = self.c
         groups = sum((x > 1).astype(float) for x in (c.tp, c.cp, c.dp, c.pp, c.ep))
-        fragmentation = np.where(self.torchtitan, 0.0, FRAGMENTATION)  # expandable segments
+        fragmentation = np.where(self.expandable, 0.0, FRAGMENTATION)  # expandable segments
         return CONTEXT_BYTES + fragmentation * self.largest_allocation() + NCCL_BUFFERS * groups
 
     def columns(self) -> dict[str, np.ndarray]:

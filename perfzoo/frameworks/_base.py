@@ -1,27 +1,44 @@
-"""The extension point: one :class:`Framework` per training framework a plan can be priced for,
-exported to and read back from (one module per framework, :mod:`perfzoo.frameworks`).
+"""The extension point: one :class:`Framework` per training framework, a plain declaration of what
+it runs, what the cost model assumes of it, what a published row of it leaves to its recipe, and
+how its launch line is written and read (one module per framework, :mod:`perfzoo.frameworks`).
+
+* :class:`Runs`: the layouts it takes (shardings, precisions it trains in and those its launch
+  lines write, recompute modes, pipeline schedules, MoE token dispatchers, what fills the data
+  parallelism a config leaves out); :meth:`Framework.split` its layer-split rule and
+  :meth:`Framework.refuses` the one rule every command applies (``predict``, plan's layouts and
+  baselines, every exporter, calibration runs);
+* :class:`Physics`: the traits the cost model reads as per-row arrays (:mod:`perfzoo.analytic`
+  branches on them, never on a framework's name);
+* :class:`Recipe`: what a published row of it leaves blank (:mod:`perfzoo.datasets.sources`).
 
 A layout here is one of a plan's configs (:meth:`perfzoo.plan.Plan.configs`): the model's shape
 keys, ``seq_len``, ``global_batch_size``, ``n_gpus`` and the layout knobs ``tp pp vp cp ep dp
 micro_batch_size grad_accum activation_checkpointing fsdp precision``. A :class:`Launch` adds the
-nodes it runs on. A framework says which layouts it cannot run (:meth:`Framework.refuses`, a
-constraint of the plan's space), writes a layout as its own launch line
-(:meth:`Framework.command`) and reads a user's launch line back into a layout
-(:meth:`Framework.read`, a :class:`Baseline`).
+nodes it runs on; :meth:`Framework.command` writes the line, :meth:`Framework.read` reads a user's
+back (a :class:`Baseline`). This package imports nothing of perfzoo's but :mod:`perfzoo.console`:
+what a launch line needs of the model catalog (the catalog model a recipe names, the layers a
+torchtitan line's stages split) is passed in by the caller.
+
+>>> generic = Framework("any")
+>>> generic.refuses({"n_layers": 32, "pp": 2, "vp": 3, "fsdp": "zero1"})
+'pp=2 vp=3 under framework=any: 32 layers do not split over pp 2 x vp 3 = 6 stages, evenly or with the embedding and the loss counted as a layer each (34); choose another pp or vp'
+>>> generic.refuses({"n_layers": 32, "pp": 2, "vp": 2, "grad_accum": 4}) is None
+True
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Optional, Sequence
 
-import numpy as np
-import pandas as pd
-
-from perfzoo.analytic.shape import ModelShape
 from perfzoo.console import UsageError
-from perfzoo.llmconfig import catalog
+
+UNKNOWN = "unknown"  # the framework key of a config that names none: priced by its other keys alone
+MATMULS = "matmuls"  # a selective checkpointing policy that saves every matmul's output (PyTorch's op-level)
+ALTERNATE_MATMULS = "alternate matmuls"  # ... every other matmul's and the attention core's (torchtitan's "op")
+DISPATCHERS = ("alltoall", "allgather", "flex", "deepep")  # MoE token dispatchers a config may name
 
 
 class ExportError(UsageError):
@@ -52,7 +69,9 @@ class Baseline:
     ``model`` it names or the shape keys it gives (``shape``), the GPUs it runs on (``gpus``,
     from ``torchrun``'s ``--nnodes x --nproc-per-node`` where the file has them), ``settings``: config
     keys the line sets that are no layout knob (``tp_comm_overlap``; the plan prices every layout with
-    them, like for like), and ``notes``: what was read as a default, said."""
+    them, like for like), ``notes``: what was read as a default, said; and ``stages``: a line's
+    ``(layers per stage, first stage less, last stage less)`` whose virtual stages need the model's
+    layers (:meth:`settle`)."""
 
     framework: str
     layout: dict = field(default_factory=dict)
@@ -62,94 +81,221 @@ class Baseline:
     gpus: Optional[int] = None
     settings: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    stages: Optional[tuple[int, int, int]] = None
+
+    def settle(self, n_layers: Optional[int]) -> "Baseline":
+        """The virtual stages of a line that gives layers per stage, now that the model's ``n_layers``
+        are known (``ceil((layers + first less + last less) / layers per stage)`` stages over ``pp``
+        ranks, torchtitan's count); as read where they are not.
+
+        >>> Baseline("x", {"pp": 16, "vp": 1}, stages=(1, 1, 1)).settle(126).layout["vp"]
+        8
+        """
+        if self.stages is not None and n_layers:
+            per, first, last = self.stages
+            self.layout["vp"] = max(1, -(-(int(n_layers) + first + last) // per) // int(self.layout["pp"]))
+            self.stages = None  # settled
+        return self
 
 
-class Framework:
-    """One training framework (subclass it in a module of :mod:`perfzoo.frameworks`).
+@dataclass(frozen=True)
+class Runs:
+    """What a framework runs: the values of each knob it takes (None: any), with the rule that keeps
+    the others out in a few words (the refusal quotes it), and what a config that names no sharding
+    gets over more than one data-parallel rank (``data_parallel``, said as ``data_parallel_is``)."""
 
-    ``name`` is its value of the ``framework`` config key (:data:`perfzoo.records.vocabulary.FRAMEWORKS`),
-    what prices a layout as the framework runs it; ``entry`` what the launch line runs
-    (``-m torchtitan.train``, ``pretrain_gpt.py``); ``version`` the release the flags are spelled for.
-    """
+    shardings: Optional[tuple[str, ...]] = None
+    sharding_rule: str = ""
+    data_parallel: str = "zero1"
+    data_parallel_is: str = "the distributed optimizer, as Megatron runs its data parallelism"
+    trains_in: Optional[tuple[str, ...]] = None
+    precision_rule: str = ""
+    writes: tuple[str, ...] = ()  # the precisions its launch lines write (none: it writes no launch line)
+    recompute: tuple[str, ...] = ("none", "selective", "full")
+    schedules: tuple[str, ...] = ("1F1B", "interleaved 1F1B")
+    interleave_rounds: bool = True  # an interleaved schedule runs its micro-batches in rounds of pp
+    dispatchers: tuple[str, ...] = DISPATCHERS
+    partial_microbatches: bool = False  # a rank's batch cut into micro-batches of the given size, the last partial
 
-    name: str = ""
-    entry: Sequence[str] = ()
-    version: str = ""
-    precisions: Sequence[str] = ("bf16", "fp8")  # what its launch lines can say
 
-    def refuses(self, layout: Mapping[str, Any]) -> Optional[str]:
-        """Why the framework cannot run ``layout`` (a plan space's constraint), or None."""
+@dataclass(frozen=True)
+class Physics:
+    """What the cost model assumes of a framework (:mod:`perfzoo.analytic`, one array per trait)."""
+
+    fa2_attention: bool = False  # attention runs FlashAttention-2 (SDPA's flash backend, flash-attn 2)
+    graphs_hide_host: bool = False  # CUDA graphs and overlapped launches hide the host for dense and token-drop MoE
+    tp_comm_overlap: bool = False  # TP communication overlapped with the GEMMs where a config does not say
+    fp8_param_gather: bool = False  # FSDP gathers FP8 linears' weights in FP8 where a config does not say
+    grad_reduce_dtype: str = "fp32"  # Megatron's main gradients (its data parallelism) held and reduced in
+    pipelined_fsdp: bool = False  # under a pipeline FSDP keeps a stage's parameters gathered, reduces once
+    fused_norm: bool = False  # the RMSNorm is a fused kernel even in eager mode
+    selective_policy: str = MATMULS  # what PyTorch-style selective checkpointing saves
+    expandable_segments: bool = False  # the allocator's expandable segments: no fragmentation term
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a published row of the framework leaves to its recipe (:mod:`perfzoo.datasets.sources`)."""
+
+    defaults: tuple[tuple[str, Any], ...] = ()  # config keys a row leaves blank, as the framework's default
+    compiled_loss_since: Optional[str] = None  # a compiled run's loss compiled with the model from this date
+    low_precision_share: Optional[float] = None  # of the layers a "bf16 tail" recipe converts (rounded down)
+    local_batch_split: bool = False  # a rank's local batch runs in pp micro-batches
+    stages_per_rank: Optional[int] = None  # of an interleaved schedule whose split a row does not give
+
+
+def _whole(config: Mapping[str, Any], key: str) -> Optional[int]:
+    """``config[key]`` as an int, None where absent or not a number."""
+    value = config.get(key)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
         return None
-
-    def check_precisions(self, precisions: Sequence[str]) -> None:
-        """Raise :class:`ExportError` for a precision of ``precisions`` the framework does not train in
-        (checked before the plan is made; :meth:`refuses` keeps such layouts out of a plan's space)."""
-
-    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
-        """Raise :class:`ExportError` if no layout of ``model`` in ``precisions`` can be written
-        (checked before the plan is made)."""
-        unwritten = [p for p in precisions if p not in self.precisions]
-        if unwritten:
-            raise ExportError(f"--export for {self.name}: perfzoo writes {' and '.join(self.precisions)} launch "
-                              f"lines, not {', '.join(unwritten)}: plan --precision {','.join(self.precisions)}")
-
-    def arguments(self, layout: Mapping[str, Any]) -> list[str]:
-        """The framework's own arguments that run ``layout`` (after :attr:`entry`)."""
-        raise NotImplementedError
-
-    def command(self, layout: Mapping[str, Any], launch: Launch) -> list[str]:
-        """The whole launch line: ``torchrun``, :attr:`entry`, :meth:`arguments`."""
-        return [*launch.torchrun(), *self.entry, *self.arguments(layout)]
-
-    def read(self, args: Sequence[str], source: str) -> Baseline:
-        """A user's arguments (``source`` names where they came from, for messages) as a :class:`Baseline`."""
-        raise ExportError(f"{source}: reading {self.name} arguments as a baseline is not supported")
+    return int(number) if math.isfinite(number) else None
 
 
-def _priced(keys: Mapping[str, Any]) -> np.ndarray:
-    """What the cost model prices of a model's shape ``keys`` (its stated size and name left out)."""
-    shape = ModelShape(pd.DataFrame([{k: v for k, v in keys.items() if k in catalog.SHAPE_KEYS and k != "n_params"}]))
-    return np.array([np.ravel(x)[0] for x in (shape.L, shape.d, shape.a, shape.kv_heads, shape.h_qk, shape.h_v, shape.V,
-                                              shape.tied, shape.mtp, shape.total_params, shape.matmul_params,
-                                              shape.expert_params, shape.core_flops_per_token(True))], dtype=float)
+def _choices(values: Sequence[str]) -> str:
+    return values[0] if len(values) == 1 else f"{', '.join(values[:-1])} or {values[-1]}"
 
 
-def catalog_model(model: Mapping[str, Any], known: Collection[str]) -> tuple[str | None, str]:
-    """``(name, why not)``: the model of ``known`` (catalog models a framework has a recipe or config
-    for) that ``model`` is: its ``model_name``, else the catalog model whose shape a Hugging Face
-    ``config.json`` gives (named after the file), where all the cost model prices of the two agrees;
-    else None and, where the shape is only like a catalog model's, what differs."""
-    name = str(model.get("model_name"))
-    if name in known:
-        return name, ""
-    match = catalog.by_shape(model)
-    if match not in known:
-        return None, ""
-    mine, theirs = _priced(model), _priced(catalog.get(match))
-    if np.allclose(mine, theirs, rtol=1e-9, equal_nan=True):
-        return match, ""
-    return None, (f" (its layers, width and heads are {match}'s, but not all of its shape: {mine[9] / 1e9:,.1f}B "
-                  f"parameters against {theirs[9] / 1e9:,.1f}B)")
+def equal_stages(n_layers: int, pp: int, vp: int) -> Optional[tuple[int, int]]:
+    """How ``n_layers`` layers split over ``pp`` pipeline ranks of ``vp`` virtual stages each into
+    stages of equal layers, in the two forms Megatron-Core and torchtitan both take: ``(layers per
+    virtual stage, 0)`` where the stages divide the layers, ``(layers per virtual stage, 1)`` with the
+    embedding and the loss counted as a layer each (Megatron's
+    ``--account-for-embedding/loss-in-pipeline-split``, torchtitan's
+    ``pipeline_parallel_first/last_stage_less_layers`` 1: Llama 3.1 405B's 126 layers over 16 x 8
+    stages); None for a split that is neither.
 
-
-def stage_split(n_layers: int, pp: int, vp: int) -> tuple[int, int]:
-    """How ``n_layers`` layers split over ``pp`` pipeline ranks of ``vp`` virtual stages each, in the
-    two forms Megatron-Core and torchtitan both take: ``(layers per virtual stage, 0)`` where the
-    stages divide the layers, else ``(layers per virtual stage, 1)`` with the embedding and the loss
-    counted as a layer each (Megatron's ``--account-for-embedding/loss-in-pipeline-split``,
-    torchtitan's ``pipeline_parallel_first/last_stage_less_layers`` 1: Llama 3.1 405B's 126 layers
-    over 16 x 8 stages); an :class:`ExportError` for a split that is neither.
-
-    >>> stage_split(32, 4, 2), stage_split(126, 16, 8), stage_split(126, 8, 1)
-    ((4, 0), (1, 1), (16, 1))
+    >>> equal_stages(32, 4, 2), equal_stages(126, 16, 8), equal_stages(126, 8, 1), equal_stages(32, 2, 3)
+    ((4, 0), (1, 1), (16, 1), None)
     """
     stages = pp * vp
     if n_layers % stages == 0:
         return n_layers // stages, 0
     if (n_layers + 2) % stages == 0:
         return (n_layers + 2) // stages, 1
-    raise ExportError(f"{n_layers} layers do not split over pp {pp} x vp {vp} = {stages} stages, evenly or with the "
-                      f"embedding and the loss counted as a layer each ({n_layers + 2}); choose another pp or vp")
+    return None
+
+
+def unequal(n_layers: int, pp: int, vp: int) -> str:
+    """Why ``pp x vp`` stages of equal layers cannot hold ``n_layers`` (:func:`equal_stages`), and the fix."""
+    return (f"{n_layers} layers do not split over pp {pp} x vp {vp} = {pp * vp} stages, evenly or with the "
+            f"embedding and the loss counted as a layer each ({n_layers + 2}); choose another pp or vp")
+
+
+def stage_split(n_layers: int, pp: int, vp: int) -> tuple[int, int]:
+    """:func:`equal_stages`, or an :class:`ExportError` saying why there are none."""
+    found = equal_stages(n_layers, pp, vp)
+    if found is None:
+        raise ExportError(unequal(n_layers, pp, vp))
+    return found
+
+
+@dataclass(frozen=True)
+class Framework:
+    """One training framework: its declarations and rules (subclass it, in a module of
+    :mod:`perfzoo.frameworks`, for a launch line).
+
+    ``name`` is its value of the ``framework`` config key; ``phrases`` what names it in a table's
+    cell (whole words, any case), read before those of the frameworks it names in ``read_before``
+    (those it builds on, which a cell naming it may name too: "NeMo/Megatron-Core" is NeMo); ``entry`` what its
+    launch line runs (``-m torchtitan.train``; none: it writes no launch line), ``version`` the
+    release the flags are spelled for, ``models`` the catalog models its line can name (None: any
+    shape, its flags give it).
+    """
+
+    name: str
+    phrases: tuple[str, ...] = ()
+    read_before: tuple[str, ...] = ()
+    runs: Runs = Runs()
+    physics: Physics = Physics()
+    recipe: Recipe = Recipe()
+    entry: tuple[str, ...] = ()
+    version: str = ""
+    models: Optional[Collection[str]] = None
+
+    # the rules -------------------------------------------------------------------------
+    def split(self, n_layers: int, pp: int, vp: int) -> Optional[str]:
+        """Why ``n_layers`` layers do not split over ``pp`` ranks of ``vp`` virtual stages, or None.
+        Megatron-Core's rule, and the one of a framework that writes no launch line: without virtual
+        stages any ``pp`` up to the layers (uneven splits fewer on the first and last stages,
+        ``decoder_first/last_pipeline_num_layers``); with them stages of equal layers (:func:`equal_stages`)."""
+        if vp > 1 and pp == 1:
+            return f"vp = {vp} virtual stages need pipeline parallelism (pp > 1); drop vp or set pp"
+        if pp > n_layers:
+            return f"pp = {pp} is more than the {n_layers} layers"
+        return unequal(n_layers, pp, vp) if vp > 1 and equal_stages(n_layers, pp, vp) is None else None
+
+    def interleaves(self, pp: int, vp: int, micro_batches: int) -> Optional[str]:
+        """Why an interleaved schedule of ``vp`` stages per rank cannot run ``micro_batches`` over ``pp`` ranks."""
+        if vp > 1 and self.runs.interleave_rounds and micro_batches % pp:
+            return (f"its interleaved schedule runs micro-batches in rounds of pp = {pp}, and a step has "
+                    f"{micro_batches}: give a global batch or micro batch that makes a multiple of {pp}")
+        return None
+
+    def takes(self, knob: str, value: Any) -> bool:
+        """Whether the framework runs ``knob`` (``fsdp``, ``precision``, ``activation_checkpointing``,
+        ``moe_dispatcher``) at ``value``."""
+        allowed = {"fsdp": self.runs.shardings, "precision": self.runs.trains_in,
+                   "activation_checkpointing": self.runs.recompute, "moe_dispatcher": self.runs.dispatchers}[knob]
+        return allowed is None or value in allowed
+
+    def refuses(self, config: Mapping[str, Any]) -> Optional[str]:
+        """Why the framework cannot run ``config`` (a layout or a whole config; a key it lacks is not
+        checked), or None: its sharding, precision, recompute mode and MoE dispatcher, the layer split
+        (:meth:`split`) and an interleaved schedule's micro-batches (:meth:`interleaves`). One line
+        naming the rule and the fix."""
+        where = "" if self.name == UNKNOWN else f" under framework={self.name}"
+        rules = {"fsdp": (self.runs.shardings, self.runs.sharding_rule),
+                 "precision": (self.runs.trains_in, self.runs.precision_rule),
+                 "activation_checkpointing": (self.runs.recompute, "its recompute modes"),
+                 "moe_dispatcher": (self.runs.dispatchers, "its MoE token dispatchers")}
+        for knob, (allowed, rule) in rules.items():
+            value = config.get(knob)
+            if isinstance(value, str) and not self.takes(knob, value):
+                return f"{knob}={value}{where}: {rule}; give {knob}={_choices(allowed)}"
+        L, pp, vp = _whole(config, "n_layers"), _whole(config, "pp") or 1, _whole(config, "vp") or 1
+        why = self.split(L, pp, vp) if L else None
+        if why is None and vp > 1:
+            m = _whole(config, "grad_accum")
+            B, b, dp = (_whole(config, k) for k in ("global_batch_size", "micro_batch_size", "dp"))
+            if m is None and None not in (B, b, dp):
+                m = B // (b * dp)
+            why = self.interleaves(pp, vp, m) if m is not None else None
+        return None if why is None else f"pp={pp} vp={vp}{where}: {why}"
+
+    def check_precisions(self, precisions: Sequence[str]) -> None:
+        """An :class:`ExportError` where the framework trains in none of ``precisions``, or in one of
+        them not (checked before a plan is made; :meth:`refuses` keeps such layouts out of its space)."""
+        refused = [p for p in precisions if not self.takes("precision", p)]
+        if refused:
+            kept = [p for p in precisions if p not in refused] or [p for p in ("bf16",) if self.takes("precision", p)]
+            raise ExportError(f"--precision {','.join(precisions)} for {self.name}: {self.runs.precision_rule}; "
+                              f"plan --precision {','.join(kept)}")
+
+    # the launch line -------------------------------------------------------------------
+    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str], catalog_name: Optional[str],
+                     unlike: str = "") -> None:
+        """An :class:`ExportError` if no layout of ``model`` in ``precisions`` can be written:
+        ``catalog_name`` is the model of :attr:`models` it is (None: none; ``unlike`` says what
+        differs where its shape is only like one's). Checked before the plan is made."""
+        unwritten = [p for p in precisions if p not in self.runs.writes]
+        if unwritten:
+            raise ExportError(f"--export for {self.name}: perfzoo writes {' and '.join(self.runs.writes)} launch "
+                              f"lines, not {', '.join(unwritten)}: plan --precision {','.join(self.runs.writes)}")
+
+    def arguments(self, layout: Mapping[str, Any], model: Optional[str] = None) -> list[str]:
+        """The framework's own arguments that run ``layout`` (after :attr:`entry`) of catalog ``model``."""
+        raise ExportError(f"perfzoo writes no {self.name} launch line")
+
+    def command(self, layout: Mapping[str, Any], launch: Launch, model: Optional[str] = None) -> list[str]:
+        """The whole launch line: ``torchrun``, :attr:`entry`, :meth:`arguments`."""
+        return [*launch.torchrun(), *self.entry, *self.arguments(layout, model)]
+
+    def read(self, args: Sequence[str], source: str) -> Baseline:
+        """A user's arguments (``source`` names where they came from, for messages) as a :class:`Baseline`."""
+        raise ExportError(f"{source}: reading {self.name} arguments as a baseline is not supported")
 
 
 def check_expanded(args: Sequence[str], flags: Collection[str], source: str) -> None:
@@ -205,5 +351,6 @@ def script_command(text: str) -> list[str]:
     return shlex.split(text.replace("\\\n", " "), comments=True)
 
 
-__all__ = ["Baseline", "ExportError", "Framework", "Launch", "catalog_model", "check_expanded", "script",
-           "script_command", "stage_split"]
+__all__ = ["ALTERNATE_MATMULS", "Baseline", "DISPATCHERS", "ExportError", "Framework", "Launch", "MATMULS", "Physics",
+           "Recipe", "Runs", "UNKNOWN", "check_expanded", "equal_stages", "script", "script_command", "stage_split",
+           "unequal"]

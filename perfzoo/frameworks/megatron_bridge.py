@@ -8,7 +8,9 @@ The overrides (fields of megatron-bridge 0.3.1's ``ConfigContainer`` and megatro
 ``TransformerConfig`` / ``DistributedDataParallelConfig`` / ``OptimizerConfig``):
 
 * ``model.{tensor,pipeline,virtual_pipeline,context,expert}_model_parallel_size`` (``null``
-  virtual stages for one), ``model.sequence_parallel``;
+  virtual stages for one), ``model.sequence_parallel``; ``model.pipeline_model_parallel_layout``
+  where the stages do not divide the layers (:func:`perfzoo.frameworks.megatron_lm.layer_layout`,
+  ``null`` where they do: a recipe's own layout, DeepSeek-V3's, is for its own degrees);
 * ``train.micro_batch_size``, ``train.global_batch_size``, ``model.seq_length`` and
   ``dataset.sequence_length`` (the field behind the recipes' ``dataset.seq_length``; the bridge checks they agree);
 * ``model.recompute_granularity`` / ``recompute_method`` / ``recompute_num_layers``;
@@ -16,14 +18,15 @@ The overrides (fields of megatron-bridge 0.3.1's ``ConfigContainer`` and megatro
   bridge turns both on when either is), ``ddp.use_megatron_fsdp`` and
   ``ddp.data_parallel_sharding_strategy``;
 * ``mixed_precision``: ``bf16_mixed`` or ``bf16_with_fp8_current_scaling_mixed``;
-* what the cost model assumes of the framework, as it priced the layout (:func:`priced`):
+* what the cost model assumes of the framework, as it priced the layout (:func:`priced`, from the
+  bundle's declarations and the layout's own keys, as :mod:`perfzoo.analytic` reads them):
   ``model.tp_comm_overlap`` (Transformer Engine's userbuffers overlap of the TP communication; a
   recipe's own ``comm_overlap`` block, which the recipes that have one turn on, sets it again) and
   ``ddp.grad_reduce_in_fp32`` (``megatron-bridge``: false, as its performance recipes run;
   ``nemo``: true, NeMo 2.0's default).
 
 The model comes from the recipe (:data:`RECIPES`), a Hugging Face ``config.json``'s too where it
-gives a catalog model's shape (:func:`~perfzoo.frameworks._base.catalog_model`); a plan of a model
+gives a catalog model's shape (:func:`perfzoo.plan.export.catalog_model`); a plan of a model
 without one is refused at the start (``--framework megatron-lm`` writes any shape). NeMo 2.0 runs the same
 Megatron-Core and is priced as ``nemo``; its launch lines are this package's (NeMo's LLM
 training moved to Megatron-Bridge), so ``--framework nemo --export`` writes these, with the
@@ -32,13 +35,12 @@ overrides above as ``nemo`` is priced.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Optional, Sequence
 
-import pandas as pd
-
-from perfzoo.analytic.llm import LLMCost
-from perfzoo.analytic.memory import FP32_BYTES
-from perfzoo.frameworks._base import ExportError, Framework, catalog_model
+from perfzoo.frameworks import megatron_lm
+from perfzoo.frameworks._base import ExportError
+from perfzoo.frameworks.megatron_lm import MegatronCore, layer_layout
 
 # catalog model -> megatron-bridge 0.3.1 recipe (megatron.bridge.recipes)
 RECIPES = {
@@ -69,23 +71,44 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def priced(c: Mapping[str, Any]) -> dict[str, bool]:
-    """What the cost model assumed of layout ``c``'s framework (its ``framework`` key) where pricing it:
-    ``tp_comm_overlap`` and ``grad_reduce_in_fp32`` (gradients of 4 bytes, not 2)."""
-    cost = LLMCost(pd.DataFrame([dict(c)]))
-    return {"tp_comm_overlap": bool(cost.tp_overlap[0]),
-            "grad_reduce_in_fp32": bool(cost.memory.bytes_per_param()[1][0] == FP32_BYTES[1])}
+# the shardings Megatron's own data parallelism runs (bf16 parameters, a main-gradient buffer the bundle's
+# grad_reduce_dtype holds); under torch FSDP and DDP's no_shard gradients are fp32 whatever the recipe says
+MEGATRON_DP = ("none", "zero1")
 
 
-class MegatronBridge(Framework):
-    name = "megatron-bridge"
-    entry = ("scripts/training/run_recipe.py",)
-    version = "0.3.1"
+def _on(value: Any) -> Optional[bool]:
+    """A config's yes/no value (None: not given)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return str(value).strip().lower() in ("true", "1", "yes", "on")
 
-    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
-        super().check_export(model, precisions)
-        name, unlike = catalog_model(model, RECIPES)
-        if name is None:
+
+def priced(framework: MegatronCore, c: Mapping[str, Any]) -> dict[str, bool]:
+    """What the cost model assumes of layout ``c`` under ``framework``: ``tp_comm_overlap`` (the layout's
+    key, else the framework's default, with ``tp > 1`` and sequence parallelism) and ``grad_reduce_in_fp32``
+    (gradients of 4 bytes, not 2: all but a bf16-reducing framework's own data parallelism in 16-bit training).
+
+    >>> priced(FRAMEWORK, {"tp": 2, "fsdp": "zero1", "precision": "bf16"})
+    {'tp_comm_overlap': True, 'grad_reduce_in_fp32': False}
+    """
+    tp = int(c.get("tp") or 1)
+    overlap = _on(c.get("tp_comm_overlap"))
+    parallel = _on(c.get("sequence_parallel"))
+    overlap = framework.physics.tp_comm_overlap if overlap is None else overlap
+    bf16 = (framework.physics.grad_reduce_dtype == "bf16" and str(c.get("fsdp") or "none") in MEGATRON_DP
+            and c.get("precision") != "fp32")
+    return {"tp_comm_overlap": bool(overlap and tp > 1 and (tp > 1 if parallel is None else parallel)),
+            "grad_reduce_in_fp32": not bf16}
+
+
+@dataclass(frozen=True)
+class MegatronBridge(MegatronCore):
+    """Megatron-Bridge's recipe and overrides (the module docstring)."""
+
+    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str], catalog_name: Optional[str],
+                     unlike: str = "") -> None:
+        super().check_export(model, precisions, catalog_name, unlike)
+        if catalog_name is None:
             raise ExportError(f"--export for {self.name}: Megatron-Bridge takes the model from a recipe, and perfzoo "
                               f"knows none for {model.get('model_name')}{unlike} (those it knows: "
                               f"{', '.join(RECIPES)}); --framework megatron-lm writes any shape")
@@ -97,10 +120,12 @@ class MegatronBridge(Framework):
         fsdp = str(c["fsdp"])
         distributed = fsdp in ("zero1", *FSDP_STRATEGY) or (fsdp == "none" and dp * cp > 1)
         seq = str(int(c["seq_len"]))
-        assumed = priced(c)
+        assumed = priced(self, c)
         return {
             "model.tensor_model_parallel_size": str(tp), "model.pipeline_model_parallel_size": str(pp),
             "model.virtual_pipeline_model_parallel_size": str(vp) if vp > 1 else "null",
+            "model.pipeline_model_parallel_layout": "null" if int(c["n_layers"]) % (pp * vp) == 0 else layer_layout(
+                int(c["n_layers"]), pp, vp, int(c.get("mtp_layers") or 0)),
             "model.context_parallel_size": str(cp), "model.expert_model_parallel_size": str(ep),
             "model.sequence_parallel": _flag(tp > 1), "model.seq_length": seq, "dataset.sequence_length": seq,
             "train.micro_batch_size": str(int(c["micro_batch_size"])),
@@ -116,10 +141,17 @@ class MegatronBridge(Framework):
             "ddp.grad_reduce_in_fp32": _flag(assumed["grad_reduce_in_fp32"]),
         }
 
-    def arguments(self, c: Mapping[str, Any]) -> list[str]:
-        return ["--recipe", RECIPES[catalog_model(c, RECIPES)[0]], *(f"{k}={v}" for k, v in self.overrides(c).items())]
+    def arguments(self, c: Mapping[str, Any], model: Optional[str] = None) -> list[str]:
+        if model not in RECIPES:
+            raise ExportError(f"Megatron-Bridge has no recipe of {model} in perfzoo's list")
+        return ["--recipe", RECIPES[model], *(f"{k}={v}" for k, v in self.overrides(c).items())]
 
 
-FRAMEWORK = MegatronBridge()
+# Megatron-Core, its performance recipes: TP communication overlapped (tp_comm_overlap=True), gradients reduced in
+# bf16 (grad_reduce_in_fp32=False, scripts/performance of NVIDIA-NeMo/Megatron-Bridge)
+FRAMEWORK = MegatronBridge(name="megatron-bridge", phrases=("megatron bridge",), read_before=("nemo", "megatron-lm"),
+                           runs=megatron_lm.RUNS,
+                           physics=replace(megatron_lm.PHYSICS, tp_comm_overlap=True, grad_reduce_dtype="bf16"),
+                           entry=("scripts/training/run_recipe.py",), version="0.3.1", models=tuple(RECIPES))
 
 __all__ = ["FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES", "priced"]

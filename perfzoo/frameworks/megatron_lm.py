@@ -8,7 +8,8 @@ The layout (flags of Megatron-LM's ``megatron/training/arguments.py``):
 
 * degrees: ``--tensor-model-parallel-size`` (with ``--sequence-parallel`` past 1),
   ``--pipeline-model-parallel-size``, ``--num-layers-per-virtual-pipeline-stage`` (``layers /
-  (pp x vp)`` with ``vp > 1``), an uneven split as Megatron takes it (:func:`pipeline_arguments`),
+  (pp x vp)`` with ``vp > 1``), an uneven split as Megatron takes it (:func:`pipeline_arguments`;
+  virtual stages of unequal layers as a ``--pipeline-model-parallel-layout``, :func:`layer_layout`),
   ``--context-parallel-size``, ``--expert-model-parallel-size``;
   data parallelism is the rest of the GPUs;
 * batch: ``--micro-batch-size``, ``--global-batch-size`` (Megatron accumulates the rest), ``--seq-length``;
@@ -31,9 +32,12 @@ no distributed optimizer, no recompute), as Megatron does.
 from __future__ import annotations
 
 import argparse
+import re
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo.frameworks._base import Baseline, ExportError, Framework, check_expanded, stage_split
+from perfzoo.frameworks._base import (DISPATCHERS, Baseline, ExportError, Framework, Physics, Runs, check_expanded,
+                                      equal_stages, stage_split)
 
 RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "uniform",
                       "--recompute-num-layers", "1"],
@@ -94,7 +98,7 @@ def layout_arguments(c: Mapping[str, Any], precision_flags: bool = True) -> list
             "--max-position-embeddings", str(int(c["seq_len"]))]
     if tp > 1:
         args.append("--sequence-parallel")
-    args += pipeline_arguments(int(c["n_layers"]), pp, vp)
+    args += pipeline_arguments(int(c["n_layers"]), pp, vp, int(c.get("mtp_layers") or 0))
     if (c.get("n_experts") or 1) > 1:  # Megatron's expert TP defaults to TP; the plan priced etp (default 1)
         args += ["--expert-tensor-parallel-size", str(int(c.get("etp") or 1))]
     args += RECOMPUTE[str(c["activation_checkpointing"])]
@@ -112,20 +116,45 @@ def layout_arguments(c: Mapping[str, Any], precision_flags: bool = True) -> list
     return args
 
 
-def pipeline_arguments(n_layers: int, pp: int, vp: int) -> list[str]:
+def layer_layout(n_layers: int, pp: int, vp: int, mtp: int = 0) -> str:
+    """Megatron-Core's ``pipeline_model_parallel_layout`` (core 0.13 on) of ``n_layers`` decoder layers
+    over ``pp x vp`` stages in model order (stage ``i`` on pipeline rank ``i % pp``): as even as the
+    layers go, the embedding (``E``) and the loss (``L``) counted as a layer each, the extra layers on
+    the middle stages first, the ``mtp`` blocks (``m``) with the loss. DeepSeek-V3's 61 layers over
+    4 x 4 stages, which neither equal form splits:
+
+    >>> layer_layout(61, 4, 4, 1)
+    'Ettt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|tttt|ttmL'
+    """
+    stages = pp * vp
+    items = ["E", *"t" * n_layers, "L"]
+    base, extra = divmod(len(items), stages)
+    sizes = [base] * stages
+    for i in [*range(1, stages - 1), 0, stages - 1][:extra]:
+        sizes[i] += 1
+    parts = ["".join(items[sum(sizes[:i]):sum(sizes[:i + 1])]) for i in range(stages)]
+    parts[-1] = parts[-1][:-1] + "m" * mtp + "L"
+    return "|".join(parts)
+
+
+def pipeline_arguments(n_layers: int, pp: int, vp: int, mtp: int = 0) -> list[str]:
     """How the layers split over the stages, as Megatron checks it (``arguments.py``): evenly; with the
-    embedding and the loss counted as a layer each (Llama 3.1 405B's 126 layers over 16 x 8 stages); or,
+    embedding and the loss counted as a layer each (Llama 3.1 405B's 126 layers over 16 x 8 stages);
     without virtual stages, ``ceil(L/pp)`` layers a stage and fewer on the first and last, which hold
     the embedding and the LM head (DeepSeek-V3's 61 on 8: 7, 8 x 6, 6), as the cost model prices it
-    (:mod:`perfzoo.analytic.llm`).
+    (:mod:`perfzoo.analytic.llm`); virtual stages of unequal layers as a layout (:func:`layer_layout`).
 
     >>> pipeline_arguments(126, 16, 8)
     ['--account-for-embedding-in-pipeline-split', '--account-for-loss-in-pipeline-split', '--num-layers-per-virtual-pipeline-stage', '1']
     >>> pipeline_arguments(61, 8, 1)
     ['--decoder-first-pipeline-num-layers', '7', '--decoder-last-pipeline-num-layers', '6']
+    >>> pipeline_arguments(61, 2, 4, 1)
+    ['--pipeline-model-parallel-layout', 'Ettttttt|tttttttt|tttttttt|tttttttt|tttttttt|tttttttt|tttttttt|ttttttmL']
     """
     if pp == 1:
         return []
+    if vp > 1 and equal_stages(n_layers, pp, vp) is None:
+        return ["--pipeline-model-parallel-layout", layer_layout(n_layers, pp, vp, mtp)]
     if vp == 1 and n_layers % pp and (n_layers + 2) % pp:
         per = -(-n_layers // pp)
         short = pp * per - n_layers
@@ -137,16 +166,40 @@ def pipeline_arguments(n_layers: int, pp: int, vp: int) -> list[str]:
     return args + (["--num-layers-per-virtual-pipeline-stage", str(per)] if vp > 1 else [])
 
 
-class MegatronLM(Framework):
-    name = "megatron-lm"
-    entry = ("pretrain_gpt.py",)
-    version = "core 0.16"
+# What Megatron-Core runs, as Megatron-LM, NeMo and Megatron-Bridge run it: every sharding (its data parallelism
+# is the distributed optimizer, zero1; Megatron-FSDP shards more), Transformer Engine's precisions, 1F1B and the
+# interleaved schedule (a multiple of pp micro-batches), the alltoall, allgather and flex (DeepEP) dispatchers
+RUNS = Runs(writes=("bf16", "fp8"), schedules=("1F1B", "interleaved 1F1B"), interleave_rounds=True,
+            dispatchers=DISPATCHERS)
+# Transformer Engine's fused attention (cuDNN; FlashAttention-3 class), its fused kernels; the recipes capture
+# CUDA graphs and overlap the launches, so the host does not pace dense and token-dropping MoE layers
+PHYSICS = Physics(graphs_hide_host=True)
 
-    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
-        super().check_export(model, precisions)
+
+@dataclass(frozen=True)
+class MegatronCore(Framework):
+    """Megatron-Core's layer split (Megatron-LM, NeMo and Megatron-Bridge run it): without virtual stages
+    Framework's; with them stages of equal layers, or any split whose stages each hold a layer, the
+    embedding or the loss, as a ``pipeline_model_parallel_layout`` (:func:`layer_layout`; NVIDIA's
+    DeepSeek-V3 runs put its 61 layers on 4 x 4 and 8 x 4 stages so)."""
+
+    def split(self, n_layers: int, pp: int, vp: int) -> Optional[str]:
+        if vp > 1 and pp > 1 and pp <= n_layers and pp * vp > n_layers + 2:
+            return (f"pp {pp} x vp {vp} = {pp * vp} stages are more than the {n_layers} layers, the embedding and "
+                    f"the loss ({n_layers + 2}): every stage holds one; choose a smaller pp or vp")
+        return None if vp > 1 and pp > 1 and pp <= n_layers else super().split(n_layers, pp, vp)
+
+
+@dataclass(frozen=True)
+class MegatronLM(MegatronCore):
+    """Megatron-LM's ``pretrain_gpt.py`` argument list (the module docstring)."""
+
+    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str], catalog_name: Optional[str],
+                     unlike: str = "") -> None:
+        super().check_export(model, precisions, catalog_name, unlike)
         shape_arguments(model)
 
-    def arguments(self, c: Mapping[str, Any]) -> list[str]:
+    def arguments(self, c: Mapping[str, Any], model: Optional[str] = None) -> list[str]:
         return [*shape_arguments(c), *layout_arguments(c), *TRAINING]
 
     def read(self, args: Sequence[str], source: str) -> Baseline:
@@ -161,7 +214,7 @@ VALUE_FLAGS = {"--tensor-model-parallel-size": int, "--pipeline-model-parallel-s
                "--data-parallel-sharding-strategy": str, "--fp8-format": str, "--num-layers": int,
                "--hidden-size": int, "--ffn-hidden-size": int, "--num-attention-heads": int,
                "--num-query-groups": int, "--kv-channels": int, "--num-experts": int, "--moe-router-topk": int,
-               "--moe-ffn-hidden-size": int, "--vocab-size": int}
+               "--moe-ffn-hidden-size": int, "--vocab-size": int, "--pipeline-model-parallel-layout": str}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -191,7 +244,9 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
     tp, pp = a.tensor_model_parallel_size or 1, a.pipeline_model_parallel_size or 1
     layout = {"tp": tp, "pp": pp, "cp": a.context_parallel_size or 1, "ep": a.expert_model_parallel_size or 1,
               "micro_batch_size": a.micro_batch_size, "vp": 1}
-    if a.virtual_pipeline_model_parallel_size:
+    if a.pipeline_model_parallel_layout:  # its stages in model order, pp of them a virtual stage
+        layout["vp"] = max(1, len(_unrolled(a.pipeline_model_parallel_layout).split("|")) // pp)
+    elif a.virtual_pipeline_model_parallel_size:
         layout["vp"] = a.virtual_pipeline_model_parallel_size
     elif a.num_layers_per_virtual_pipeline_stage:
         if not a.num_layers:
@@ -228,6 +283,19 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
     return Baseline(framework, layout, workload, shape=shape, gpus=read_gpus(args), settings=settings)
 
 
+def _unrolled(layout: str) -> str:
+    """A ``--pipeline-model-parallel-layout`` with its repetitions written out, as Megatron-Core reads it
+    (``(tt|)*2`` is ``tt|tt|``, ``t*3`` is ``ttt``; commas are cosmetic).
+
+    >>> _unrolled("Et*3|(tt|)*2,m|L")
+    'Ettt|tt|tt|m|L'
+    """
+    text = layout.replace(",", "")
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        text = re.sub(pattern, lambda found: found.group(1) * int(found.group(2)), text)
+    return text
+
+
 def read_gpus(words: Sequence[str]) -> Optional[int]:
     """The GPUs of a ``torchrun`` line: ``--nnodes`` (1 unless given; ``N`` or ``N:N``) x
     ``--nproc-per-node`` (None where the line does not say).
@@ -246,7 +314,10 @@ def read_gpus(words: Sequence[str]) -> Optional[int]:
         return None
 
 
-FRAMEWORK = MegatronLM()
+# written in PyTorch: a cell naming both is Megatron-LM's
+FRAMEWORK = MegatronLM(name="megatron-lm", phrases=("megatron lm", "megatron core", "megatron", "korthikanti"),
+                       read_before=("pytorch",), runs=RUNS, physics=PHYSICS, entry=("pretrain_gpt.py",),
+                       version="core 0.16")
 
-__all__ = ["FRAMEWORK", "MegatronLM", "layout_arguments", "pipeline_arguments", "read_arguments", "read_gpus",
-           "shape_arguments"]
+__all__ = ["FRAMEWORK", "MegatronCore", "MegatronLM", "PHYSICS", "RUNS", "layer_layout", "layout_arguments",
+           "pipeline_arguments", "read_arguments", "read_gpus", "shape_arguments"]

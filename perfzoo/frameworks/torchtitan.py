@@ -28,7 +28,13 @@ Reading a user's line back (``plan --baseline-from``): with torchtitan installed
 ``ConfigManager`` parses it (the config function's settings included); without it the flags
 are read as written and a degree the line leaves to its config function is refused. Older
 releases' TOML files (``[training]`` / ``[parallelism]`` / ``[activation_checkpoint]`` /
-``[float8]`` tables) are read too (:func:`read_toml`).
+``[float8]`` tables) are read too (:func:`read_toml`). Layers per stage become virtual stages once
+the caller knows the model's layers (:meth:`~perfzoo.frameworks.Baseline.settle`).
+
+What torchtitan runs (no ZeRO-1, no fp16, its pipeline split), what the cost model assumes of it
+(FlashAttention-2, the float8 all-gather, pipelined FSDP, fused RMSNorm, its selective "op" policy,
+expandable segments) and what a published row of it leaves to its recipe are :data:`FRAMEWORK`'s
+declarations.
 """
 
 from __future__ import annotations
@@ -37,11 +43,11 @@ import argparse
 import contextlib
 import io
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo.frameworks._base import (Baseline, ExportError, Framework, catalog_model, check_expanded,
-                                      stage_split)
-from perfzoo.llmconfig import catalog
+from perfzoo.frameworks._base import (ALTERNATE_MATMULS, Baseline, ExportError, Framework, Physics, Recipe, Runs,
+                                      check_expanded, equal_stages, unequal)
 
 # catalog model -> (module, config function or None, float8 config function or None) of torchtitan 0.3.0's registry
 CONFIGS = {
@@ -77,28 +83,27 @@ FLAGS = {
     "last_less": "--parallelism.pipeline-parallel-last-stage-less-layers",
 }
 DEGREES = ("tp", "pp", "cp", "ep", "dp_shard", "dp_replicate")
-NO_FP16 = "torchtitan trains in bf16 or fp32 (its --training.mixed-precision-param takes bfloat16 or float32, no fp16)"
+NO_FP16 = ("torchtitan trains in bf16 or fp32 (its --training.mixed-precision-param takes bfloat16 or float32, no "
+           "fp16), its linears also in fp8, mxfp8 or nvfp4 (torchao)")
 
 
+@dataclass(frozen=True)
 class Torchtitan(Framework):
-    name = "torchtitan"
-    entry = ("-m", "torchtitan.train")
-    version = "0.3.0"
+    """torchtitan's launch line (the module docstring) and its layer split (:func:`pipeline_split`)."""
 
-    def refuses(self, c: Mapping[str, Any]) -> Optional[str]:
-        if c["fsdp"] == "zero1":
-            return "torchtitan has no ZeRO-1 (its data parallelism is FSDP2 or DDP)"
-        if c["precision"] == "fp16":
-            return NO_FP16
-        return None
+    def split(self, n_layers: int, pp: int, vp: int) -> Optional[str]:
+        why = super().split(n_layers, pp, vp)
+        if why is None and vp == 1 and pp > 1 and equal_stages(n_layers, pp, 1) is None:
+            per = -(-n_layers // pp)
+            if -(-n_layers // per) != pp:
+                return (f"torchtitan's pipeline_split puts ceil({n_layers}/{pp}) = {per} layers on a stage, which "
+                        f"makes {-(-n_layers // per)} stages of the {n_layers} layers, not pp = {pp}; choose another pp")
+        return why
 
-    def check_precisions(self, precisions: Sequence[str]) -> None:
-        if "fp16" in precisions:
-            raise ExportError(f"--precision {','.join(precisions)} for torchtitan: {NO_FP16}; plan --precision bf16")
-
-    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str]) -> None:
-        super().check_export(model, precisions)
-        name, unlike = catalog_model(model, CONFIGS)
+    def check_export(self, model: Mapping[str, Any], precisions: Sequence[str], catalog_name: Optional[str],
+                     unlike: str = "") -> None:
+        super().check_export(model, precisions, catalog_name, unlike)
+        name = catalog_name
         if name is None:
             raise ExportError(f"--export for torchtitan: torchtitan {self.version} takes the model from a config "
                               f"function of its registry, and perfzoo knows none for {model.get('model_name')}"
@@ -113,8 +118,10 @@ class Torchtitan(Framework):
                               f"function, and its registry has no float8 config of {name}: plan --precision bf16, "
                               "or --framework megatron-lm / megatron-bridge for FP8")
 
-    def arguments(self, c: Mapping[str, Any]) -> list[str]:
-        module, config, fp8 = CONFIGS[catalog_model(c, CONFIGS)[0]]
+    def arguments(self, c: Mapping[str, Any], model: Optional[str] = None) -> list[str]:
+        if model not in CONFIGS:
+            raise ExportError(f"torchtitan {self.version} has no config function of {model} in perfzoo's list")
+        module, config, fp8 = CONFIGS[model]
         tp, pp, vp, cp, ep, dp = (int(c[k]) for k in ("tp", "pp", "vp", "cp", "ep", "dp"))
         mb, accum = int(c["micro_batch_size"]), int(c["grad_accum"])
         fsdp = c["fsdp"]
@@ -173,23 +180,25 @@ def _model(module: Optional[str], config: Optional[str]) -> tuple[Optional[str],
 def pipeline_split(n_layers: int, pp: int, vp: int) -> tuple[int, int]:
     """``(layers per stage, first and last stage less layers)`` for torchtitan, which makes
     ``ceil((layers + first less + last less) / layers per stage)`` stages: the forms of
-    :func:`~perfzoo.frameworks._base.stage_split`, or without virtual stages ``ceil(L/pp)`` a stage, the
-    last holding what is left (DeepSeek-V3's 61 on 8: 7 x 8 and 5).
+    :func:`~perfzoo.frameworks._base.equal_stages`, or without virtual stages ``ceil(L/pp)`` a stage, the
+    last holding what is left (DeepSeek-V3's 61 on 8: 7 x 8 and 5); an :class:`ExportError` where
+    neither makes ``pp x vp`` stages (:meth:`Torchtitan.split` keeps such layouts out of a plan).
 
     >>> pipeline_split(126, 16, 8), pipeline_split(61, 8, 1)
     ((1, 1), (8, 0))
     """
-    try:
-        return stage_split(n_layers, pp, vp)
-    except ExportError:
-        per = -(-n_layers // pp)
-        if vp > 1 or -(-n_layers // per) != pp:
-            raise
-        return per, 0
+    found = equal_stages(n_layers, pp, vp)
+    if found is not None:
+        return found
+    per = -(-n_layers // pp)
+    if vp > 1 or -(-n_layers // per) != pp:
+        raise ExportError(unequal(n_layers, pp, vp))
+    return per, 0
 
 
-def _layout(values: dict, n_layers_hint: Optional[int] = None) -> tuple[dict, dict]:
-    """Layout knobs and workload keys from torchtitan's settings (``values``: the :data:`FLAGS` dests)."""
+def _layout(values: dict, source: str) -> Baseline:
+    """A :class:`Baseline` of torchtitan's settings (``values``: the :data:`FLAGS` dests): its layout
+    knobs and workload keys, its layers per stage kept for :meth:`~perfzoo.frameworks.Baseline.settle`."""
     tp, pp, cp, ep = (int(values[k]) for k in ("tp", "pp", "cp", "ep"))
     shard, replicate = int(values["dp_shard"]), int(values["dp_replicate"])
     local, micro = int(values["local_batch"]), int(values.get("microbatch") or 1)
@@ -206,18 +215,15 @@ def _layout(values: dict, n_layers_hint: Optional[int] = None) -> tuple[dict, di
     else:
         layout["fsdp"] = "none"
     lps = values.get("layers_per_stage")
-    if pp > 1 and lps and n_layers_hint:
-        weight = n_layers_hint + int(values.get("first_less", 1)) + int(values.get("last_less", 1))
-        stages = -(-weight // int(lps))  # torchtitan's ceil((layers + first less + last less) / layers per stage)
-        layout["vp"] = max(1, stages // pp)
-    elif pp > 1 and values.get("schedule", "1F1B") not in ("1F1B", "GPipe"):
-        layout["vp"] = 2  # torchtitan's stages per rank of a multi-stage schedule without layers per stage
-    else:
-        layout["vp"] = 1
+    stages = None
+    if pp > 1 and lps:  # torchtitan's ceil((layers + first less + last less) / layers per stage) stages
+        stages = (int(lps), int(values.get("first_less", 1)), int(values.get("last_less", 1)))
+    multi = pp > 1 and values.get("schedule", "1F1B") not in ("1F1B", "GPipe")  # a multi-stage schedule
+    layout["vp"] = FRAMEWORK.recipe.stages_per_rank if multi else 1  # its default without layers per stage
     workload = {"seq_len": int(values["seq_len"]), "local_batch_size": local}
     if values.get("global_batch") not in (None, -1):
         workload["global_batch_size"] = int(values["global_batch"])
-    return layout, workload
+    return Baseline("torchtitan", layout, workload, stages=stages)
 
 
 def _read_flags(args: Sequence[str], source: str) -> Baseline:
@@ -244,11 +250,12 @@ def _read_flags(args: Sequence[str], source: str) -> Baseline:
     values.setdefault("dp_shard", -1)
     values.setdefault("dp_replicate", 1)
     values["precision"] = precision or "bf16"
-    n_layers = _catalog_layers(model)
-    layout, workload = _layout(values, n_layers)
-    notes = [] if model else [f"{source}: --module {values.get('module')} --config {values.get('config')} is no "
-                               "config perfzoo knows: give the model with --model or --set"]
-    return Baseline("torchtitan", layout, workload, model=model, notes=notes)
+    baseline = _layout(values, source)
+    baseline.model = model
+    if not model:
+        baseline.notes.append(f"{source}: --module {values.get('module')} --config {values.get('config')} is no "
+                              "config perfzoo knows: give the model with --model or --set")
+    return baseline
 
 
 def _read_config(cfg: Any, args: Sequence[str], source: str) -> Baseline:
@@ -273,13 +280,9 @@ def _read_config(cfg: Any, args: Sequence[str], source: str) -> Baseline:
               "local_batch": tr.local_batch_size, "global_batch": tr.global_batch_size, "seq_len": tr.seq_len,
               "ac": ac, "precision": precision or "bf16"}
     layers = getattr(getattr(cfg, "model_spec", None), "model", None)
-    n_layers = len(layers.layers) if layers is not None and hasattr(layers, "layers") else _catalog_layers(model)
-    layout, workload = _layout(values, n_layers)
-    return Baseline("torchtitan", layout, workload, model=model)
-
-
-def _catalog_layers(model: Optional[str]) -> Optional[int]:
-    return None if model is None else int(catalog.get(model)["n_layers"])
+    baseline = _layout(values, source)
+    baseline.model = model
+    return baseline.settle(len(layers.layers) if layers is not None and hasattr(layers, "layers") else None)
 
 
 def read_toml(data: Mapping[str, Any], source: str) -> Baseline:
@@ -320,10 +323,32 @@ def read_toml(data: Mapping[str, Any], source: str) -> Baseline:
     if model is None:
         notes.append(f"{source}: [model] {model_t.get('name')} {model_t.get('flavor')} is no model perfzoo knows: "
                      "give it with --model or --set")
-    layout, workload = _layout(values, _catalog_layers(model))
-    return Baseline("torchtitan", layout, workload, model=model, notes=notes)
+    baseline = _layout(values, source)
+    baseline.model, baseline.notes = model, notes
+    return baseline
 
 
-FRAMEWORK = Torchtitan()
+FRAMEWORK = Torchtitan(
+    name="torchtitan", phrases=("torchtitan",), read_before=("pytorch",), entry=("-m", "torchtitan.train"),
+    version="0.3.0", models=tuple(CONFIGS),
+    runs=Runs(shardings=("full_shard", "shard_grad_op", "hybrid_shard", "no_shard", "none"),
+              sharding_rule="torchtitan has no ZeRO-1 (its data parallelism is FSDP2 or DDP)",
+              data_parallel="full_shard", data_parallel_is="FSDP2, torchtitan's data parallelism",
+              trains_in=("bf16", "fp32", "fp8", "mxfp8", "nvfp4"), precision_rule=NO_FP16, writes=("bf16", "fp8"),
+              schedules=("1F1B", "Interleaved1F1B", "GPipe", "InterleavedZeroBubble", "ZBVZeroBubble"),
+              # torch.distributed.pipelining's interleaved schedules run their micro-batches in rounds of pp
+              interleave_rounds=True, dispatchers=("alltoall", "deepep")),
+    # FlashAttention-2 through SDPA; torchao's float8 all-gather in its FP8 presets; under a pipeline FSDP keeps
+    # each stage gathered (reshard_after_forward=False) and reduces after the last micro-batch; fused_rmsnorm;
+    # the selective "op" policy; its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    physics=Physics(fa2_attention=True, fp8_param_gather=True, pipelined_fsdp=True, fused_norm=True,
+                    selective_policy=ALTERNATE_MATMULS, expandable_segments=True),
+    # JobConfig's activation_checkpoint.mode "selective" (the default since 2024); the loss compiled with the
+    # model since commit bbb1b616e (2025-04-02, "refactor train_spec.loss_fn to build_loss_fn & chunked loss");
+    # llama3_8b_nvfp4_mixed converts the leading 85% of the decoder layers (nvfp4.md); a rank's local batch runs
+    # in pp micro-batches while pipeline_parallel_microbatches is unset; two stages per rank for a multi-stage
+    # schedule without split points (generate_split_points, 2024-12)
+    recipe=Recipe(defaults=(("activation_checkpointing", "selective"),), compiled_loss_since="2025-04-02",
+                  low_precision_share=0.85, local_batch_split=True, stages_per_rank=2))
 
 __all__ = ["CONFIGS", "FRAMEWORK", "Torchtitan", "pipeline_split", "read_toml"]

@@ -11,7 +11,9 @@ layout runs, and reports each value it filled:
 ``activation_checkpointing``   the least recompute under which it fits: ``none``, else ``selective``,
                                else ``full`` (:func:`perfzoo.analytic.least_recompute`; ``none``
                                where the accelerator is not known)
-``fsdp``                       ``zero1`` with more than one data-parallel rank (``dp x cp``), else ``none``
+``fsdp``                       the framework's data parallelism with more than one data-parallel rank
+                               (``dp x cp``; its bundle's ``data_parallel``: ``zero1``, torchtitan's
+                               ``full_shard``), else ``none``
 ``precision``                  ``bf16`` (``fp16`` on a device whose 16-bit format it is: V100)
 ``sequence_parallel``          on with ``tp > 1``; ``flash_attention`` on
 ``nodes``                      the devices over the accelerator table's node size
@@ -19,11 +21,14 @@ layout runs, and reports each value it filled:
 
 Sharding names say what they mean: with more than one data-parallel rank, Megatron's data
 parallelism with the distributed optimizer is ``zero1`` and plain DDP (every rank a full copy of the
-optimizer) is ``no_shard``. ``fsdp=none`` with more than one rank names neither, and is read as
-``zero1`` (what Megatron, NeMo and Megatron-Bridge run, and the published tables' ``none`` rows
-measured) and said; ``zero_stage`` is read as its ``fsdp`` name (0 ``no_shard``, 1 ``zero1``, 2
-``shard_grad_op``, 3 ``full_shard``). The training framework is not filled: ``framework`` given or
-not, :func:`framework_note` says what was priced.
+optimizer) is ``no_shard``. ``fsdp=none`` with more than one rank names neither, and is read as the
+framework's data parallelism (``zero1``: what Megatron, NeMo and Megatron-Bridge run, and the published
+tables' ``none`` rows measured; torchtitan's FSDP2 ``full_shard``) and said; ``zero_stage`` is read as
+its ``fsdp`` name (0 ``no_shard``, 1 ``zero1``, 2 ``shard_grad_op``, 3 ``full_shard``). The training
+framework is not filled: ``framework`` given or not, :func:`framework_note` says what was priced. The
+completed layout must be one the framework runs (:meth:`perfzoo.frameworks.Framework.refuses`: its
+shardings, precisions, layer split, interleaving), else a :class:`~perfzoo.llmconfig.ConfigError` says
+its rule.
 
 >>> from perfzoo import llmconfig
 >>> done = complete(llmconfig.check({"model": "llama3-70b", "seq_len": 8192, "global_batch_size": 1024,
@@ -33,6 +38,9 @@ not, :func:`framework_note` says what was priced.
 ('zero1', 64, 32)
 >>> done.filled["activation_checkpointing"], done.read_as
 ('none', ['fsdp=none with 16 data-parallel ranks read as zero1 (the distributed optimizer, as Megatron runs its data parallelism; give fsdp=no_shard for plain DDP)'])
+>>> complete(llmconfig.check({"model": "llama3-8b", "seq_len": 2048, "global_batch_size": 64, "n_gpus": 8,
+...                           "tp": 2, "framework": "torchtitan", "accelerator": "H100-SXM-80GB"})).config["fsdp"]
+'full_shard'
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from perfzoo import analytic, llmconfig
+from perfzoo import analytic, frameworks, llmconfig
 from perfzoo.analytic.memory import MemoryRule
 
 PARALLEL_DEFAULTS = {"tp": 1, "pp": 1, "cp": 1, "vp": 1, "ep": 1}
@@ -72,11 +80,13 @@ def data_ranks(cfg: Mapping[str, Any]) -> int:
     return int(cfg.get("dp", 1)) * int(cfg.get("cp", 1))
 
 
-def complete(cfg: Mapping[str, Any], rule: MemoryRule = MemoryRule()) -> Completed:
+def complete(cfg: Mapping[str, Any], rule: MemoryRule = MemoryRule(), refuse: bool = True) -> Completed:
     """``cfg`` (checked by :func:`perfzoo.llmconfig.check`) with every layout knob it leaves out
     filled as the module docstring says (checkpointing by ``rule``); the filled values checked again
-    with the given ones."""
+    with the given ones, and (``refuse``) against what the config's framework runs: a
+    :class:`~perfzoo.llmconfig.ConfigError` with its rule (:func:`perfzoo.frameworks.refusal`)."""
     out, filled, read_as = dict(cfg), {}, []
+    framework = frameworks.get(cfg.get("framework"))
 
     def fill(key: str, value: Any) -> None:
         if key not in out:
@@ -91,7 +101,7 @@ def complete(cfg: Mapping[str, Any], rule: MemoryRule = MemoryRule()) -> Complet
     out = llmconfig.check(out, require=False)  # the batch against the ranks, now that the layout is known
     if None not in (B, dp) and "grad_accum" not in out:
         per_step = out["micro_batch_size"] * dp
-        partial = out.get("framework") in llmconfig.PARTIAL_MICROBATCH_FRAMEWORKS
+        partial = framework.runs.partial_microbatches
         fill("grad_accum", math.ceil(B / per_step) if partial else B // per_step)
     if "activation_checkpointing" not in out:  # decided last, once the layout is complete (its place kept)
         out["activation_checkpointing"] = filled["activation_checkpointing"] = None
@@ -99,12 +109,13 @@ def complete(cfg: Mapping[str, Any], rule: MemoryRule = MemoryRule()) -> Complet
         out["fsdp"] = llmconfig.ZERO_STAGES[out.pop("zero_stage")]
         read_as.append(f"zero_stage={cfg['zero_stage']} read as fsdp={out['fsdp']}")
     ranks = data_ranks(out) if "dp" in out else None
+    data_parallel = framework.runs.data_parallel
     if out.get("fsdp") == "none" and ranks is not None and ranks > 1:
-        out["fsdp"] = "zero1"
-        read_as.append(f"fsdp=none with {ranks} data-parallel ranks read as zero1 (the distributed optimizer, as "
-                       "Megatron runs its data parallelism; give fsdp=no_shard for plain DDP)")
+        out["fsdp"] = data_parallel
+        read_as.append(f"fsdp=none with {ranks} data-parallel ranks read as {data_parallel} "
+                       f"({framework.runs.data_parallel_is}; give fsdp=no_shard for plain DDP)")
     if ranks is not None:
-        fill("fsdp", "zero1" if ranks > 1 else "none")
+        fill("fsdp", data_parallel if ranks > 1 else "none")
     spec = llmconfig.known_accelerator(out["accelerator"]) if "accelerator" in out else None
     fp16_only = spec is not None and "fp16" in spec.formats and "bf16" not in spec.formats  # V100
     fill("precision", "fp16" if fp16_only else "bf16")
@@ -114,6 +125,9 @@ def complete(cfg: Mapping[str, Any], rule: MemoryRule = MemoryRule()) -> Complet
         nodes = math.ceil(out["n_gpus"] / spec.node_size)
         if out["n_gpus"] % nodes == 0:  # else the devices per node are not the table's: left unknown
             fill("nodes", nodes)
+    why = framework.refuses(out) if refuse else None  # before the checkpointing: every mode runs
+    if why is not None:
+        raise llmconfig.ConfigError(why)
     if out["activation_checkpointing"] is None:
         mode = _least_recompute(out, rule, read_as) if spec is not None else "none"
         out["activation_checkpointing"] = filled["activation_checkpointing"] = mode
@@ -136,7 +150,7 @@ def framework_note(cfg: Mapping[str, Any]) -> str:
     given = cfg.get("framework")
     if given:
         return f"framework: {given}"
-    choices = ", ".join(f for f in llmconfig.KEYS["framework"].choices if f not in ("unknown",))
+    choices = ", ".join(f for f in llmconfig.KEYS["framework"].choices if f != frameworks.UNKNOWN)
     return ("framework: not given, priced as no framework in particular (fused kernels, fp32 gradient reduction, "
             f"no TP overlap); name one with framework=... ({choices}): a framework's recipe can move the "
             "prediction by tens of percent")

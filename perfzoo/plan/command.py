@@ -193,10 +193,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
             raise UsageError(f"--framework {config.framework} and --set framework={overrides['framework']}: keep one")
         overrides["framework"] = config.framework
     shape, sources = model_keys(config.model, overrides)
-    if shape.get("framework") in frameworks.FRAMEWORKS:
-        frameworks.get(shape["framework"]).check_precisions(config.precisions())
-    if config.export is not None:
-        frameworks.get(shape["framework"]).check_export(shape, config.precisions())
+    export.check(shape, config.precisions(), written=config.export is not None)
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
     tables = published_tables(config.external_dir, log)
     resolved = pricing.resolve(config.predictor, config.dataset, runs=config.calibrate, external_dir=config.external_dir,

@@ -9,7 +9,11 @@ launch line as the baseline (:mod:`perfzoo.frameworks` spells and reads each fra
     python -m perfzoo.plan --baseline-from my_titan_job.sh --accelerator H100-SXM-80GB   # how much faster?
 
 Each ``rankNN.sh`` is a bash script: comment lines (the layout, its predicted tokens/s per GPU
-and memory, what the framework needs beside the line) and one ``torchrun`` line that runs it.
+and memory, what the framework needs beside the line) and one ``torchrun`` line that runs it. Every
+layout written is checked against the framework's rules and spelled before the first file is
+written (the plan's space holds only layouts the framework runs, so none is refused). What a launch
+line needs of the model catalog is resolved here: the catalog model a recipe or config function
+names (:func:`catalog_model`), the layers a line's stages split (:func:`with_baseline`).
 """
 
 from __future__ import annotations
@@ -17,15 +21,61 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
 
 from perfzoo import frameworks
+from perfzoo.analytic.shape import ModelShape
 from perfzoo.console import UsageError
 from perfzoo.llmconfig import catalog
 from perfzoo.plan.planner import Plan
-from perfzoo.plan.report import layout_text
+from perfzoo.plan.report import check_layouts, layout_text
 
 SCRIPT = "rank{:02d}.sh"
+
+
+def _priced(keys: Mapping[str, Any]) -> np.ndarray:
+    """What the cost model prices of a model's shape ``keys`` (its stated size and name left out)."""
+    shape = ModelShape(pd.DataFrame([{k: v for k, v in keys.items() if k in catalog.SHAPE_KEYS and k != "n_params"}]))
+    return np.array([np.ravel(x)[0] for x in (shape.L, shape.d, shape.a, shape.kv_heads, shape.h_qk, shape.h_v, shape.V,
+                                              shape.tied, shape.mtp, shape.total_params, shape.matmul_params,
+                                              shape.expert_params, shape.core_flops_per_token(True))], dtype=float)
+
+
+def catalog_model(model: Mapping[str, Any], known: Collection[str]) -> tuple[Optional[str], str]:
+    """``(name, why not)``: the model of ``known`` (catalog models a framework has a recipe or config
+    for) that ``model`` is: its ``model_name``, else the catalog model whose shape a Hugging Face
+    ``config.json`` gives (named after the file), where all the cost model prices of the two agrees;
+    else None and, where the shape is only like a catalog model's, what differs.
+
+    >>> catalog_model({"model_name": "llama3-8b"}, ("llama3-8b",))
+    ('llama3-8b', '')
+    """
+    name = str(model.get("model_name"))
+    if name in known:
+        return name, ""
+    match = catalog.by_shape(model)
+    if match not in known:
+        return None, ""
+    mine, theirs = _priced(model), _priced(catalog.get(match))
+    if np.allclose(mine, theirs, rtol=1e-9, equal_nan=True):
+        return match, ""
+    return None, (f" (its layers, width and heads are {match}'s, but not all of its shape: {mine[9] / 1e9:,.1f}B "
+                  f"parameters against {theirs[9] / 1e9:,.1f}B)")
+
+
+def check(model: Mapping[str, Any], precisions: Sequence[str], written: bool) -> None:
+    """Before a plan is made: an :class:`~perfzoo.frameworks.ExportError` where ``model``'s framework
+    trains in none of ``precisions`` (or not in one), and, where its launch lines are ``written``
+    (``--export``), where no layout of ``model`` in ``precisions`` can be written."""
+    framework = frameworks.get(model.get("framework"))
+    framework.check_precisions(precisions)
+    if written:
+        framework = frameworks.writer(framework.name)
+        name, unlike = catalog_model(model, framework.models) if framework.models is not None else (None, "")
+        framework.check_export(model, precisions, name, unlike)
 
 
 def check_folder(folder: str) -> None:
@@ -42,14 +92,17 @@ def check_folder(folder: str) -> None:
 
 def write(plan: Plan, framework: str, folder: str, k: int = 10) -> list[Path]:
     """The top ``k`` layouts of ``plan`` (its proposed ones where it has them) as ``framework``'s
-    launch scripts in ``folder`` (``rank01.sh`` the first); returns their paths."""
-    fw = frameworks.get(framework)
+    launch scripts in ``folder`` (``rank01.sh`` the first); returns their paths. Every layout is
+    checked (:meth:`~perfzoo.frameworks.Framework.refuses`) and spelled before any file is written."""
+    fw = frameworks.writer(framework)
     launch = frameworks.Launch(nodes=plan.cluster.nodes, gpus_per_node=min(plan.cluster.node_size, plan.cluster.gpus))
+    model = catalog_model(plan.model, fw.models)[0] if fw.models is not None else None
+    rows = plan.written(k)
+    lines = launch_lines(fw, plan.configs(rows=rows), launch, model)
     out = Path(folder)
     out.mkdir(exist_ok=True)
     paths = []
-    rows = plan.written(k)
-    for rank, (config, row) in enumerate(zip(plan.configs(rows=rows), rows.to_dict("records")), 1):
+    for rank, (line, row) in enumerate(zip(lines, rows.to_dict("records")), 1):
         comments = [f"perfzoo plan, {'proposed to measure' if plan.proposed is not None else 'rank'} {rank} (rank "
                     f"{row['rank']} of the plan): {plan.model.get('model_name')} on {plan.cluster.describe()}, "
                     f"{fw.name} {fw.version}",
@@ -58,9 +111,17 @@ def write(plan: Plan, framework: str, folder: str, k: int = 10) -> list[Path]:
         if launch.nodes > 1:
             comments.append(f"run on each of the {launch.nodes} nodes with MASTER_ADDR set to the first node")
         path = out / SCRIPT.format(rank)
-        path.write_text(frameworks.script(fw.command(config, launch), comments))
+        path.write_text(frameworks.script(line, comments))
         paths.append(path)
     return paths
+
+
+def launch_lines(framework: frameworks.Framework, configs: list[dict], launch: frameworks.Launch,
+                 model: Optional[str]) -> list[list[str]]:
+    """Every one of ``configs`` (layouts of catalog ``model``) as ``framework``'s launch line, each
+    checked against its rules first (:func:`~perfzoo.plan.report.check_layouts`): all or none."""
+    check_layouts(framework, configs, "--export")
+    return [framework.command(config, launch, model) for config in configs]
 
 
 def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> Any:
@@ -78,6 +139,7 @@ def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> An
     if config.framework is None:
         fill["framework"] = read.framework
     model = read.model or (catalog.by_shape(read.shape) if read.shape else None)
+    read.settle(catalog.get(model)["n_layers"] if model else read.shape.get("n_layers"))  # a line's stages
     if config.model is None and model is not None:
         fill["model"] = model
         if read.model is None:
@@ -112,4 +174,4 @@ def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> An
     return replace(config, **fill)
 
 
-__all__ = ["SCRIPT", "check_folder", "with_baseline", "write"]
+__all__ = ["SCRIPT", "catalog_model", "check", "check_folder", "launch_lines", "with_baseline", "write"]

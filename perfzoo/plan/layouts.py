@@ -7,14 +7,19 @@ checkpointing, data-parallel sharding (``fsdp``: none, ZeRO-1 ``zero1``, ZeRO-2
 ``shard_grad_op``, ZeRO-3 ``full_shard``) and precision. :func:`layout_space` builds them as a
 :class:`~perfzoo.spaces.Space` (search-only, of the ``llm`` workload), whose constraints keep
 out every invalid combination, so its :class:`~perfzoo.spaces.codec.SpaceCodec` enumerates
-them as numpy index rows and the REINFORCE searcher can walk the same space:
+them as numpy index rows and the REINFORCE searcher can walk the same space. The space holds only
+layouts the model's framework runs (its ``framework`` key's bundle, :mod:`perfzoo.frameworks`; none:
+:mod:`perfzoo.frameworks.unknown`): the shardings, recompute modes and precisions it takes, its layer
+split and its interleaved schedule's rule, the same rule :meth:`~perfzoo.frameworks.Framework.refuses`
+applies to ``predict``, a plan's baselines and its exports:
 
 * ``tp`` divides the GPUs and the heads (and the KV heads divide ``tp`` or ``tp`` them), and
   stays within the NVLink domain (:attr:`Cluster.domain`: the host, the 72 GPUs of an NVL72 rack,
   or ``--nodes-of``);
-* ``pp`` need not divide the layers: stages split them unevenly, as Megatron-Core
-  (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
-  ``pipeline_model_parallel_layout``) and torchtitan do, the heaviest rank pacing the pipeline and
+* ``pp`` need not divide the layers: stages split them unevenly where the framework does, as
+  Megatron-Core (``decoder_first/last_pipeline_num_layers``, ``account_for_embedding/loss_in_pipeline_split``,
+  ``pipeline_model_parallel_layout``) and torchtitan (``ceil(L/pp)`` a stage, :func:`perfzoo.frameworks.torchtitan.pipeline_split`:
+  not 61 layers over 32 stages, which it would make 31) do, the heaviest rank pacing the pipeline and
   setting its memory (:func:`perfzoo.analytic.llm.stage_layers`: ``ceil(L/pp)`` layers), within
   :data:`MAX_IMBALANCE` of an even split: Llama 3.1 405B's 126 layers run on pp 8 and 16 (1.6% over
   even), DeepSeek-V3's 61 on pp 8 and 16 (4.9%) in NVIDIA's recipes;
@@ -22,14 +27,15 @@ them as numpy index rows and the REINFORCE searcher can walk the same space:
   ``L + 2`` with the embedding and the loss counted as a layer each (Megatron's
   ``account_for_embedding/loss_in_pipeline_split`` and torchtitan's first/last stage less layers split
   126 layers into 16 x 8 virtual stages; DeepSeek-V3's 61 fit neither 8 x 4 nor 16 x 2: refused, as
-  both frameworks' checks would), and a multiple of ``pp`` micro-batches, as Megatron's interleaved
-  schedule needs;
+  both frameworks' checks would; :meth:`perfzoo.frameworks.Framework.split`), and a multiple of ``pp``
+  micro-batches, as Megatron's and torch.distributed.pipelining's interleaved schedules need;
 * ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
   ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
 * sharding needs more than one data-parallel rank, and ``none`` is for one: with more, Megatron's
   data parallelism runs the distributed optimizer, ``zero1``, which the memory model prices ``none``
-  as (:mod:`perfzoo.analytic.memory`), so listing both would list each layout twice.
+  as (:mod:`perfzoo.analytic.memory`), so listing both would list each layout twice; a framework
+  without ZeRO-1 (torchtitan) has none of it.
 
 Every layout also runs with flash attention and, with ``tp > 1``, sequence parallelism (what
 Megatron, NeMo and torchtitan do at this scale): the memory model counts activations that way.
@@ -54,7 +60,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import llmconfig
+from perfzoo import frameworks, llmconfig
 from perfzoo.analytic.llm import stage_layers
 from perfzoo.hardware import accelerators
 from perfzoo.spaces import Categorical, Constraint, Space
@@ -175,9 +181,15 @@ def _dp(c: dict, gpus: int) -> int:
 
 def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int, precisions: Sequence[str],
                  tp_beyond_node: bool = False) -> Space:
-    """The layout space of ``model`` (checked config keys: ``n_layers``, ``n_heads``, ...) on
-    ``cluster`` for sequences of ``seq_len`` tokens, ``global_batch`` sequences a step, in each of
-    ``precisions``; see the module docstring. ``tp_beyond_node`` lets tp span NVLink domains."""
+    """The layout space of ``model`` (checked config keys: ``n_layers``, ``n_heads``, ``framework``, ...)
+    on ``cluster`` for sequences of ``seq_len`` tokens, ``global_batch`` sequences a step, in each of
+    ``precisions`` its framework trains in; see the module docstring. ``tp_beyond_node`` lets tp span
+    NVLink domains."""
+    framework = frameworks.get(model.get("framework"))
+    runs = framework.runs
+    precisions = [p for p in precisions if framework.takes("precision", p)]
+    if not precisions:
+        raise PlanError(f"--precision: {runs.precision_rule}; give one it trains in")
     N, L, a = cluster.gpus, int(model["n_layers"]), int(model["n_heads"])
     kv = int(model.get("n_kv_heads") or a)
     E = int(model.get("n_experts") or 1)
@@ -186,11 +198,8 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     def balanced(p):  # the heaviest rank near an even split
         return stage_layers(L, p) * p <= MAX_IMBALANCE * L
 
-    pps = [p for p in divisors(N) if p <= L and balanced(p)]
-    def chunked(p, v):  # equal virtual stages, the embedding and the loss counted as a layer where that makes them so
-        return p * v <= L + 2 and (L % (p * v) == 0 or (L + 2) % (p * v) == 0)
-
-    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(chunked(p, v) for p in pps if p > 1)]
+    pps = [p for p in divisors(N) if p <= L and balanced(p) and framework.split(L, p, 1) is None]
+    vps = [v for v in VIRTUAL_STAGES if v == 1 or any(framework.split(L, p, v) is None for p in pps if p > 1)]
     cps = [c for c in CONTEXT_PARALLEL if N % c == 0 and llmconfig.cp_splits(seq_len, c) and seq_len // c >= MIN_CP_TOKENS]
     cps = sorted(set(cps) | {1})
     eps = [e for e in divisors(N) if E % e == 0] if E > 1 else [1]
@@ -207,16 +216,11 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         return None if global_batch % per_step == 0 else (
             f"global batch {global_batch} is not a whole number of micro_batch_size x dp = {per_step} sequences")
 
-    def interleaving(c):
+    def interleaving(c):  # the framework's layer split and interleaved schedule
         if c["vp"] == 1:
             return None
-        if c["pp"] == 1 or not chunked(c["pp"], c["vp"]):
-            return (f"vp = {c['vp']} virtual stages need pp > 1 and pp x vp = {c['pp'] * c['vp']} stages of equal "
-                    f"layers: dividing the {L} layers, or {L + 2} with the embedding and the loss counted as one each")
-        if batch(c):
-            return batch(c)
-        accum = global_batch // (c["micro_batch_size"] * _dp(c, N))
-        return None if accum % c["pp"] == 0 else f"interleaving needs a multiple of pp = {c['pp']} micro-batches"
+        why = framework.split(L, c["pp"], c["vp"]) or batch(c)
+        return why or framework.interleaves(c["pp"], c["vp"], global_batch // (c["micro_batch_size"] * _dp(c, N)))
 
     def experts(c):
         if c["ep"] == 1 or degrees(c):
@@ -228,8 +232,9 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         if degrees(c):
             return degrees(c)
         ranks = _dp(c, N) * c["cp"]
-        if c["fsdp"] == "none":  # Megatron's data parallelism shards the optimizer over its ranks: zero1
-            return None if ranks == 1 else "with data-parallel ranks, 'none' is zero1 (the distributed optimizer)"
+        if c["fsdp"] == "none":  # the framework's data parallelism over its ranks: Megatron's zero1, FSDP2
+            return None if ranks == 1 else (f"with data-parallel ranks, 'none' is {runs.data_parallel} "
+                                            f"({runs.data_parallel_is})")
         return None if ranks > 1 else "sharding needs more than one data-parallel rank"
 
     def derived(c):
@@ -250,8 +255,10 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
                     Categorical("cp", "context-parallel degree", choices=tuple(cps)),
                     Categorical("ep", "expert-parallel degree", choices=tuple(eps)),
                     Categorical("micro_batch_size", "sequences per micro-batch", choices=tuple(mbs)),
-                    Categorical("activation_checkpointing", "recompute", choices=CHECKPOINTING),
-                    Categorical("fsdp", "data-parallel sharding", choices=SHARDINGS),
+                    Categorical("activation_checkpointing", "recompute",
+                                choices=tuple(c for c in CHECKPOINTING if framework.takes("activation_checkpointing", c))),
+                    Categorical("fsdp", "data-parallel sharding",
+                                choices=tuple(s for s in SHARDINGS if framework.takes("fsdp", s))),
                     Categorical("precision", "matmul precision", choices=tuple(precisions))],
         constants=constants,
         derived=derived,

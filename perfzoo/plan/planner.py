@@ -25,7 +25,7 @@ top pick's (``Plan.tie``: their order is within the predictor's error). A predic
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -42,7 +42,7 @@ from perfzoo.plan import shrinkage
 from perfzoo.plan.scoring import Scorer
 from perfzoo.records.columns import Columns
 from perfzoo.search import Objective, Reinforce, Searcher
-from perfzoo.spaces import Constraint, Space
+from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.zoo.best import load_best
 from perfzoo.zoo.analytic_features import estimates, host_paced
@@ -264,7 +264,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         (default: :class:`~perfzoo.search.Reinforce`, the paper's settings).
     tp_beyond_node : let tensor parallelism span NVLink domains.
     framework : price every layout as this framework runs it, and keep to the layouts it can run
-        (:mod:`perfzoo.frameworks`; default: the model's ``framework`` key, else none).
+        (:mod:`perfzoo.frameworks`; default: the model's ``framework`` key, else none in particular);
+        a baseline it cannot run is refused (``baseline``) or shown unpriced, with its rule (``published``).
     log : where progress lines go (default: nowhere).
     n_jobs : threads pricing the layouts scored one by one (default: the cores this process may
         use); the plan does not depend on it.
@@ -279,13 +280,19 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         raise PlanError("--precision: give at least one precision, e.g. bf16")
     for p in precisions:
         llmconfig.check_precision(p, cluster.spec)
+    runs = frameworks.get(shape.get("framework"))  # those it trains in (the space says its rule where none)
+    precisions = tuple(p for p in precisions if runs.takes("precision", p)) or precisions
     if scorer is None:
         scorer = default_scorer()
     space = layout_space(shape, cluster, workload["seq_len"], workload["global_batch_size"], precisions,
-                         tp_beyond_node=tp_beyond_node)
-    if shape.get("framework") in frameworks.FRAMEWORKS:  # only the layouts the framework runs
-        runs = frameworks.get(shape["framework"]).refuses
-        space = replace(space, constraints=[*space.constraints, Constraint(f"runs_in_{shape['framework']}", runs)])
+                         tp_beyond_node=tp_beyond_node)  # only the layouts the framework runs
+    yours = None  # the user's baseline, refused before any layout is priced where the framework cannot run it
+    if baseline:
+        try:
+            yours = baseline_frame(shape, cluster, workload["seq_len"], workload["global_batch_size"], baseline,
+                                   precisions[0], scorer.rule)
+        except llmconfig.ConfigError as exc:
+            raise PlanError(f"--baseline {' '.join(f'{k}={v}' for k, v in baseline.items())}: {exc}") from None
     codec = SpaceCodec(space)
     count, idx = _valid(codec, keep=codec.size <= 4 * exhaustive_limit)
     if count == 0:
@@ -339,7 +346,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     predicted = result.layouts["predicted_tokens_per_s_per_device"]
     contenders = predicted.head(max(2, (result.tie or {}).get("ranks", 10)))  # what the top pick was chosen among
     result.layouts["expected_tokens_per_s_per_device"] = shrinkage.expected(predicted, contenders)
-    result.baselines = _baselines(result, baseline, published)
+    result.baselines = _baselines(result, yours, published)
     return result
 
 
@@ -367,16 +374,18 @@ def _tie(result: Plan) -> Optional[dict]:
 
 
 def baseline_frame(shape: dict, cluster: Cluster, seq_len: int, global_batch: int, knobs: dict,
-                   precision: str, rule: MemoryRule = MemoryRule()) -> tuple[pd.DataFrame, layout_defaults.Completed]:
+                   precision: str, rule: MemoryRule = MemoryRule(),
+                   refuse: bool = True) -> tuple[pd.DataFrame, layout_defaults.Completed]:
     """A user's baseline layout as a one-row frame, and what was filled: its degrees and batch
     checked by the front door, the knobs it leaves out completed as ``predict`` completes them
-    (:func:`perfzoo.llmconfig.layout_defaults.complete`; precision: ``precision``), so both price it alike."""
+    (:func:`perfzoo.llmconfig.layout_defaults.complete`; precision: ``precision``), so both price it alike;
+    one the framework cannot run is a :class:`~perfzoo.llmconfig.ConfigError` with its rule (``refuse``)."""
     unknown = [k for k in knobs if k not in KNOBS]
     if unknown:
         raise llmconfig.unknown_key_error(unknown[0], KNOBS, listed=f"the layout knobs {', '.join(KNOBS)}")
     cfg = llmconfig.check({**shape, "precision": precision, **knobs, "seq_len": seq_len,
                            "global_batch_size": global_batch, "n_gpus": cluster.gpus, "accelerator": cluster.spec.name})
-    done = layout_defaults.complete({**cfg, "nodes": cluster.nodes}, rule)
+    done = layout_defaults.complete({**cfg, "nodes": cluster.nodes}, rule, refuse=refuse)
     return pd.DataFrame([{**llmconfig.as_columns(done.config), **cluster.hardware()}]), done
 
 
@@ -405,32 +414,35 @@ def _shortfall(frame: pd.DataFrame) -> list[str]:
             for p, v, t in zip(paced, values, est["step_time_s"])]
 
 
-def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.DataFrame]) -> pd.DataFrame:
+def _baselines(result: Plan, baseline: Optional[tuple[pd.DataFrame, layout_defaults.Completed]],
+               published: Optional[pd.DataFrame]) -> pd.DataFrame:
     """Each baseline priced as the plan prices its own layouts: its knobs on the plan's model, job
     and framework (:func:`baseline_frame`); a published one also as its own framework ran it where
-    that is another (``own_framework``, ``own_predicted``), with its measurement."""
+    that is another, or where the plan's framework cannot run it (``refused``: its rule; then not
+    priced as the plan's), with its measurement (``own_framework``, ``own_predicted``)."""
     rule = result.scorer.rule
-    frames, labels, measured, filled, own = [], [], [], [], []
-    if baseline:
-        frame, done = baseline_frame(result.model, result.cluster, result.seq_len, result.global_batch, baseline,
-                                     result.precisions[0], rule)
+    frames, labels, measured, filled, own, refused = [], [], [], [], [], []
+    if baseline is not None:  # the user's, completed (plan)
+        frame, done = baseline
         frames.append(frame)
         labels.append("your baseline")
         measured.append(np.nan)
         filled.append("; ".join([f"filled {done.describe()}", *done.read_as]))
         own.append(None)
+        refused.append(None)
     planned = result.model.get("framework")
     for row in ([] if published is None else published.to_dict("records")):
         knobs = _published_knobs(row)
         frame, done = baseline_frame(result.model, result.cluster, result.seq_len, result.global_batch, knobs,
-                                     str(knobs.get("precision", result.precisions[0])), rule)
+                                     str(knobs.get("precision", result.precisions[0])), rule, refuse=False)
+        refused.append(frameworks.refusal(done.config))
         frames.append(frame)
         labels.append(f"published: {row['label']}")
         measured.append(row["measured_tokens_per_s_per_device"])
         shown = done.describe(LAYOUT_KNOBS)
         filled.append("; ".join([f"filled {shown}" if shown != "none" else "", *done.read_as]).strip("; "))
         framework = row.get("config.framework")
-        if isinstance(framework, str) and framework != planned:  # also as its framework ran it
+        if isinstance(framework, str) and (framework != planned or refused[-1]):  # also as its framework ran it
             cfg = {c: row[c] for c in row if c.startswith(("config.", "hardware."))}
             cfg["config.activation_checkpointing"] = done.config["activation_checkpointing"]
             own.append((framework, as_run(pd.DataFrame([cfg]))))
@@ -448,6 +460,11 @@ def _baselines(result: Plan, baseline: Optional[dict], published: Optional[pd.Da
     out["measured_tokens_per_s_per_device"] = measured
     out["own_framework"] = [None if o is None else o[0] for o in own]
     out["own_predicted"] = [np.nan if o is None else float(result.scorer.predict(o[1])[0][0]) for o in own]
+    out["refused"] = refused  # not priced as the plan's framework, which cannot run it: its rule
+    blank = np.array([r is not None for r in refused])
+    for col in scored.columns if blank.any() else ():
+        out[col] = out[col].where(~blank, np.nan) if out[col].dtype.kind == "f" else out[col].astype(object).where(
+            ~blank, None)
     pred = out["predicted_tokens_per_s_per_device"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
         short = np.asarray(measured, dtype=float) > pred / SHORTFALL

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from perfzoo import analytic, llmconfig
+from perfzoo import analytic, frameworks, llmconfig
 from perfzoo.console import pyplot
 from perfzoo.frameworks import ExportError, torchtitan
 from perfzoo.analytic.memory import in_flight
@@ -29,7 +29,7 @@ JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "expected_tokens_per_s
              "step_time_s", "mfu", "peak_allocated_gib", "memory_gib", "headroom_gib", "fits", "layer_pass_ms",
              "host_paced", "range_low", "range_high", "rank", "role", "label", "predicted_gain", "gain", "gain_low",
              "gain_high", "within_error", "filled", "measured_tokens_per_s_per_device", "own_framework",
-             "own_predicted", "shortfall")
+             "own_predicted", "shortfall", "refused")
 HOST_MARK = "^"  # beside the predicted tokens/s of a layout that runs at the host's pace
 TIE_MARK = "~"  # beside the rank of a layout predicted inside the top pick's interval
 
@@ -137,13 +137,15 @@ def table(plan: Plan, k: int = 10) -> str:
         best = plan.layouts.iloc[0]
         lines.append("")
         for row in plan.baselines.to_dict("records"):
-            fits = "fits" if row["fits"] else "does NOT fit the memory model"
+            refused = _plain(row.get("refused"))
+            fits = ("not priced as " + str(plan.model.get("framework") or frameworks.UNKNOWN) if refused else
+                    "fits" if row["fits"] else "does NOT fit the memory model")
             lines.append(f"baseline ({row['label']}): {layout_text(row)}"
                          + (f" ({row['filled']})" if row.get("filled") else ""))
             lines.append(line("", row) + f"  ({fits})")
             rank = _plain(row.get("rank"))
             gain = _plain(row.get("gain"))
-            verdict = "  not priced"
+            verdict = f"  not priced: {refused}" if refused else "  not priced"
             # a baseline outside the plan's space (TP across NVLink domains, say) is no rank among its layouts
             ranks = (f"ranks {rank:,} of {c['scored']:,}" if rank is not None and rank <= c["scored"] else
                      f"slower than all {c['scored']:,} layouts scored (it is not one of them)")
@@ -160,9 +162,9 @@ def table(plan: Plan, k: int = 10) -> str:
             measured = _plain(row.get("measured_tokens_per_s_per_device"))
             if measured is not None:
                 top = float(best["predicted_tokens_per_s_per_device"])
-                verdict += (f"; measured {measured:,.0f} tok/s/GPU (its prediction "
-                            f"{row['predicted_tokens_per_s_per_device'] / measured - 1:+.1%}; the top pick's "
-                            f"prediction {top / measured - 1:+.1%} over this measurement)")
+                verdict += f"; measured {measured:,.0f} tok/s/GPU" + (
+                    "" if refused else f" (its prediction {row['predicted_tokens_per_s_per_device'] / measured - 1:+.1%};"
+                    f" the top pick's prediction {top / measured - 1:+.1%} over this measurement)")
             if _plain(row.get("own_predicted")) is not None:
                 verdict += (f"; as {row['own_framework']} ran it (its recipe's kernels and overlaps): "
                             f"{row['own_predicted']:,.0f} tok/s/GPU predicted")
@@ -296,6 +298,16 @@ def titan_names(model: str, precisions) -> tuple[str, str]:
     return module, config
 
 
+def check_layouts(framework: frameworks.Framework, configs: list[dict], flag: str) -> None:
+    """An :class:`~perfzoo.frameworks.ExportError` naming the first of ``configs`` ``framework`` cannot
+    run (:meth:`~perfzoo.frameworks.Framework.refuses`), for ``flag`` (``--out``, ``--export``): every
+    layout an exporter writes is checked before its first file (a plan's space holds none it refuses)."""
+    for rank, cfg in enumerate(configs, 1):
+        why = framework.refuses(cfg)
+        if why is not None:
+            raise ExportError(f"{flag}: layout {rank} ({layout_text(cfg)}): {why}")
+
+
 def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path]:
     """The top ``k`` layouts (the proposed ones where the plan has them) as configs ``python -m
     perfzoo.collect --configs`` runs: ``path``
@@ -305,6 +317,7 @@ def write_configs(plan: Plan, path: str | Path, k: int = 10) -> tuple[Path, Path
     space_path = space_file(path)
     rows = plan.written(k)
     configs = plan.configs(rows=rows)
+    check_layouts(frameworks.get(plan.model.get("framework")), configs, "--out")
     top = rows.to_dict("records")
     constants = {key: v for key, v in plan.space.constants.items()}
     module, config = titan_names(str(plan.model.get("model_name")), plan.precisions)
@@ -358,5 +371,5 @@ def collect_command(path: Path, space_path: Path, plan: Plan, out: Optional[str]
             f"--metric-parser torchtitan --out {out or 'runs/plan'}")
 
 
-__all__ = ["COMMAND", "JSON_KEYS", "collect_command", "explain", "layout_text", "plot", "records", "space_file", "table",
+__all__ = ["COMMAND", "JSON_KEYS", "check_layouts", "collect_command", "explain", "layout_text", "plot", "records", "space_file", "table",
            "write_configs"]

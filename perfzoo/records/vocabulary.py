@@ -11,6 +11,10 @@ readings live here, one per use:
   classes the cost models use (``mxfp8`` is ``fp8``); they never raise, and what they cannot
   read gets the documented default.
 
+The framework codes (:data:`FRAMEWORKS`) and the phrases that name each in a cell
+(:data:`FRAMEWORK_RULES`) are the frameworks' registry's (:mod:`perfzoo.frameworks`): each bundle
+declares its own.
+
 >>> normalize_precision("amp_bf16"), normalize_sharding(3), normalize_checkpointing(True)
 ('bf16', 'full_shard', 'full')
 >>> precision_format("FP8-MX"), precision_format("NVFP4 (bf16 tail)"), precision_format("FP8-CS")
@@ -26,17 +30,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perfzoo import frameworks
+
 PRECISIONS = ("fp32", "bf16", "fp8", "fp4")
 # precision formats: what the matrix units must support (perfzoo.hardware.accelerators); fp8 is FP8 with
 # per-tensor (delayed or current), per-row or blockwise scales, mxfp8 / nvfp4 / mxfp4 hardware block scaling
 FORMATS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 CHECKPOINTING = ("none", "selective", "full")
 SHARDINGS = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard")
-# the training framework, where it changes what a step keeps or moves (perfzoo.analytic.memory):
-# Megatron-Core with Transformer Engine (Megatron-LM, NeMo, Megatron-Bridge), torchtitan,
-# llm-foundry, plain PyTorch; "unknown" costs a config by its other keys alone
-FRAMEWORKS = ("unknown", "pytorch", "torchtitan", "llm-foundry", "megatron-lm", "nemo", "megatron-bridge")
-MEGATRON_FRAMEWORKS = ("megatron-lm", "nemo", "megatron-bridge")
+# the training framework, where it changes what a step keeps or moves: one bundle each (perfzoo.frameworks,
+# whose declarations the cost model reads); the first, "unknown", costs a config by its other keys alone
+FRAMEWORKS = frameworks.CODES
 
 
 def is_missing(v: Any) -> bool:
@@ -134,10 +138,8 @@ def normalize_framework(v: Any) -> str:
     >>> [normalize_framework(x) for x in ["Megatron-Bridge", "torchtitan", "NeMo 2.0", None]]
     ['megatron-bridge', 'torchtitan', 'nemo', 'unknown']
     """
-    if is_missing(v):
-        return "unknown"
-    found = phrase_rules(str(v), FRAMEWORK_RULES)
-    return "unknown" if found is None else str(found)
+    found = None if is_missing(v) else phrase_rules(str(v), FRAMEWORK_RULES)
+    return frameworks.UNKNOWN if found is None else str(found)
 
 
 def to_bool(v: Any) -> float:
@@ -269,15 +271,11 @@ CHECKPOINTING_RULES = (
     ("selective", ("selective",)), ("full", ("full", "true")), ("none", ("none", "false", "off")),
 )
 COMPILE_RULES = ((True, ("true", "yes", "on")), (False, ("false", "no", "off")))
-FRAMEWORK_RULES = (  # most specific first: "pytorch/torchtitan" is torchtitan, "Megatron-Bridge" is not Megatron-LM
-    ("megatron-bridge", ("megatron bridge",)), ("nemo", ("nemo",)), ("torchtitan", ("torchtitan",)),
-    ("llm-foundry", ("llm foundry", "llmfoundry", "mosaicml")),
-    ("megatron-lm", ("megatron lm", "megatron core", "megatron", "korthikanti")),
-    ("pytorch", ("pytorch", "torch", "fsdp2")),
-)
-# training frameworks a table's options column names that the cost model has no recipe for (JAX: XLA's
-# fusions, its own sharding): such a row's framework is left unknown, and the load report says which it was
-UNPRICED_FRAMEWORK_RULES = (("MaxText (JAX)", ("maxtext",)), ("Paxml (JAX)", ("paxml", "pax")))
+# the phrases that name each framework in a cell, most specific first (the registry's READ_ORDER:
+# "pytorch/torchtitan" is torchtitan, "Megatron-Bridge" is not Megatron-LM)
+FRAMEWORK_RULES = tuple((f.name, f.phrases) for f in frameworks.READ_ORDER if f.phrases)
+# training frameworks a table's options column names that the cost model has no bundle for: left unknown, and said
+UNPRICED_FRAMEWORK_RULES = frameworks.UNPRICED
 # TP traffic overlapped with the GEMMs, as a table's options column says it: Megatron's --tp-comm-overlap
 # (Transformer Engine's userbuffers, what perfzoo.analytic.llm prices as tp_comm_overlap). torchtitan's
 # "async TP" is not read as it: its published pairs gain 4-16% where hiding the TP time would gain 29-41%
@@ -288,17 +286,8 @@ TP_OVERLAP_RULES = ((True, ("tp comm overlap",)),)
 FP8_GATHER_RULES = ((False, ("rowwise",)), (True, ("fsdp all gather", "tensorwise", "float8 linears")))
 # a pipeline schedule with several stages per rank, as a table's options column names it
 INTERLEAVED_RULES = ((True, ("interleaved",)),)
-TORCHTITAN_STAGES_PER_RANK = 2  # torchtitan's default for a multi-stage schedule without split points
 # a low-precision recipe that keeps its last layers in BF16, as a precision cell names it ("NVFP4 (bf16
-# tail)"): torchtitan's llama3_8b_nvfp4_mixed converts the leading 85% of the decoder layers (rounded
-# down) and leaves the rest in BF16 (torchtitan/components/quantization/nvfp4.md)
+# tail)"); the share a framework converts is its recipe's (perfzoo.frameworks.Recipe.low_precision_share)
 BF16_TAIL_RULES = ((True, ("bf16 tail",)),)
-TORCHTITAN_LOW_PRECISION_LAYERS = 0.85
-# torchtitan compiles its cross entropy with the model (training.compile) since 2025-04-02 (commit bbb1b616e,
-# "refactor train_spec.loss_fn to build_loss_fn & chunked loss"): a fused loss, no fp32 copy of the logits
-TORCHTITAN_COMPILED_LOSS_SINCE = "2025-04-02"
-# what a framework does where a published row leaves a knob blank: torchtitan's JobConfig
-# (activation_checkpoint.mode = "selective", the default since 2024)
-FRAMEWORK_DEFAULTS = {"torchtitan": {"activation_checkpointing": "selective"}}
 CATEGORICAL_RULES = {"precision": PRECISION_RULES, "fsdp": FSDP_RULES,
                      "activation_checkpointing": CHECKPOINTING_RULES, "compile": COMPILE_RULES}

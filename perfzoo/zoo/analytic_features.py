@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import analytic
-from perfzoo.analytic.llm import HOST_PASS_S
+from perfzoo.analytic.host import HOST_PASS_S
 from perfzoo.records.columns import Columns
 
 HOST_PACE = ("runs at the host's pace (eager PyTorch, dropless MoE): the estimate prices each layer pass at "

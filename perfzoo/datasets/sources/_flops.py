@@ -1,16 +1,24 @@
 """The FLOPs per token a published row's TFLOP/s and MFU figures are counted in: each
-convention a source may count by (:func:`flops_per_token_published`), and what a row that gives
-both tokens/s and TFLOP/s says through them about its samples (:func:`packed_sample_len`)."""
+convention a source may count by (:func:`flops_per_token_published`), the one a file's figures use
+(:func:`file_flop_convention`), what a row that gives both tokens/s and TFLOP/s says through them
+about its samples (:func:`packed_sample_len`, :func:`read_packing`), and the peak a file's MFU is
+over (:func:`read_mfu_peak`). A file's rows are read rows of :mod:`.published` (their ``config``,
+``tflops``, ``per_gpu``, ``mfu``, ``flops(hardware, causal)``)."""
 
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+import statistics
+from collections import defaultdict
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
 from perfzoo import analytic
+from perfzoo.datasets.sources._base import LoadReport
+from perfzoo.hardware.accelerators import spec as accelerator_spec
+from perfzoo.records.vocabulary import normalize_precision
 
 # FLOP conventions a source may count by: (hardware FLOPs, causal attention)
 CONVENTIONS = ((False, False), (False, True), (True, False), (True, True))
@@ -98,3 +106,79 @@ def packed_sample_len(configs: Sequence[dict], flops_per_token: Sequence[float],
     short = (shaped & holds & (published < whole * (1 - PACKING_TOLERANCE))
              & (published > none * (1 - PACKING_TOLERANCE)) & (sample <= s / 4))
     return [int(max(1, round(v))) if ok else None for v, ok in zip(sample, short)]
+
+
+def file_flop_convention(rows: Sequence[Any]) -> tuple[tuple[bool, bool], str]:
+    """The FLOP convention of a file's figures, one of :data:`CONVENTIONS` (hardware FLOPs with
+    recompute or model FLOPs; causal attention or not), and why.
+
+    Read off the rows that publish both tokens/s and TFLOP/s: of the conventions, the one whose
+    FLOPs per token the figures imply most closely (median ratio nearest 1; model FLOPs sit near
+    1, hardware FLOPs with full recompute near 4/3 of them, causal attention a few percent
+    below). Without such rows: model FLOPs, full attention (a row can still say ``HFU-like``).
+    """
+    ratios: dict[tuple[bool, bool], list[float]] = {conv: [] for conv in CONVENTIONS}
+    for p in rows:
+        for conv in CONVENTIONS:
+            flops, _ = p.flops(*conv)
+            if p.per_gpu and p.tflops and flops:
+                ratios[conv].append(p.tflops * 1e12 / p.per_gpu / flops)
+    if not ratios[False, False]:
+        return (False, False), "model FLOPs (no row gives both tokens/s and TFLOP/s to tell)"
+    medians = {conv: float(pd.Series(r).median()) for conv, r in ratios.items()}
+    best = min(CONVENTIONS, key=lambda conv: abs(math.log(medians[conv])))
+    hardware, causal = best
+    return best, (f"{'hardware' if hardware else 'model'} FLOPs{', causal attention' if causal else ''}: "
+                  f"on {len(ratios[False, False])} rows giving both, the implied FLOPs per token are "
+                  f"{medians[False, False]:.2f}x 6N+12Lds ({medians[best]:.2f}x the chosen count)")
+
+
+def read_packing(rows: Sequence[Any], convention: tuple[bool, bool], report: LoadReport) -> None:
+    """``packed_sample_len`` for the rows whose tokens/s and TFLOP/s count attention over samples
+    much shorter than their sequences (:func:`packed_sample_len`)."""
+    if not rows:
+        return
+    published = [p.tflops * 1e12 / p.per_gpu if p.tflops and p.per_gpu else math.nan for p in rows]
+    whole = [p.flops(*convention)[0] for p in rows]
+    samples = packed_sample_len([p.config for p in rows], published, whole, convention)
+    found = [(p, sample, flops) for p, sample, flops in zip(rows, samples, published) if sample is not None]
+    # copies of one configuration (a table re-published) get one sample length: the median of theirs
+    keys = [repr(sorted(p.config.items())) for p, _, _ in found]
+    copies: defaultdict[str, list[int]] = defaultdict(list)
+    for key, (_, sample, _) in zip(keys, found):
+        copies[key].append(sample)
+    for key, (p, _, flops) in zip(keys, found):
+        sample = int(statistics.median_low(copies[key]))
+        p.config["packed_sample_len"] = sample
+        p.derived.append(f"packed_sample_len={sample}: the published FLOPs per token ({flops:.4g}) count attention "
+                         f"over {sample}-token samples, not the {p.config['seq_len']}-token sequence")
+        report.derived["packed_sample_len from the published FLOPs per token"] += 1
+    if found:  # their counts, now over the samples, in one pass
+        for (p, _, _), counts in zip(found, flops_per_token_published([p.config for p, _, _ in found])):
+            p.flops_by_convention = counts
+
+
+def read_mfu_peak(rows: Sequence[Any], convention: tuple[bool, bool], report: LoadReport) -> None:
+    """Whether a file's MFU is over the dense BF16 peak (the default) or over the peak of each row's
+    precision (NVIDIA's DGX Cloud tables: an FP8 row's MFU is about half a BF16 row's at a similar
+    speed), read off its low-precision rows that give tokens/s and MFU: the peak whose implied
+    tokens/s come nearer the published ones; ``mfu_peak`` of every row and the file's FLOP-convention
+    line say which."""
+    own, bf16 = [], []
+    for p in rows:
+        spec = accelerator_spec(p.hardware["accelerator"])
+        precision = normalize_precision(p.config.get("precision"))
+        flops = p.flops(False, convention[1])[0]
+        if spec is None or precision not in ("fp8", "fp4") or not (p.per_gpu and p.mfu and flops):
+            continue
+        peak, peak_bf16 = spec.flops(precision), spec.flops("bf16")
+        if peak and peak_bf16:
+            own.append(abs(math.log(p.mfu * peak / flops / p.per_gpu)))
+            bf16.append(abs(math.log(p.mfu * peak_bf16 / flops / p.per_gpu)))
+    if own and statistics.median(own) < statistics.median(bf16):
+        for p in rows:
+            p.mfu_peak = normalize_precision(p.config.get("precision"))
+        report.flop_convention += (f"; MFU over the dense peak of each row's precision (on {len(own)} FP8/FP4 rows "
+                                   f"giving tokens/s and MFU, implied/published tokens/s "
+                                   f"{math.exp(statistics.median(own)):.2f}x against "
+                                   f"{math.exp(statistics.median(bf16)):.2f}x over the BF16 peak)")

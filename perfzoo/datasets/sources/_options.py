@@ -12,7 +12,8 @@ sets config keys, adds a line to the row's ``perfzoo_derived`` and counts itself
   them: ``other_opts`` "hybrid FSDP: shard group 128 x 4 replicas"); a cell that says FSDP and
   that its group is not stated is read as sharding over the data-parallel group, and said.
 * :func:`read_local_batch`: a ``micro_batch_size`` cell that gives a rank's local batch;
-  :func:`read_torchtitan_recipe`: what a torchtitan row leaves to its recipe.
+  :func:`read_recipe`: what a row leaves to its framework's recipe (the bundle's
+  :class:`~perfzoo.frameworks.Recipe`: torchtitan's compiled loss, its bf16 tail, its FP8 all-gather).
 * :func:`read_virtual_stages`: ``vp`` with ``pp = 1``: a single pipeline stage runs no virtual
   pipeline (Megatron-Core's ``get_forward_backward_func`` picks the no-pipelining schedule when
   the pipeline has one stage, whatever ``vp`` says), so ``vp`` is unset; the cell stays in
@@ -32,11 +33,11 @@ import math
 import re
 from typing import Optional
 
+from perfzoo import frameworks
 from perfzoo.datasets.sources._base import LoadReport
 from perfzoo.datasets.sources._csv import Row
 from perfzoo.records.vocabulary import (BF16_TAIL_RULES, FP8_GATHER_RULES, FRAMEWORK_RULES, INTERLEAVED_RULES,
-                                        TORCHTITAN_COMPILED_LOSS_SINCE, TORCHTITAN_LOW_PRECISION_LAYERS,
-                                        TORCHTITAN_STAGES_PER_RANK, UNPRICED_FRAMEWORK_RULES, phrase_rules)
+                                        UNPRICED_FRAMEWORK_RULES, phrase_rules)
 
 _ETP = re.compile(r"\bETP\s*=\s*(\d+)", re.IGNORECASE)
 _GROUP = re.compile(r"\d+")
@@ -109,47 +110,55 @@ def read_virtual_stages(config: dict, raw: dict, derived: list[str], report: Loa
         report.derived["vp unset (pp = 1: no virtual pipeline)"] += 1
 
 
-def read_torchtitan_recipe(config: dict, row: Row, derived: list[str], report: LoadReport) -> None:
-    """What a torchtitan row leaves to its recipe: a compiled run from 2025-04-02 on compiles its
-    loss too (``fused_loss``), an ``NVFP4 (bf16 tail)`` run keeps the last 15% of its layers in
-    BF16 (``bf16_layers``), and an FP8 run gathers its Float8Linear weights in FP8 where its scales
-    are tensorwise, not where they are rowwise (``fp8_param_gather``)."""
-    if config.get("compile") is True and config.get("fused_loss") is None \
-            and (row.text("date") or "") >= TORCHTITAN_COMPILED_LOSS_SINCE:
+def read_recipe(config: dict, row: Row, derived: list[str], report: LoadReport) -> None:
+    """What a row leaves to its framework's recipe (:class:`perfzoo.frameworks.Recipe`, torchtitan's): a
+    compiled run from the date its loss is compiled with the model compiles its loss too (``fused_loss``),
+    a ``bf16 tail`` run keeps the layers its recipe does not convert in BF16 (``bf16_layers``), and an FP8
+    run of a framework that gathers its Float8Linear weights in FP8 does so where its scales are
+    tensorwise, not where they are rowwise (``fp8_param_gather``)."""
+    framework = frameworks.get(config.get("framework"))
+    name, recipe = framework.name, framework.recipe
+    since = recipe.compiled_loss_since
+    if since and config.get("compile") is True and config.get("fused_loss") is None \
+            and (row.text("date") or "") >= since:
         config["fused_loss"] = True
-        derived.append(f"fused_loss=True: torchtitan compiles its loss with the model since {TORCHTITAN_COMPILED_LOSS_SINCE}")
-        report.derived["fused_loss from compile (torchtitan since 2025-04)"] += 1
+        derived.append(f"fused_loss=True: {name} compiles its loss with the model since {since}")
+        report.derived[f"fused_loss from compile ({name} since {since[:7]})"] += 1
     gather = phrase_rules(row.text("precision") or "", FP8_GATHER_RULES)
-    if config.get("precision") == "fp8" and config.get("fp8_param_gather") is None and gather is not None:
+    if framework.physics.fp8_param_gather and config.get("precision") == "fp8" \
+            and config.get("fp8_param_gather") is None and gather is not None:
         config["fp8_param_gather"] = gather
-        derived.append(f"fp8_param_gather={gather}: torchtitan's float8 all-gather "
+        derived.append(f"fp8_param_gather={gather}: {name}'s float8 all-gather "
                        f"({'tensorwise scales: its presets turn it on' if gather else 'none for rowwise scales'})")
-        report.derived["fp8_param_gather from the precision (torchtitan)"] += 1
-    layers = config.get("n_layers")
-    if layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
-        config["bf16_layers"] = layers - math.floor(TORCHTITAN_LOW_PRECISION_LAYERS * layers)
-        derived.append(f"bf16_layers={config['bf16_layers']}: torchtitan's recipe with a bf16 tail keeps the last "
-                       f"{1 - TORCHTITAN_LOW_PRECISION_LAYERS:.0%} of the {layers} layers in BF16")
-        report.derived["bf16_layers from a bf16 tail (torchtitan's recipe)"] += 1
+        report.derived[f"fp8_param_gather from the precision ({name})"] += 1
+    layers, share = config.get("n_layers"), recipe.low_precision_share
+    if share is not None and layers and phrase_rules(row.text("precision") or "", BF16_TAIL_RULES):
+        config["bf16_layers"] = layers - math.floor(share * layers)
+        derived.append(f"bf16_layers={config['bf16_layers']}: {name}'s recipe with a bf16 tail keeps the last "
+                       f"{1 - share:.0%} of the {layers} layers in BF16")
+        report.derived[f"bf16_layers from a bf16 tail ({name}'s recipe)"] += 1
 
 
 def read_local_batch(config: dict, options: str, derived: list[str], report: LoadReport) -> None:
-    """Read a cell that gives a data-parallel rank's batch, not its micro batch. Under torchtitan
-    a step runs that batch in ``pp`` micro-batches (one without a pipeline; its default while
-    ``pipeline_parallel_microbatches`` is unset), and an interleaved schedule runs two stages per
-    rank (its default for multi-stage schedules: ``generate_split_points``, torchtitan 2024-12);
-    under another framework the micro batch is unknown."""
+    """Read a cell that gives a data-parallel rank's batch, not its micro batch. Where the row's
+    framework splits it (:class:`perfzoo.frameworks.Recipe`'s ``local_batch_split``: torchtitan) a step runs
+    that batch in ``pp`` micro-batches (one without a pipeline; torchtitan's default while
+    ``pipeline_parallel_microbatches`` is unset), and an interleaved schedule runs its recipe's stages per
+    rank (torchtitan's default for multi-stage schedules: ``generate_split_points``, 2024-12); under
+    another framework the micro batch is unknown."""
     local, pp = config["micro_batch_size"], config.get("pp") or 1
-    if config.get("framework") == "torchtitan" and local and local % pp == 0:
+    framework = frameworks.get(config.get("framework"))
+    name, recipe = framework.name, framework.recipe
+    if recipe.local_batch_split and local and local % pp == 0:
         config["micro_batch_size"] = local // pp
-        derived.append(f"micro_batch_size={local // pp}: torchtitan splits the local batch of {local} "
+        derived.append(f"micro_batch_size={local // pp}: {name} splits the local batch of {local} "
                        f"into pp={pp} micro-batches by default")
-        report.derived["micro batch = local batch / pp (torchtitan's default)"] += 1
-        if config.get("vp") is None and phrase_rules(options, INTERLEAVED_RULES):
-            config["vp"] = TORCHTITAN_STAGES_PER_RANK
-            derived.append(f"vp={TORCHTITAN_STAGES_PER_RANK}: torchtitan's default stages per rank "
+        report.derived[f"micro batch = local batch / pp ({name}'s default)"] += 1
+        if config.get("vp") is None and recipe.stages_per_rank and phrase_rules(options, INTERLEAVED_RULES):
+            config["vp"] = recipe.stages_per_rank
+            derived.append(f"vp={recipe.stages_per_rank}: {name}'s default stages per rank "
                            "of an interleaved schedule (from other_opts)")
-            report.derived["vp from an interleaved schedule (torchtitan's default)"] += 1
+            report.derived[f"vp from an interleaved schedule ({name}'s default)"] += 1
         return
     config["micro_batch_size"] = None
     derived.append("micro_batch_size unknown: the cell gives the local batch per data-parallel rank")

@@ -20,27 +20,23 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Optional, Sequence
 
-import pandas as pd
-
-from perfzoo import llmconfig
+from perfzoo import frameworks, llmconfig
 from perfzoo.datasets.sources._base import Load, LoadReport
 from perfzoo.datasets.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
-from perfzoo.datasets.sources._flops import CONVENTIONS, flops_per_token_published, packed_sample_len
+from perfzoo.datasets.sources._flops import (file_flop_convention, flops_per_token_published, read_mfu_peak,
+                                             read_packing)
 from perfzoo.datasets.sources._llm import RecordBuilder, llm_config
 from perfzoo.datasets.sources._options import (read_expert_tp, read_framework, read_fsdp_group, read_local_batch,
-                                               read_torchtitan_recipe, read_virtual_stages)
+                                               read_recipe, read_virtual_stages)
 from perfzoo.hardware.accelerators import spec as accelerator_spec
 from perfzoo.llmconfig import catalog
 from perfzoo.records import JobRecord
-from perfzoo.records.vocabulary import (CATEGORICAL_RULES, FRAMEWORK_DEFAULTS, TP_OVERLAP_RULES, model_variant,
-                                        normalize_precision, params_from_name, phrase_rules)
+from perfzoo.records.vocabulary import CATEGORICAL_RULES, TP_OVERLAP_RULES, model_variant, params_from_name, phrase_rules
 
 PUBLISHED_COLUMNS = (
     "source", "date", "date_basis", "model_name", "task", "n_params", "n_layers", "hidden_dim",
@@ -91,12 +87,12 @@ def read_architectures(path: Path) -> dict[str, dict]:
         if key is None or key.startswith("("):  # "(unlisted)": names with no architecture
             continue
         fields: dict = {"model_key": key}
-        for field in ARCH_FIELDS:
+        for name in ARCH_FIELDS:
             try:
-                value = split_number(row.cells.get(field, ""))[0]
+                value = split_number(row.cells.get(name, ""))[0]
             except ValueError:
                 value = None
-            fields[field] = None if value is None else round(value)
+            fields[name] = None if value is None else round(value)
         for alias in (row.text("aliases_in_csvs") or "").split("|"):
             if alias.strip():
                 lookup[alias.strip()] = fields
@@ -180,7 +176,7 @@ class _Parsed:
     from_catalog: list[str] = field(default_factory=list)
     catalog_model: Optional[str] = None
     flops_by_convention: dict = field(default_factory=dict)  # flops_per_token_published, per file
-    mfu_peak: str = "bf16"  # the precision class whose dense peak the file's MFU is over (_read_mfu_peak)
+    mfu_peak: str = "bf16"  # the precision class whose dense peak the file's MFU is over (_flops.read_mfu_peak)
 
     def flops(self, hardware_flops: bool, causal: bool = False) -> tuple[Optional[float], str]:
         return self.flops_by_convention[hardware_flops, causal]
@@ -210,7 +206,7 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
         config["tp_comm_overlap"] = overlap
         derived.append(f"tp_comm_overlap={overlap} (from other_opts)")
         report.derived["tp_comm_overlap from other_opts"] += 1
-    for key, value in FRAMEWORK_DEFAULTS.get(framework, {}).items():
+    for key, value in frameworks.get(framework).recipe.defaults:
         if config.get(key) is None:
             config[key] = value
             derived.append(f"{key}={value} ({framework}'s default; the row does not say)")
@@ -235,8 +231,7 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
                            f", not its {', '.join(left)}, which count its layers" if left else ""))
         report.derived["proxy models: the full model's widths, the stated layer count"] += 1
     config.update(variant)
-    if framework == "torchtitan":
-        read_torchtitan_recipe(config, row, derived, report)
+    read_recipe(config, row, derived, report)
     if filled:
         report.derived["architecture from model_architectures.csv"] += 1
     if from_catalog:
@@ -250,56 +245,6 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
                    metric("tflops_per_gpu"), metric("mfu"), derived, filled,
                    arch["model_key"] if filled else None, from_catalog,
                    preset["model_name"] if from_catalog else None)
-
-
-def file_flop_convention(rows: Sequence[_Parsed]) -> tuple[tuple[bool, bool], str]:
-    """The FLOP convention of a file's figures, one of :data:`CONVENTIONS` (hardware FLOPs with
-    recompute or model FLOPs; causal attention or not), and why.
-
-    Read off the rows that publish both tokens/s and TFLOP/s: of the conventions, the one whose
-    FLOPs per token the figures imply most closely (median ratio nearest 1; model FLOPs sit near
-    1, hardware FLOPs with full recompute near 4/3 of them, causal attention a few percent
-    below). Without such rows: model FLOPs, full attention (a row can still say ``HFU-like``).
-    """
-    ratios: dict[tuple[bool, bool], list[float]] = {conv: [] for conv in CONVENTIONS}
-    for p in rows:
-        for conv in CONVENTIONS:
-            flops, _ = p.flops(*conv)
-            if p.per_gpu and p.tflops and flops:
-                ratios[conv].append(p.tflops * 1e12 / p.per_gpu / flops)
-    if not ratios[False, False]:
-        return (False, False), "model FLOPs (no row gives both tokens/s and TFLOP/s to tell)"
-    medians = {conv: float(pd.Series(r).median()) for conv, r in ratios.items()}
-    best = min(CONVENTIONS, key=lambda conv: abs(math.log(medians[conv])))
-    hardware, causal = best
-    return best, (f"{'hardware' if hardware else 'model'} FLOPs{', causal attention' if causal else ''}: "
-                  f"on {len(ratios[False, False])} rows giving both, the implied FLOPs per token are "
-                  f"{medians[False, False]:.2f}x 6N+12Lds ({medians[best]:.2f}x the chosen count)")
-
-
-def _read_packing(rows: Sequence[_Parsed], convention: tuple[bool, bool], report: LoadReport) -> None:
-    """``packed_sample_len`` for the rows whose tokens/s and TFLOP/s count attention over samples
-    much shorter than their sequences (:func:`perfzoo.datasets.sources._flops.packed_sample_len`)."""
-    if not rows:
-        return
-    published = [p.tflops * 1e12 / p.per_gpu if p.tflops and p.per_gpu else math.nan for p in rows]
-    whole = [p.flops(*convention)[0] for p in rows]
-    samples = packed_sample_len([p.config for p in rows], published, whole, convention)
-    found = [(p, sample, flops) for p, sample, flops in zip(rows, samples, published) if sample is not None]
-    # copies of one configuration (a table re-published) get one sample length: the median of theirs
-    keys = [repr(sorted(p.config.items())) for p, _, _ in found]
-    copies: defaultdict[str, list[int]] = defaultdict(list)
-    for key, (_, sample, _) in zip(keys, found):
-        copies[key].append(sample)
-    for key, (p, _, flops) in zip(keys, found):
-        sample = int(statistics.median_low(copies[key]))
-        p.config["packed_sample_len"] = sample
-        p.derived.append(f"packed_sample_len={sample}: the published FLOPs per token ({flops:.4g}) count attention "
-                         f"over {sample}-token samples, not the {p.config['seq_len']}-token sequence")
-        report.derived["packed_sample_len from the published FLOPs per token"] += 1
-    if found:  # their counts, now over the samples, in one pass
-        for (p, _, _), counts in zip(found, flops_per_token_published([p.config for p, _, _ in found])):
-            p.flops_by_convention = counts
 
 
 def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[Optional[float], Optional[str], str, bool]:
@@ -325,32 +270,6 @@ def _derive_target(p: _Parsed, convention_of_file: tuple[bool, bool]) -> tuple[O
     return p.mfu * peak / flops, "tokens/s from MFU", (
         f"tokens_per_sec_per_gpu=mfu*peak/flops_per_token (dense {p.mfu_peak} peak of {spec.name}, "
         f"{peak / 1e12:g} TFLOP/s; {convention}, {flops:.4g})"), hardware_flops
-
-
-def _read_mfu_peak(rows: Sequence[_Parsed], convention: tuple[bool, bool], report: LoadReport) -> None:
-    """Whether a file's MFU is over the dense BF16 peak (the default) or over the peak of each row's
-    precision (NVIDIA's DGX Cloud tables: an FP8 row's MFU is about half a BF16 row's at a similar
-    speed), read off its low-precision rows that give tokens/s and MFU: the peak whose implied
-    tokens/s come nearer the published ones; ``mfu_peak`` of every row and the file's FLOP-convention
-    line say which."""
-    own, bf16 = [], []
-    for p in rows:
-        spec = accelerator_spec(p.hardware["accelerator"])
-        precision = normalize_precision(p.config.get("precision"))
-        flops = p.flops(False, convention[1])[0]
-        if spec is None or precision not in ("fp8", "fp4") or not (p.per_gpu and p.mfu and flops):
-            continue
-        peak, peak_bf16 = spec.flops(precision), spec.flops("bf16")
-        if peak and peak_bf16:
-            own.append(abs(math.log(p.mfu * peak / flops / p.per_gpu)))
-            bf16.append(abs(math.log(p.mfu * peak_bf16 / flops / p.per_gpu)))
-    if own and statistics.median(own) < statistics.median(bf16):
-        for p in rows:
-            p.mfu_peak = normalize_precision(p.config.get("precision"))
-        report.flop_convention += (f"; MFU over the dense peak of each row's precision (on {len(own)} FP8/FP4 rows "
-                                   f"giving tokens/s and MFU, implied/published tokens/s "
-                                   f"{math.exp(statistics.median(own)):.2f}x against "
-                                   f"{math.exp(statistics.median(bf16)):.2f}x over the BF16 peak)")
 
 
 def _contradiction(config: dict, hardware: dict) -> Optional[str]:
@@ -506,8 +425,8 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
             for p, flops in zip(parsed, flops_per_token_published([p.config for p in parsed])):
                 p.flops_by_convention = flops
         file_convention, report.flop_convention = file_flop_convention(parsed)
-        _read_packing(parsed, file_convention, report)
-        _read_mfu_peak(parsed, file_convention, report)
+        read_packing(parsed, file_convention, report)
+        read_mfu_peak(parsed, file_convention, report)
         records.extend(_published_record(p, builder, file_convention, report.flop_convention, report)
                        for p in parsed)
         reports.append(report)
