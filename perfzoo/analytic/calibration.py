@@ -44,7 +44,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import lsq_linear
 
 from perfzoo.analytic._frame import coded, compact
 from perfzoo.analytic.estimates import estimate_arrays
@@ -139,6 +138,8 @@ def calibrate(df: pd.DataFrame, measured_step_s: np.ndarray, est: dict[str, np.n
         weight = np.sqrt(LINK_PRIOR_WEIGHT)
         prior = weight * np.eye(int(used.sum()))[link]
         target = np.concatenate([np.ones(int(ok.sum())), np.full(len(prior), weight)])
+        from scipy.optimize import lsq_linear  # only where factors are fitted: pricing with them needs no scipy
+
         factors[used] = lsq_linear(np.vstack([A[:, used], prior]), target, bounds=(0.0, upper), method="bvls").x
     compute = [j for j, name in enumerate(TERMS) if name in COMPUTE_TERMS and used[j] and factors[j] > 0]
     neutral = float(np.median(factors[compute])) if compute else 1.0

@@ -16,8 +16,8 @@ here too.
 """
 
 from perfzoo.datasets.registry import (ENV_DATASETS, ENV_EXTERNAL, EXTERNAL, DataError, UnknownDatasetError,
-                                       bundled_dir, external_data_dir, list_datasets, load_dataset, load_path,
+                                       bundled_dir, external_data_dir, knows, list_datasets, load_dataset, load_path,
                                        published_tables)
 
 __all__ = ["ENV_DATASETS", "ENV_EXTERNAL", "EXTERNAL", "DataError", "UnknownDatasetError", "bundled_dir",
-           "external_data_dir", "list_datasets", "load_dataset", "load_path", "published_tables"]
+           "knows", "external_data_dir", "list_datasets", "load_dataset", "load_path", "published_tables"]

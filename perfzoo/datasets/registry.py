@@ -222,6 +222,20 @@ def list_datasets(external_dir: Optional[PathLike] = None) -> list[str]:
     return names + [n for n in _bundled() if n not in names]
 
 
+def knows(name: PathLike, external_dir: Optional[PathLike] = None) -> bool:
+    """Whether :func:`load_dataset` finds something under ``name``: a registered name (looked up
+    first: no folder is listed for it), a bundled folder, a CSV found in the external directory, or
+    an existing path.
+
+    >>> knows("published-llm"), knows("no-such-dataset")
+    (True, False)
+    """
+    name = str(name)
+    if name in EXTERNAL or Path(name).expanduser().exists():
+        return True
+    return "/" not in name and (name in _bundled() or name in _discovered(external_data_dir(external_dir)))
+
+
 # --- loading ------------------------------------------------------------------------------
 
 def load_dataset(name_or_path: PathLike, external_dir: Optional[PathLike] = None) -> Dataset:
@@ -316,5 +330,5 @@ def _load_external(name: str, directory: Path, given: Optional[PathLike]) -> Dat
                  card=card)
 
 
-__all__ = ["UnknownDatasetError", "list_datasets", "published_tables", "load_dataset", "load_path", "external_data_dir", "bundled_dir",
+__all__ = ["UnknownDatasetError", "knows", "list_datasets", "published_tables", "load_dataset", "load_path", "external_data_dir", "bundled_dir",
            "EXTERNAL", "DataError"]

@@ -131,6 +131,7 @@ class Plan:
     sources: dict = field(default_factory=dict)
     tie: Optional[dict] = None
     proposed: Optional[pd.DataFrame] = None  # the layouts to measure (plan --propose, perfzoo.plan.propose)
+    codec: Optional[SpaceCodec] = field(default=None, repr=False)  # the space's, made once (its tables take time)
 
     def within_error(self, predicted: float) -> bool:
         """Whether a prediction (tokens/s per GPU) lies inside the top pick's interval: no
@@ -154,7 +155,9 @@ class Plan:
     def configs(self, k: int = 10, rows: Optional[pd.DataFrame] = None) -> list[dict]:
         """The top ``k`` layouts (or ``rows`` of :attr:`layouts`) as complete configs of :attr:`space`
         (model, workload, layout)."""
-        codec = SpaceCodec(self.space)
+        if self.codec is None:
+            self.codec = SpaceCodec(self.space)
+        codec = self.codec
         keys = (self.layouts["key"].head(k) if rows is None else rows["key"]).to_numpy(dtype=np.int64)
         return codec.configs(codec.decode(keys))
 
@@ -341,7 +344,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     result = Plan(model=shape, cluster=cluster, seq_len=workload["seq_len"],
                   global_batch=workload["global_batch_size"], precisions=precisions, space=space, layouts=ranked,
                   baselines=pd.DataFrame(), counts=counts, method=method, reason=reason, scorer=scorer,
-                  sources=sources)
+                  sources=sources, codec=codec)
     result.tie = _tie(result)
     predicted = result.layouts["predicted_tokens_per_s_per_device"]
     contenders = predicted.head(max(2, (result.tie or {}).get("ranks", 10)))  # what the top pick was chosen among

@@ -26,7 +26,7 @@ import numpy as np
 
 from perfzoo import zoo
 from perfzoo.console import UsageError
-from perfzoo.datasets import list_datasets, load_dataset
+from perfzoo.datasets import EXTERNAL, knows, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.zoo import calibrate
 from perfzoo.zoo.estimator import clone
@@ -85,7 +85,7 @@ class Resolved:
 
 def check_dataset(dataset: str, external_dir: Optional[str] = None) -> None:
     """A :class:`UsageError` unless ``dataset`` is a dataset's name or an existing path."""
-    if dataset in list_datasets(external_dir) or Path(dataset).expanduser().exists():
+    if knows(dataset, external_dir):
         return
     raise UsageError(f"--dataset {dataset}: no such dataset or path; `perfzoo datasets` lists them (or give a "
                      "CSV file or a record-store folder)")
@@ -164,7 +164,7 @@ def _saved(folder: str) -> Any:
 
 def _board_name(out: Resolved) -> str:
     """The name the leaderboard knows ``out``'s dataset by (a path's dataset is named after its file)."""
-    return out.dataset if out.dataset in list_datasets(out.external_dir) else out.training.name
+    return out.dataset if out.dataset in EXTERNAL or not Path(out.dataset).exists() else out.training.name
 
 
 def _shipped(out: Resolved, log: Callable[[str], Any], interval: bool) -> tuple[Any, str]:

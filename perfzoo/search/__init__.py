@@ -32,7 +32,7 @@ The closed loop (random jobs -> fit -> search -> launch -> refit) is :mod:`perfz
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from perfzoo.console import UsageError
 from perfzoo.search._base import NO_KEYS, Searcher
@@ -43,7 +43,9 @@ from perfzoo.search.reinforce import Reinforce
 from perfzoo.search.tpe import TPE
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
-from perfzoo.zoo.failure import FailurePredictor
+
+if TYPE_CHECKING:  # an annotation only: the classifier's module loads scipy, which a search without one never needs
+    from perfzoo.zoo.failure import FailurePredictor
 
 SEARCHERS: dict[str, type[Searcher]] = {cls.name: cls for cls in (Reinforce, Exhaustive, RandomSearch, TPE)}
 

@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,9 @@ from perfzoo.search.treegrid import grid_values
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.zoo.base import Predictor, input_columns
-from perfzoo.zoo.failure import FailurePredictor
+
+if TYPE_CHECKING:  # an annotation only: the classifier's module loads scipy, which a search without one never needs
+    from perfzoo.zoo.failure import FailurePredictor
 
 
 class Model(Protocol):

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfzoo.datasets.sources._base import DataError, Load, LoadReport, Source, file_dataset_name
-from perfzoo.datasets.sources._csv import CsvSource, read_table
+from perfzoo.datasets.sources._csv import CsvSource, header
 from perfzoo.datasets.sources._llm import config_key
 from perfzoo.datasets.sources.published import PublishedSource, read_architectures, read_published
 from perfzoo.datasets.sources.runs import RunsSource
@@ -51,10 +51,10 @@ def detect(path: Path) -> Source:
             return source
     csv = [source for source in SOURCES.values() if isinstance(source, CsvSource)]
     if path.suffix.lower() == ".csv":
-        header = read_table(path, "data", header_only=True).columns
+        found = header(path)
         layouts = [source.describe for source in csv]
         listed = f"{', '.join(layouts[:-1])} and {layouts[-1]}" if len(layouts) > 1 else layouts[0]
-        raise DataError(f"{path}: not a known CSV layout (header: {', '.join(header)}). perfzoo reads {listed}")
+        raise DataError(f"{path}: not a known CSV layout (header: {', '.join(found)}). perfzoo reads {listed}")
     others = [source.describe for source in SOURCES.values() if source not in csv]
     raise DataError(f"{path}: not a dataset perfzoo can read; give a .csv file "
                     f"({' or '.join(source.title for source in csv)} layout), {', '.join(others)}")

@@ -6,6 +6,7 @@ Readers only read: nothing is ever written next to the data.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,6 +44,22 @@ def read_table(path: Path, what: str, header_only: bool = False) -> pd.DataFrame
     return frame
 
 
+def header(path: Path, what: str = "data") -> tuple[str, ...]:
+    """The header of the CSV at ``path`` (:func:`read_table`'s, ``header_only``), read once per version
+    of the file however many layouts ask (its size and modification time key it); the errors are
+    :func:`read_table`'s."""
+    try:
+        stat = Path(path).stat()
+    except OSError:
+        return tuple(read_table(path, what, header_only=True).columns)  # the error names the path
+    return _header(str(path), stat.st_size, stat.st_mtime_ns, what)
+
+
+@functools.lru_cache(maxsize=256)
+def _header(path: str, size: int, mtime_ns: int, what: str) -> tuple[str, ...]:
+    return tuple(read_table(Path(path), what, header_only=True).columns)
+
+
 class CsvSource(Source):
     """A CSV layout, recognised by its header: a ``.csv`` file whose header holds at least half
     of :attr:`columns`. An unreadable ``.csv`` (empty, not CSV) raises :class:`DataError`."""
@@ -52,8 +69,8 @@ class CsvSource(Source):
     def detect(self, path: Path) -> bool:
         if path.suffix.lower() != ".csv":
             return False
-        header = read_table(path, "data", header_only=True).columns
-        return sum(c in header for c in self.columns) / len(self.columns) >= 0.5
+        found = header(path)
+        return sum(c in found for c in self.columns) / len(self.columns) >= 0.5
 
 
 def require_columns(frame: pd.DataFrame, path: Path, required: Sequence[str], what: str) -> None:

@@ -28,7 +28,7 @@ from typing import Sequence
 
 from perfzoo import llmconfig
 from perfzoo.datasets.sources._base import DataError, Load
-from perfzoo.datasets.sources._csv import CsvSource, Row, is_null, read_table
+from perfzoo.datasets.sources._csv import CsvSource, Row, header, is_null, read_table
 from perfzoo.datasets.sources._llm import LLM_CONFIG_KEYS, RecordBuilder, llm_config
 from perfzoo.records import JobRecord
 
@@ -52,9 +52,9 @@ class RunsSource(CsvSource):
     def detect(self, path: Path) -> bool:
         if path.suffix.lower() != ".csv":
             return False
-        header = set(read_table(path, "runs", header_only=True).columns)
-        return bool(header & set(MEASURED)) and {"seq_len", "n_gpus", "accelerator"} <= header \
-            and bool(header & {"model", "n_layers"})
+        found = set(header(path, "runs"))
+        return bool(found & set(MEASURED)) and {"seq_len", "n_gpus", "accelerator"} <= found \
+            and bool(found & {"model", "n_layers"})
 
     def read(self, paths: Sequence[Path]) -> Load:
         builder = RecordBuilder()
