@@ -79,7 +79,7 @@ from harness.sbatch import SlurmOptions
 from harness.sbatch import add_arguments as add_slurm_arguments
 from harness.slurm import SlurmError
 from perfzoo import zoo
-from perfzoo.console import (EXIT_DONE, EXIT_USAGE, RunFailed, UsageError, check_choice, config_from_args,
+from perfzoo.console import (EXIT_DONE, EXIT_USAGE, DataError, InputError, RunFailed, check_choice, config_from_args,
                              field_defaults, guarded, spelled_call)
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import artifacts, hardware, leaderboard, runner, transfer
@@ -104,7 +104,7 @@ class BenchConfig:
     >>> BenchConfig(splits=["random", "sideways"])
     Traceback (most recent call last):
     ...
-    ValueError: unknown split sideways; choose from random, temporal, scale, node, group, curve, transfer
+    perfzoo.console.InputError: unknown split sideways; choose from random, temporal, scale, node, group, curve, transfer
     """
 
     quick: bool = False  # the CI-sized preset (QUICK) instead of the full run (FULL)
@@ -132,33 +132,33 @@ class BenchConfig:
         for flag, names in (("--predictors", self.predictors), ("--datasets", self.datasets)):
             twice = sorted({n for n in names or () if list(names).count(n) > 1})
             if twice:
-                raise UsageError(f"{flag} names {', '.join(twice)} more than once: keep one of each")
+                raise InputError(f"{flag} names {', '.join(twice)} more than once: keep one of each")
         check_choice("--launcher", self.launcher, ("local", "slurm"))
         self.slurm_jobs()  # a Slurm option without --launcher slurm, or a bad one, is named now
         bad = [s for s in self.splits or () if s not in SPLITS]
         if bad:
-            raise ValueError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
+            raise InputError(f"unknown split {', '.join(bad)}; choose from {', '.join(SPLITS)}")
         if self.task is not None:
             try:
                 parse_id(self.task)
             except ValueError as exc:
-                raise UsageError(f"--task {exc}") from None
+                raise InputError(f"--task {exc}") from None
             if self.splits:
-                raise UsageError("--task names its split; leave out --splits")
+                raise InputError("--task names its split; leave out --splits")
         for flag, value in (("--seeds", self.seeds), ("--curve-seeds", self.curve_seeds)):
             if value is not None and value < 1:
-                raise UsageError(f"{flag} must be at least 1, got {value}")
+                raise InputError(f"{flag} must be at least 1, got {value}")
         small = [v for v in self.curve_sizes or () if v < 2]
         if small:
-            raise UsageError(f"--curve-sizes {small[0]} is not a training-set size (a whole number >= 2)")
+            raise InputError(f"--curve-sizes {small[0]} is not a training-set size (a whole number >= 2)")
 
     def slurm_jobs(self) -> Optional[runner.Slurm]:
         """Where the fits go with ``launcher='slurm'`` (None: this machine's processes); a
-        :class:`UsageError` names a Slurm option given without it, or a bad one."""
+        :class:`InputError` names a Slurm option given without it, or a bad one."""
         try:
             options = self.slurm.requested(self.launcher, per_node=False)
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
         if options is None:
             return None
         return runner.Slurm(options, str(Path(options.folder or Path(self.cache_dir) / "slurm").resolve()))
@@ -368,7 +368,7 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
         results = runner.run_defined(defined, specs, jobs=jobs, cache_dir=None if config.no_cache else config.cache_dir,
                                      progress=not config.quiet, skipped=skipped, slurm=slurm)
     except SlurmError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     transfers = {bt.dataset: bt.id for _, bt in defined if bt.kind == "transfer"}
     if transfers:
         transfer.write([ds for ds in datasets if ds.name in transfers], [spec.name for spec in specs], out, transfers)
@@ -376,7 +376,7 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
         if transfers:
             return results
         why = "; ".join(f"{s['dataset']} {s['split']}: {s['reason']}" for s in results.skipped[:3])
-        raise ValueError(f"nothing to score: {why or 'no task ran'} (measure more jobs, or choose other splits)")
+        raise DataError(f"nothing to score: {why or 'no task ran'} (measure more jobs, or choose other splits)")
     if len(results.errors) == len(results.frame):  # every fit raised: no leaderboard to write, the real error to say
         first = results.errors[0]
         raise RunFailed(f"every fit failed ({len(results.errors)} of {len(results.frame)}); the first, "
@@ -398,7 +398,7 @@ def _reference(config: BenchConfig, out: Path) -> Optional[tuple[str, pd.DataFra
     table = folder / "results.csv"
     if not table.is_file():
         if config.reference:
-            raise UsageError(f"--reference {folder}: no results.csv there (give a folder python -m perfzoo.bench wrote)")
+            raise InputError(f"--reference {folder}: no results.csv there (give a folder python -m perfzoo.bench wrote)")
         return None
     if folder.resolve() == out.resolve():
         return None

@@ -2,22 +2,27 @@
 mapping between a config dataclass and its flags, and configs read from a file.
 
 Every ``python -m perfzoo.<command>`` and the ``perfzoo`` command run their body through
-:func:`guarded`. Exit statuses, the same for every command:
+:func:`guarded`. Every error perfzoo raises for a person to act on is a :class:`PerfzooError`,
+and its class says the exit status (:func:`exit_status`, the one table), the same for every command:
 
 ====  ========================================================================================
 0     done (a job that failed is a record, not an error)
 1     interrupted (Ctrl-C, SIGTERM: run the same command again to resume), or a run that
       started and could not finish (:class:`RunFailed`, e.g. the loop had nothing to fit on)
-2     a usage or input error: a bad flag or value, an unknown name, a file that is missing,
-      unreadable, malformed or cannot be written (:class:`UsageError` and every error below)
+2     what was given is wrong (:class:`InputError`: a bad flag or value, an unknown name, a config
+      perfzoo cannot price), data that cannot be used as it is (:class:`DataError`: a malformed
+      table or record, a dataset without what the step needs), a file that is missing,
+      unreadable or cannot be written (``OSError``), a package a step needs that is not
+      installed, or a value a library refuses as perfzoo passed it on (:data:`USER_ERRORS`)
 ====  ========================================================================================
 
 A mistake the user can fix is one line, ``<prog>: error: <what and the fix>``, never a
-traceback (``PERFZOO_DEBUG=1`` shows it); a file-system error names the path. A warning is one
-line too, ``<prog>: warning: <message>``, without the source line that raised it.
+traceback (``PERFZOO_DEBUG=1`` shows it); a file-system error names the path. Any other exception
+is a bug and keeps its traceback. A warning is one line too, ``<prog>: warning:
+<message>``, without the source line that raised it.
 
 >>> def body():
-...     raise UsageError("--top-k must be at least 1")
+...     raise InputError("--top-k must be at least 1")
 >>> guarded("python -m perfzoo.search", body)  # doctest: +SKIP
 python -m perfzoo.search: error: --top-k must be at least 1
 2
@@ -56,15 +61,39 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar, Union
 
 EXIT_DONE, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # the exit statuses of every command (module docstring)
 EXIT_INTERRUPTED = EXIT_FAILED
-USER_ERRORS = (ValueError, KeyError, OSError, ImportError)  # RecordError, SpaceError, DataError: ValueErrors
 
 
-class UsageError(Exception):
-    """A mistake on the command line or in an input file (exit status 2, one line)."""
+class PerfzooError(Exception):
+    """An error for a person to act on: its message is one line naming what is wrong and the fix."""
 
 
-class RunFailed(Exception):
-    """A run that started and cannot finish, e.g. nothing to fit on (exit status 1, one line)."""
+class InputError(PerfzooError, ValueError):
+    """What was given is wrong: a flag, a value, a name, a file's content, a config (exit status 2)."""
+
+
+class DataError(PerfzooError, ValueError):
+    """Data that cannot be used as it is: a malformed table or record, a dataset without what a step
+    needs (exit status 2)."""
+
+
+class RunFailed(PerfzooError):
+    """A run that started and cannot finish, e.g. nothing to fit on (exit status 1)."""
+
+
+# the errors a person acts on, and the exit status of each (the first class an error is wins): perfzoo's own;
+# a file the system cannot read or write; a package a step needs; a value a library refuses as perfzoo passed
+# it on (pandas reading a user's file, the harness's flags, a scikit-learn estimator's parameters)
+USER_ERRORS = ((RunFailed, EXIT_FAILED), (PerfzooError, EXIT_USAGE), (OSError, EXIT_USAGE), (ImportError, EXIT_USAGE),
+               (ValueError, EXIT_USAGE), (KeyError, EXIT_USAGE))
+
+
+def exit_status(exc: BaseException) -> int | None:
+    """The exit status of ``exc`` (:data:`USER_ERRORS`), None for an error that is a bug.
+
+    >>> exit_status(InputError("x")), exit_status(RunFailed("x")), exit_status(ZeroDivisionError())
+    (2, 1, None)
+    """
+    return next((status for kind, status in USER_ERRORS if isinstance(exc, kind)), None)
 
 
 def one_line(exc: BaseException) -> str:
@@ -99,10 +128,10 @@ def parse_value(text: str):
 
 
 def check_choice(flag: str, value: Any, choices: Iterable[Any]) -> None:
-    """A :class:`UsageError` unless ``value`` is one of ``choices`` (a config field's check)."""
+    """A :class:`InputError` unless ``value`` is one of ``choices`` (a config field's check)."""
     choices = tuple(choices)
     if value not in choices:
-        raise UsageError(f"{flag} {value!r}: choose one of {', '.join(str(c) for c in choices if c is not None)}")
+        raise InputError(f"{flag} {value!r}: choose one of {', '.join(str(c) for c in choices if c is not None)}")
 
 
 Config = TypeVar("Config")
@@ -133,34 +162,34 @@ def spelled_call(function: str, config: Any) -> str:
 
 def assignment(item: str, flag: str, key: str = "KEY") -> tuple[str, Any]:
     """``(key, value)`` of a ``KEY=VALUE`` item given to ``flag`` (the value by :func:`parse_value`);
-    a :class:`UsageError` for an item without ``=``.
+    a :class:`InputError` for an item without ``=``.
 
     >>> assignment("tp=8", "--set")
     ('tp', 8)
     """
     if "=" not in item:
-        raise UsageError(f"{flag} {item!r}: expected {key}=VALUE")
+        raise InputError(f"{flag} {item!r}: expected {key}=VALUE")
     k, v = item.split("=", 1)
     return k.strip(), parse_value(v.strip())
 
 
 def assignments(items: Sequence[str], flag: str, key: str = "KEY") -> dict[str, Any]:
     """The ``KEY=VALUE`` items given to ``flag`` as one dict (:func:`assignment` each); a
-    :class:`UsageError` for a key given twice, whichever value was meant.
+    :class:`InputError` for a key given twice, whichever value was meant.
 
     >>> assignments(["tp=8", "pp=2"], "--set")
     {'tp': 8, 'pp': 2}
     >>> assignments(["tp=8", "tp=4"], "--set")
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --set gives tp twice, tp=8 and tp=4: keep one
+    perfzoo.console.InputError: --set gives tp twice, tp=8 and tp=4: keep one
     """
     out: dict[str, Any] = {}
     given: dict[str, str] = {}  # key -> the item that gave it, for the message
     for item in items:
         k, v = assignment(item, flag, key)
         if k in out:
-            raise UsageError(f"{flag} gives {k} twice, {given[k].strip()} and {item.strip()}: keep one")
+            raise InputError(f"{flag} gives {k} twice, {given[k].strip()} and {item.strip()}: keep one")
         out[k], given[k] = v, item
     return out
 
@@ -180,15 +209,15 @@ def check_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
 
 
 def check_writable(flag: str, path: Union[str, Path]) -> None:
-    """A :class:`UsageError` naming ``path`` as given unless a file can be written there (its folder
+    """A :class:`InputError` naming ``path`` as given unless a file can be written there (its folder
     exists and takes a new file; an existing file opens for writing): checked before any work, so
     a long run does not end on a path it cannot write. Nothing is left behind."""
     p = Path(path)
     if p.is_dir():
-        raise UsageError(f"{flag} {path}: is a folder; give a file path")
+        raise InputError(f"{flag} {path}: is a folder; give a file path")
     folder = p.absolute().parent
     if not folder.is_dir():
-        raise UsageError(f"{flag} {path}: the folder {folder} does not exist")
+        raise InputError(f"{flag} {path}: the folder {folder} does not exist")
     try:
         if p.exists():
             with open(p, "ab"):
@@ -198,7 +227,7 @@ def check_writable(flag: str, path: Union[str, Path]) -> None:
             os.close(fd)
             os.unlink(probe)
     except OSError as exc:
-        raise UsageError(f"{flag} {path}: cannot write a file there ({(exc.strerror or str(exc)).lower()}); give a "
+        raise InputError(f"{flag} {path}: cannot write a file there ({(exc.strerror or str(exc)).lower()}); give a "
                          "path you can write") from None
 
 
@@ -215,11 +244,12 @@ def guarded(prog: str, body: Callable[[], int]) -> int:
         except KeyboardInterrupt:
             print(f"{prog}: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED
-        except USER_ERRORS + (UsageError, RunFailed) as exc:
-            if os.environ.get("PERFZOO_DEBUG"):
+        except Exception as exc:  # one line where a person can act on it; a bug keeps its traceback
+            status = exit_status(exc)
+            if status is None or os.environ.get("PERFZOO_DEBUG"):
                 raise
             print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
-            return EXIT_FAILED if isinstance(exc, RunFailed) else EXIT_USAGE
+            return status
 
 
 def pyplot():
@@ -241,7 +271,7 @@ def pyplot():
 # --- configs read from a file ---------------------------------------------------------------
 
 def read_text(path: str | Path, what: str) -> str:
-    """The text of the file at ``path`` (UTF-8); one that is not text is a :class:`UsageError`
+    """The text of the file at ``path`` (UTF-8); one that is not text is a :class:`InputError`
     naming it (``what``: the flag or role it was given as) and the first byte that is not.
 
     >>> import tempfile
@@ -249,26 +279,26 @@ def read_text(path: str | Path, what: str) -> str:
     >>> read_text(f.name, "--configs")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --configs /...csv: not UTF-8 text (byte 3 is 0xff); save it as UTF-8
+    perfzoo.console.InputError: --configs /...csv: not UTF-8 text (byte 3 is 0xff); save it as UTF-8
     """
     raw = Path(path).read_bytes()
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path}: not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x}); save it as "
+        raise InputError(f"{what} {path}: not UTF-8 text (byte {exc.start} is 0x{raw[exc.start]:02x}); save it as "
                          "UTF-8") from None
 
 
 def read_located(path: str, flag: str = "--configs") -> list[tuple[str, dict]]:
     """``[(where, config)]`` from ``path`` (see the module docstring); ``where`` names the file and
-    its line (``FILE line 3``, ``FILE row 2`` of a CSV). A :class:`UsageError` names what is wrong."""
+    its line (``FILE line 3``, ``FILE row 2`` of a CSV). A :class:`InputError` names what is wrong."""
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{flag} {path}: no such file")
+        raise InputError(f"{flag} {path}: no such file")
     if p.suffix.lower() == ".csv":
         text = read_text(p, flag)
         if not text.strip():  # pandas would say "No columns to parse from file", naming no file
-            raise UsageError(f"{flag} {path}: the file is empty; give a CSV with a header row of keys and one row "
+            raise InputError(f"{flag} {path}: the file is empty; give a CSV with a header row of keys and one row "
                              "per config")
         import pandas as pd  # only a CSV of configs needs it (the front's start-up stays light)
 
@@ -278,7 +308,7 @@ def read_located(path: str, flag: str = "--configs") -> list[tuple[str, dict]]:
     else:
         out = _json_configs(p, path, flag)
     if not out:
-        raise UsageError(f"{flag} {path}: the file holds no configs")
+        raise InputError(f"{flag} {path}: the file holds no configs")
     return out
 
 
@@ -306,7 +336,7 @@ def _json_configs(p: Path, path: str, flag: str) -> list[tuple[str, dict]]:
         try:
             obj = json.loads(s)
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         out.append((where, _config(obj, where)))
     return out
 
@@ -315,5 +345,5 @@ def _config(obj: Any, where: str) -> dict:
     if isinstance(obj, dict) and isinstance(obj.get("config"), dict):
         obj = obj["config"]
     if not isinstance(obj, dict):
-        raise UsageError(f"{where}: expected a JSON object of knobs or {{\"config\": {{...}}}}")
+        raise InputError(f"{where}: expected a JSON object of knobs or {{\"config\": {{...}}}}")
     return obj

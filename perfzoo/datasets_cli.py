@@ -20,7 +20,7 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
-from perfzoo.console import EXIT_DONE, USER_ERRORS, guarded, one_line
+from perfzoo.console import EXIT_DONE, exit_status, guarded, one_line
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.evaluation.export import CARD_FILE, TASK_FILE, write_task
 from perfzoo.evaluation.presets import find_task
@@ -106,7 +106,9 @@ def _list(args: argparse.Namespace) -> int:
     for name in list_datasets(args.external_dir):
         try:
             rows.append(load_dataset(name, args.external_dir).summary())
-        except USER_ERRORS as exc:
+        except Exception as exc:  # a dataset that cannot be read is a row saying why; a bug is raised
+            if exit_status(exc) is None:
+                raise
             rows.append({"name": name, "rows": None, "error": one_line(exc).split(". ")[0]})
     if args.json:
         print(json.dumps(rows, indent=1))

@@ -71,7 +71,7 @@ import pandas as pd
 
 from perfzoo import llmconfig, pricing
 from perfzoo.analytic.memory import MemoryRule
-from perfzoo.console import (RunFailed, UsageError, assignments, check_options, config_from_args, field_defaults,
+from perfzoo.console import (InputError, RunFailed, assignments, check_options, config_from_args, field_defaults,
                              guarded, read_located)
 from perfzoo.datasets import load_dataset
 
@@ -86,7 +86,7 @@ class PredictConfig:
     >>> PredictConfig(knobs=["n_layers"])
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --set 'n_layers': expected KEY=VALUE
+    perfzoo.console.InputError: --set 'n_layers': expected KEY=VALUE
     """
 
     knobs: Optional[list[str]] = None  # one config, KEY=VALUE items (hardware keys too: accelerator=...) ...
@@ -99,13 +99,13 @@ class PredictConfig:
 
     def __post_init__(self):
         if (self.knobs is None) == (self.configs is None):
-            raise UsageError("give exactly one of --set and --configs")
+            raise InputError("give exactly one of --set and --configs")
         assignments(self.knobs or (), "--set")
         pricing.check_spec(self.predictor)
         try:
             MemoryRule(self.memory_margin)  # its check, said once
         except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            raise InputError(str(exc)) from None
 
     def located_configs(self) -> list[tuple[str, dict]]:
         """``[(where, config)]``: ``--set`` for ``knobs``, else the file and line of each config in ``configs``."""

@@ -55,9 +55,8 @@ from typing import Optional, Sequence
 from perfzoo import workloads, zoo
 from perfzoo.collect.config import COMMAND_FLAGS, JOB_DEFAULTS, add_command_arguments, options_from_argv
 from perfzoo.collect.sweep import check_space, open_store
-from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, RunFailed, UsageError, check_choice, config_from_args,
-                             field_defaults, guarded)
-from perfzoo.console import read_located
+from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, InputError, RunFailed, check_choice, config_from_args,
+                             field_defaults, guarded, read_located)
 from perfzoo.loop import ClosedLoop, CollectLauncher, Launcher, LoopSummary
 from perfzoo.records.store import RECORDS_FILE
 from perfzoo.search import SEARCHERS, Reinforce, Searcher, make_searcher
@@ -72,7 +71,7 @@ class TuneConfig:
     >>> TuneConfig(store="runs/tune", rounds=-1)
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --rounds must be at least 0, got -1
+    perfzoo.console.InputError: --rounds must be at least 0, got -1
     """
 
     store: str  # the record store the jobs are added to
@@ -112,15 +111,15 @@ class TuneConfig:
 
     def __post_init__(self):
         if self.predictor != "best" and self.predictor not in zoo.names():
-            raise UsageError(f"--predictor {self.predictor!r} is not 'best' or a zoo member ({', '.join(zoo.names())})")
+            raise InputError(f"--predictor {self.predictor!r} is not 'best' or a zoo member ({', '.join(zoo.names())})")
         for flag in ("n_random", "top_k", "steps", "race"):
             if getattr(self, flag) < 1:
-                raise UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(self, flag)}")
+                raise InputError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(self, flag)}")
         for flag in ("rounds", "control", "confirm", "warmup"):
             if getattr(self, flag) < 0:
-                raise UsageError(f"--{flag.replace('_', '-')} must be at least 0, got {getattr(self, flag)}")
+                raise InputError(f"--{flag.replace('_', '-')} must be at least 0, got {getattr(self, flag)}")
         if self.timeout <= 0:
-            raise UsageError(f"--timeout must be positive, got {self.timeout}")
+            raise InputError(f"--timeout must be positive, got {self.timeout}")
         check_choice("--train-on", self.train_on, ("loop", "store"))
         check_choice("--device", self.device, ("cpu", "cuda"))
         check_choice("--searcher", self.searcher, SEARCHERS)
@@ -227,25 +226,25 @@ def _space(config: TuneConfig) -> Space:
     """The space ``config`` tunes, checked against its baselines before anything is launched."""
     space = get(config.space)
     if not space.runnable:
-        raise UsageError(f"--space {space.name} is a space for search only ({space.description}); the harness "
+        raise InputError(f"--space {space.name} is a space for search only ({space.description}); the harness "
                          "cannot run its configs")
     own = workloads.get(space.workload).baselines
     for flag, phase in (("hand_tuned", "baseline"), ("expert", "expert")):
         if not getattr(config, flag):
             continue
         if phase not in own:
-            raise UsageError(f"--{flag.replace('_', '-')}: no {flag.replace('_', '-')} baseline is defined for the "
+            raise InputError(f"--{flag.replace('_', '-')}: no {flag.replace('_', '-')} baseline is defined for the "
                              f"{space.workload!r} workload of --space {space.name} (it defines "
                              f"{', '.join(map(repr, own)) or 'none'}); give your own with --baseline FILE")
         try:
             own[phase].ladder(SpaceCodec(space))
         except ValueError as exc:
-            raise UsageError(f"--{flag.replace('_', '-')}: {exc}") from None
+            raise InputError(f"--{flag.replace('_', '-')}: {exc}") from None
     return space
 
 
 def _baseline(config: TuneConfig, space: Space) -> list[dict]:
-    """The configs of ``--baseline``, complete and checked against the space (a :class:`UsageError`
+    """The configs of ``--baseline``, complete and checked against the space (a :class:`InputError`
     names the file's line of a config outside it)."""
     if config.baseline is None:
         return []
@@ -254,21 +253,21 @@ def _baseline(config: TuneConfig, space: Space) -> list[dict]:
         try:
             out.append(space.validate(raw))
         except SpaceError as exc:
-            raise UsageError(f"--baseline {where}: {exc}") from None
+            raise InputError(f"--baseline {where}: {exc}") from None
     return out
 
 
 def run(config: TuneConfig, launcher: Optional[Launcher] = None) -> TuneResult:
     """Run (or resume) the closed loop ``config`` describes, then draw its frontier figure and write
     its summary beside the plans (``<store>/tune/``); with ``config.status``, only its state (an
-    existing store's: nothing is created). A :class:`UsageError` names a bad field before anything
+    existing store's: nothing is created). A :class:`InputError` names a bad field before anything
     is launched; :class:`~perfzoo.console.RunFailed` says why the loop cannot go on (e.g. every
     random job failed). ``launcher``: runs the jobs instead of the harness
     (:class:`~perfzoo.loop.CollectLauncher`). The loop's log goes to stderr."""
     space = _space(config)
     baseline = _baseline(config, space)
     if config.status and not (Path(config.store) / RECORDS_FILE).is_file():
-        raise UsageError(f"--store {config.store}: no record store there yet, so no state to show; "
+        raise InputError(f"--store {config.store}: no record store there yet, so no state to show; "
                          "drop --status to start the loop")
     store = open_store(config.store, "--store")
     check_space(store.records(), space, "--store", config.store)
@@ -286,7 +285,7 @@ def run(config: TuneConfig, launcher: Optional[Launcher] = None) -> TuneResult:
                           dataset=config.dataset, log=lambda s: print(s, file=sys.stderr, flush=True))
         loop.check_plans()
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     if config.status:
         return TuneResult(loop.summary(), None, False)
     interrupted = False

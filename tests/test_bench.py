@@ -12,7 +12,7 @@ import pytest
 
 from harness.sbatch import SlurmOptions
 from perfzoo import bench, zoo
-from perfzoo.console import UsageError, config_from_args
+from perfzoo.console import InputError, config_from_args
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.sources.vtrain import VTRAIN_COLUMNS, VTRAIN_PARAMS
 from perfzoo.evaluation import leaderboard, ranking, report, runner, tasks
@@ -380,12 +380,12 @@ def test_run_from_python_writes_the_leaderboard_and_returns_the_scores(tmp_path)
 
 @pytest.mark.parametrize("fields, error, message", [
     ({"splits": ["random", "sideways"]}, ValueError, "unknown split sideways; choose from random"),
-    ({"seeds": 0}, UsageError, "--seeds must be at least 1, got 0"),
-    ({"curve_sizes": (25, 1)}, UsageError, "--curve-sizes 1 is not a training-set size"),
-    ({"slurm": SlurmOptions(partition="cpu")}, UsageError, "--partition is a Slurm option; add --launcher slurm"),
-    ({"launcher": "slurm", "slurm": SlurmOptions(time_min=0)}, UsageError, "--time must be at least 1"),
-    ({"launcher": "slurm", "slurm": SlurmOptions(nodes=2)}, UsageError, "--nodes is for jobs laid out over nodes"),
-    ({"launcher": "cloud"}, UsageError, "--launcher"),
+    ({"seeds": 0}, InputError, "--seeds must be at least 1, got 0"),
+    ({"curve_sizes": (25, 1)}, InputError, "--curve-sizes 1 is not a training-set size"),
+    ({"slurm": SlurmOptions(partition="cpu")}, InputError, "--partition is a Slurm option; add --launcher slurm"),
+    ({"launcher": "slurm", "slurm": SlurmOptions(time_min=0)}, InputError, "--time must be at least 1"),
+    ({"launcher": "slurm", "slurm": SlurmOptions(nodes=2)}, InputError, "--nodes is for jobs laid out over nodes"),
+    ({"launcher": "cloud"}, InputError, "--launcher"),
 ])
 def test_a_bad_config_field_is_named(fields, error, message):
     with pytest.raises(error, match=message):
@@ -397,7 +397,7 @@ def test_a_bad_config_field_is_named(fields, error, message):
     ({"datasets": ["llm-cpu", "llm-h100", "llm-cpu"]}, "--datasets names llm-cpu more than once"),
 ])
 def test_a_member_or_dataset_named_twice_is_refused(fields, message, capsys):
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(InputError, match=message):
         bench.BenchConfig(**fields)
     assert bench.main(["--predictors", "ridge,ridge", "--datasets", "llm-cpu"]) == 2
     assert "--predictors names ridge more than once" in capsys.readouterr().err

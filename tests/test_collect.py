@@ -198,18 +198,18 @@ def test_run_from_python_lists_the_jobs_of_a_dry_run(tmp_path, capsys):
     ({"n": 1, "ran_on": "FOO-9000"}, "--ran-on FOO-9000: not a row of the accelerator table"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
-    from perfzoo.console import UsageError
+    from perfzoo.console import InputError
     from perfzoo.collect import CollectConfig
 
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(InputError, match=message):
         CollectConfig(out="runs/x", **fields)
 
 
 def test_ran_on_is_for_your_own_command_only(tmp_path):
     from perfzoo.collect import CollectConfig, run
-    from perfzoo.console import UsageError
+    from perfzoo.console import InputError
 
-    with pytest.raises(UsageError, match="--ran-on H100-SXM-80GB: only for your own command's jobs"):
+    with pytest.raises(InputError, match="--ran-on H100-SXM-80GB: only for your own command's jobs"):
         run(CollectConfig(out=str(tmp_path / "s"), workload="llm", n=1, nproc=1, ran_on="H100-SXM-80GB", dry_run=True))
     assert not (tmp_path / "s").exists()  # refused before the store is created
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from perfzoo.console import EXIT_DONE, EXIT_FAILED, EXIT_USAGE, RunFailed, UsageError, guarded
+from perfzoo.console import (EXIT_DONE, EXIT_FAILED, EXIT_USAGE, DataError, InputError, PerfzooError, RunFailed,
+                             exit_status, guarded)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +56,8 @@ def test_an_output_folder_that_cannot_be_written_is_named(tmp_path, capsys):
      "prog: error: /x: permission denied (give a path you can write)"),
     (FileNotFoundError(errno.ENOENT, "No such file or directory", "a.csv"), EXIT_USAGE,
      "prog: error: a.csv: no such file or directory"),
-    (UsageError("--top-k must be at least 1"), EXIT_USAGE, "prog: error: --top-k must be at least 1"),
+    (InputError("--top-k must be at least 1"), EXIT_USAGE, "prog: error: --top-k must be at least 1"),
+    (DataError("runs.csv line 3: no throughput"), EXIT_USAGE, "prog: error: runs.csv line 3: no throughput"),
     (KeyError("unknown dataset 'x'"), EXIT_USAGE, "prog: error: unknown dataset 'x'"),
     (RunFailed("only 0 successful jobs to fit a predictor on"), EXIT_FAILED,
      "prog: error: only 0 successful jobs to fit a predictor on"),
@@ -67,6 +69,23 @@ def test_each_kind_of_error_has_its_status_and_one_line(exc, status, line, capsy
 
     assert guarded("prog", body) == status
     assert capsys.readouterr().err == line + "\n"
+
+
+def test_a_bug_keeps_its_traceback_and_every_project_error_is_a_perfzoo_error():
+    from perfzoo.datasets import UnknownDatasetError
+    from perfzoo.frameworks import ExportError
+    from perfzoo.llmconfig import ConfigError
+    from perfzoo.records import RecordError
+    from perfzoo.spaces import SpaceError
+    from perfzoo.zoo.plugin import ContractError
+
+    def body():
+        return 1 // 0
+
+    with pytest.raises(ZeroDivisionError):
+        guarded("prog", body)
+    for kind in (UnknownDatasetError, ExportError, ConfigError, RecordError, SpaceError, ContractError):
+        assert issubclass(kind, PerfzooError) and exit_status(kind("x")) == EXIT_USAGE, kind
 
 
 def test_a_warning_is_one_line_without_its_source_line(capsys):

@@ -15,7 +15,7 @@ import pytest
 
 from perfzoo import frameworks
 from perfzoo.analytic.llm import LLMCost
-from perfzoo.console import UsageError, assignments
+from perfzoo.console import InputError, assignments
 from perfzoo.frameworks import megatron_bridge, torchtitan
 from perfzoo.llmconfig import catalog
 from perfzoo.plan import Cluster, plan
@@ -148,11 +148,11 @@ TORCHTITAN_DECLARED = {
 
 def test_torchtitans_own_refusal_of_a_line_is_one_line():
     pytest.importorskip("torchtitan.config", reason=NO_TORCHTITAN)
-    with pytest.raises(UsageError, match=r"job: torchtitan 0.3.0 refuses it: --parallelism.tensor-parallel-degree: "
+    with pytest.raises(InputError, match=r"job: torchtitan 0.3.0 refuses it: --parallelism.tensor-parallel-degree: "
                                          r"invalid literal for int\(\) with base 10: 'x'"):
         torchtitan.FRAMEWORK.read(["--module", "llama3", "--config", "llama3_70b",
                                    "--parallelism.tensor_parallel_degree", "x"], "job")
-    with pytest.raises(UsageError, match="job: torchtitan 0.3.0 refuses it: Config: CUDA graphs do not support pipeline "
+    with pytest.raises(InputError, match="job: torchtitan 0.3.0 refuses it: Config: CUDA graphs do not support pipeline "
                                          "parallelism yet. Set --training.disable_cuda_graphs.$"):
         torchtitan.FRAMEWORK.read(["--module", "llama3", "--config", "llama3_70b",
                                    "--parallelism.pipeline_parallel_degree", "2"], "job")
@@ -316,12 +316,12 @@ def test_a_config_json_of_a_catalog_models_shape_exports_as_that_model(tmp_path)
         assert program_args(fw, {**c, "framework": name})[:len(want)] == want, name
     path.write_text(json.dumps({**raw, "num_nextn_predict_layers": 0}))
     shape, _ = model_keys(str(path))
-    with pytest.raises(UsageError, match=r"knows none for deepseek_v3 \(its layers, width and heads are deepseek-v3's, "
+    with pytest.raises(InputError, match=r"knows none for deepseek_v3 \(its layers, width and heads are deepseek-v3's, "
                                          r"but not all of its shape: 671.0B parameters against 682.6B\)"):
         export.check({**shape, "framework": "megatron-bridge"}, ("bf16",), written=True)
     llama, _ = model_keys(str(Path(__file__).resolve().parents[1] / "examples" / "llama-config" / "config.json"))
     export.check({**llama, "framework": "megatron-bridge"}, ("bf16",), written=True)  # Llama 3.2 3B: its recipe
-    with pytest.raises(UsageError, match="torchtitan 0.3.0 takes the model from a config function .* none for llama"):
+    with pytest.raises(InputError, match="torchtitan 0.3.0 takes the model from a config function .* none for llama"):
         export.check({**llama, "framework": "torchtitan"}, ("bf16",), written=True)  # 0.3.0 has no Llama 3.2 3B
 
 
@@ -335,9 +335,9 @@ def test_export_writes_the_top_layouts_as_scripts_and_refuses_an_old_export(tmp_
         words = frameworks.script_command(text)
         assert words[:3] == ["torchrun", "--nnodes", "2"]
         assert words[words.index("--parallelism.tensor-parallel-degree") + 1] == str(c["tp"])
-    with pytest.raises(UsageError, match="already holds an export"):
+    with pytest.raises(InputError, match="already holds an export"):
         export.check_folder(str(tmp_path / "out"))
-    with pytest.raises(UsageError, match="does not exist"):
+    with pytest.raises(InputError, match="does not exist"):
         export.check_folder(str(tmp_path / "no" / "out"))
 
 
@@ -462,7 +462,7 @@ def test_a_baseline_from_file_is_planned_against(tmp_path):
 
 def test_without_torchtitan_a_line_leaving_degrees_to_its_config_function_is_refused():
     # torchtitan installed reads the config function's own settings (the test above, in the test extra)
-    with pytest.raises(UsageError, match="leaves --parallelism.tensor-parallel-degree, .* to its config function "
+    with pytest.raises(InputError, match="leaves --parallelism.tensor-parallel-degree, .* to its config function "
                                          "llama3_70b; give them on the line, or install torchtitan"):
         torchtitan._read_flags(["--module", "llama3", "--config", "llama3_70b", "--training.seq_len", "8192"], "job")
 
@@ -474,7 +474,7 @@ def test_without_torchtitan_a_line_leaving_degrees_to_its_config_function_is_ref
 def test_a_baseline_file_that_cannot_be_read_says_why(tmp_path, text, message):
     path = tmp_path / "job.sh"
     path.write_text(text)
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(InputError, match=message):
         frameworks.read_baseline(path)
 
 
@@ -503,7 +503,7 @@ def test_a_shell_variable_in_a_baseline_file_is_one_line_naming_it(tmp_path, cap
 def test_an_undecodable_baseline_file_is_named(tmp_path):
     path = tmp_path / "job.sh"
     path.write_bytes(b"\xff\xfe--tensor")
-    with pytest.raises(UsageError, match=f"--baseline-from {re.escape(str(path))}: not UTF-8 text"):
+    with pytest.raises(InputError, match=f"--baseline-from {re.escape(str(path))}: not UTF-8 text"):
         frameworks.read_baseline(path)
 
 

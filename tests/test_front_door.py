@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from perfzoo import analytic, llmconfig, zoo
-from perfzoo.console import RunFailed, UsageError
+from perfzoo.console import RunFailed, InputError
 from perfzoo.datasets import load_dataset
 from perfzoo.llmconfig import huggingface, layout_defaults
 from perfzoo.llmconfig import ConfigError
@@ -172,11 +172,11 @@ def test_a_predictor_returning_nan_is_an_error_naming_it(lab):
 
 def test_output_paths_are_checked_before_work_and_named_as_given(tmp_path, capsys):
     base = dict(model="llama3-8b", gpus=8, accelerator=H100, seq_len=4096, global_batch=64)
-    with pytest.raises(UsageError, match=r"^--out /proc/x.jsonl: cannot write a file there"):
+    with pytest.raises(InputError, match=r"^--out /proc/x.jsonl: cannot write a file there"):
         PlanConfig(**base, out="/proc/x.jsonl")  # the config refuses it: nothing is planned
-    with pytest.raises(UsageError, match="--plot .*: the folder .* does not exist"):
+    with pytest.raises(InputError, match="--plot .*: the folder .* does not exist"):
         PlanConfig(**base, plot=str(tmp_path / "nowhere" / "p.png"))
-    with pytest.raises(UsageError, match="is a folder"):
+    with pytest.raises(InputError, match="is a folder"):
         PlanConfig(**base, out=str(tmp_path))
     PlanConfig(**base, out=str(tmp_path / "ok.jsonl"))
     assert list(tmp_path.iterdir()) == []  # the check leaves nothing behind

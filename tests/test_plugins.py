@@ -183,7 +183,7 @@ def test_your_member_stands_beside_the_leaderboards_on_the_same_task(tmp_path, p
     assert sorted(rows) == sorted([["| ridge", str(ref)], [f"| **{MINE}**", "this run"], ["| constant", str(ref)]])
     # the temporal task is not in the reference: said, not compared
     assert f"Not in `{ref}`: `{ours['temporal']}`" in section
-    with pytest.raises(bench.UsageError, match="no results.csv there"):
+    with pytest.raises(bench.InputError, match="no results.csv there"):
         bench.run(bench.BenchConfig(predictors=[MINE], splits=["random"], out=str(tmp_path / "x"),
                                     reference=str(tmp_path), **common))
 

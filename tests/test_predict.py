@@ -226,10 +226,10 @@ def test_without_a_global_batch_the_step_time_is_asked_for_not_printed_as_nan(sy
     ({"knobs": ["tp=2", "n_layers=2", "tp=4"]}, "--set gives tp twice, tp=2 and tp=4: keep one"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
-    from perfzoo.console import UsageError
+    from perfzoo.console import InputError
     from perfzoo.predict import PredictConfig
 
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(InputError, match=message):
         PredictConfig(**fields)
 
 

@@ -316,10 +316,10 @@ def test_run_from_python_returns_the_proposals(tmp_path):
     ({"fixed": ["hardware.accelerator"]}, "--set 'hardware.accelerator': expected COLUMN=VALUE"),
 ])
 def test_a_bad_config_field_is_named(fields, message):
-    from perfzoo.console import UsageError
+    from perfzoo.console import InputError
     from perfzoo.search.command import SearchConfig
 
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(InputError, match=message):
         SearchConfig(space="llm-small", **fields)
 
 
@@ -344,12 +344,12 @@ def test_a_search_fitted_on_few_jobs_carries_a_caveat(tmp_path, capsys):
 
 
 def test_search_out_is_checked_before_the_search_and_named_as_given(tmp_path):
-    from perfzoo.console import UsageError
+    from perfzoo.console import InputError
     from perfzoo.search.command import SearchConfig
 
-    with pytest.raises(UsageError, match=r"^--out /proc/perfzoo/p.jsonl: cannot write there"):
+    with pytest.raises(InputError, match=r"^--out /proc/perfzoo/p.jsonl: cannot write there"):
         SearchConfig(space="fsdp-ads", out="/proc/perfzoo/p.jsonl")
-    with pytest.raises(UsageError, match=f"^--out {tmp_path}: is a folder; give a file path$"):
+    with pytest.raises(InputError, match=f"^--out {tmp_path}: is a folder; give a file path$"):
         SearchConfig(space="fsdp-ads", out=str(tmp_path))
     assert not list(tmp_path.iterdir())  # the check leaves nothing behind
     blocked = tmp_path / "file"

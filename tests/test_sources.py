@@ -8,7 +8,7 @@ from typing import Sequence
 
 import pytest
 
-from perfzoo.console import UsageError
+from perfzoo.console import InputError
 from perfzoo.console import read_configs
 from perfzoo.datasets import sources
 from perfzoo.datasets import list_datasets, load_dataset
@@ -100,5 +100,5 @@ def _undecodable(path):
      r"{p}/config.json: not a readable JSON model config \(not UTF-8 text: byte 12\)"),
 ])
 def test_an_undecodable_file_is_named(tmp_path, read, message):
-    with pytest.raises((ValueError, UsageError), match=message.format(p=re.escape(str(tmp_path)))):
+    with pytest.raises((ValueError, InputError), match=message.format(p=re.escape(str(tmp_path)))):
         read(tmp_path)

@@ -282,10 +282,10 @@ def test_run_from_python_returns_the_loop_summary(tmp_path):
     ({"lr": -1.0}, "--lr must be positive"),
 ])
 def test_a_bad_config_field_is_named(fields, message, tmp_path):
-    from perfzoo.console import UsageError
+    from perfzoo.console import InputError
     from perfzoo.tune import TuneConfig
 
-    with pytest.raises(UsageError, match=message):
+    with pytest.raises(InputError, match=message):
         TuneConfig(store=str(tmp_path / "t"), **fields)
     assert not (tmp_path / "t").exists()
 

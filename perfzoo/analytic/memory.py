@@ -120,6 +120,7 @@ from typing import Optional
 
 import numpy as np
 
+from perfzoo.console import InputError
 from perfzoo.analytic._frame import GIB, is_code, trait
 from perfzoo.frameworks import ALTERNATE_MATMULS
 from perfzoo.records.vocabulary import CHECKPOINTING, PRECISIONS, SHARDINGS
@@ -407,7 +408,7 @@ class MemoryRule:
 
     def __post_init__(self):
         if self.margin is not None and not 0 <= self.margin < 1:
-            raise ValueError(f"--memory-margin {self.margin}: give a fraction of device memory in [0, 1), e.g. 0.05, "
+            raise InputError(f"--memory-margin {self.margin}: give a fraction of device memory in [0, 1), e.g. 0.05, "
                              f"or leave it out for the rule derived from measured peaks")
 
     def needed(self, peak_allocated_bytes, memory_bytes) -> np.ndarray:

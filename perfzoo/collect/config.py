@@ -19,7 +19,7 @@ from harness.sbatch import SlurmOptions
 from harness.sbatch import add_arguments as add_slurm_arguments
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
-from perfzoo.console import UsageError, check_choice, config_from_args, field_defaults
+from perfzoo.console import InputError, check_choice, config_from_args, field_defaults
 from perfzoo.hardware.accelerators import spec as accelerator_spec
 
 
@@ -79,18 +79,18 @@ class CollectConfig:
 
     def __post_init__(self):
         if (self.n is None) == (self.configs is None):
-            raise UsageError("give exactly one of --n and --configs")
+            raise InputError("give exactly one of --n and --configs")
         for name in ("repeat", "steps"):
             if getattr(self, name) < 1:
-                raise UsageError(f"--{name} must be at least 1")
+                raise InputError(f"--{name} must be at least 1")
         if self.warmup < 0 or self.timeout <= 0:
-            raise UsageError("--warmup must be >= 0 and --timeout > 0")
+            raise InputError("--warmup must be >= 0 and --timeout > 0")
         check_choice("--device", self.device, ("cpu", "cuda"))
         check_choice("--mode", self.mode, ("auto", "torchrun", "inprocess"))
         check_choice("--launcher", self.launcher, ("local", "slurm"))
         check_choice("--metric-parser", self.metric_parser, (None, "file", "torchtitan"))
         if self.ran_on is not None and accelerator_spec(self.ran_on) is None:
-            raise UsageError(f"--ran-on {self.ran_on}: not a row of the accelerator table (e.g. H100-SXM-80GB, B200)")
+            raise InputError(f"--ran-on {self.ran_on}: not a row of the accelerator table (e.g. H100-SXM-80GB, B200)")
 
 
 def default_space(workload: Optional[str]) -> Optional[str]:

@@ -16,13 +16,13 @@ from harness.command import MetricSource, check_template
 from perfzoo import spaces as _spaces
 from perfzoo import workloads
 from perfzoo.collect.config import CollectConfig
-from perfzoo.console import UsageError, read_configs, read_located
+from perfzoo.console import InputError, read_configs, read_located
 from perfzoo.records import Metrics
 
 
 def infer_space(path: str) -> str:
     r"""The one registered space that every config in ``path`` fits (collect's ``--configs`` with
-    neither ``--space`` nor ``--workload``); a :class:`UsageError` when none or several do.
+    neither ``--space`` nor ``--workload``); a :class:`InputError` when none or several do.
 
     >>> import json, tempfile
     >>> f = tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False)
@@ -44,12 +44,12 @@ def infer_space(path: str) -> str:
     matches = [name for name in _spaces.names() if fits(name)]
     if len(matches) != 1:
         found = f"fit the spaces {', '.join(matches)}" if matches else "fit no registered space"
-        raise UsageError(f"--configs {path}: the configs {found}; name one with --space")
+        raise InputError(f"--configs {path}: the configs {found}; name one with --space")
     return matches[0]
 
 
 def resolve_configs(config: CollectConfig, space: _spaces.Space) -> list[dict]:
-    """Validated, complete configs (a :class:`UsageError` names the first bad one)."""
+    """Validated, complete configs (a :class:`InputError` names the first bad one)."""
     wkey = space.world_size_key
     if config.configs:
         configs = []
@@ -57,25 +57,25 @@ def resolve_configs(config: CollectConfig, space: _spaces.Space) -> list[dict]:
             raw = dict(raw)
             if config.nproc is not None:
                 if wkey in raw and int(raw[wkey]) != config.nproc:
-                    raise UsageError(f"{where}: knob '{wkey}' = {raw[wkey]} but --nproc {config.nproc}")
+                    raise InputError(f"{where}: knob '{wkey}' = {raw[wkey]} but --nproc {config.nproc}")
                 raw.setdefault(wkey, config.nproc)
             try:
                 configs.append(space.validate(raw))
             except _spaces.SpaceError as exc:
-                raise UsageError(f"{where}: {exc}") from None
+                raise InputError(f"{where}: {exc}") from None
         unique = list({json.dumps(c, sort_keys=True, default=str): c for c in configs}.values())
         if len(unique) < len(configs):
             print(f"perfzoo.collect: {len(configs) - len(unique)} repeated config(s) in {config.configs} run "
                   "once (measure a config several times with --repeat)", file=sys.stderr)
         return unique
     if config.n is None or config.n < 1:
-        raise UsageError("--n must be at least 1")
+        raise InputError("--n must be at least 1")
     if config.nproc is None:
         return space.sample(config.n, seed=config.seed)
     dim = space._dims.get(wkey)
     allowed = dim.values if dim is not None else (space.constants.get(wkey),)
     if not any(_spaces._same(config.nproc, v) for v in allowed):
-        raise UsageError(f"--nproc {config.nproc}: space '{space.name}' allows {wkey} in {list(allowed)}")
+        raise InputError(f"--nproc {config.nproc}: space '{space.name}' allows {wkey} in {list(allowed)}")
     if dim is None:
         return space.sample(config.n, seed=config.seed)
     sub = _spaces.Space(name=space.name, workload=space.workload,
@@ -91,20 +91,20 @@ def command_of(config: CollectConfig, space: _spaces.Space):
              if getattr(config, f) is not None]
     if space.workload != "command":
         if given:
-            raise UsageError(f"{given[0]} is for your own job (a .toml space of the command workload); "
+            raise InputError(f"{given[0]} is for your own job (a .toml space of the command workload); "
                              f"space {space.name} runs the built-in '{space.workload}' workload")
         return None
     template = config.command or (space.command if isinstance(space, _spaces.FileSpace) else None)
     if not template:
-        raise UsageError(f"space {space.name} runs a command: give --command 'TEMPLATE' (e.g. 'torchrun "
+        raise InputError(f"space {space.name} runs a command: give --command 'TEMPLATE' (e.g. 'torchrun "
                          "--standalone --nproc-per-node {nproc} train.py --batch {batch}') or command = \"...\" "
                          "in the space file")
     if isinstance(space, _spaces.FileSpace):  # a command that finds the files beside its space file
         template = template.replace("{space_dir}", shlex.quote(str(Path(space.path).resolve().parent)))
     if config.warm or config.mode == "inprocess":
-        raise UsageError("--warm and --mode inprocess run the built-in workloads; a command job is its own process")
+        raise InputError("--warm and --mode inprocess run the built-in workloads; a command job is its own process")
     if config.metric_parser and config.metric_regex:
-        raise UsageError("give --metric-parser or --metric-regex, not both")
+        raise InputError("give --metric-parser or --metric-regex, not both")
     parser = "regex" if config.metric_regex else (config.metric_parser or "file")
     default_unit = "tokens/s" if parser == "torchtitan" else (
         space.throughput_unit if isinstance(space, _spaces.FileSpace) else "items/s")
@@ -113,7 +113,7 @@ def command_of(config: CollectConfig, space: _spaces.Space):
         source = MetricSource(parser=parser, regex=config.metric_regex, unit=config.throughput_unit or default_unit)
         Metrics(throughput_unit=source.unit)
     except ValueError as exc:
-        raise UsageError(" ".join(str(exc).split())[:300]) from None
+        raise InputError(" ".join(str(exc).split())[:300]) from None
     return template, source
 
 

@@ -39,7 +39,7 @@ from perfzoo import workloads
 from perfzoo.collect.config import CollectConfig, default_space
 from perfzoo.collect.jobs import command_of, infer_space, job_identity, resolve_configs, sweep_id
 from perfzoo.collect.tally import Tally
-from perfzoo.console import UsageError, spelled_call
+from perfzoo.console import InputError, spelled_call
 from perfzoo.hardware.accelerators import spec as accelerator_spec
 from perfzoo.records import JobRecord, job_id_for
 from perfzoo.records.store import RECORDS_FILE, RecordStore
@@ -48,37 +48,37 @@ from perfzoo.records.store import RECORDS_FILE, RecordStore
 def run(config: CollectConfig, provenance: Optional[str] = None) -> int:
     """Run (or resume) the jobs ``config`` describes, in its space (default: its workload's,
     :func:`~perfzoo.collect.config.default_space`, or the one every line of its ``configs`` fits);
-    0 when every job has a record, 1 when interrupted (run again to resume). A :class:`UsageError`
+    0 when every job has a record, 1 when interrupted (run again to resume). A :class:`InputError`
     names a bad field before anything runs. ``provenance`` is stored in every record (default:
     this call, spelled out).
 
     >>> run(CollectConfig(out="/tmp/doc-collect", n=1))
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: give --workload or --space
+    perfzoo.console.InputError: give --workload or --space
     """
     space_name = config.space or default_space(config.workload)
     if space_name is None and config.configs and not config.workload:
         space_name = infer_space(config.configs)
         print(f"perfzoo.collect: --configs {config.configs} fit space {space_name}", file=sys.stderr)
     if space_name is None:
-        raise UsageError("give --workload or --space")
+        raise InputError("give --workload or --space")
     try:
         space = _spaces.get(space_name)
     except _spaces.SpaceError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     if config.out is None:
         config = replace(config, out=str(Path("runs") / space.name))
     try:
         return run_sweep(config, space, provenance or spelled_call("perfzoo.collect.run", config))
     except SlurmError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
 def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> int:
     """Run (or resume) the jobs ``config`` asks for in ``space`` (the space its ``space`` field
     names), phase by phase (the module docstring); 0 when every job has a record, 1 when
-    interrupted (run again to resume). A :class:`UsageError` names a bad field before anything
+    interrupted (run again to resume). A :class:`InputError` names a bad field before anything
     runs; ``provenance`` is stored in every record."""
     sweep = check_request(config, space)
     store, earlier = open_checked_store(sweep)
@@ -135,14 +135,14 @@ class Sweep:
 
 def check_request(config: CollectConfig, space: _spaces.Space) -> Sweep:
     """Phase 1: ``config`` checked against ``space`` (its workload, runnable), its configs resolved
-    and checked, the launch mode against them (in-process, warm, Slurm, CUDA); a :class:`UsageError`
+    and checked, the launch mode against them (in-process, warm, Slurm, CUDA); a :class:`InputError`
     names the first problem before anything is created."""
     if config.workload and config.workload != space.workload:
-        raise UsageError(f"--space {space.name} is a space of the '{space.workload}' workload, "
+        raise InputError(f"--space {space.name} is a space of the '{space.workload}' workload, "
                          f"not '{config.workload}'")
     config = replace(config, workload=space.workload)
     if not space.runnable:
-        raise UsageError(f"--space {space.name} is a space for search only: the harness has no workload "
+        raise InputError(f"--space {space.name} is a space for search only: the harness has no workload "
                          f"that runs its configs ({space.description}); collect runs "
                          f"{', '.join(n for n in _spaces.names() if _spaces.get(n).runnable)}")
     command = command_of(config, space)
@@ -150,35 +150,35 @@ def check_request(config: CollectConfig, space: _spaces.Space) -> Sweep:
     if config.mode == "inprocess":
         bad = [c for c in configs if int(c[space.world_size_key]) != 1]
         if bad:
-            raise UsageError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
+            raise InputError(f"--mode inprocess runs world-size-1 jobs only; {len(bad)} configs have "
                              f"{space.world_size_key} = {bad[0][space.world_size_key]} (use --mode torchrun or auto)")
     if config.warm and config.device != "cpu":
-        raise UsageError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
+        raise InputError("--warm is CPU-only (CUDA must not be set up before a fork); drop it with --device cuda")
     try:
         slurm = config.slurm.requested(config.launcher)
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     if slurm is not None and (config.warm or config.mode == "inprocess"):
-        raise UsageError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
+        raise InputError("--warm and --mode inprocess are local launch modes; drop them with --launcher slurm")
     if slurm is not None:
         for cfg in configs:
             try:
                 slurm.check(int(cfg[space.world_size_key]), config.device)
             except ValueError as exc:
-                raise UsageError(str(exc)) from None
+                raise InputError(str(exc)) from None
     elif config.device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
-            raise UsageError("--device cuda, but torch sees no CUDA GPU on this machine")
+            raise InputError("--device cuda, but torch sees no CUDA GPU on this machine")
     if config.ran_on is not None and not command:
-        raise UsageError(f"--ran-on {config.ran_on}: only for your own command's jobs (the command workload); "
+        raise InputError(f"--ran-on {config.ran_on}: only for your own command's jobs (the command workload); "
                          "a built-in workload runs here and records this machine")
     return Sweep(config, space, configs, command, slurm)
 
 
 def open_store(path: str, flag: str) -> RecordStore:
-    """The record store at ``path``, created if needed; a :class:`UsageError` says why it cannot be."""
+    """The record store at ``path``, created if needed; a :class:`InputError` says why it cannot be."""
     try:
         store = RecordStore(path)
         if not os.access(store.path, os.W_OK):
@@ -186,18 +186,18 @@ def open_store(path: str, flag: str) -> RecordStore:
         return store
     except OSError as exc:
         why = exc.strerror or " ".join(str(exc).split())
-        raise UsageError(f"{flag} {path}: cannot be a record store ({why}); give a directory you can write, "
+        raise InputError(f"{flag} {path}: cannot be a record store ({why}); give a directory you can write, "
                          "e.g. runs/my-sweep") from None
 
 
 def check_space(records: list, space, flag: str, path: str) -> None:
-    """A :class:`UsageError` where ``records`` (the store at ``path``, given as ``flag``) hold jobs of
+    """A :class:`InputError` where ``records`` (the store at ``path``, given as ``flag``) hold jobs of
     another workload or space than ``space``'s: one store, one space (their configs would be taken for
     this space's, measured, and fitted on)."""
     mixed = sorted({f"{r.workload}/{r.annotations.get('space') or 'any space'}" for r in records
                     if r.workload != space.workload or r.annotations.get("space") not in (None, space.name)})
     if mixed:
-        raise UsageError(f"{flag} {path} holds records of {', '.join(mixed)}, not of {space.workload}/"
+        raise InputError(f"{flag} {path} holds records of {', '.join(mixed)}, not of {space.workload}/"
                          f"{space.name}: one store, one space (splits and predictors need that); give another {flag}")
 
 
@@ -210,7 +210,7 @@ def earlier_records(config: CollectConfig, records: list) -> list:
     try:
         other = RecordStore(path.parent if path.name == RECORDS_FILE else path, create=False).records()
     except OSError as exc:
-        raise UsageError(f"--compare {config.compare}: {exc.strerror or exc}; give a record store (a folder "
+        raise InputError(f"--compare {config.compare}: {exc.strerror or exc}; give a record store (a folder "
                          f"holding {RECORDS_FILE}, e.g. datasets/llm-cpu)") from None
     ours = {r.record_id for r in records}
     return records + [r for r in other if r.record_id not in ours]
@@ -218,7 +218,7 @@ def earlier_records(config: CollectConfig, records: list) -> list:
 
 def open_checked_store(sweep: Sweep) -> tuple[RecordStore, list[JobRecord]]:
     """Phase 2: the ``--out`` store (created if needed) and the records this run's are compared with
-    (:func:`earlier_records`); a :class:`UsageError` where the store holds jobs of another space,
+    (:func:`earlier_records`); a :class:`InputError` where the store holds jobs of another space,
     command or metric source (their records would be taken for this run's)."""
     config, command = sweep.config, sweep.command
     store = open_store(config.out, "--out")
@@ -228,11 +228,11 @@ def open_checked_store(sweep: Sweep) -> tuple[RecordStore, list[JobRecord]]:
     if command is not None:
         other = sorted({r.annotations.get("command_template") for r in records} - {command[0], None})
         if other:
-            raise UsageError(f"--out {config.out} holds jobs of another command ({other[0]!r}): their records would "
+            raise InputError(f"--out {config.out} holds jobs of another command ({other[0]!r}): their records would "
                              "be taken for this command's; give another --out")
         other = sorted({r.annotations.get("metric_source") for r in records} - {command[1].describe(), None})
         if other:
-            raise UsageError(f"--out {config.out} holds jobs read with another metric source ({other[0]}): "
+            raise InputError(f"--out {config.out} holds jobs read with another metric source ({other[0]}): "
                              "give another --out")
     return store, earlier
 

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import DataError
 from perfzoo.datasets.sources import LoadReport, config_key
 from perfzoo.hardware.capability import CPU_COLUMN, ENVIRONMENT_COLUMNS, hardware_of, kind
 from perfzoo.records import STATUSES, JobRecord, canonical_json
@@ -113,7 +114,7 @@ class Dataset:
                  *self.group_columns, *self.feature_columns]
         missing = [c for c in dict.fromkeys(named) if c not in self.frame.columns]
         if missing:
-            raise ValueError(
+            raise DataError(
                 f"dataset {self.name!r}: its frame has no column {', '.join(map(repr, missing))}; "
                 f"name columns it has (e.g. {', '.join(list(self.frame.columns)[:6])}, ...)")
 

@@ -28,6 +28,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.records.vocabulary import is_missing, normalize_framework
 
 # what one slot is: the same publisher, model, task, precision, GPU, GPU count, sequence and batch (the layout
@@ -93,16 +94,16 @@ def check_release(text: Any) -> None:
     >>> check_release("25.13")
     Traceback (most recent call last):
     ...
-    ValueError: release=25.13: not a release; give its date as YYYY-MM (2026-06) or a container's YY.MM (25.04)
+    perfzoo.console.InputError: release=25.13: not a release; give its date as YYYY-MM (2026-06) or a container's YY.MM (25.04)
     """
     if is_missing(text):
         return
     when = parse_release(text)
     if when is None:
-        raise ValueError(f"release={text}: not a release; give its date as YYYY-MM (2026-06) or a container's YY.MM "
+        raise InputError(f"release={text}: not a release; give its date as YYYY-MM (2026-06) or a container's YY.MM "
                          "(25.04)")
     if when > pd.Timestamp.now(tz="UTC"):
-        raise ValueError(f"release={text}: after today; give the release you run (YYYY-MM or YY.MM)")
+        raise InputError(f"release={text}: after today; give the release you run (YYYY-MM or YY.MM)")
 
 
 def newest(frame: pd.DataFrame, framework: Optional[str]) -> Optional[pd.Timestamp]:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
+from perfzoo.console import InputError
 from perfzoo.datasets import cache, sources
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.datasets.sources import DataError, Source
@@ -49,7 +50,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]  # perfzoo/datasets/registry.py 
 ENV_EXTERNAL = "PERFZOO_EXTERNAL_DATA"
 ENV_DATASETS = "PERFZOO_DATASETS"
 
-class UnknownDatasetError(KeyError, ValueError):
+class UnknownDatasetError(InputError, KeyError):
     """No dataset has this name (and it is not a path that exists)."""
 
     def __str__(self) -> str:

@@ -30,7 +30,7 @@ import pandas as pd
 from harness.environment import cpu_cores
 from perfzoo import zoo
 from perfzoo.analytic.estimates import claimed, estimate_arrays
-from perfzoo.console import UsageError
+from perfzoo.console import DataError, InputError
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import slots as slotting
@@ -58,7 +58,7 @@ class CrossConfig:
     >>> CrossConfig(train="vtrain-a100", test="x.csv", shots=(0, -1))
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --shots -1: give numbers of jobs >= 0, e.g. --shots 0,1,3,10
+    perfzoo.console.InputError: --shots -1: give numbers of jobs >= 0, e.g. --shots 0,1,3,10
     """
 
     train: str  # fit on this dataset (name or path), less the jobs that are also in test
@@ -75,9 +75,9 @@ class CrossConfig:
     def __post_init__(self):
         bad = [k for k in self.shots if k < 0]
         if bad or not self.shots:
-            raise UsageError(f"--shots {bad[0] if bad else ''}: give numbers of jobs >= 0, e.g. --shots 0,1,3,10")
+            raise InputError(f"--shots {bad[0] if bad else ''}: give numbers of jobs >= 0, e.g. --shots 0,1,3,10")
         if self.shot_seeds < 1:
-            raise UsageError(f"--shot-seeds must be at least 1, got {self.shot_seeds}")
+            raise InputError(f"--shot-seeds must be at least 1, got {self.shot_seeds}")
 
 
 def cross(config: CrossConfig) -> list[dict[str, Any]]:
@@ -106,7 +106,7 @@ def cross_specs(names: Optional[list[str]], train: str, leaderboard: Optional[st
         except (FileNotFoundError, KeyError) as exc:
             why = exc.args[0] if exc.args else str(exc)
             if explicit:
-                raise UsageError(f"--predictor best: {why}; name zoo members instead") from None
+                raise InputError(f"--predictor best: {why}; name zoo members instead") from None
             print(f"perfzoo bench: no shipped pick ({why}); running the other members", file=sys.stderr)
     specs, seen = [], set()
     for n in names:
@@ -199,7 +199,7 @@ def without(train: Dataset, test: Dataset) -> Dataset:
         return train
     left = train.subset(~shared)
     if not left.is_labelled.any():
-        raise ValueError(f"every job of {train.name} is also in {test.name}: nothing is left to fit on; "
+        raise DataError(f"every job of {train.name} is also in {test.name}: nothing is left to fit on; "
                          "give a --train that holds other jobs")
     print(f"perfzoo bench: {int(shared.sum())} of {train.name}'s {len(train)} jobs are {test.name}'s; "
           "left out of training", file=sys.stderr)
@@ -222,7 +222,7 @@ def priced(test: Dataset) -> Dataset:
     if not unpriced.any():
         return test
     if unpriced.all():
-        raise ValueError(f"no row of {test.name} can be priced (the cost model has no estimate for any: see the load "
+        raise DataError(f"no row of {test.name} can be priced (the cost model has no estimate for any: see the load "
                          "report's rows that contradict themselves): nothing to score")
     frame = test.frame.reset_index(drop=True)
     lines = frame.get("annotations.line", pd.Series(frame.index + 2)).loc[unpriced]
@@ -241,7 +241,7 @@ def in_target_of(train: Dataset, test: Dataset) -> Dataset:
     if test.target == train.target:
         return test
     if train.target not in test.frame.columns:
-        raise ValueError(f"{test.name} has no column {train.target!r}, the target {train.name} is fitted on "
+        raise DataError(f"{test.name} has no column {train.target!r}, the target {train.name} is fitted on "
                          f"(its own is {test.target!r}): a predictor of one cannot be scored on the other")
     print(f"perfzoo bench: {test.name} scored on {train.target} (the target {train.name} is fitted on; "
           f"its own is {test.target})", file=sys.stderr)
@@ -257,7 +257,7 @@ def shared_features(train: Dataset, test: Dataset) -> list[str]:
     knobs = [c for c in shared if c.startswith("config.") and ok[c].nunique(dropna=True) > 1]
     if not knobs:
         fixed = [c for c in shared if c.startswith("config.")]
-        raise ValueError(f"{train.name} and {test.name} share no config knob that varies in {test.name}"
+        raise DataError(f"{train.name} and {test.name} share no config knob that varies in {test.name}"
                          + (f" (only {', '.join(fixed)}, constant there)" if fixed else "")
                          + f": a predictor fitted on {train.name} cannot rank {test.name}'s configurations "
                          f"(features {', '.join(tr_cols[:4])}, ... vs {', '.join(sorted(te_cols)[:4])}, ...)")

@@ -35,6 +35,7 @@ from typing import Optional, Union
 
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.datasets import external_data_dir
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.suite import RULES, BenchmarkTask
@@ -66,7 +67,7 @@ def write_task(dataset: Dataset, task: BenchmarkTask, out: Union[str, Path], for
     looked for. Returns ``(out, training rows, test rows)``. A path that exists is refused."""
     out = Path(out)
     if format not in EXPORT_FORMATS:
-        raise ValueError(f"export format {format!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+        raise InputError(f"export format {format!r}: choose one of {', '.join(EXPORT_FORMATS)}")
     if out.exists():
         raise FileExistsError(errno.EEXIST, "exists already; give a new path (nothing is overwritten)", str(out))
     train, test = task_frames(dataset, task)

@@ -30,6 +30,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import DataError
 from perfzoo import analytic, zoo
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation.cross import BEST, cross_scores, cross_specs
@@ -62,7 +63,7 @@ def paired_jobs(first: Dataset, second: Dataset) -> tuple[pd.DataFrame, pd.DataF
     a, b = ok_by_config(first), ok_by_config(second)
     both = a.index.intersection(b.index)
     if both.empty:
-        raise ValueError(f"no config ran ok on both {first.name} and {second.name}: nothing to pair")
+        raise DataError(f"no config ran ok on both {first.name} and {second.name}: nothing to pair")
     return a.loc[both], b.loc[both]
 
 

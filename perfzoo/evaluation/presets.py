@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from perfzoo import zoo
-from perfzoo.console import UsageError
+from perfzoo.console import InputError
 from perfzoo.datasets import list_datasets, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import suite
@@ -126,13 +126,13 @@ def member_specs(names: Sequence[str], preset: BenchPreset, explicit: bool = Fal
 
 def find_task(dataset: Dataset, task_id: str, settings: Optional[dict[str, Any]] = None) -> BenchmarkTask:
     """The task ``task_id`` of ``dataset`` as a run of ``settings`` (:meth:`BenchPreset.settings`;
-    default none), the full run or ``--quick`` defines it; a ``UsageError`` names the split's ids
+    default none), the full run or ``--quick`` defines it; a ``InputError`` names the split's ids
     now when none does."""
     tried = [settings] if settings is not None else []
     try:
         return suite.find_task(dataset, task_id, [*tried, FULL.settings(), QUICK.settings()])
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
 
 
 def covered(preset: BenchPreset, settings: dict[str, Any], datasets: Optional[Sequence[str]] = None,
@@ -149,7 +149,7 @@ def covered(preset: BenchPreset, settings: dict[str, Any], datasets: Optional[Se
         name, _ = parse_id(task)
         found = [d for d in load(datasets) if d.name == name] if datasets else load([name])
         if not found:
-            raise UsageError(f"--task {task}: --datasets holds no dataset named {name!r}")
+            raise InputError(f"--task {task}: --datasets holds no dataset named {name!r}")
         return found, [(found[0], find_task(found[0], task, settings))], []
     if datasets:
         names = list(datasets)
@@ -162,7 +162,7 @@ def covered(preset: BenchPreset, settings: dict[str, Any], datasets: Optional[Se
     if preset.max_rows_for_all and not datasets:
         loaded = [d for d in loaded if len(d) <= preset.max_rows_for_all]
     if not loaded:
-        raise ValueError("no dataset to benchmark")
+        raise InputError("no dataset to benchmark")
     skipped: list[dict[str, Any]] = []
     defined = []
     for ds in loaded:

@@ -34,6 +34,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import DataError
 from perfzoo.evaluation.metrics import kendall, top_k_regret
 
 MIN_LAYOUTS = 3  # distinct measured layouts a slot needs to be scored
@@ -82,7 +83,7 @@ def layout_labels(X: pd.DataFrame) -> np.ndarray:
 def _labels(X: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     cols = [c for c in columns if c in X.columns]
     if not cols:
-        raise ValueError(f"no column of {', '.join(columns)} in the frame: it cannot be cut into slots")
+        raise DataError(f"no column of {', '.join(columns)} in the frame: it cannot be cut into slots")
     parts = X[cols].astype(object).where(X[cols].notna(), "<na>").astype(str)
     return parts.agg("|".join, axis=1).to_numpy()
 

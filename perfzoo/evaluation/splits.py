@@ -51,6 +51,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import DataError, InputError
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.zoo.calibrate import SOURCE_COLUMN
 
@@ -62,7 +63,7 @@ NODE_COLUMN = "hardware.nodes"
 TRANSFER_SPLITS: tuple[str, ...] = (SOURCE_SPLIT, "node")
 
 
-class SplitNotApplicable(ValueError):
+class SplitNotApplicable(DataError):
     """The dataset cannot support this split (the message says why)."""
 
 
@@ -311,8 +312,8 @@ def make_splits(
         return [Split(base.kind, base.name, int(s), base.train, base.test, base.fold, base.info) for s in seeds]
     if kind == "group":
         if not group_column:
-            raise ValueError("group splits need group_column (e.g. 'source' or 'hardware.accelerator')")
+            raise InputError("group splits need group_column (e.g. 'source' or 'hardware.accelerator')")
         return group_splits(dataset, group_column)
     if kind == "curve":
         return curve_splits(dataset, curve_sizes, seeds)
-    raise ValueError(f"unknown split kind {kind!r}; choose one of {', '.join(SPLIT_KINDS)}")
+    raise InputError(f"unknown split kind {kind!r}; choose one of {', '.join(SPLIT_KINDS)}")

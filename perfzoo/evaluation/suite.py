@@ -32,6 +32,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from perfzoo.console import InputError
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
 from perfzoo.evaluation import transfer
@@ -216,7 +217,7 @@ def parse_id(task_id: str) -> tuple[str, str]:
     parts = task_id.split("/")
     if len(parts) != 3 or not parts[0] or not parts[1] or len(parts[2]) != ID_DIGITS or \
             any(c not in "0123456789abcdef" for c in parts[2]):
-        raise ValueError(f"{task_id!r} is not a task id (<dataset>/<split>/<{ID_DIGITS} hex digits>, as "
+        raise InputError(f"{task_id!r} is not a task id (<dataset>/<split>/<{ID_DIGITS} hex digits>, as "
                          "python -m perfzoo.bench --list-tasks prints)")
     return parts[0], parts[1]
 
@@ -228,10 +229,10 @@ def find_task(dataset: Dataset, task_id: str, settings: Sequence[dict[str, Any]]
     rows, the seeds or the metrics changed since the id was made, and an id never names other numbers."""
     name, split = parse_id(task_id)
     if name != dataset.name:
-        raise ValueError(f"task {task_id} is of dataset {name!r}, not {dataset.name!r}")
+        raise InputError(f"task {task_id} is of dataset {name!r}, not {dataset.name!r}")
     kind = split.split(":")[0]
     if kind not in RULES:
-        raise ValueError(f"no task {task_id}: {kind!r} is no split kind (one of {', '.join(RULES)})")
+        raise InputError(f"no task {task_id}: {kind!r} is no split kind (one of {', '.join(RULES)})")
     columns = [split.split(":", 1)[1]] if kind == "group" and ":" in split else None
     now: list[str] = []
     for kw in settings:
@@ -241,6 +242,6 @@ def find_task(dataset: Dataset, task_id: str, settings: Sequence[dict[str, Any]]
             if task.split == split:
                 now.append(task.id + (f" ({len(task.seeds)} seeds)" if task.seeds else ""))
     if not now:
-        raise ValueError(f"no task {task_id}: {dataset.name} has no {split} split now")
-    raise ValueError(f"no task {task_id}: {dataset.name}'s {split} split is {' or '.join(dict.fromkeys(now))} now; "
+        raise InputError(f"no task {task_id}: {dataset.name} has no {split} split now")
+    raise InputError(f"no task {task_id}: {dataset.name}'s {split} split is {' or '.join(dict.fromkeys(now))} now; "
                      "its data, rows, seeds or metrics changed since that id was made")

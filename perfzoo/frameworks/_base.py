@@ -33,7 +33,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Optional, Sequence
 
-from perfzoo.console import UsageError
+from perfzoo.console import InputError
 
 UNKNOWN = "unknown"  # the framework key of a config that names none: priced by its other keys alone
 MATMULS = "matmuls"  # a selective checkpointing policy that saves every matmul's output (PyTorch's op-level)
@@ -41,7 +41,7 @@ ALTERNATE_MATMULS = "alternate matmuls"  # ... every other matmul's and the atte
 DISPATCHERS = ("alltoall", "allgather", "flex", "deepep")  # MoE token dispatchers a config may name
 
 
-class ExportError(UsageError):
+class ExportError(InputError):
     """A layout or model a framework cannot be given as asked (exit status 2); the message names the fix."""
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Optional
+from perfzoo.console import DataError
 
 TABLE = Path(__file__).resolve().parent / "accelerators.csv"
 PRECISIONS = ("fp4", "fp8", "bf16", "fp32")
@@ -114,7 +115,7 @@ def table() -> tuple[tuple[re.Pattern, AcceleratorSpec], ...]:
     rows = []
     for row in csv.DictReader(lines):
         if None in row:  # a source text with an unquoted comma: its tail would be lost
-            raise ValueError(f"{TABLE.name}: row {row['name']!r} has {len(row) - 1 + len(row[None])} fields, "
+            raise DataError(f"{TABLE.name}: row {row['name']!r} has {len(row) - 1 + len(row[None])} fields, "
                              f"the header {len(row) - 1}; quote its source text")
         peaks = {p: _number(row[f"{p}_tflops"], 1e12) for p in PRECISIONS}
         rows.append((re.compile(row["match"]), AcceleratorSpec(

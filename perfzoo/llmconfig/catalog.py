@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
+from perfzoo.console import InputError
 
 CATALOG_FILE = Path(__file__).parent / "models.csv"
 # the catalog's columns that are config keys (the rest: name, aliases, arch, active_params, verified, source)
@@ -48,7 +49,7 @@ _COLUMN_KEYS = {"gated": "gated_mlp"}  # catalog column -> config key, where the
 _BOOL_KEYS = {"gated_mlp", "tie_embeddings"}
 
 
-class UnknownModelError(KeyError, ValueError):
+class UnknownModelError(InputError, KeyError):
     """No model in the catalog has this name or alias."""
 
     def __str__(self) -> str:

@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from perfzoo.console import InputError
 from perfzoo.llmconfig.keys import ConfigError
 
 # Hugging Face config.json keys -> perfzoo config keys (the first present wins)
@@ -111,11 +112,11 @@ def read_hf_json(path: Union[str, Path]) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not a readable JSON model config (not UTF-8 text: byte {exc.start})") from None
+        raise InputError(f"{path}: not a readable JSON model config (not UTF-8 text: byte {exc.start})") from None
     except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable JSON model config ({exc})") from None
+        raise InputError(f"{path}: not a readable JSON model config ({exc})") from None
     if not isinstance(raw, dict):
-        raise ValueError(f"{path}: not a model config (expected a JSON object)")
+        raise InputError(f"{path}: not a model config (expected a JSON object)")
     for nested in ("text_config", "attn_config", "ffn_config"):  # Llama 4's text model, DBRX's blocks
         if isinstance(raw.get(nested), dict):
             raw = {**raw[nested], **raw}
@@ -132,7 +133,7 @@ def hf_keys(raw: dict[str, Any], path: Union[str, Path]) -> dict[str, Any]:
         if value is not None:
             keys[key] = value
     if "n_layers" not in keys or "hidden_dim" not in keys:
-        raise ValueError(f"{path}: not a model config: it gives no layer count and width "
+        raise InputError(f"{path}: not a model config: it gives no layer count and width "
                          "(num_hidden_layers, hidden_size)")
     if keys.get("n_experts", 0) and "moe_ffn_dim" not in keys and "ffn_dim" in keys:
         keys["moe_ffn_dim"] = keys.pop("ffn_dim")

@@ -20,11 +20,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from perfzoo.console import UsageError
+from perfzoo.console import InputError
 from perfzoo.records.vocabulary import FRAMEWORKS, is_missing
 
 
-class ConfigError(UsageError, ValueError):
+class ConfigError(InputError):
     """A config perfzoo cannot price as given (exit status 2); the message names the key and the fix."""
 
 

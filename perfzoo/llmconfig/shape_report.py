@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from perfzoo.console import InputError
 from perfzoo import analytic
 from perfzoo.llmconfig import catalog
 from perfzoo.records.vocabulary import is_missing
@@ -84,7 +85,7 @@ def check_stated_size(cfg: Mapping[str, Any]) -> None:
     >>> check_stated_size({"n_layers": 32, "hidden_dim": 4096, "n_heads": 32, "vocab_size": 32000, "n_params": 1})
     Traceback (most recent call last):
     ...
-    ValueError: n_params=1: the shape (32 layers, hidden 4,096, 32 heads) counts 6.7B parameters; leave n_params out (it is counted from the shape) or give the shape of the model it counts
+    perfzoo.console.InputError: n_params=1: the shape (32 layers, hidden 4,096, 32 heads) counts 6.7B parameters; leave n_params out (it is counted from the shape) or give the shape of the model it counts
     """
     stated = cfg.get("n_params")
     if is_missing(stated) or any(is_missing(cfg.get(k)) for k in ("n_layers", "hidden_dim", "n_heads", "vocab_size")):
@@ -92,7 +93,7 @@ def check_stated_size(cfg: Mapping[str, Any]) -> None:
     counted = float(analytic.estimate({k: v for k, v in cfg.items() if k != "n_params"})["n_params"])
     if counted > 0 and abs(float(stated) / counted - 1.0) > SIZE_TOLERANCE:
         shape = f"{int(cfg['n_layers'])} layers, hidden {int(cfg['hidden_dim']):,}, {int(cfg['n_heads'])} heads"
-        raise ValueError(f"n_params={stated:g}: the shape ({shape}) counts {_value('n_params', '', counted).split()[0]} parameters; "
+        raise InputError(f"n_params={stated:g}: the shape ({shape}) counts {_value('n_params', '', counted).split()[0]} parameters; "
                          "leave n_params out (it is counted from the shape) or give the shape of the model it counts")
 
 

@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import DataError, InputError
 from perfzoo import zoo
 from perfzoo.hardware.capability import kind
 from perfzoo.loop import race
@@ -98,11 +99,11 @@ class ClosedLoop:
         self.launcher = launcher if launcher is not None else CollectLauncher(self.space.ref, self.store.path)
         for name, v in (("n_random", n_random), ("top_k", top_k)):
             if int(v) < 1:
-                raise ValueError(f"{name} must be at least 1, got {v}")
+                raise InputError(f"{name} must be at least 1, got {v}")
         if rounds < 0 or control < 0 or confirm < 0 or race < 1:
-            raise ValueError("rounds, control and confirm must be >= 0, race >= 1")
+            raise InputError("rounds, control and confirm must be >= 0, race >= 1")
         if train_on not in ("loop", "store"):
-            raise ValueError(f"train_on must be 'loop' or 'store', got {train_on!r}")
+            raise InputError(f"train_on must be 'loop' or 'store', got {train_on!r}")
         self.n_random, self.rounds, self.top_k = int(n_random), int(rounds), int(top_k)
         self.searcher = searcher
         self.predictor = predictor
@@ -283,7 +284,7 @@ class ClosedLoop:
                             "the user's baseline: the given configs, tried in order until one runs ok")
         own = get_workload(self.space.workload).baselines
         if phase not in own:
-            raise ValueError(f"no {phase!r} baseline is defined for space {self.space.name!r}: the "
+            raise InputError(f"no {phase!r} baseline is defined for space {self.space.name!r}: the "
                              f"{self.space.workload!r} workload has {', '.join(map(repr, own)) or 'none'}")
         return own[phase]
 
@@ -346,7 +347,7 @@ class ClosedLoop:
         ``baseline`` (a resumed run given another baseline file)."""
         plan = self.read_plan("user") if self.user_baseline else None
         if plan is not None and [config_id(p["config"]) for p in plan] != [config_id(c) for c in self.user_baseline]:
-            raise ValueError(f"the store's plan {self.plan_path('user')} holds other baseline configs than the ones "
+            raise DataError(f"the store's plan {self.plan_path('user')} holds other baseline configs than the ones "
                              "given; give the same baseline, or another store")
 
     # -- results ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Optional
 import pandas as pd
 
 from perfzoo import analytic, frameworks, llmconfig, pricing
-from perfzoo.console import UsageError, assignments, check_writable
+from perfzoo.console import InputError, assignments, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.plan import export, report
@@ -48,7 +48,7 @@ class PlanConfig:
     >>> PlanConfig(model="llama3-8b", gpus=8, accelerator="H100", seq_len=4096, global_batch=64, top_k=0)
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --top-k must be at least 1
+    perfzoo.console.InputError: --top-k must be at least 1
     """
 
     model: Optional[str] = None  # a catalog name (--list-models) or a config.json path; or the shape in --set
@@ -78,11 +78,11 @@ class PlanConfig:
 
     def __post_init__(self):
         if self.top_k < 1:
-            raise UsageError("--top-k must be at least 1")
+            raise InputError("--top-k must be at least 1")
         if self.propose is not None and self.propose < 1:
-            raise UsageError(f"--propose {self.propose}: give how many layouts to measure, 1 or more")
+            raise InputError(f"--propose {self.propose}: give how many layouts to measure, 1 or more")
         if self.exhaustive_limit < 1:
-            raise UsageError(f"--exhaustive-limit {self.exhaustive_limit}: give the most layouts to score one by "
+            raise InputError(f"--exhaustive-limit {self.exhaustive_limit}: give the most layouts to score one by "
                              f"one, 1 or more (default {EXHAUSTIVE_LIMIT:,})")
         pricing.check_spec(self.predictor)
         if self.framework is not None:
@@ -90,33 +90,33 @@ class PlanConfig:
         if self.export is not None:
             if self.framework is None and self.baseline_from is None and not any(
                     k.replace(" ", "").startswith("framework=") for k in self.knobs):
-                raise UsageError(f"--export {self.export}: give --framework {'|'.join(frameworks.FRAMEWORKS)}, "
+                raise InputError(f"--export {self.export}: give --framework {'|'.join(frameworks.FRAMEWORKS)}, "
                                  "the framework whose launch lines it writes")
             export.check_folder(self.export)
         if self.baseline_from is not None:
             if not Path(self.baseline_from).is_file():
-                raise UsageError(f"--baseline-from {self.baseline_from}: no such file")
+                raise InputError(f"--baseline-from {self.baseline_from}: no such file")
             return  # the rest is checked once the file has filled in what it gives (export.with_baseline)
         if self.model is None and not self.knobs:
-            raise UsageError("give --model NAME_OR_CONFIG (python -m perfzoo.plan --list-models) or the shape with "
+            raise InputError("give --model NAME_OR_CONFIG (python -m perfzoo.plan --list-models) or the shape with "
                              "--set n_layers=... hidden_dim=... n_heads=... vocab_size=...")
         for flag, value in (("--gpus", self.gpus), ("--accelerator", self.accelerator), ("--seq-len", self.seq_len),
                             ("--global-batch", self.global_batch)):
             if value is None:
-                raise UsageError(f"give {flag}: a plan is for one cluster and one training job")
+                raise InputError(f"give {flag}: a plan is for one cluster and one training job")
         for flag, value, unit in (("--seq-len", self.seq_len, "tokens"), ("--global-batch", self.global_batch,
                                                                           "sequences")):
             if value < 1:
-                raise UsageError(f"{flag} {value}: give a whole number of {unit}, 1 or more")
+                raise InputError(f"{flag} {value}: give a whole number of {unit}, 1 or more")
         for key, value in assignments(self.knobs, "--set").items():
             flag = FLAG_KEYS.get(key)
             if flag is not None and (flag != "--model" or self.model is not None):  # a shape of your own may be named
-                raise UsageError(f"--set {key}={value}: {flag} says that in a plan; give it once, with {flag}")
+                raise InputError(f"--set {key}={value}: {flag} says that in a plan; give it once, with {flag}")
         for key, value in assignments(self.baseline, "--baseline").items():
             if key not in LAYOUT_KNOBS:
-                raise UsageError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
+                raise InputError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
         if self.calibrate is not None and not Path(self.calibrate).exists():
-            raise UsageError(f"--calibrate {self.calibrate}: no such file or folder; give a runs CSV, a "
+            raise InputError(f"--calibrate {self.calibrate}: no such file or folder; give a runs CSV, a "
                              "published-table CSV or a record store")
         for flag, path in (("--out", self.out), ("--out", report.space_file(self.out) if self.out else None),
                            ("--plot", self.plot)):
@@ -190,7 +190,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     overrides = assignments(config.knobs, "--set")
     if config.framework is not None:
         if overrides.get("framework", config.framework) != config.framework:
-            raise UsageError(f"--framework {config.framework} and --set framework={overrides['framework']}: keep one")
+            raise InputError(f"--framework {config.framework} and --set framework={overrides['framework']}: keep one")
         overrides["framework"] = config.framework
     shape, sources = model_keys(config.model, overrides)
     export.check(shape, config.precisions(), written=config.export is not None)

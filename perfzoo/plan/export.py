@@ -28,7 +28,7 @@ import pandas as pd
 
 from perfzoo import frameworks
 from perfzoo.analytic.shape import ModelShape
-from perfzoo.console import UsageError
+from perfzoo.console import InputError
 from perfzoo.llmconfig import catalog
 from perfzoo.plan.planner import Plan
 from perfzoo.plan.report import check_layouts, layout_text
@@ -83,11 +83,11 @@ def check_folder(folder: str) -> None:
     earlier export (nothing written is silently replaced)."""
     path = Path(folder)
     if not path.resolve().parent.is_dir():
-        raise UsageError(f"--export {folder}: the folder {path.resolve().parent} does not exist")
+        raise InputError(f"--export {folder}: the folder {path.resolve().parent} does not exist")
     if path.exists() and not path.is_dir():
-        raise UsageError(f"--export {folder}: a file, not a folder")
+        raise InputError(f"--export {folder}: a file, not a folder")
     if path.is_dir() and any(path.glob("rank*.sh")):
-        raise UsageError(f"--export {folder} already holds an export (rank*.sh): give a new or empty folder")
+        raise InputError(f"--export {folder} already holds an export (rank*.sh): give a new or empty folder")
 
 
 def write(plan: Plan, framework: str, folder: str, k: int = 10) -> list[Path]:
@@ -131,7 +131,7 @@ def with_baseline(config: Any, log: Optional[Callable[[str], Any]] = None) -> An
     What the file left to a default is logged."""
     log = log or (lambda _msg: None)
     if config.baseline:
-        raise UsageError("give --baseline KNOB=VALUE or --baseline-from FILE, not both")
+        raise InputError("give --baseline KNOB=VALUE or --baseline-from FILE, not both")
     read = frameworks.read_baseline(config.baseline_from)
     for note in read.notes:
         log(f"baseline: {note}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.plan.shrinkage import RESIDUAL_SD
 
 STRUCTURE = ("tp", "pp", "vp", "cp", "ep", "fsdp")  # what makes two layouts different experiments
@@ -47,7 +48,7 @@ def propose(layouts: pd.DataFrame, k: int) -> pd.DataFrame:
     a new parallel structure each while there are any (module docstring); column
     ``expected_improvement`` (log) added."""
     if k < 1:
-        raise ValueError(f"--propose {k}: give how many layouts to measure, 1 or more")
+        raise InputError(f"--propose {k}: give how many layouts to measure, 1 or more")
     ei = expected_improvement(layouts["expected_tokens_per_s_per_device"].to_numpy(dtype=float))
     order = np.argsort(-ei, kind="stable")
     keys = [tuple(row) for row in layouts[list(STRUCTURE)].astype(str).to_numpy()]

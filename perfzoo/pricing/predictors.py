@@ -25,10 +25,11 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from perfzoo import zoo
-from perfzoo.console import UsageError
+from perfzoo.console import InputError
 from perfzoo.datasets import EXTERNAL, knows, load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.zoo import calibrate
+from perfzoo.zoo.best import NotShipped
 from perfzoo.zoo.estimator import clone
 
 FALLBACK = "lightgbm"  # fitted on a dataset the leaderboard ships no member for
@@ -84,15 +85,15 @@ class Resolved:
 
 
 def check_dataset(dataset: str, external_dir: Optional[str] = None) -> None:
-    """A :class:`UsageError` unless ``dataset`` is a dataset's name or an existing path."""
+    """A :class:`InputError` unless ``dataset`` is a dataset's name or an existing path."""
     if knows(dataset, external_dir):
         return
-    raise UsageError(f"--dataset {dataset}: no such dataset or path; `perfzoo datasets` lists them (or give a "
+    raise InputError(f"--dataset {dataset}: no such dataset or path; `perfzoo datasets` lists them (or give a "
                      "CSV file or a record-store folder)")
 
 
 def check_spec(spec: str) -> None:
-    """A :class:`UsageError` unless ``spec`` is ``best``, a saved predictor's folder or a zoo member
+    """A :class:`InputError` unless ``spec`` is ``best``, a saved predictor's folder or a zoo member
     (a name of :func:`perfzoo.zoo.names`, an installed one or an import path)."""
     if spec == "best" or Path(spec).is_dir():
         return
@@ -100,7 +101,7 @@ def check_spec(spec: str) -> None:
         zoo.get(spec)
     except ValueError as exc:
         why = f" ({' '.join(str(exc).split())})" if ":" in spec else ""
-        raise UsageError(f"--predictor {spec}: not 'best', a saved predictor's folder or a zoo member{why}; the "
+        raise InputError(f"--predictor {spec}: not 'best', a saved predictor's folder or a zoo member{why}; the "
                          f"members: {', '.join(zoo.names())}, or an import path module:Class") from None
 
 
@@ -110,17 +111,17 @@ def resolve(spec: str = "best", dataset: Optional[str] = PUBLISHED, *, runs: Opt
     """The predictor ``spec`` names for ``dataset`` (see the module docstring), anchored on ``runs``
     where given (``training``: ``dataset`` already loaded; ``interval``: fit a member with its
     interval, which a search does not need). Only a saved folder needs no ``dataset``. Every failure is a
-    :class:`UsageError` starting ``--predictor SPEC:`` (or ``--dataset`` / ``--calibrate`` where that is
+    :class:`InputError` starting ``--predictor SPEC:`` (or ``--dataset`` / ``--calibrate`` where that is
     what is wrong)."""
     log = log or (lambda _msg: None)
     check_spec(spec)
     if dataset is None and (runs is not None or not Path(spec).is_dir()):
-        raise UsageError(f"--predictor {spec} needs --dataset: the data it is fitted on (or whose leaderboard "
+        raise InputError(f"--predictor {spec} needs --dataset: the data it is fitted on (or whose leaderboard "
                          "pick it is)" + (" and the runs are anchored against" if runs else ""))
     if training is None and dataset is not None:
         check_dataset(dataset, external_dir)
     if runs is not None and not Path(runs).exists():
-        raise UsageError(f"--calibrate {runs}: no such file or folder; give a runs CSV, a published-table CSV or "
+        raise InputError(f"--calibrate {runs}: no such file or folder; give a runs CSV, a published-table CSV or "
                          "a record store")
     out = Resolved(predictor=None, dataset=dataset, note="", runs=runs, external_dir=external_dir, _training=training)
     if Path(spec).is_dir():
@@ -159,7 +160,7 @@ def _saved(folder: str) -> Any:
     try:
         return zoo.load(folder)
     except (FileNotFoundError, TypeError, ValueError) as exc:
-        raise UsageError(f"--predictor {folder}: {' '.join(str(exc).split())}") from None
+        raise InputError(f"--predictor {folder}: {' '.join(str(exc).split())}") from None
 
 
 def _board_name(out: Resolved) -> str:
@@ -171,11 +172,11 @@ def _shipped(out: Resolved, log: Callable[[str], Any], interval: bool) -> tuple[
     """The leaderboard's member for ``out.dataset``; :data:`FALLBACK` fitted where it ships none."""
     try:
         model = zoo.load_best(_board_name(out))
-    except KeyError:
+    except NotShipped:
         return _fitted(out, FALLBACK, {}, log, why=f"the leaderboard ships no predictor for {out.dataset}: ",
                        interval=interval)
     except (FileNotFoundError, ValueError) as exc:
-        raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
+        raise InputError(f"--predictor best: {' '.join(str(exc).split())}") from None
     return model, f"the leaderboard's best for {out.dataset} ({model.name})"
 
 
@@ -183,10 +184,10 @@ def _anchor_member(dataset: str) -> tuple[str, dict]:
     """The leaderboard's member for anchoring on ``dataset`` (:data:`FALLBACK` where it has none)."""
     try:
         return zoo.anchor_member(dataset)
-    except KeyError:
+    except NotShipped:
         return FALLBACK, {}
     except (FileNotFoundError, ValueError) as exc:
-        raise UsageError(f"--predictor best: {' '.join(str(exc).split())}") from None
+        raise InputError(f"--predictor best: {' '.join(str(exc).split())}") from None
 
 
 def _fitted(out: Resolved, name: str, params: dict, log: Callable[[str], Any], why: str = "",
@@ -196,7 +197,7 @@ def _fitted(out: Resolved, name: str, params: dict, log: Callable[[str], Any], w
     training = out.training
     ok = training.labelled().ok()
     if not len(ok):
-        raise UsageError(f"--predictor {name}: {training.name} holds no finished job with a measured "
+        raise InputError(f"--predictor {name}: {training.name} holds no finished job with a measured "
                          f"{training.target} to fit on; give a dataset with measurements")
     member = zoo.make(name, **params)
     model = calibrate.fit_with_interval(member, training) if interval else member.fit(ok.X, ok.y, dataset=training.name)

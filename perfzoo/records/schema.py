@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from perfzoo.console import DataError
 
 SCHEMA_VERSION = 1
 
@@ -47,7 +48,7 @@ Source = Literal["measured", "published", "surrogate"]
 STATUSES: tuple[str, ...] = get_args(Status)
 
 
-class RecordError(ValueError):
+class RecordError(DataError):
     """A record (or a line holding one) does not match the schema."""
 
 

@@ -42,6 +42,7 @@ from typing import Any, Iterable, Iterator, Union
 import pandas as pd
 from filelock import FileLock
 
+from perfzoo.console import InputError
 from perfzoo.records import JobRecord, RecordError, parse_record, utc_now
 
 RECORDS_FILE = "records.jsonl"
@@ -263,7 +264,7 @@ def export_frame(frame: pd.DataFrame, path: Union[str, Path], format: str) -> Pa
     """
     path = Path(path)
     if format not in EXPORT_FORMATS:
-        raise ValueError(f"export format {format!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+        raise InputError(f"export format {format!r}: choose one of {', '.join(EXPORT_FORMATS)}")
     if path.exists():
         raise FileExistsError(errno.EEXIST, "exists already; give a new path (nothing is overwritten)", str(path))
     if format == "parquet":

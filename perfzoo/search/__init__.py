@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
-from perfzoo.console import UsageError
+from perfzoo.console import InputError
 from perfzoo.search._base import NO_KEYS, Searcher
 from perfzoo.search.exhaustive import Exhaustive
 from perfzoo.search.objective import Formula, Model, Objective, SearchResult
@@ -59,31 +59,31 @@ normalise_advantage=True, progress=False)
     >>> make("annealing")
     Traceback (most recent call last):
     ...
-    ValueError: unknown searcher 'annealing'; choose one of exhaustive, random, reinforce, tpe
+    perfzoo.console.InputError: unknown searcher 'annealing'; choose one of exhaustive, random, reinforce, tpe
     """
     if name not in SEARCHERS:
-        raise ValueError(f"unknown searcher {name!r}; choose one of {', '.join(sorted(SEARCHERS))}")
+        raise InputError(f"unknown searcher {name!r}; choose one of {', '.join(sorted(SEARCHERS))}")
     return SEARCHERS[name](**settings)
 
 
 def make_searcher(name: str, seed: int, flags: dict[str, Optional[float]], progress: bool = False) -> Searcher:
     """The searcher ``--searcher`` names, with the settings its flags gave (``flags``: a command's
     searcher flags by setting, e.g. ``n_samples``, None where not given) and ``progress`` where it shows one;
-    a flag its searcher has no setting for is a :class:`UsageError`: how ``python -m perfzoo.search``
+    a flag its searcher has no setting for is a :class:`InputError`: how ``python -m perfzoo.search``
     and ``python -m perfzoo.tune`` build theirs.
 
     >>> make_searcher("exhaustive", 0, {"n_samples": 100})
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --n-samples does not apply to --searcher exhaustive
+    perfzoo.console.InputError: --n-samples does not apply to --searcher exhaustive
     """
     cls = SEARCHERS[name]
     settings: dict = {flag: value for flag, value in flags.items() if value is not None}
     for flag, value in settings.items():
         if flag not in cls.settings():
-            raise UsageError(f"--{flag.replace('_', '-')} does not apply to --searcher {name}")
+            raise InputError(f"--{flag.replace('_', '-')} does not apply to --searcher {name}")
         if value <= 0:
-            raise UsageError(f"--{flag.replace('_', '-')} must be {'positive' if flag == 'lr' else 'at least 1'}, "
+            raise InputError(f"--{flag.replace('_', '-')} must be {'positive' if flag == 'lr' else 'at least 1'}, "
                              f"got {value}")
     if progress and "progress" in cls.settings():
         settings["progress"] = True

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo import zoo
-from perfzoo.console import UsageError, guarded
+from perfzoo.console import InputError, guarded
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.search import make
@@ -220,11 +220,11 @@ def _run(args) -> int:
     methods = [m for m in args.methods.split(",") if m]
     bad = [x for x in families if x not in FAMILIES] + [x for x in methods if x not in METHODS]
     if bad:
-        raise UsageError(f"unknown family or method {bad[0]!r}; families: {', '.join(FAMILIES)}; methods: "
+        raise InputError(f"unknown family or method {bad[0]!r}; families: {', '.join(FAMILIES)}; methods: "
                          f"{', '.join(METHODS)}")
     for flag in ("seeds", "members", "n_random", "top_k", "tpe_samples"):
         if getattr(args, flag) < 1:
-            raise UsageError(f"--{flag.replace('_', '-')} must be at least 1")
+            raise InputError(f"--{flag.replace('_', '-')} must be at least 1")
     codec = SpaceCodec(get(args.space))
     dataset = load_dataset(args.dataset)
     out = Path(args.out)

@@ -27,7 +27,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from perfzoo import llmconfig, pricing, zoo
-from perfzoo.console import UsageError, assignments, check_choice, check_writable
+from perfzoo.console import InputError, assignments, check_choice, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.search import NO_KEYS, SEARCHERS, Objective, SearchResult, Searcher, make_searcher
@@ -48,7 +48,7 @@ class SearchConfig:
     >>> SearchConfig(space="llm-small", top_k=0)
     Traceback (most recent call last):
     ...
-    perfzoo.console.UsageError: --top-k must be at least 1
+    perfzoo.console.InputError: --top-k must be at least 1
     """
 
     space: str  # a space name or a .toml space file
@@ -71,14 +71,14 @@ class SearchConfig:
 
     def __post_init__(self):
         if self.top_k < 1:
-            raise UsageError("--top-k must be at least 1")
+            raise InputError("--top-k must be at least 1")
         check_choice("--searcher", self.searcher, SEARCHERS)
         self.make_searcher()
         assignments(self.fixed, "--set", "COLUMN")
         if self.out:
             folder = Path(self.out).resolve().parent
             if not folder.is_dir() or not os.access(folder, os.W_OK):
-                raise UsageError(f"--out {self.out}: cannot write there ({folder} is not a writable folder)")
+                raise InputError(f"--out {self.out}: cannot write there ({folder} is not a writable folder)")
             check_writable("--out", self.out)
 
     def make_searcher(self) -> Searcher:
@@ -158,7 +158,7 @@ def run(config: SearchConfig) -> SearchResult:
     try:
         space = get(config.space)
     except SpaceError as exc:
-        raise UsageError(str(exc)) from None
+        raise InputError(str(exc)) from None
     searcher = config.make_searcher()
     if space.workload == "llm":  # the LLM front door: unknown keys, types and ranges of what --set fixes
         llmconfig.check(assignments(config.fixed, "--set", "COLUMN"), require=False)
@@ -166,7 +166,7 @@ def run(config: SearchConfig) -> SearchResult:
     if dataset is not None and "workload" in dataset.frame:
         workloads = sorted(set(dataset.frame["workload"].dropna()))
         if workloads and space.workload not in workloads:
-            raise UsageError(f"--dataset {dataset.name} holds jobs of the {', '.join(workloads)} workload, --space "
+            raise InputError(f"--dataset {dataset.name} holds jobs of the {', '.join(workloads)} workload, --space "
                              f"{space.name} configs of the {space.workload} workload: a predictor fitted on one "
                              "cannot rank the other; give a dataset measured in this space")
     codec = SpaceCodec(space)

@@ -31,6 +31,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from harness.environment import cpu_cores
+from perfzoo.console import InputError
 from perfzoo.search._base import NO_KEYS, Searcher
 from perfzoo.search.objective import Objective, SearchResult, select_top, top_rows
 
@@ -65,14 +66,14 @@ class Exhaustive(Searcher):
     def __post_init__(self):
         for name in ("chunk_size", "n_jobs"):
             if int(getattr(self, name)) < 1:
-                raise ValueError(f"exhaustive: {name} must be at least 1, got {getattr(self, name)}")
+                raise InputError(f"exhaustive: {name} must be at least 1, got {getattr(self, name)}")
 
     def propose(self, objective: Objective, top_k: int, exclude: np.ndarray = NO_KEYS) -> SearchResult:
         t0 = time.perf_counter()
         codec = objective.codec
         exclude = np.unique(np.asarray(exclude, dtype=np.int64))  # sorted: looked up by bisection
         if codec.size > self.limit:
-            raise ValueError(f"space {codec.space.name!r} has {codec.size:,} grid points, more than "
+            raise InputError(f"space {codec.space.name!r} has {codec.size:,} grid points, more than "
                              f"limit={self.limit:,}; use reinforce or raise the limit")
         if self.fast:
             full = objective.grid()

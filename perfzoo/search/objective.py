@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, U
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.records.columns import Columns
 from perfzoo.search.treegrid import grid_values
 from perfzoo.spaces import Space
@@ -78,7 +79,7 @@ def check_inputs(codec: SpaceCodec, columns: Optional[Sequence[str]]) -> list[st
     unread = [c for c in dims if c not in columns]
     if dims and len(unread) == len(dims):
         inputs = [c for c in columns if c.startswith("config.")]
-        raise ValueError(f"the predictor reads none of the knobs space '{codec.space.name}' varies "
+        raise InputError(f"the predictor reads none of the knobs space '{codec.space.name}' varies "
                          f"({', '.join(c[7:] for c in dims[:6])}{', ...' if len(dims) > 6 else ''}); its config "
                          f"inputs are {', '.join(c[7:] for c in inputs[:6]) or 'none'}"
                          f"{', ...' if len(inputs) > 6 else ''}: fit it on a dataset measured in this space")
@@ -108,7 +109,7 @@ class Objective:
                  n_reference: int = 1000, seed: int = 0):
         self.codec = codec
         if failure_mode not in ("expected", "filter"):
-            raise ValueError(f"failure_mode must be 'expected' or 'filter', got {failure_mode!r}")
+            raise InputError(f"failure_mode must be 'expected' or 'filter', got {failure_mode!r}")
         self.predictor = predictor
         self.failure = failure
         self.columns = list(columns) if columns is not None else input_columns(predictor)

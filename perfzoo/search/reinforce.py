@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfzoo.console import InputError
 from perfzoo.search._base import NO_KEYS, Searcher
 from perfzoo.search.objective import Objective, SearchResult, select_top
 
@@ -66,13 +67,13 @@ class Reinforce(Searcher):
     def __post_init__(self):
         for name in ("n_samples", "batch_size", "restarts"):
             if int(getattr(self, name)) < 1:
-                raise ValueError(f"reinforce: {name} must be at least 1, got {getattr(self, name)}")
+                raise InputError(f"reinforce: {name} must be at least 1, got {getattr(self, name)}")
 
     def propose(self, objective: Objective, top_k: int, exclude: np.ndarray = NO_KEYS) -> SearchResult:
         import torch
 
         if int(top_k) < 1:
-            raise ValueError(f"reinforce: top_k must be at least 1, got {top_k}")
+            raise InputError(f"reinforce: top_k must be at least 1, got {top_k}")
         t0 = time.perf_counter()
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # tiny tensors: extra threads only spin (and fight the predictor for cores)

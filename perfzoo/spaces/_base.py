@@ -13,12 +13,13 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
+from perfzoo.console import InputError
 from perfzoo import workloads
 
 Scalar = Union[bool, int, float, str, None]
 
 
-class SpaceError(ValueError):
+class SpaceError(InputError):
     """A config does not belong to a space; the message names the knob, value and allowed values."""
 
 

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.records.columns import Columns
 from perfzoo.spaces._base import Space, SpaceError, _same
 from perfzoo.spaces.rules import MAX_TABLE, Rule, tabulate
@@ -61,7 +62,7 @@ class SpaceCodec:
         self.cards = np.array([len(v) for v in self.values], dtype=np.int64)
         self.size = int(math.prod(int(c) for c in self.cards))
         if self.size >= 2 ** 62:
-            raise ValueError(f"space {self.space.name!r} has {self.size:.3g} grid points: too many for "
+            raise InputError(f"space {self.space.name!r} has {self.size:.3g} grid points: too many for "
                              "64-bit config keys")
         # mixed radix, last dimension fastest (the order of itertools.product / enumerate)
         self.radix = np.ones(len(self.dims), dtype=np.int64)

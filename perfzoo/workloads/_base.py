@@ -26,6 +26,7 @@ import importlib
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
+from perfzoo.console import InputError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -123,5 +124,5 @@ def get(name: str) -> WorkloadSpec:
     """The workload called ``name``; a ``ValueError`` lists the registered ones."""
     _load_builtin()
     if name not in _SPECS:
-        raise ValueError(f"unknown workload {name!r}; registered workloads are {names()}")
+        raise InputError(f"unknown workload {name!r}; registered workloads are {names()}")
     return _SPECS[name]

@@ -92,6 +92,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Union
 
+from perfzoo.console import InputError
 from perfzoo.zoo.base import EncodedPredictor, NotFittedError, Predictor
 from perfzoo.zoo.best import anchor_member, best_member, load_best
 from perfzoo.zoo.estimator import build
@@ -186,7 +187,7 @@ def get(name: str) -> Any:
     found = plugin.resolve(name)
     if found is None:
         extra = f"; installed ({plugin.GROUP}): {', '.join(installed())}" if installed() else ""
-        raise ValueError(f"no zoo member {name!r}; registered: {', '.join(REGISTRY)}{extra}; or give an import "
+        raise InputError(f"no zoo member {name!r}; registered: {', '.join(REGISTRY)}{extra}; or give an import "
                          "path module:Class")
     return found
 

@@ -60,6 +60,7 @@ import pandas as pd
 
 import perfzoo
 from harness.environment import library_versions
+from perfzoo.console import DataError, InputError
 from perfzoo.zoo.estimator import Estimator
 from perfzoo.zoo.features import FeatureEncoder, as_columns, check_frame
 from perfzoo.zoo.targets import TARGETS, TargetTransform
@@ -193,7 +194,7 @@ class Predictor(Estimator):
             X, y = X.loc[keep], y[keep]
             groups = None if groups is None else np.asarray(groups)[keep]
         if len(X) == 0:
-            raise ValueError(f"{self.name}: no rows to fit on (every target is NaN: only failed jobs?)")
+            raise DataError(f"{self.name}: no rows to fit on (every target is NaN: only failed jobs?)")
         with self._threads():
             self._fit(X, y, groups)
         self.fit_time_s_ = time.perf_counter() - start
@@ -292,7 +293,7 @@ class Predictor(Estimator):
             )
         why = outdated(path)
         if why is not None:
-            raise ValueError(why)
+            raise InputError(why)
         meta = json.loads((path / METADATA_FILE).read_text()) if (path / METADATA_FILE).exists() else {}
         saved = meta.get("perfzoo_version")
         if saved and saved != perfzoo.__version__:
@@ -302,7 +303,7 @@ class Predictor(Estimator):
         except ModuleNotFoundError as exc:
             if not str(exc.name).startswith("perfzoo."):
                 raise
-            raise ValueError(f"{path} was saved by an older perfzoo: its module {exc.name} has moved (CHANGELOG.md); "
+            raise InputError(f"{path} was saved by an older perfzoo: its module {exc.name} has moved (CHANGELOG.md); "
                              "fit the predictor again and save it (perfzoo bench writes the leaderboard's)") from None
         if not isinstance(model, cls):
             raise TypeError(f"{path} holds a {type(model).__name__}, not a {cls.__name__}")
@@ -326,10 +327,10 @@ class EncodedPredictor(Predictor):
     def _validate_params(self) -> None:
         target = getattr(self, "target", "log")
         if target not in TARGETS:
-            raise ValueError(f"{self.name}: target={target!r} is not one of {TARGETS}")
+            raise InputError(f"{self.name}: target={target!r} is not one of {TARGETS}")
         n_jobs = getattr(self, "n_jobs", 1)
         if n_jobs is not None and (not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1):
-            raise ValueError(f"{self.name}: n_jobs must be a positive integer, got {n_jobs!r}")
+            raise InputError(f"{self.name}: n_jobs must be a positive integer, got {n_jobs!r}")
 
     def _fit(self, X: pd.DataFrame, y: np.ndarray, groups: Any) -> None:
         self.encoder_ = self._encoder().fit(X)

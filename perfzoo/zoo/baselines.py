@@ -7,6 +7,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.zoo.base import Predictor
 from perfzoo.zoo.targets import TargetTransform, analytic_log_throughput
 
@@ -29,7 +30,7 @@ class ConstantPredictor(Predictor):
 
     def _validate_params(self) -> None:
         if self.statistic not in ("median", "mean"):
-            raise ValueError(f"constant: statistic must be 'median' or 'mean', got {self.statistic!r}")
+            raise InputError(f"constant: statistic must be 'median' or 'mean', got {self.statistic!r}")
 
     def _fit(self, X: pd.DataFrame, y: np.ndarray, groups: Any) -> None:
         self.value_ = float(np.median(y) if self.statistic == "median" else np.mean(y))

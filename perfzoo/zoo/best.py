@@ -15,10 +15,18 @@ import warnings
 from pathlib import Path
 from typing import Optional, Union
 
+from perfzoo.console import InputError
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.zoo.base import Predictor
 
 LEADERBOARD_DIR_ENV = "PERFZOO_LEADERBOARD"
+
+
+class NotShipped(InputError, KeyError):
+    """The leaderboard ships no predictor for this dataset."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def leaderboard_dir(folder: Optional[Union[str, os.PathLike]] = None) -> Path:
@@ -40,7 +48,7 @@ def best_entry(dataset: Union[str, Dataset], folder: Optional[Union[str, os.Path
     entries = json.loads(best_file.read_text()).get("datasets", {})
     name = dataset if isinstance(dataset, str) else dataset.name
     if name not in entries:
-        raise KeyError(f"{name!r} has no best predictor in {best_file}; it has: {', '.join(sorted(entries)) or 'none'}")
+        raise NotShipped(f"{name!r} has no best predictor in {best_file}; it has: {', '.join(sorted(entries)) or 'none'}")
     return entries[name]
 
 

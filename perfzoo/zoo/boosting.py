@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.zoo.analytic_features import MEMORY_FEATURES
 from perfzoo.zoo.base import EncodedPredictor
 from perfzoo.zoo.features import FeatureEncoder
@@ -173,9 +174,9 @@ class LightGBMRankPredictor(LightGBMPredictor):
     def _validate_params(self) -> None:
         super()._validate_params()
         if self.objective not in ("lambdarank", "rank_xendcg"):
-            raise ValueError(f"lightgbm_rank: objective must be 'lambdarank' or 'rank_xendcg', got {self.objective!r}")
+            raise InputError(f"lightgbm_rank: objective must be 'lambdarank' or 'rank_xendcg', got {self.objective!r}")
         if not 2 <= self.n_bins <= 31:
-            raise ValueError(f"lightgbm_rank: n_bins must be in 2..31, got {self.n_bins}")
+            raise InputError(f"lightgbm_rank: n_bins must be in 2..31, got {self.n_bins}")
 
     def _make_model(self):
         import lightgbm as lgb
@@ -216,7 +217,7 @@ class CatBoostRankPredictor(CatBoostPredictor):
     def _validate_params(self) -> None:
         super()._validate_params()
         if self.loss_function not in ("YetiRank", "PairLogit", "YetiRankPairwise", "PairLogitPairwise", "QueryRMSE"):
-            raise ValueError(f"catboost_rank: unsupported loss_function {self.loss_function!r}")
+            raise InputError(f"catboost_rank: unsupported loss_function {self.loss_function!r}")
 
     def _make_model(self):
         from catboost import CatBoostRanker

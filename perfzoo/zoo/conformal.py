@@ -39,6 +39,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import DataError, InputError
 from perfzoo.records.columns import row_keys
 from perfzoo.zoo.estimator import clone
 
@@ -79,7 +80,7 @@ def _deal(keys: np.ndarray, folds: int, seed: int) -> np.ndarray:
     is_group = pd.Series(uniques, dtype=object).str.startswith("group:").to_numpy(dtype=bool)
     k = min(int(folds), int(is_group.sum()) if is_group.any() else len(uniques))
     if k < 2:
-        raise ValueError(f"an interval needs rows of at least two configurations to cross-fit; got {len(uniques)}")
+        raise DataError(f"an interval needs rows of at least two configurations to cross-fit; got {len(uniques)}")
     rng = np.random.default_rng(seed)
     fold_of_unit = np.empty(len(uniques), dtype=int)
     for unit in (np.flatnonzero(is_group), np.flatnonzero(~is_group)):  # large groups first
@@ -127,7 +128,7 @@ def out_of_fold_residuals(model: Any, X: pd.DataFrame, y: np.ndarray, groups: Op
         with np.errstate(divide="ignore", invalid="ignore"):
             residuals[out] = np.log(y[out] / pred)
     if not np.isfinite(residuals).all():
-        raise ValueError(f"{getattr(model, 'name', type(model).__name__)}: a non-positive prediction; "
+        raise DataError(f"{getattr(model, 'name', type(model).__name__)}: a non-positive prediction; "
                          "a log-throughput interval needs throughput predictions above 0")
     return residuals, _weights(keys), keys
 
@@ -163,7 +164,7 @@ def conformal_quantiles(residuals: np.ndarray, alpha: float,
 
 def _check_alpha(alpha: float) -> None:
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must lie strictly between 0 and 1 (0.2: an 80% interval), got {alpha}")
+        raise InputError(f"alpha must lie strictly between 0 and 1 (0.2: an 80% interval), got {alpha}")
 
 
 def stack_quantiles(residuals: np.ndarray, unit_keys: np.ndarray, alpha: float,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import inspect
 from typing import Any
+from perfzoo.console import InputError
 
 
 class Estimator:
@@ -58,7 +59,7 @@ class Estimator:
         for key, value in params.items():
             key, nest, sub = key.partition("__")
             if key not in names:
-                raise ValueError(f"{type(self).__name__} takes no parameter {key!r}; it takes {names}")
+                raise InputError(f"{type(self).__name__} takes no parameter {key!r}; it takes {names}")
             if nest:
                 nested.setdefault(key, {})[sub] = value
             else:
@@ -99,20 +100,20 @@ def build(obj: Any, params: dict[str, Any], label: str = "") -> Any:
     >>> build(ConstantPredictor, {"median": True}, "constant")
     Traceback (most recent call last):
     ...
-    ValueError: constant takes no parameter(s) ['median']; it takes ['statistic']
+    perfzoo.console.InputError: constant takes no parameter(s) ['median']; it takes ['statistic']
     """
     label = label or getattr(obj, "__qualname__", type(obj).__name__)
     if inspect.isclass(obj) and hasattr(obj, "_get_param_names"):
         valid = obj._get_param_names()
         unknown = sorted(set(params) - set(valid))
         if unknown:
-            raise ValueError(f"{label} takes no parameter(s) {unknown}; it takes {valid}")
+            raise InputError(f"{label} takes no parameter(s) {unknown}; it takes {valid}")
     try:
         return obj(**params)
     except Exception as exc:
         call = ", ".join(f"{k}={v!r}" for k, v in params.items())
         name = f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
-        raise ValueError(f"{label}: {name}({call}) failed: {type(exc).__name__}: {exc}") from None
+        raise InputError(f"{label}: {name}({call}) failed: {type(exc).__name__}: {exc}") from None
 
 
 __all__ = ["Estimator", "build", "clone"]

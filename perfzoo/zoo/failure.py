@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from perfzoo.console import InputError
 from perfzoo.zoo.base import Predictor
 from perfzoo.zoo.boosting import lgb_predict
 from perfzoo.zoo.features import FeatureEncoder, as_columns
@@ -79,7 +80,7 @@ class FailurePredictor(Predictor):
 
     def _validate_params(self) -> None:
         if self.model not in ("auto", "lightgbm", "logistic"):
-            raise ValueError(f"failure: model must be 'auto', 'lightgbm' or 'logistic', got {self.model!r}")
+            raise InputError(f"failure: model must be 'auto', 'lightgbm' or 'logistic', got {self.model!r}")
 
     def _check_y(self, y: Any, n: int) -> np.ndarray:
         failed = failure_labels(y)

@@ -54,6 +54,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo import workloads
 from perfzoo.records.columns import Columns, repeat_to
 from perfzoo.zoo.analytic_features import ANALYTIC_FEATURES, analytic_features
@@ -194,10 +195,10 @@ class FeatureEncoder:
     def __init__(self, encoding: str = "native", analytic: bool = True, log_sizes: bool = True, max_onehot: int = 32,
                  exclude_analytic: Sequence[str] = ()):
         if encoding not in ENCODINGS:
-            raise ValueError(f"unknown encoding {encoding!r}; choose one of {ENCODINGS}")
+            raise InputError(f"unknown encoding {encoding!r}; choose one of {ENCODINGS}")
         unknown = sorted(set(exclude_analytic) - set(ANALYTIC_FEATURES))
         if unknown:
-            raise ValueError(f"exclude_analytic: {unknown} are not analytic features; choose from {ANALYTIC_FEATURES}")
+            raise InputError(f"exclude_analytic: {unknown} are not analytic features; choose from {ANALYTIC_FEATURES}")
         self.encoding = encoding
         self.analytic = analytic
         self.log_sizes = log_sizes
@@ -275,7 +276,7 @@ class FeatureEncoder:
         missing = [c for c in self.input_columns_ if c not in data]
         required = [c for c in missing if c not in self.optional_]
         if required:
-            raise ValueError(
+            raise InputError(
                 f"the frame lacks column(s) {required} that the predictor was fitted on and that "
                 "are not optional; add them (e.g. pass dataset.X) or refit without them"
             )

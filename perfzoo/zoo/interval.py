@@ -35,6 +35,7 @@ from typing import Any, Optional, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.zoo import conformal
 from perfzoo.zoo.base import Predictor, json_safe
 from perfzoo.zoo.conformal import ALPHA, FOLDS
@@ -112,7 +113,7 @@ class Interval(Predictor):
         if self.member.output != "throughput":
             raise TypeError(f"{self.name}: its outputs are {self.member.output}s, not throughput; it has no interval")
         if isinstance(self.folds, bool) or not isinstance(self.folds, (int, np.integer)) or self.folds < 2:
-            raise ValueError(f"Interval: folds must be an integer of at least 2, got {self.folds!r}")
+            raise InputError(f"Interval: folds must be an integer of at least 2, got {self.folds!r}")
 
     def fit(self, X: pd.DataFrame, y: Any, *, dataset: Optional[str] = None, groups: Any = None,
             releases: Any = None) -> "Interval":

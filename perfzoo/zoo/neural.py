@@ -22,6 +22,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo.zoo.base import EncodedPredictor
 from perfzoo.zoo.boosting import ranking_groups
 from perfzoo.zoo.features import FeatureEncoder
@@ -72,9 +73,9 @@ class MLPRankEnsemblePredictor(EncodedPredictor):
         super()._validate_params()
         for p in ("n_models", "hidden", "epochs", "batch_size"):
             if int(getattr(self, p)) < 1:
-                raise ValueError(f"mlp_rank_ensemble: {p} must be >= 1, got {getattr(self, p)!r}")
+                raise InputError(f"mlp_rank_ensemble: {p} must be >= 1, got {getattr(self, p)!r}")
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"mlp_rank_ensemble: dropout must be in [0, 1), got {self.dropout!r}")
+            raise InputError(f"mlp_rank_ensemble: dropout must be in [0, 1), got {self.dropout!r}")
 
     def _make_model(self):
         return None  # the weights live in self.weights_

@@ -43,6 +43,7 @@ from typing import Any, Optional
 
 from sklearn.base import RegressorMixin, is_regressor as _sklearn_is_regressor
 
+from perfzoo.console import InputError
 from perfzoo.zoo.base import EncodedPredictor, Predictor
 from perfzoo.zoo.estimator import build, clone
 from perfzoo.zoo.features import ENCODINGS
@@ -51,7 +52,7 @@ GROUP = "perfzoo.predictors"  # the entry-point group of installed members
 OUTPUTS = ("throughput", "score", "probability")  # a member's ``output`` tag (perfzoo.zoo.base)
 
 
-class ContractError(ValueError):
+class ContractError(InputError):
     """Members that break the contract; ``problems`` says how, one line each (:func:`problems`)."""
 
     def __init__(self, problems: list[str]):
@@ -81,22 +82,22 @@ def resolve(name: str) -> Optional[Any]:
 def _import(path: str, what: str) -> Any:
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
-        raise ValueError(f"{what}: an import path is module:attr, e.g. mypkg.models:MyPredictor")
+        raise InputError(f"{what}: an import path is module:attr, e.g. mypkg.models:MyPredictor")
     try:
         obj = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            raise ValueError(f"{what}: no module {exc.name!r} (install the package or put its folder on "
+            raise InputError(f"{what}: no module {exc.name!r} (install the package or put its folder on "
                              "PYTHONPATH)") from None
-        raise ValueError(f"{what}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+        raise InputError(f"{what}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # the user's module raised while importing
-        raise ValueError(f"{what}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
+        raise InputError(f"{what}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"{what}: {module_name} has no {attr!r}")
+            raise InputError(f"{what}: {module_name} has no {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ValueError(f"{what}: {attr} is a {type(obj).__name__}, not a class or a factory")
+        raise InputError(f"{what}: {attr} is a {type(obj).__name__}, not a class or a factory")
     return obj
 
 
@@ -112,7 +113,7 @@ def make_member(obj: Any, params: dict[str, Any], label: str = "") -> Predictor:
     if is_regressor(est):
         return SklearnRegressor(est)
     found = instance_problems(est, label)
-    raise ValueError(found[0])
+    raise InputError(found[0])
 
 
 def problems(obj: Any, label: str) -> list[str]:
@@ -233,9 +234,9 @@ class SklearnRegressor(EncodedPredictor):
     def _validate_params(self) -> None:
         super()._validate_params()
         if not is_regressor(self.estimator):
-            raise ValueError(f"SklearnRegressor: estimator={self.estimator!r} is not a scikit-learn regressor")
+            raise InputError(f"SklearnRegressor: estimator={self.estimator!r} is not a scikit-learn regressor")
         if self.encoding not in ENCODINGS:
-            raise ValueError(f"SklearnRegressor: encoding={self.encoding!r} is not one of {ENCODINGS}")
+            raise InputError(f"SklearnRegressor: encoding={self.encoding!r} is not one of {ENCODINGS}")
 
     def _make_model(self):
         model = clone(self.estimator)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from perfzoo.console import DataError
 
 # (column, its value where a config leaves it out: None = unknown)
 COORDINATES = (("config.n_gpus", None), ("hardware.nodes", None), ("config.tp", 1.0), ("config.pp", 1.0),
@@ -116,7 +117,7 @@ def fit(residuals: np.ndarray, coords: np.ndarray, labels: np.ndarray, sources: 
     r = np.asarray(residuals, dtype=float)
     i, j, d = pairs(r, coords, labels)
     if i.size == 0:
-        raise ValueError("no two rows share a label: nothing to fit a similarity on")
+        raise DataError("no two rows share a label: nothing to fit a similarity on")
     src = np.asarray(sources, dtype=object)[i]
     w = 1.0 / pd.Series(src).map(pd.Series(src).value_counts()).to_numpy(dtype=float)
 

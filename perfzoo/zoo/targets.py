@@ -16,6 +16,7 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
+from perfzoo.console import InputError
 from perfzoo import analytic
 from perfzoo.zoo.analytic_features import estimates, n_devices
 
@@ -63,7 +64,7 @@ class TargetTransform:
 
     def __init__(self, kind: str = "log", per_device: Optional[bool] = None):
         if kind not in TARGETS:
-            raise ValueError(f"unknown target {kind!r}; choose one of {TARGETS}")
+            raise InputError(f"unknown target {kind!r}; choose one of {TARGETS}")
         self.kind = kind
         self.per_device = per_device
 

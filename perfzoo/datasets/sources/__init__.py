@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfzoo.datasets.sources._base import DataError, Load, LoadReport, Source, file_dataset_name
+from perfzoo.console import DataError
+from perfzoo.datasets.sources._base import Load, LoadReport, Source, file_dataset_name
 from perfzoo.datasets.sources._csv import CsvSource, header
 from perfzoo.datasets.sources._llm import config_key
 from perfzoo.datasets.sources.published import PublishedSource, read_architectures, read_published

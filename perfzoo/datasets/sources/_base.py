@@ -22,10 +22,6 @@ import pandas as pd
 from perfzoo.records import JobRecord
 
 
-class DataError(ValueError):
-    """A data file cannot be read as the layout it is in: says which file, line, column and value."""
-
-
 @dataclass
 class LoadReport:
     """What reading one published-table file did with each of its rows.

@@ -14,7 +14,8 @@ from typing import ClassVar, Iterable, Optional, Sequence, Union
 
 import pandas as pd
 
-from perfzoo.datasets.sources._base import DataError, Source
+from perfzoo.console import DataError
+from perfzoo.datasets.sources._base import Source
 from perfzoo.records.vocabulary import CATEGORICAL_RULES, phrase_rules
 
 

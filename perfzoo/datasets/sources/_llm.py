@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from perfzoo.console import DataError
 from perfzoo.datasets.sources._csv import Row
 from perfzoo.records import SCHEMA_VERSION, JobRecord, job_id_for, parse_record
 
@@ -22,7 +23,7 @@ def llm_config(**values) -> dict:
     """A config with every key of :data:`LLM_CONFIG_KEYS`, in that order (None where not given)."""
     unknown = set(values) - set(LLM_CONFIG_KEYS)
     if unknown:
-        raise ValueError(f"not LLM config keys: {sorted(unknown)}")
+        raise DataError(f"not LLM config keys: {sorted(unknown)}")
     return {key: values.get(key) for key in LLM_CONFIG_KEYS}
 
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Sequence
 
 from perfzoo import llmconfig
-from perfzoo.datasets.sources._base import DataError, Load
+from perfzoo.console import DataError
+from perfzoo.datasets.sources._base import Load
 from perfzoo.datasets.sources._csv import CsvSource, Row, header, is_null, read_table
 from perfzoo.datasets.sources._llm import LLM_CONFIG_KEYS, RecordBuilder, llm_config
 from perfzoo.records import JobRecord

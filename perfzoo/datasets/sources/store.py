@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from perfzoo import workloads
-from perfzoo.datasets.sources._base import DataError, Load, Source
+from perfzoo.console import DataError
+from perfzoo.datasets.sources._base import Load, Source
 from perfzoo.records import JobRecord
 from perfzoo.records.store import RECORDS_FILE, RecordStore
 
@@ -81,7 +82,7 @@ def _implied(workload: str):
 def _folder(paths: Sequence[Path]) -> Path:
     """The one store folder ``paths`` names (the folder or its ``records.jsonl``)."""
     if len(paths) != 1:
-        raise ValueError(f"a record-store dataset is one folder, got {len(paths)} paths")
+        raise DataError(f"a record-store dataset is one folder, got {len(paths)} paths")
     return paths[0] if paths[0].is_dir() else paths[0].parent
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from harness.workloads.fsdp_shapes import tower_layer_params
+from perfzoo.console import InputError
 from perfzoo.spaces.codec import SpaceCodec
 from perfzoo.workloads._base import Baseline
 
@@ -28,7 +29,7 @@ def hand_tuned_ladder(space: Any) -> list[dict]:
     sp = codec.space
     shard = [d for d in sp.dimensions if d.name.startswith("shard_")]
     if not shard or "local_batch" not in codec.names:
-        raise ValueError(f"no hand-tuned baseline is defined for space {sp.name!r} (only for fsdp-ads-like spaces)")
+        raise InputError(f"no hand-tuned baseline is defined for space {sp.name!r} (only for fsdp-ads-like spaces)")
     out = []
     memory = _memory_knob(codec)
     for batch in sorted(sp.dimension("local_batch").values, reverse=True):
@@ -83,7 +84,7 @@ def expert_ladder(space: Any) -> list[dict]:
     codec = space if isinstance(space, SpaceCodec) else SpaceCodec(space)
     sp, memory = codec.space, _memory_knob(codec)
     if memory not in EXPERT_ESTIMATES:
-        raise ValueError(f"no expert heuristic is defined for space {sp.name!r} "
+        raise InputError(f"no expert heuristic is defined for space {sp.name!r} "
                          "(only for fsdp-ads-v2- and fsdp-ads-v3-like spaces)")
     est = EXPERT_ESTIMATES[memory]
     limit = max(sp.dimension(memory).values) * est.margin
