@@ -158,6 +158,17 @@ def test_anchored_names_its_runs_and_leaves_out_what_cannot_anchor():
     assert anchored.idle(queries) == [] and anchored.idle(queries.iloc[[1]]) == ["a.csv line 2"]  # B200 only: idle
 
 
+def test_a_run_its_framework_cannot_run_is_left_out_and_named():
+    model = fitted_constant()
+    X_runs = pd.DataFrame({"config.hidden_dim": [4096, 4096], "hardware.accelerator": [H100] * 2,
+                           "config.framework": ["torchtitan"] * 2, "config.fsdp": ["zero1", "full_shard"]})
+    anchored = Anchored(model, X_runs, [1500.0, 1500.0], names=["a.csv line 2", "a.csv line 3"])
+    (out,) = anchored.left_out
+    assert out.name == "a.csv line 2" and out.flagged  # the refit leaves it out too (calibrate.calibrated)
+    assert out.left_out.startswith("fsdp=zero1 under framework=torchtitan: torchtitan has no ZeRO-1")
+    assert anchored.used_names == ["a.csv line 3"]
+
+
 def test_predict_calibrate_with_one_run_moves_the_prediction_and_names_the_run(labs, tmp_path):  # noqa: F811
     public, _ = labs
     cfg = {**CONFIG, "global_batch_size": 128, "n_gpus": 32, "dp": 32}

@@ -61,8 +61,9 @@ class Anchored:
     ``predict``, ``predict_interval``, ``relative``, ``name``, ``input_columns_``.
 
     Runs the predictor cannot price (no finite positive prediction), that did not finish with a
-    measurement or that lie more than 3x off their prediction are left out and named in
-    :attr:`runs`. With ``target`` (the measured column, e.g. ``metrics.throughput_per_device``), a
+    measurement, whose framework cannot run their layout as written (its bundle's rules,
+    :func:`perfzoo.frameworks.refusal`) or that lie more than 3x off their prediction are left out and
+    named in :attr:`runs`. With ``target`` (the measured column, e.g. ``metrics.throughput_per_device``), a
     run faster than its GPU's peak is refused (:func:`perfzoo.zoo.plausible.refuse_faster_than_peak`:
     a one-line ``DataError``).
     """
@@ -78,11 +79,11 @@ class Anchored:
         plausible.refuse_faster_than_peak(X_runs, y, target, names)
         pred = np.asarray(predictor.predict(X_runs), dtype=float) if len(y) else np.zeros(0)
         self.runs = []
-        for name, m, p in zip(names, y, pred):
+        for name, m, p, refused in zip(names, y, pred, plausible.refused_by_framework(X_runs)):
             why = (None if np.isfinite(m) and m > 0 and np.isfinite(p) and p > 0 else
                    "no measured throughput (failed or not finished)" if not (np.isfinite(m) and m > 0) else
                    "the cost model cannot price its config")
-            far = plausible.far_off(m, p) if why is None else None
+            far = (refused or plausible.far_off(m, p)) if why is None else None
             self.runs.append(Run(str(name), float(m), float(p), why or far, far is not None))
         used = np.array([r.left_out is None for r in self.runs], dtype=bool)
         self.keys = keys(X_runs).take(used) if len(y) else Keys(np.zeros(0), np.zeros(0))

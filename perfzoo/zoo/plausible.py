@@ -4,6 +4,9 @@
   the least work a token takes (the model's FLOPs, causal attention counted half, no recompute),
   exceeds its GPU's peak in its precision (any precision where none is stated) is refused, one line
   naming the run: a wrong unit (tokens/s per job given per GPU) or a wrong config, never a fast stack.
+* **A layout its framework cannot run** (:func:`refused_by_framework`): the rules of the framework a
+  run names (:func:`perfzoo.frameworks.refusal`, the ones ``predict`` and ``plan`` apply) leave it
+  out with a warning naming it: what it says it ran is not what ran.
 * **Far off its prediction** (:func:`far_off`): a run more than :data:`FAR` times faster or slower
   than predicted is left out with a warning naming it. Across the shared tables no run is that far
   off the anchoring member (the farthest: 2.98x, DGX Cloud's DeepSeek-V3 on 256 GB200); used, it
@@ -22,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo import frameworks
 from perfzoo.analytic import flops_per_token
 from perfzoo.analytic.estimates import claimed
 from perfzoo.datasets.sources import DataError
@@ -30,6 +34,18 @@ from perfzoo.records.vocabulary import is_missing, precision_format
 
 FAR = 3.0  # a run this many times faster or slower than predicted does not anchor
 PER_DEVICE = {"metrics.throughput_per_device": True, "metrics.throughput": False}  # targets in tokens/s
+
+
+def refused_by_framework(X: pd.DataFrame) -> list[str | None]:
+    """Per run (a row of ``config.*`` columns), why its framework cannot run it as written, or None.
+
+    >>> refused_by_framework(pd.DataFrame({"config.framework": ["torchtitan", "torchtitan"],
+    ...                                    "config.fsdp": ["zero1", "full_shard"]}))[1] is None
+    True
+    """
+    configs = [{k.removeprefix("config."): v for k, v in row.items() if k.startswith("config.") and not is_missing(v)}
+               for row in X.to_dict("records")]
+    return [None if why is None else f"{why}: not used" for why in map(frameworks.refusal, configs)]
 
 
 def far_off(measured: float, predicted: float) -> str | None:
