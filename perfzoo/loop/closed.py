@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.console import DataError, InputError
-from perfzoo import zoo
+from perfzoo import pricing, zoo
 from perfzoo.hardware.capability import kind
 from perfzoo.loop import race
 from perfzoo.loop.launch import PLAN_DIR, CollectLauncher, Launcher, write_lines
@@ -251,16 +251,12 @@ class ClosedLoop:
         """A new, unfitted predictor of the configured kind."""
         if callable(self.predictor):
             return self.predictor()
-        if self.predictor == "best":
-            try:
-                name, params = zoo.best_member(self.dataset or "fsdp-cpu")  # the shipped member, unfitted
-                return zoo.make(name, **params)
-            except (FileNotFoundError, KeyError) as exc:  # no leaderboard (entry) yet
-                note = f"no best predictor available ({type(exc).__name__}: {exc}); using lightgbm"
-                if note not in self.notes:
-                    self.notes.append(note)
-                    self.log(f"[{self.tag}] {note}")
-                return zoo.make("lightgbm")
+        if self.predictor == "best":  # the shipped member, unfitted (pricing's fallback where none ships)
+            name, params, note = pricing.shipped_member(self.dataset or "fsdp-cpu")
+            if note and note not in self.notes:
+                self.notes.append(note)
+                self.log(f"[{self.tag}] {note}")
+            return zoo.make(name, **params)
         return zoo.make(self.predictor)
 
     def fit(self, records: Sequence[JobRecord]) -> tuple[Any, Any]:

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.environment import cpu_cores
-from perfzoo import frameworks, llmconfig
+from perfzoo import frameworks, llmconfig, pricing
 from perfzoo.console import RunFailed
 from perfzoo.analytic.memory import MemoryRule
 from perfzoo.llmconfig import huggingface, layout_defaults
@@ -44,7 +44,6 @@ from perfzoo.records.columns import Columns
 from perfzoo.search import Objective, Reinforce, Searcher
 from perfzoo.spaces import Space
 from perfzoo.spaces.codec import SpaceCodec
-from perfzoo.zoo.best import load_best
 from perfzoo.zoo.analytic_features import estimates, host_paced
 from perfzoo.zoo.features import as_columns
 
@@ -485,8 +484,9 @@ def _baselines(result: Plan, baseline: Optional[tuple[pd.DataFrame, layout_defau
 
 
 def default_scorer(memory_margin: Optional[float] = None) -> Scorer:
-    """The leaderboard's best predictor for the published LLM tables (whose target is tokens/s per GPU)."""
-    return Scorer(load_best("published-llm"), per_device=True, memory_margin=memory_margin)
+    """The leaderboard's best predictor for the published LLM tables (:func:`perfzoo.pricing.resolve`)."""
+    resolved = pricing.resolve("best", pricing.PUBLISHED)
+    return Scorer(resolved.predictor, per_device=resolved.per_device, memory_margin=memory_margin)
 
 
 __all__ = ["EXHAUSTIVE_LIMIT", "Plan", "baseline_frame", "default_scorer", "plan",

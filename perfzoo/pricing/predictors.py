@@ -180,6 +180,21 @@ def _shipped(out: Resolved, log: Callable[[str], Any], interval: bool) -> tuple[
     return model, f"the leaderboard's best for {out.dataset} ({model.name})"
 
 
+def shipped_member(dataset: str) -> tuple[str, dict, str]:
+    """``(name, parameters, note)`` of the member the leaderboard ships for ``dataset``, to fit afresh
+    (the closed loop refits it every round); :data:`FALLBACK` where it ships none, and the note says so
+    (empty otherwise).
+
+    >>> shipped_member("no-such-dataset")[0] == FALLBACK
+    True
+    """
+    try:
+        name, params = zoo.best_member(dataset)
+    except (NotShipped, FileNotFoundError) as exc:
+        return FALLBACK, {}, f"the leaderboard ships no predictor for {dataset} ({' '.join(str(exc).split())}): {FALLBACK}"
+    return name, params, ""
+
+
 def _anchor_member(dataset: str) -> tuple[str, dict]:
     """The leaderboard's member for anchoring on ``dataset`` (:data:`FALLBACK` where it has none)."""
     try:
@@ -205,4 +220,4 @@ def _fitted(out: Resolved, name: str, params: dict, log: Callable[[str], Any], w
                    f"in {time.perf_counter() - t:.1f} s")
 
 
-__all__ = ["FALLBACK", "PUBLISHED", "Resolved", "check_dataset", "check_spec", "refit_without", "resolve"]
+__all__ = ["FALLBACK", "PUBLISHED", "Resolved", "check_dataset", "check_spec", "refit_without", "resolve", "shipped_member"]
