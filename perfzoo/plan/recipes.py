@@ -7,7 +7,7 @@ same task (pre-training, fine-tuning, adapters) in one of the plan's precisions.
 each as it prices its own layouts (:func:`perfzoo.plan.planner.plan`) and says where it ranks and
 what the plan's pick would gain over it; :func:`slot_mask` marks every published run of the model
 on that cluster at that sequence, which the plan's predictor is refitted without
-(:func:`perfzoo.plan.command.scorer_for`), so a baseline's prediction never saw its measurement.
+(:func:`perfzoo.pricing.refit_without`), so a baseline's prediction never saw its measurement.
 
 >>> task_kind("Pre-Training"), task_kind(None), task_kind("LoRA"), task_kind("SFT")
 ('pre-training', 'pre-training', 'adapters', 'sft')
