@@ -102,6 +102,7 @@ class PredictConfig:
             raise InputError("give exactly one of --set and --configs")
         assignments(self.knobs or (), "--set")
         pricing.check_spec(self.predictor)
+        pricing.check_dataset(self.dataset, self.external_dir)
         try:
             MemoryRule(self.memory_margin)  # its check, said once
         except ValueError as exc:
@@ -132,8 +133,9 @@ def memory_text(row: dict) -> str:
 
 def _show(table: pd.DataFrame) -> str:
     lines = [f"unseen hardware: {note}" for note in dict.fromkeys(table.get("unseen_hardware", ())) if note]
-    lines += [f"predictor: {table.attrs.get('predictor')} fitted on {table.attrs.get('dataset')}"
-             + (f"; {table.attrs['calibration']}" if table.attrs.get("calibration") else "")]
+    lines += [(f"predictor: {table.attrs['fallback']}" if table.attrs.get("fallback") else
+               f"predictor: {table.attrs.get('predictor')} fitted on {table.attrs.get('dataset')}")
+              + (f"; {table.attrs['calibration']}" if table.attrs.get("calibration") else "")]
     for i, row in table.iterrows():
         rng = (f" (range {row['range_low']:,.0f} .. {row['range_high']:,.0f})" if "range_low" in row and
                np.isfinite(row["range_low"]) else "")
@@ -217,7 +219,6 @@ def run(config: PredictConfig) -> pd.DataFrame:
     (:func:`perfzoo.pricing.price`); ``attrs["refused"]``: ``(where, reason)`` of each config of a
     file it refused."""
     located = config.located_configs()
-    pricing.check_dataset(config.dataset, config.external_dir)
     training = load_dataset(config.dataset, external_dir=config.external_dir)
     if config.configs is None:
         kept, refused = [0], []

@@ -85,6 +85,7 @@ class PlanConfig:
             raise InputError(f"--exhaustive-limit {self.exhaustive_limit}: give the most layouts to score one by "
                              f"one, 1 or more (default {EXHAUSTIVE_LIMIT:,})")
         pricing.check_spec(self.predictor)
+        pricing.check_dataset(self.dataset, self.external_dir)
         if self.framework is not None:
             frameworks.get(self.framework)
         if self.export is not None:

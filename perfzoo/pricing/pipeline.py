@@ -201,7 +201,8 @@ def price(configs: Sequence[dict], resolved: Resolved, memory_margin: Optional[f
     if isinstance(predictor, Calibrated):  # which of the user's runs moved each prediction
         out["calibration"] = predictor.explain(X)
         out.attrs["calibration"] = predictor.describe(X)
-    out.attrs.update(predictor=resolved.name, dataset=training.name, memory_margin=memory_margin)
+    out.attrs.update(predictor=resolved.name, dataset=training.name, memory_margin=memory_margin,
+                     fallback=resolved.note if resolved.fallback else "")
     return out
 
 

@@ -42,7 +42,8 @@ class Resolved:
 
     ``predictor``: predicts (``predict``; ``predict_interval`` and ``relative`` where it was fitted
     with an interval); ``dataset``: the name of its training data; ``note``: one line saying what
-    it is, for the log; ``runs``: the ``--calibrate`` path it was anchored on, if any.
+    it is, for the log; ``runs``: the ``--calibrate`` path it was anchored on, if any; ``fallback``:
+    ``best`` was asked for and :data:`FALLBACK` fitted.
     """
 
     predictor: Any
@@ -51,6 +52,7 @@ class Resolved:
     runs: Optional[str] = None
     external_dir: Optional[str] = None
     _training: Optional[Dataset] = field(default=None, repr=False)
+    fallback: bool = False  # 'best' asked for, and the leaderboard ships none: FALLBACK fitted (``note`` says so)
 
     @property
     def training(self) -> Dataset:
@@ -173,6 +175,7 @@ def _shipped(out: Resolved, log: Callable[[str], Any], interval: bool) -> tuple[
     try:
         model = zoo.load_best(_board_name(out))
     except NotShipped:
+        out.fallback = True
         return _fitted(out, FALLBACK, {}, log, why=f"the leaderboard ships no predictor for {out.dataset}: ",
                        interval=interval)
     except (FileNotFoundError, ValueError) as exc:
@@ -190,7 +193,7 @@ def shipped_member(dataset: str) -> tuple[str, dict, str]:
     """
     try:
         name, params = zoo.best_member(dataset)
-    except (NotShipped, FileNotFoundError) as exc:
+    except NotShipped as exc:
         return FALLBACK, {}, f"the leaderboard ships no predictor for {dataset} ({' '.join(str(exc).split())}): {FALLBACK}"
     return name, params, ""
 

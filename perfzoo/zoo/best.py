@@ -23,7 +23,7 @@ LEADERBOARD_DIR_ENV = "PERFZOO_LEADERBOARD"
 
 
 class NotShipped(InputError, KeyError):
-    """The leaderboard ships no predictor for this dataset."""
+    """The leaderboard ships no predictor for this dataset (or there is no leaderboard)."""
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -43,8 +43,7 @@ def best_entry(dataset: Union[str, Dataset], folder: Optional[Union[str, os.Path
     the shipped member's ``name`` and ``params``, its scores, its ``artifact``."""
     best_file = leaderboard_dir(folder) / "best.json"
     if not best_file.exists():
-        raise FileNotFoundError(
-            f"{best_file}: no leaderboard yet; run `python -m perfzoo.bench` (or pass the leaderboard folder)")
+        raise NotShipped(f"{best_file}: no leaderboard yet; run `python -m perfzoo.bench` (or pass the leaderboard folder)")
     entries = json.loads(best_file.read_text()).get("datasets", {})
     name = dataset if isinstance(dataset, str) else dataset.name
     if name not in entries:
