@@ -39,7 +39,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from perfzoo import zoo
+from perfzoo import pricing, zoo
 from perfzoo.analytic import least_recompute
 from perfzoo.console import check_writable, config_from_args, field_defaults, guarded
 from perfzoo.datasets import list_datasets, load_dataset
@@ -52,7 +52,6 @@ from perfzoo.plan.recipes import accelerator_name, catalog_name
 from perfzoo.plan.report import layout_text
 from perfzoo.plan import shrinkage
 from perfzoo.plan.scoring import Scorer
-from perfzoo.zoo.best import load_best
 
 # the measured groups: every dataset where several layouts of one model, scale and hardware were measured
 GROUP_DATASETS = ("vtrain-a100", "published-mosaicml", "published-torchtitan", "published-nemo",
@@ -219,8 +218,8 @@ class BenchmarkConfig:
 def run(config: BenchmarkConfig, log=None) -> dict:
     """Every group scored, the summary, the recipes and the OOM counts (see the module docstring)."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
-    member = load_best("published-llm").name if config.predictor == "best" else config.predictor
-    if member not in zoo.names():
+    member = pricing.shipped_member(pricing.PUBLISHED)[0] if config.predictor == "best" else config.predictor
+    if member not in zoo.names():  # refitted per group: a member of the zoo, not a saved folder
         raise PlanError(f"--predictor {member!r}: not a zoo member ({', '.join(zoo.names())})")
     t0 = time.perf_counter()
     pool = Pool.load(config.external_dir)
