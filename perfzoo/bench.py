@@ -364,6 +364,8 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
           f"{len(specs)} predictors, {len(defined)} tasks ({config.task or 'splits ' + ', '.join(splits)}), "
           f"{len(defined[0][1].seeds) if config.task else len(settings['seeds'])} seeds, {jobs} "
           f"{'Slurm jobs (' + slurm.folder + ')' if slurm else 'jobs'}", file=sys.stderr)
+    # the commit that runs, taken before anything is written (the outputs are tracked files of the checkout)
+    context = run_context(command or spelled_call("perfzoo.bench.run", config), wall_time_s=None)
     try:
         results = runner.run_defined(defined, specs, jobs=jobs, cache_dir=None if config.no_cache else config.cache_dir,
                                      progress=not config.quiet, skipped=skipped, slurm=slurm)
@@ -381,7 +383,6 @@ def run(config: BenchConfig, command: Optional[str] = None) -> runner.Results:
         first = results.errors[0]
         raise RunFailed(f"every fit failed ({len(results.errors)} of {len(results.frame)}); the first, "
                         f"{first['predictor']} on {first['dataset']} ({first['split']} split): {first['error']}")
-    context = run_context(command or spelled_call("perfzoo.bench.run", config), wall_time_s=None)
     context["notes"] = notes(specs, splits, settings, preset)
     context["wall_time_s"] = time.perf_counter() - t0  # before artifacts: they are written below
     leaderboard.write(results, datasets, specs, out, context, figures=not config.no_figures,

@@ -446,3 +446,19 @@ def test_bench_on_slurm_without_slurm_commands_says_where_to_run_it(tmp_path, mo
                        "--out", str(tmp_path / "lb"), "--no-cache", "--quiet", "--launcher", "slurm"])
     assert code == 2
     assert "sbatch, sacct not found: run --launcher slurm on a Slurm login node" in capsys.readouterr().err
+
+
+def test_the_commit_is_taken_before_the_run_writes_its_outputs(tmp_path, monkeypatch, external):
+    """The leaderboard's outputs are tracked files: the commit a run names is the checkout's as it started,
+    not one its own writing made dirty."""
+    out = tmp_path / "lb"
+    seen = []
+
+    def context(command, wall_time_s=None):
+        seen.append(sorted(p.name for p in out.rglob("*")) if out.exists() else [])
+        return report.run_context(command, wall_time_s)
+
+    monkeypatch.setattr(bench, "run_context", context)
+    bench.run(bench.BenchConfig(datasets=["published-llm"], predictors=["ridge"],
+                                splits=["random", "transfer"], seeds=1, out=str(out), no_cache=True, quiet=True, jobs=1))
+    assert seen == [[]] and (out / "best.json").is_file() and (out / "transfer.csv").is_file()
