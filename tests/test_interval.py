@@ -21,10 +21,11 @@ from perfzoo.evaluation.tasks import PredictorSpec
 from perfzoo.search import Exhaustive, propose
 from perfzoo.spaces import Categorical, Space
 from perfzoo.zoo.base import METADATA_FILE, outdated
+from perfzoo.zoo.calibrate import fit_with_interval
 from perfzoo.zoo.estimator import clone
 from perfzoo.zoo.interval import Interval, LayoutUncertain, Uncertain
 
-HEAVY = ("sklearn", "lightgbm", "catboost", "torch", "scipy.stats")  # what loading the shipped analytic must not import
+HEAVY = ("sklearn", "lightgbm", "catboost", "torch", "scipy.stats")  # what plan with an analytic member must not import
 
 
 def _toy() -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
@@ -46,15 +47,17 @@ def _run(code: str) -> dict:
 
 
 @pytest.mark.external
-def test_loading_and_predicting_with_the_shipped_analytic_imports_no_heavy_library():
+def test_loading_and_predicting_with_a_saved_analytic_imports_no_heavy_library(tmp_path):
+    folder = tmp_path / "analytic"
+    fit_with_interval(zoo.make("analytic"), load_dataset("llm-h100")).save(folder)
     found = _run(f"""
         import json, sys
-        import perfzoo.datasets  # the layers below the zoo (the physics, the datasets) load what they load
+        import perfzoo.plan.command  # the plan command and the layers below it load what they load
         below = set(sys.modules)
         from perfzoo import zoo
         from perfzoo.datasets import load_dataset
-        model = zoo.load_best("published-llm")
-        X = load_dataset("published-llm").labelled().X.head(50)
+        model = zoo.load({str(folder)!r})
+        X = load_dataset("llm-h100").labelled().X.head(50)
         pred, (low, high), rel = model.predict(X), model.predict_interval(X), model.relative()
         assert (low <= pred).all() and (pred <= high).all() and rel[0] < 1 < rel[1]
         heavy = ("scipy.optimize", *{HEAVY!r})
@@ -63,7 +66,7 @@ def test_loading_and_predicting_with_the_shipped_analytic_imports_no_heavy_libra
                           "by_zoo": [m for m in heavy if m in sys.modules and m not in below]}}))
     """)
     assert (found["name"], found["type"]) == ("analytic", "Interval")
-    assert not set(found["loaded"]) & set(HEAVY) and found["by_zoo"] == [], found
+    assert found["loaded"] == [] and found["by_zoo"] == [], found  # plan.command and the member: none of them
 
 
 def test_the_registry_imports_a_members_module_when_it_is_asked_for():
