@@ -33,7 +33,7 @@ from perfzoo import analytic, zoo
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation.splits import scale_split
 from perfzoo.zoo import calibrate
-from perfzoo.zoo.extrapolation import beyond_training
+from perfzoo.zoo.extrapolation import Seen, beyond_training
 
 LEVEL = 0.8  # the quantile of |log residual| whose growth is measured: the shipped interval's level
 
@@ -50,7 +50,7 @@ def measure(member: str, params: dict, dataset: str = "published-llm") -> dict:
     y = test.y
     keep = np.isfinite(pred) & (pred > 0) & np.isfinite(y) & (y > 0)
     frame = test.frame[keep]
-    doublings = beyond_training(frame, analytic.estimate(frame)["n_params"].to_numpy(dtype=float), train)[
+    doublings = beyond_training(frame, analytic.estimate(frame)["n_params"].to_numpy(dtype=float), Seen.of(train))[
         "doublings"].to_numpy()
     y, pred, low, high = y[keep], pred[keep], low[keep], high[keep]
     residual = np.log(y / pred)

@@ -209,12 +209,12 @@ def run(config: PlanConfig, log=None) -> PlanResult:
             f"{'/'.join(config.precisions())} in {PUBLISHED}")
         if len(published) and config.dataset == PUBLISHED:  # every layout priced out of sample
             slot = slot_mask(tables, model_name, cluster, config.seq_len)
-            refit = pricing.refit_without(resolved, slot, f"the {int(slot.sum())} published run(s) of this model on "
-                                          "this cluster at this sequence: every layout, published ones too, priced "
-                                          "out of sample")
+            why = (f"the {int(slot.sum())} published run(s) of this model on this cluster at this sequence: every "
+                   "layout, published ones too, priced out of sample")
+            refit = pricing.refit_without(resolved, slot, why)
             if refit is not resolved:
                 log(f"predictor: {refit.note}")
-                resolved, note = refit, refit.note.removeprefix(f"{refit.name} ")
+                resolved, note = refit, f"refitted without {why}"
     scorer = Scorer(resolved.predictor, per_device=resolved.per_device, memory_margin=config.memory_margin, note=note)
     baseline = assignments(config.baseline, "--baseline") or None
     result = plan(shape, cluster, seq_len=config.seq_len, global_batch=config.global_batch,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -31,6 +32,7 @@ from perfzoo.datasets.dataset import Dataset
 from perfzoo.zoo import calibrate
 from perfzoo.zoo.best import NotShipped
 from perfzoo.zoo.estimator import clone
+from perfzoo.zoo.extrapolation import Seen
 
 FALLBACK = "lightgbm"  # fitted on a dataset the leaderboard ships no member for
 PUBLISHED = "published-llm"  # the shared published tables: the default training data
@@ -61,13 +63,12 @@ class Resolved:
             self._training = load_dataset(self.dataset, external_dir=self.external_dir)
         return self._training
 
-    @property
-    def seen(self) -> Dataset:
-        """The data the predictor saw: its training data, with the user's runs where it was calibrated
-        (what "beyond the training data" is measured against)."""
-        if isinstance(self.predictor, calibrate.Calibrated):
-            return self.predictor.joined.dataset
-        return self.training
+    @cached_property
+    def seen(self) -> Seen:
+        """What the predictor saw, summarised once: its training data, with the user's runs where it was
+        calibrated (what "beyond the training data" is measured against, :mod:`perfzoo.zoo.extrapolation`)."""
+        return Seen.of(self.predictor.joined.dataset if isinstance(self.predictor, calibrate.Calibrated)
+                       else self.training)
 
     @property
     def per_device(self) -> bool:

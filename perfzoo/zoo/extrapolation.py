@@ -13,6 +13,8 @@ leave-one-accelerator-out replay measures (:data:`UNSEEN_ACCELERATOR_WIDENING`, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -64,23 +66,44 @@ def _extent(frame: pd.DataFrame, params: np.ndarray) -> dict[str, np.ndarray]:
             "parameters": np.asarray(params, dtype=float)}
 
 
-def beyond_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Seen:
+    """What a predictor's training data covered, summarised once (:meth:`of`): its ``name``, the largest
+    value on each scale axis (``largest``, NaN where no row gives one) and its jobs per accelerator,
+    family and vendor (``jobs[by]``, :func:`accelerator_identity`, most first)."""
+
+    name: str
+    largest: dict[str, float]
+    jobs: dict[str, pd.Series]
+
+    @classmethod
+    def of(cls, training: Dataset) -> "Seen":
+        """The summary of ``training`` (its parameter counts priced once, each accelerator text read once)."""
+        known = _extent(training.frame, analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float))
+        largest = {what: float(np.nanmax(v)) if np.isfinite(v).any() else np.nan for what, v in known.items()}
+        given = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna()
+        jobs = {}
+        for by in ("accelerator", "family", "vendor"):
+            identity = {a: accelerator_identity(a, by) for a in given.unique()}
+            jobs[by] = given.map(identity).value_counts()
+        return cls(training.name, largest, jobs)
+
+
+def beyond_training(frame: pd.DataFrame, params: np.ndarray, seen: Seen) -> pd.DataFrame:
     """Per config (``params``: its parameter count) and scale axis (:data:`SCALE_AXES`: devices,
-    sequence length, parameters), how many times the largest value among ``training``'s jobs it
-    is (NaN where either is unknown); a column ``doublings`` sums ``log2`` of those above 1, how
-    far the config extrapolates in all (:func:`widened`).
+    sequence length, parameters), how many times the largest value among the jobs ``seen`` it is (NaN
+    where either is unknown); a column ``doublings`` sums ``log2`` of those above 1, how far the
+    config extrapolates in all (:func:`widened`).
 
     >>> from types import SimpleNamespace
-    >>> seen = SimpleNamespace(frame=pd.DataFrame({"config.n_gpus": [8, 64], "config.seq_len": [4096, 8192],
-    ...                                            "config.n_params": [8e9, 70e9]}))
+    >>> seen = Seen.of(SimpleNamespace(name="x", frame=pd.DataFrame({"config.n_gpus": [8, 64],
+    ...     "config.seq_len": [4096, 8192], "config.n_params": [8e9, 70e9]})))
     >>> asked = pd.DataFrame({"config.n_gpus": [256, 32], "config.seq_len": [32768, 2048]})
     >>> beyond_training(asked, np.array([70e9, 8e9]), seen).round(2).to_dict("list")
     {'devices': [4.0, 0.5], 'sequence': [4.0, 0.25], 'parameters': [1.0, 0.11], 'doublings': [4.0, 0.0]}
     """
-    known = _extent(training.frame, analytic.estimate(training.frame)["n_params"].to_numpy(dtype=float))
     asked = _extent(frame, params)
-    out = pd.DataFrame({what: asked[what] / (np.nanmax(known[what]) if np.isfinite(known[what]).any() else np.nan)
-                        for what in SCALE_AXES}, index=frame.index)
+    out = pd.DataFrame({what: asked[what] / seen.largest[what] for what in SCALE_AXES}, index=frame.index)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["doublings"] = np.log2(out[list(SCALE_AXES)].clip(lower=1.0)).fillna(0.0).sum(axis=1)
     return out
@@ -115,55 +138,49 @@ def accelerator_identity(name: object, by: str = "accelerator") -> str:
     return {"accelerator": found.name, "family": found.family, "vendor": found.vendor}[by]
 
 
-def _seen(training: Dataset, by: str) -> pd.Series:
-    """The jobs of ``training`` per :func:`accelerator_identity`, most first."""
-    given = training.frame.get("hardware.accelerator", pd.Series(dtype=object)).dropna()
-    return given.map(lambda a: accelerator_identity(a, by)).value_counts()
-
-
-def unseen_hardware(frame: pd.DataFrame, training: Dataset) -> pd.DataFrame:
+def unseen_hardware(frame: pd.DataFrame, seen: Seen) -> pd.DataFrame:
     """Per config, ``widening`` (log throughput each end of its interval moves out, :func:`widened`)
-    and ``note`` (empty where ``training`` measured its accelerator's row): an accelerator whose
-    family ``training`` has gets :data:`UNSEEN_ACCELERATOR_WIDENING`, one whose family (or vendor)
+    and ``note`` (empty where the training data ``seen`` measured its accelerator's row): an accelerator
+    whose family it has gets :data:`UNSEEN_ACCELERATOR_WIDENING`, one whose family (or vendor)
     it lacks, or that no table row matches, :data:`UNSEEN_FAMILY_WIDENING`; the note says which,
     by how much, that the widening was measured on :data:`MEASURED_ON`, and, for a vendor never
     seen, that its error there was never measured."""
-    seen = {by: _seen(training, by) for by in ("accelerator", "family", "vendor")}
+    jobs = seen.jobs
     out = pd.DataFrame({"widening": 0.0, "note": ""}, index=frame.index)
     given = frame["hardware.accelerator"] if "hardware.accelerator" in frame else pd.Series(None, index=frame.index)
     for i, acc in zip(frame.index, given):
-        if acc is None or (isinstance(acc, float) and np.isnan(acc)) or accelerator_identity(acc) in seen["accelerator"]:
+        if acc is None or (isinstance(acc, float) and np.isnan(acc)) or accelerator_identity(acc) in jobs["accelerator"]:
             continue
         spec = llmconfig.known_accelerator(acc)
-        rows = list(seen["accelerator"].index)
-        text = f"accelerator {acc}" + (f" ({spec.family})" if spec else "") + f" is not in {training.name}'s training data"
-        if spec is not None and spec.family in seen["family"]:
+        rows = list(jobs["accelerator"].index)
+        text = f"accelerator {acc}" + (f" ({spec.family})" if spec else "") + f" is not in {seen.name}'s training data"
+        if spec is not None and spec.family in jobs["family"]:
             kin = [r for r in rows if accelerator_identity(r, "family") == spec.family]
             w, held = UNSEEN_ACCELERATOR_WIDENING, "accelerator"
             text += f" (its {spec.family} kin {', '.join(kin)} are)"
         else:
             w, held = UNSEEN_FAMILY_WIDENING, "family"
-            missing = (f"any {spec.vendor}" if spec.vendor not in seen["vendor"] else f"any {spec.family}") if spec else ""
+            missing = (f"any {spec.vendor}" if spec.vendor not in jobs["vendor"] else f"any {spec.family}") if spec else ""
             text += (f", nor {missing} accelerator" if missing else "") + (
-                f" ({'/'.join(seen['vendor'].index)} only: {', '.join(rows[:6])}{', ...' if len(rows) > 6 else ''})")
+                f" ({'/'.join(jobs['vendor'].index)} only: {', '.join(rows[:6])}{', ...' if len(rows) > 6 else ''})")
         text += (f": its interval is widened x{np.exp(w):.2f} at each end, what holding one {held} at a time out of "
                  f"{MEASURED_ON} measures (scripts/hardware_widening.py)")
-        if spec is not None and spec.vendor not in seen["vendor"]:
+        if spec is not None and spec.vendor not in jobs["vendor"]:
             text += (f"; the predictor's error on {spec.vendor} hardware was never measured: a few runs of yours "
                      "(--calibrate) measure it")
         out.loc[i, "widening"], out.loc[i, "note"] = w, text
     return out
 
 
-def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset) -> list[list[str]]:
-    """Per config (``params``: its parameter count), why it lies outside what ``training``
+def outside_training(frame: pd.DataFrame, params: np.ndarray, seen: Seen) -> list[list[str]]:
+    """Per config (``params``: its parameter count), why it lies outside what the training data ``seen``
     covered: no accelerator given, one priced exactly as a better-known one the accelerator table
     gives the same figures (an accelerator never seen is :func:`unseen_hardware`'s), a device
     count, sequence length or model size beyond the largest seen (how many times, how many
     doublings, and how much wider that makes the interval: :func:`beyond_training`, :func:`widened`)."""
-    rows = _seen(training, "accelerator")
-    seen = set(rows.index)
-    factors = beyond_training(frame, params, training)
+    rows = seen.jobs["accelerator"]
+    known = set(rows.index)
+    factors = beyond_training(frame, params, seen)
     values = _extent(frame, params)
     out = []
     for i in range(len(frame)):
@@ -172,7 +189,7 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
         if acc is None or (isinstance(acc, float) and np.isnan(acc)):
             notes.append("no accelerator given: the predictor treats it as unknown")
         spec = llmconfig.known_accelerator(acc) if isinstance(acc, str) else None
-        twins = sorted(s for s in seen if spec is not None and s != spec.name and llmconfig.known_accelerator(s) is not None
+        twins = sorted(s for s in known if spec is not None and s != spec.name and llmconfig.known_accelerator(s) is not None
                        and priced_alike(spec, llmconfig.known_accelerator(s)) and rows[s] > rows.get(spec.name, 0))  # the better-known twin
         if twins:
             notes.append(f"{spec.name} is priced exactly as {twins[0]}: the accelerator table gives both the same "
@@ -182,7 +199,7 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
             factor = float(factors[what].iloc[i])
             if np.isfinite(factor) and factor > 1.0:
                 value = values[what][i]
-                beyond.append(f"{LABELS[what]} {value:,.0f} is {factor:.1f}x the largest in {training.name} "
+                beyond.append(f"{LABELS[what]} {value:,.0f} is {factor:.1f}x the largest in {seen.name} "
                               f"({value / factor:,.0f})")
         if beyond:
             d = float(factors["doublings"].iloc[i])
@@ -193,6 +210,6 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, training: Dataset)
     return out
 
 
-__all__ = ["LABELS", "MEASURED_ON", "SCALE_AXES", "UNSEEN_ACCELERATOR_WIDENING", "UNSEEN_FAMILY_WIDENING",
+__all__ = ["LABELS", "MEASURED_ON", "SCALE_AXES", "Seen", "UNSEEN_ACCELERATOR_WIDENING", "UNSEEN_FAMILY_WIDENING",
            "WIDENING_PER_DOUBLING", "accelerator_identity", "beyond_training", "outside_training", "priced_alike",
            "unseen_hardware", "widened"]
