@@ -125,12 +125,15 @@ def shape_efficiency(cost) -> dict[str, np.ndarray]:
         routed = ep * etp * moe.K * moe.capacity / (tp * np.maximum(moe.E, 1.0))
         experts = np.where(moe.is_moe, moe.L_moe * moe.K, 0.0)  # each token's FLOPs: K experts' worth
         mamba_in = np.where(sh.L_mamba > 0, (sh.mamba_params - sh.di * sh.d) / sh.d, 0.0)
+        lin_out = sh.lin_nv * sh.lin_dv
+        lin_in = np.where(sh.L_linear > 0, sh.linear_attention_params / sh.d - lin_out, 0.0)
         matrices = [
             (sh.d, attn_in / tp, sh.L_attn, 1.0, 1.0), (attn_out / tp, sh.d, sh.L_attn, 1.0, 1.0),
             (sh.d, (sh.g - 1.0) * sh.f / tp, dense_ffn, 1.0, 1.0), (sh.f / tp, sh.d, dense_ffn, 1.0, 1.0),
             (sh.d, (sh.g - 1.0) * shared / tp, moe.L_moe, 1.0, 1.0), (shared / tp, sh.d, moe.L_moe, 1.0, 1.0),
             (sh.d, (sh.g - 1.0) * moe.fe / etp, experts, local, routed), (moe.fe / etp, sh.d, experts, local, routed),
             (sh.d, mamba_in / tp, sh.L_mamba, 1.0, 1.0), (sh.di / tp, sh.d, sh.L_mamba, 1.0, 1.0),
+            (sh.d, lin_in / tp, sh.L_linear, 1.0, 1.0), (lin_out / tp, sh.d, sh.L_linear, 1.0, 1.0),
         ]
         linear = linear_efficiency(m, matrices, units, k_scale)
         head = linear_efficiency(m, [(sh.d, sh.V / tp, 1.0, 1.0, 1.0)], units)

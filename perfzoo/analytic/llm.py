@@ -370,7 +370,7 @@ class LLMCost:
         sh = self.shape
         moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
         # an MoE sublayer gathers its tokens over TP only for its shared experts (its routed ones: etp_bytes)
-        sublayers = sh.L_attn + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp - np.where(sh.moe.fs > 0, 0.0, moe_layers)
+        sublayers = sh.L_attn + sh.L_linear + sh.L_ffn + sh.L_mamba + 2.0 * sh.mtp - np.where(sh.moe.fs > 0, 0.0, moe_layers)
         n_ar = np.where(is_code(self.ac, CHECKPOINTING, "full"), 3.0, 2.0)
         return np.where(self.tp > 1, self.m * self.stage_share * sublayers * n_ar, 0.0)
 

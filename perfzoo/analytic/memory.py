@@ -264,7 +264,9 @@ class Memory:
     # activations -----------------------------------------------------------------------
     def layer_bytes(self) -> dict[str, np.ndarray]:
         """Bytes per local token each kind of layer keeps without checkpointing, and what the
-        block boundaries keep: ``attention``, ``mlp``, ``moe``, ``mamba`` (norms included)."""
+        block boundaries keep: ``attention``, ``mlp``, ``moe``, ``mamba``, ``linear`` (the gated
+        delta-net: its projections' outputs, the convolved q, k, v, the core's and the gated norm's
+        outputs; norms included)."""
         sh, pr = self.shape, self.profile
         d, a = sh.d, sh.a
         kv = np.where(pr == EAGER, a, sh.kv_heads)
@@ -276,12 +278,15 @@ class Memory:
         moe = sh.moe
         routed = moe.K * moe.capacity * ((2.0 + q) * d + _mlp(pr, moe.fe, sh.gated, q))
         mamba_in = 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads)
+        keys, values = sh.lin_nk * sh.lin_dk, sh.lin_nv * sh.lin_dv
+        linear_in = 2.0 * (2.0 * keys + 2.0 * values + 2.0 * sh.lin_nv)
         return {
             "norm": norm,
             "attention": norm + qkvo + latents + scores + (q < 2.0) * q * a * sh.h_v,  # + the output proj's input
             "mlp": norm + _mlp(pr, sh.f, sh.gated, q),
             "moe": norm + 8.0 * moe.E + routed + _mlp(pr, moe.fs, sh.gated, q) * (moe.fs > 0),
             "mamba": norm + mamba_in + 2.0 * (sh.di + 2.0 * sh.mamba_G * sh.mamba_N) + 6.0 * sh.di,
+            "linear": norm + linear_in + 2.0 * (2.0 * keys + values) + 4.0 * values,
         }
 
     def selective_layer_bytes(self) -> dict[str, np.ndarray]:
@@ -300,7 +305,8 @@ class Memory:
         moe = sh.moe
         return {"attention": qkv_o, "mlp": mlp,
                 "moe": moe.K * moe.capacity * (up * moe.fe + 2.0 * d) + up * moe.fs,
-                "mamba": 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 2.0 * d}
+                "mamba": 2.0 * (2.0 * sh.di + 2.0 * sh.mamba_G * sh.mamba_N + sh.mamba_heads) + 2.0 * d,
+                "linear": 2.0 * (2.0 * sh.lin_nk * sh.lin_dk + 2.0 * sh.lin_nv * sh.lin_dv + 2.0 * sh.lin_nv) + 2.0 * d}
 
     def model_bytes_per_token(self) -> tuple[np.ndarray, np.ndarray]:
         """(all layers' bytes per local token under the row's checkpointing, the largest single
@@ -309,7 +315,7 @@ class Memory:
         full = self.layer_bytes()
         sel = self.selective_layer_bytes()
         counts = {"attention": sh.L_attn + sh.mtp, "mlp": sh.L_ffn - sh.moe.L_moe, "moe": sh.moe.L_moe,
-                  "mamba": sh.L_mamba}
+                  "mamba": sh.L_mamba, "linear": sh.L_linear}
         counts["mlp"] = counts["mlp"] + np.where(sh.moe.L_moe > 0, 0.0, sh.mtp)
         counts["moe"] = counts["moe"] + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
         t = c.tp

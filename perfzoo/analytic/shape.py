@@ -32,6 +32,16 @@ Keys (the config vocabulary of ``docs/architecture.md``; unknown -> the default 
   heads)`` and an out-projection ``di*d`` (Dao & Gu 2024, Mamba-2; Megatron-Core ``MambaMixer``);
   its selective scan is priced as Megatron-Bridge prices it, ``7*di*N`` FLOPs per token forward
   (``flop_utils.mamba_layer_flops``), a non-matrix kernel that runs in 16-bit.
+* Linear attention (Qwen3-Next's gated delta-net): ``n_linear_layers`` of the ``L`` blocks
+  mix with linear attention instead of softmax attention (each still followed by its FFN) over
+  ``linear_key_heads`` ``nk`` query/key heads of ``linear_key_head_dim`` ``dk`` and
+  ``linear_value_heads`` ``nv`` value heads of ``linear_value_head_dim`` ``dv``: projections
+  ``d*(2nk*dk + 2nv*dv + 2nv)`` (q, k, v, the output gate z, and the gates beta, alpha) and
+  ``nv*dv*d`` out (HF ``Qwen3NextGatedDeltaNet``); the core runs chunk by chunk (``C`` = 64
+  tokens, fla's ``chunk_gated_delta_rule``; Yang et al. 2024, Gated Delta Networks), per value
+  head and token forward ``2C(3dk + 2dv)`` within the chunk (``KK^T``, ``W``, ``U``, ``QK^T``,
+  their product with the values) plus ``6*dk*dv`` for the state (read, output, update): linear
+  in the sequence, not its square; plus the causal convolution, ``2*K*(2nk*dk + nv*dv)``.
 
 FLOPs per token (training = forward + 2x backward = 3x forward, 2 FLOPs per multiply-add), split
 by where they run (:mod:`.precision` prices each part at its peak):
@@ -46,7 +56,7 @@ by where they run (:mod:`.precision` prices each part at its peak):
   context ``ctx`` is ``s`` in the model-FLOPs convention (PaLM, MosaicML, Megatron's MFU: no causal
   discount), ``s/2`` causal (what a FlashAttention kernel computes, and Megatron-Bridge's
   convention), and ``w - w(w-1)/(2s)`` in a sliding window ``w < s``, with ``s`` the packed sample
-  ``S`` where samples are packed; plus the Mamba scans.
+  ``S`` where samples are packed; plus the Mamba scans and the linear-attention cores.
 
 >>> shape = ModelShape(pd.DataFrame([{"n_layers": 2, "hidden_dim": 64, "n_heads": 4, "ffn_dim": 256}]))
 >>> float(shape.total_params[0])  # 2 x (4*64^2 attention + 2*64*256 MLP)
@@ -72,6 +82,8 @@ from perfzoo.records.vocabulary import params_from_name, to_bool
 ASPECT = 128.0  # d / L and the head width, for shapes known only by their parameter count
 DEFAULT_SEQ_LEN = 2048.0  # for rows that give none: per-device throughput hardly depends on it
 MAMBA_SCAN_FLOPS = 7.0  # forward FLOPs per token per (inner channel x state): Megatron-Bridge flop_utils
+LINEAR_CHUNK = 64.0  # tokens per chunk of the chunked gated delta rule (fla's chunk_gated_delta_rule)
+LINEAR_CONV_KERNEL = 4.0  # the gated delta-net's causal convolution width (Qwen3-Next's linear_conv_kernel_dim)
 
 
 def _given(x: np.ndarray, default) -> np.ndarray:
@@ -120,7 +132,8 @@ class ModelShape:
         # layers: attention, Mamba, FFN (dense or MoE); sliding windows; MTP
         self.L_mamba = num(df, "n_mamba_layers", 0.0)
         hybrid = self.L_mamba > 0
-        self.L_attn = np.where(hybrid, num(df, "n_attention_layers", 0.0), self.L)
+        self.L_linear = np.where(hybrid, 0.0, np.minimum(num(df, "n_linear_layers", 0.0), self.L))
+        self.L_attn = np.where(hybrid, num(df, "n_attention_layers", 0.0), self.L - self.L_linear)
         self.L_ffn = np.where(hybrid, self.L - self.L_attn - self.L_mamba, self.L)
         self.window = num(df, "sliding_window")
         self.sample = num(df, "packed_sample_len")
@@ -131,6 +144,11 @@ class ModelShape:
         self.di = self.mamba_heads * num(df, "mamba_head_dim", 0.0)
         self.mamba_N = num(df, "mamba_state_dim", 0.0)
         self.mamba_G = num(df, "mamba_groups", 1.0)
+        self.lin_nk = num(df, "linear_key_heads", 0.0)
+        self.lin_nv = _given(num(df, "linear_value_heads"), self.lin_nk)
+        self.lin_dk = num(df, "linear_key_head_dim", 0.0)
+        self.lin_dv = _given(num(df, "linear_value_head_dim"), self.lin_dk)
+        self.lin_conv = num(df, "linear_conv_kernel", LINEAR_CONV_KERNEL)
         self._core: dict[bool, np.ndarray] = {}
 
     # parameters ------------------------------------------------------------------------
@@ -151,6 +169,19 @@ class ModelShape:
         return self.d * inner + self.di * self.d
 
     @cached_property
+    def linear_attention_params(self) -> np.ndarray:
+        """Parameters of one gated delta-net mixer's projections (q, k, v, z, beta, alpha in; out)."""
+        keys, values = self.lin_nk * self.lin_dk, self.lin_nv * self.lin_dv
+        return self.d * (2.0 * keys + 2.0 * values + 2.0 * self.lin_nv) + values * self.d
+
+    def linear_attention_core_flops(self) -> np.ndarray:
+        """Forward FLOPs per token of one gated delta-net layer's chunked core and convolution."""
+        dk, dv = self.lin_dk, self.lin_dv
+        per_head = 2.0 * LINEAR_CHUNK * (3.0 * dk + 2.0 * dv) + 6.0 * dk * dv
+        conv = 2.0 * self.lin_conv * (2.0 * self.lin_nk * dk + self.lin_nv * dv)
+        return self.lin_nv * per_head + conv
+
+    @cached_property
     def mlp_params(self) -> np.ndarray:
         return self.g * self.d * self.f
 
@@ -168,7 +199,8 @@ class ModelShape:
         """Parameters of every block (experts all counted), MTP blocks included."""
         dense_ffn = (self.L_ffn - self.moe.L_moe) * self.mlp_params
         return (self.L_attn * self.attention_params + self.L_mamba * self.mamba_params + dense_ffn
-                + self.moe.L_moe * self.moe.layer_params + self._mtp_blocks[0])
+                + self.L_linear * self.linear_attention_params + self.moe.L_moe * self.moe.layer_params
+                + self._mtp_blocks[0])
 
     @cached_property
     def embedding_params(self) -> np.ndarray:
@@ -190,7 +222,8 @@ class ModelShape:
         """Block parameters one token's matmuls touch (``K`` experts x the capacity factor)."""
         dense_ffn = (self.L_ffn - self.moe.L_moe) * self.mlp_params
         return (self.L_attn * self.attention_params + self.L_mamba * self.mamba_params + dense_ffn
-                + self.moe.L_moe * self.moe.active_params + self._mtp_blocks[1])
+                + self.L_linear * self.linear_attention_params + self.moe.L_moe * self.moe.active_params
+                + self._mtp_blocks[1])
 
     @cached_property
     def matmul_params(self) -> np.ndarray:
@@ -214,11 +247,12 @@ class ModelShape:
         return (self.L_attn + self.mtp - self.L_window) * full + self.L_window * windowed
 
     def core_flops_per_token(self, causal: bool, passes: float = 3.0) -> np.ndarray:
-        """FLOPs of the attention cores and Mamba scans per token (the part without weights):
+        """FLOPs of the attention cores, Mamba scans and linear-attention cores per token (the part without weights):
         ``passes`` = 3 for training (forward + backward), 1 for a forward."""
         if causal not in self._core:  # one forward's worth, computed once per convention
             attention = 2.0 * self.attention_context(causal) * self.a * (self.h_qk + self.h_v)
-            self._core[causal] = attention + MAMBA_SCAN_FLOPS * self.L_mamba * self.di * self.mamba_N
+            scans = MAMBA_SCAN_FLOPS * self.L_mamba * self.di * self.mamba_N
+            self._core[causal] = attention + scans + self.L_linear * self.linear_attention_core_flops()
         return passes * self._core[causal]
 
     def flash_recompute_flops_per_token(self, causal: bool) -> np.ndarray:

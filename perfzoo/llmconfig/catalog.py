@@ -44,7 +44,8 @@ SHAPE_KEYS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv_
               "shared_ffn_dim", "n_dense_layers", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
               "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window", "n_sliding_layers",
               "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim", "mamba_state_dim",
-              "mamba_groups")
+              "mamba_groups", "n_linear_layers", "linear_key_heads", "linear_value_heads", "linear_key_head_dim",
+              "linear_value_head_dim", "linear_conv_kernel")
 _COLUMN_KEYS = {"gated": "gated_mlp"}  # catalog column -> config key, where they differ
 _BOOL_KEYS = {"gated_mlp", "tie_embeddings"}
 

@@ -56,12 +56,18 @@ HF_KEYS: dict[str, tuple[str, ...]] = {
     "mamba_head_dim": ("mamba_head_dim",),
     "mamba_state_dim": ("ssm_state_size", "mamba_state_dim"),
     "mamba_groups": ("n_groups", "mamba_n_groups"),
+    "linear_key_heads": ("linear_num_key_heads",),
+    "linear_value_heads": ("linear_num_value_heads",),
+    "linear_key_head_dim": ("linear_key_head_dim",),
+    "linear_value_head_dim": ("linear_value_head_dim",),
+    "linear_conv_kernel": ("linear_conv_kernel_dim",),
 }
 # model types whose transformers MLP (and experts) are gated, gate, up and down projections, whatever their
 # activation: LlamaMLP, MistralMLP, MixtralBlockSparseTop2MLP, Qwen2MLP, Qwen3MLP, their MoE blocks,
 # DeepseekV3MLP, Phi3MLP (gate_up_proj), GemmaMLP (GeGLU) and Gemma 2's and 3's
 GATED_TYPES = frozenset({"llama", "llama4", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
-                         "qwen3_moe", "deepseek_v3", "phi3", "gemma", "gemma2", "gemma3", "gemma3_text"})
+                         "qwen3_moe", "qwen3_next", "deepseek_v3", "phi3", "gemma", "gemma2", "gemma3", "gemma3_text",
+                         "gpt_oss"})
 # model types whose transformers MLP is two matrices, up and down, whatever their activation: GPT2MLP,
 # GPTBigCodeMLP, GPTNeoXMLP, GPTJMLP, Starcoder2MLP, FalconMLP, MptMLP, BloomMLP, OPT's fc1/fc2, PhiMLP,
 # NemotronMLP (squared ReLU), Nemotron-H's MLP and experts
@@ -69,6 +75,62 @@ UNGATED_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "gptj", "starcoder
                            "phi", "nemotron", "nemotron_h"})
 # a hybrid pattern's letters (Nemotron-H's hybrid_override_pattern): Mamba-2, attention, MLP, MoE
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+# the mixers layer_types names (GPT-OSS, Gemma 3, Qwen3-Next): softmax attention, over the whole
+# sequence or a window, and linear attention (Qwen3-Next's gated delta-net)
+LAYER_TYPES = {"full_attention": "attention", "sliding_attention": "sliding", "linear_attention": "linear"}
+# the model class a config.json names in "architectures", for one that gives no model_type
+ARCHITECTURE_TYPES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+                      "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
+                      "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3NextForCausalLM": "qwen3_next",
+                      "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss",
+                      "NemotronHForCausalLM": "nemotron_h", "GemmaForCausalLM": "gemma",
+                      "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text", "Phi3ForCausalLM": "phi3"}
+# config.json fields that say a stack mixes layer kinds
+HYBRID_FIELDS = ("hybrid_override_pattern", "layer_types", "full_attention_interval", "linear_num_value_heads",
+                 "linear_num_key_heads", "mamba_num_heads")
+PRICED = ("attention over the whole sequence or a sliding window, Mamba-2, gated delta-net linear attention, "
+          "dense and MoE MLPs")
+
+
+def _unpriced(path: Union[str, Path], where: str, kind: Any, known) -> InputError:
+    return InputError(f"{path}: {where} names a layer kind perfzoo cannot price, {kind!r} (it knows "
+                      f"{', '.join(map(repr, known))}: {PRICED}); it is refused, not priced as a transformer")
+
+
+def layer_kinds(raw: dict, n: int, path: Union[str, Path] = "config.json") -> dict[str, Any]:
+    """The layer counts the cost prices from a Hugging Face config ``raw`` of ``n`` layers: a
+    ``hybrid_override_pattern`` (Nemotron-H, Nemotron 3: ``M`` Mamba-2, ``*`` attention, ``-`` MLP,
+    ``E`` MoE, one letter a layer), else ``layer_types`` (one name a layer) or Qwen3-Next's
+    ``full_attention_interval`` (every ``k``-th layer full attention, the rest linear). A letter
+    or name perfzoo cannot price is an :class:`InputError` naming it.
+
+    >>> layer_kinds({"hybrid_override_pattern": "M-M*"}, 4)
+    {'n_layers': 4, 'n_mamba_layers': 2, 'n_attention_layers': 1}
+    >>> layer_kinds({"layer_types": ["linear_attention"] * 3 + ["full_attention"]}, 4)
+    {'n_linear_layers': 3}
+    >>> layer_kinds({"full_attention_interval": 4, "linear_num_value_heads": 32}, 48)
+    {'n_linear_layers': 36}
+    """
+    pattern, layer_types = raw.get("hybrid_override_pattern"), raw.get("layer_types")
+    if isinstance(pattern, str) and pattern:
+        odd = sorted(set(pattern) - set(_PATTERN))
+        if odd:
+            raise _unpriced(path, "hybrid_override_pattern", odd[0], _PATTERN)
+        counts = {kind: sum(_PATTERN[c] == kind for c in pattern) for kind in _PATTERN.values()}
+        return {"n_layers": len(pattern), "n_mamba_layers": counts["mamba"], "n_attention_layers": counts["attention"]}
+    if isinstance(layer_types, list):
+        odd = [t for t in layer_types if t not in LAYER_TYPES]
+        if odd:
+            raise _unpriced(path, "layer_types", odd[0], LAYER_TYPES)
+        if len(layer_types) != n:
+            raise InputError(f"{path}: layer_types names {len(layer_types)} layers, num_hidden_layers says {n}: "
+                             "correct one of them")
+        linear = sum(LAYER_TYPES[t] == "linear" for t in layer_types)
+        return {"n_linear_layers": linear} if linear else {}
+    interval = raw.get("full_attention_interval")
+    if interval and raw.get("linear_num_value_heads", raw.get("linear_num_key_heads")):
+        return {"n_linear_layers": n - n // int(interval)}
+    return {}
 
 
 def _window_layers(raw: dict, window: Any, n: int) -> dict[str, Any]:
@@ -120,6 +182,9 @@ def read_hf_json(path: Union[str, Path]) -> dict[str, Any]:
     for nested in ("text_config", "attn_config", "ffn_config"):  # Llama 4's text model, DBRX's blocks
         if isinstance(raw.get(nested), dict):
             raw = {**raw[nested], **raw}
+    names = raw.get("architectures")
+    if not raw.get("model_type") and isinstance(names, list) and names and names[0] in ARCHITECTURE_TYPES:
+        raw["model_type"] = ARCHITECTURE_TYPES[names[0]]  # what transformers' AutoConfig reads the class as
     return raw
 
 
@@ -144,11 +209,8 @@ def hf_keys(raw: dict[str, Any], path: Union[str, Path]) -> dict[str, Any]:
         if n_moe < keys["n_layers"]:
             keys["n_dense_layers"] = keys["n_layers"] - n_moe
             keys["ffn_dim"] = raw.get("intermediate_size_mlp", keys.get("ffn_dim"))
+    keys.update(layer_kinds(raw, keys["n_layers"], path))
     keys.update(_window_layers(raw, keys.pop("sliding_window", None), keys["n_layers"]))
-    pattern = raw.get("hybrid_override_pattern")
-    if isinstance(pattern, str) and pattern:
-        counts = {kind: sum(_PATTERN.get(c) == kind for c in pattern) for kind in _PATTERN.values()}
-        keys.update(n_layers=len(pattern), n_mamba_layers=counts["mamba"], n_attention_layers=counts["attention"])
     act = str(raw.get("hidden_act", raw.get("hidden_activation", raw.get("activation_function", "")))).lower()
     if model_type in GATED_TYPES:  # their MLP classes are gated whatever the activation is called
         keys["gated_mlp"] = True
@@ -230,9 +292,14 @@ def read(path: Union[str, Path], overrides: Optional[dict] = None) -> tuple[dict
         kind = f" (model_type {model_type!r}, whose defaults perfzoo does not know)" if model_type and not cls else ""
         raise ConfigError(f"{path}: gives no {', '.join(FIELD.get(k, k) for k in missing)}{kind}; the cost "
                           f"depends on it: add it to the file, or --set {missing[0]}=...")
+    names = raw.get("architectures")
+    arch = names[0] if isinstance(names, list) and names else f"model_type {model_type or '(none)'}"
+    mixed = [f for f in HYBRID_FIELDS if raw.get(f)]
+    if mixed and model_type not in GATED_TYPES | UNGATED_TYPES:
+        raise ConfigError(f"{path}: {arch} mixes layer kinds ({mixed[0]}) in an architecture perfzoo does not "
+                          f"know, so what each kind costs is unknown; perfzoo prices {PRICED} in the architectures "
+                          f"{', '.join(sorted(GATED_TYPES | UNGATED_TYPES))}: refused, not priced as a transformer")
     if model_type not in GATED_TYPES | UNGATED_TYPES and "gated_mlp" not in (overrides or {}):
-        names = raw.get("architectures")
-        arch = names[0] if isinstance(names, list) and names else f"model_type {model_type or '(none)'}"
         raise ConfigError(f"{path}: {arch} is an architecture perfzoo does not know, and whether its MLP is gated "
                           "(three matrices or two) is its model class's, not the file's: say it with --set "
                           "gated_mlp=true or false, or give a config.json of a known architecture "
@@ -250,4 +317,5 @@ def _field(key: str, defaults: dict) -> str:
     return next((n for n in names if n in defaults), key)
 
 
-__all__ = ["DEFAULTS", "GATED_TYPES", "HF_KEYS", "UNGATED_TYPES", "from_hf_config", "hf_keys", "read", "read_hf_json"]
+__all__ = ["ARCHITECTURE_TYPES", "DEFAULTS", "GATED_TYPES", "HF_KEYS", "LAYER_TYPES", "UNGATED_TYPES", "from_hf_config",
+           "hf_keys", "layer_kinds", "read", "read_hf_json"]

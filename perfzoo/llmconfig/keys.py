@@ -40,7 +40,7 @@ class Key:
     low: Optional[float] = None
     choices: tuple = ()
     hardware: bool = False  # a hardware.* column, not a config.* one
-    family: Optional[str] = None  # a kind of model's keys (moe, mla, mamba, window, mtp): see applies()
+    family: Optional[str] = None  # a kind of model's keys (moe, mla, mamba, linear, window, mtp): see applies()
     high: Optional[float] = None  # the largest allowed value (numbers)
 
 
@@ -99,6 +99,17 @@ KEYS: dict[str, Key] = dict([
     _k("mamba_head_dim", "int", "features", "width of one Mamba-2 head", low=1, family="mamba"),
     _k("mamba_state_dim", "int", "features", "Mamba-2 state size", low=1, family="mamba"),
     _k("mamba_groups", "int", "groups", "Mamba-2 groups", low=1, family="mamba"),
+    _k("n_linear_layers", "int", "layers", "hybrid models: layers whose mixer is linear attention (gated delta-net) "
+       "instead of softmax attention", low=0, family="linear"),
+    _k("linear_key_heads", "int", "heads", "linear attention: query/key heads", low=1, family="linear"),
+    _k("linear_value_heads", "int", "heads", "linear attention: value heads (default linear_key_heads)", low=1,
+       family="linear"),
+    _k("linear_key_head_dim", "int", "features", "linear attention: width of one query/key head", low=1,
+       family="linear"),
+    _k("linear_value_head_dim", "int", "features", "linear attention: width of one value head", low=1,
+       family="linear"),
+    _k("linear_conv_kernel", "int", "tokens", "linear attention: the short causal convolution's width (default 4)",
+       low=1, family="linear"),
     _k("task", "str", "name", "pre-training (default), SFT, or LoRA / PEFT (adapter tuning)"),
     _k("seq_len", "int", "tokens", "tokens per sequence", low=1, high=MAX_TOKENS),
     _k("packed_sample_len", "int", "tokens", "mean tokens per sample where shorter samples are packed into each "
