@@ -136,17 +136,19 @@ def test_a_measured_row_of_a_model_it_cannot_describe_is_kept_but_not_scored(tmp
         published_row(model_name="dense model (unspecified)", tokens_per_sec_per_gpu="8307.5"),
         published_row(model_name="Mystery 9B", tokens_per_sec_per_gpu="5000"),  # its size is in its name
         # a mixture of experts by its name: the size it states is the total, not what a token computes
-        published_row(model_name="Mystery-80B-A3B", tokens_per_sec_per_gpu="7000"),
         published_row(model_name="Mystery MoE 132B", tokens_per_sec_per_gpu="7000"),
+        # one whose name states its active size has no expert count: refused (test_loader_refusals)
+        published_row(model_name="Mystery-80B-A3B", tokens_per_sec_per_gpu="7000"),
     ])
     ds = load_dataset(str(path))
-    assert ds.unlabelled.tolist() == [False, True, False, True, True] and not ds.failed.any()
+    assert ds.unlabelled.tolist() == [False, True, False, True] and not ds.failed.any()
     assert ds.frame["config.n_params"].iloc[3:].isna().all()
+    assert [line for line, _ in ds.load_reports[0].skipped] == [6]
     row = ds.frame.iloc[1]
     assert row["annotations.label"].startswith("unlabelled: model unknown (no shape, no n_params)")
     assert row["annotations.published_tokens_per_gpu"] == 8307.5 and np.isnan(row["metrics.throughput_per_device"])
     assert ds.frame.iloc[2]["config.n_params"] == 9e9 and ds.y[2] == 5000
-    assert ds.load_reports[0].unlabelled == 3 and ds.load_reports[0].labelled == 2
+    assert ds.load_reports[0].unlabelled == 2 and ds.load_reports[0].labelled == 2
 
 
 def test_rows_that_cannot_be_jobs_are_skipped_and_listed(tmp_path, write_published):
@@ -440,7 +442,7 @@ def test_a_proxy_cut_to_fewer_layers_has_the_full_models_widths_and_its_own_laye
 
 def test_the_framework_and_expert_tp_are_read_off_the_options_when_the_source_names_none(tmp_path, write_published):
     rows, (report,) = load_rows(tmp_path, write_published, [
-        published_row(source=DGXC, other_opts="NeMo/Megatron-Core; ETP=4"),
+        published_row(source=DGXC, model_name="Mixtral 8x7B", other_opts="NeMo/Megatron-Core; ETP=4"),
         published_row(source=DGXC, other_opts="MaxText (JAX)"),
         published_row(source=DGXC, other_opts="Paxml (JAX); FSDP+DP (Pax), shard group size not stated"),
         published_row(source="pytorch/torchtitan docs & benchmarks", other_opts="NeMo/Megatron-Core")])

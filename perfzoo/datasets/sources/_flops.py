@@ -30,9 +30,12 @@ def flops_per_token_published(configs: Sequence[dict]) -> list[dict[tuple[bool, 
     hardware FLOPs, and whether it counts causal attention (half the core, Megatron-Bridge's).
 
     ``6N + 12*L*d*s`` (:func:`perfzoo.analytic.flops_per_token`; ``6N + 6*L*d*s`` causal), plus
-    the recomputed forward for hardware FLOPs (full recompute unless the row says selective);
+    the recomputed forward for hardware FLOPs (full recompute unless the row says selective), where
+    ``N`` counts the parameters one token's matmuls touch (a mixture of experts' active ones);
     ``6N`` (``8N``) alone when only ``n_params`` is known; None when neither the shape nor
-    ``n_params`` is.
+    ``n_params`` is, and for a mixture of experts whose shape or sequence is unknown: ``6N`` of its
+    total parameters would count every expert (DeepSeek-V3: 4.0e12 FLOPs per token, about 16x its
+    active count), so the reason stands in the convention's place.
 
     >>> from perfzoo.datasets.sources._llm import llm_config
     >>> cfg = llm_config(n_layers=24, hidden_dim=1024, n_heads=16, seq_len=1024)
@@ -45,20 +48,32 @@ def flops_per_token_published(configs: Sequence[dict]) -> list[dict[tuple[bool, 
         checkpointing.notna() & (checkpointing != "none"), "full"))
     shaped = frame[["n_layers", "hidden_dim", "seq_len"]].notna().all(axis=1).to_numpy()  # nothing guessed
     params = pd.to_numeric(frame["n_params"], errors="coerce").to_numpy(float)
+    experts = pd.to_numeric(frame.get("n_experts", pd.Series(np.nan, index=frame.index)), errors="coerce")
+    moe = experts.to_numpy(float) > 1
     counted = {(hw, causal): np.where(shaped, analytic.flops_per_token(recomputed if hw else frame, recompute=hw,
                                                                        causal=causal).to_numpy(float), np.nan)
                for hw, causal in CONVENTIONS}
-    return [{conv: _with_convention(counted[conv][i], n, *conv) for conv in CONVENTIONS}
+    return [{conv: _with_convention(counted[conv][i], n, moe[i], *conv) for conv in CONVENTIONS}
             for i, n in enumerate(params)]
 
 
-def _with_convention(value: float, n_params: float, hardware: bool, causal: bool) -> tuple[Optional[float], str]:
+def _with_convention(value: float, n_params: float, moe: bool, hardware: bool,
+                     causal: bool) -> tuple[Optional[float], str]:
     kind = "hardware FLOPs" if hardware else "model FLOPs"
+    active = " of the active parameters" if moe else ""
     if not math.isnan(value):
-        return float(value), f"{kind} 6N+{'6Lds (causal)' if causal else '12Lds'}" + ("+recompute" if hardware else "")
+        return float(value), (f"{kind} 6N+{'6Lds (causal)' if causal else '12Lds'}" + ("+recompute" if hardware else "")
+                               + active)
+    if moe:
+        return None, MOE_UNPRICED
     if not math.isnan(n_params) and n_params > 0:
         return (8.0 if hardware else 6.0) * float(n_params), f"{kind} {'8N' if hardware else '6N'} (shape unknown)"
     return None, ""
+
+
+# why an MoE row's TFLOP/s or MFU cannot become tokens/s without its shape and sequence
+MOE_UNPRICED = ("a mixture of experts whose shape or sequence length is not given: its active FLOPs per token are "
+                "unknown, and 6N of its total parameters would count every expert; refused (give seq_len)")
 
 
 PACKING_TOLERANCE = 0.02  # a FLOP count this far off is the figures' rounding, not the row's samples

@@ -28,11 +28,12 @@ from typing import Optional, Sequence
 from perfzoo import frameworks, llmconfig
 from perfzoo.datasets.sources._base import Load, LoadReport
 from perfzoo.datasets.sources._csv import CsvSource, Row, iter_rows, read_table, require_columns, split_number
-from perfzoo.datasets.sources._flops import (file_flop_convention, flops_per_token_published, read_mfu_peak,
-                                             read_packing)
+from perfzoo.datasets.sources._flops import (MOE_UNPRICED, file_flop_convention, flops_per_token_published,
+                                             read_mfu_peak, read_packing)
 from perfzoo.datasets.sources._llm import RecordBuilder, llm_config
 from perfzoo.datasets.sources._options import (read_expert_tp, read_framework, read_fsdp_group, read_local_batch,
                                                read_recipe, read_virtual_stages)
+from perfzoo.datasets.sources._refuse import refusal
 from perfzoo.hardware.accelerators import spec as accelerator_spec
 from perfzoo.llmconfig import catalog
 from perfzoo.records import JobRecord
@@ -53,7 +54,8 @@ ARCH_FIELDS = ("n_params", "n_layers", "hidden_dim", "ffn_dim", "n_heads", "n_kv
                "vocab_size", "n_experts", "experts_per_token", "moe_ffn_dim")
 ARCHITECTURES_FILE = "model_architectures.csv"
 # what a model's proxy cut to fewer layers does not share with it: its totals and per-layer counts
-WHOLE_MODEL_KEYS = ("n_params", "n_dense_layers", "n_sliding_layers", "n_attention_layers", "n_mamba_layers")
+WHOLE_MODEL_KEYS = ("n_params", "n_dense_layers", "n_sliding_layers", "n_attention_layers", "n_mamba_layers",
+                    "n_linear_layers")
 
 
 class PublishedSource(CsvSource):
@@ -232,6 +234,10 @@ def _parse_row(row: Row, architectures: dict[str, dict], report: LoadReport) -> 
         report.derived["proxy models: the full model's widths, the stated layer count"] += 1
     config.update(variant)
     read_recipe(config, row, derived, report)
+    refused = refusal(config)
+    if refused is not None:  # as predict refuses the same config (_refuse)
+        report.skipped.append((row.line, refused))
+        return None
     if filled:
         report.derived["architecture from model_architectures.csv"] += 1
     if from_catalog:
@@ -293,6 +299,8 @@ def _published_record(p: _Parsed, builder: RecordBuilder, file_convention: tuple
         if per_gpu is None and value is not None:
             per_gpu, label = value, kind
             report.derived[kind] += 1
+            if (p.config.get("n_experts") or 1) > 1:
+                report.derived[f"{kind}: MoE rows over their active FLOPs per token at the row's sequence"] += 1
             derived.append(f"{how}; file convention: {convention}")
             if recomputed and p.config["activation_checkpointing"] is None:
                 # figures that count recomputed FLOPs come from runs that recompute: the job did
@@ -369,7 +377,11 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
       ``'selective op'`` -> ``'selective'``, ``'256 (doc text ...)'`` -> 256; text no rule
       knows -> None) and the original kept as ``annotations['<column>_raw']``.
     * A row without a GPU count (``n_gpus`` blank and not ``tp*pp*cp*dp``) or an accelerator
-      cannot be a job: it is skipped and listed, with its line, in the report.
+      cannot be a job: it is skipped and listed, with its line, in the report; so is a row
+      ``predict`` would refuse (:mod:`perfzoo.datasets.sources._refuse`: expert parallelism on a
+      model read as dense, a mixture of experts without its expert count, a hybrid stack without
+      its layer counts), and an MoE row that gives only TFLOP/s or MFU where its active FLOPs per
+      token are unknown (no sequence length or no shape: never ``6N`` of its total parameters).
     * ``config.framework`` is read off the ``source`` column (``NVIDIA Megatron-Bridge performance
       summary`` -> ``megatron-bridge``; :data:`perfzoo.records.vocabulary.FRAMEWORK_RULES`): what the
       memory model needs to know about the framework's recipes (:mod:`perfzoo.analytic.memory`).
@@ -424,6 +436,11 @@ def read_published(*paths: Path, architectures: Optional[dict[str, dict]] = None
         if parsed:
             for p, flops in zip(parsed, flops_per_token_published([p.config for p in parsed])):
                 p.flops_by_convention = flops
+            # an MoE row to convert from TFLOP/s or MFU whose active FLOPs per token are unknown
+            unpriced = [p for p in parsed if p.per_gpu is None and not p.oom and (p.tflops or p.mfu)
+                        and p.flops(False)[1] == MOE_UNPRICED]
+            report.skipped.extend((p.row.line, MOE_UNPRICED) for p in unpriced)
+            parsed = [p for p in parsed if all(p is not q for q in unpriced)]
         file_convention, report.flop_convention = file_flop_convention(parsed)
         read_packing(parsed, file_convention, report)
         read_mfu_peak(parsed, file_convention, report)

@@ -76,11 +76,13 @@ SPEC = WorkloadSpec(
         "model_name", "ffn_dim", "n_kv_heads", "vocab_size", "n_params", "n_experts", "experts_per_token",
         "grad_accum", "dp", "cp", "ep", "vp", "fsdp", "precision", "activation_checkpointing", "compile",
         "gated_mlp", "tie_embeddings", "sequence_parallel", "flash_attention", "tp_comm_overlap", "zero_stage",
-        # the shape keys of MoE, MLA, MTP, sliding-window and hybrid Mamba models (perfzoo.llmconfig.catalog.SHAPE_KEYS)
+        # the shape keys of MoE, MLA, MTP, sliding-window, hybrid Mamba and linear-attention models
+        # (perfzoo.llmconfig.catalog.SHAPE_KEYS)
         "head_dim", "moe_ffn_dim", "n_shared_experts", "shared_ffn_dim", "n_dense_layers", "q_lora_rank",
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers", "sliding_window",
         "n_sliding_layers", "n_attention_layers", "n_mamba_layers", "mamba_heads", "mamba_head_dim",
-        "mamba_state_dim", "mamba_groups", "moe_capacity_factor", "moe_token_drop", "etp", "framework", "bf16_layers",
+        "mamba_state_dim", "mamba_groups", "n_linear_layers", "linear_key_heads", "linear_value_heads",
+        "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "moe_capacity_factor", "moe_token_drop", "etp", "framework", "bf16_layers",
         "fused_loss", "low_precision_backward",
     }),
     implied=harness_recipe,
