@@ -128,3 +128,14 @@ def test_a_config_naming_only_its_class_reads_as_that_model_type(tmp_path):
     keys, sources = huggingface.read(_write(tmp_path, "ds", deepseek))
     assert keys["n_experts"] == 256 and keys["kv_lora_rank"] == 512 and keys["gated_mlp"] is True
     assert sources["n_experts"] == "transformers' DeepseekV3Config default n_routed_experts"
+
+
+def test_predict_refuses_linear_layer_counts_the_model_cannot_hold():
+    from perfzoo import llmconfig
+    base = {"model": "qwen3-next-80b-a3b", "seq_len": 4096, "n_gpus": 64, "accelerator": "H100-SXM-80GB", "ep": 8}
+    assert llmconfig.check(dict(base))["n_linear_layers"] == 36
+    with pytest.raises(llmconfig.ConfigError, match="n_linear_layers = 60 is more than the model's n_layers = 48"):
+        llmconfig.check({**base, "n_linear_layers": 60})
+    with pytest.raises(llmconfig.ConfigError, match="n_linear_layers = 6 needs the linear attention's linear_key_heads"):
+        llmconfig.check({"model": "llama3-8b", "seq_len": 4096, "n_gpus": 8, "accelerator": "H100-SXM-80GB",
+                         "n_linear_layers": 6})

@@ -184,6 +184,13 @@ def _check_shape(cfg: dict) -> None:
     L, kept = cfg.get("n_layers"), cfg.get("bf16_layers")
     if kept is not None and L is not None and kept > L:
         raise ConfigError(f"bf16_layers = {kept} is more than the model's n_layers = {L}")
+    mixers = {k: cfg[k] for k in ("n_linear_layers", "n_mamba_layers", "n_attention_layers") if cfg.get(k)}
+    if L is not None and sum(mixers.values()) > L:
+        raise ConfigError(f"{' + '.join(f'{k} = {v}' for k, v in mixers.items())} is more than the model's "
+                          f"n_layers = {L}: each layer has one mixer")
+    if cfg.get("n_linear_layers") and not (cfg.get("linear_key_heads") and cfg.get("linear_key_head_dim")):
+        raise ConfigError(f"n_linear_layers = {cfg['n_linear_layers']} needs the linear attention's "
+                          "linear_key_heads and linear_key_head_dim (and its value heads' where they differ)")
 
 
 def _check_degrees(cfg: dict) -> None:
