@@ -4,7 +4,7 @@
 ``Interval(member, folds=5, seed=0).fit(X, y, groups=sources)`` fits a clone of the member on every
 row (``member_``) and calibrates, on the same rows, the cross-conformal interval
 (:mod:`perfzoo.zoo.conformal`: out-of-fold log residuals of ``folds`` clones, rows of one source in
-one fold, each source weighed alike) and the spread of offsets anchoring reads
+one fold, each source weighed alike, MoE and dense rows calibrated apart) and the spread of offsets anchoring reads
 (:meth:`perfzoo.zoo.offsets.Spread.estimate`, on the same residuals by model, cluster and software
 release). ``predict`` is the member's; ``predict_interval(X, alpha)`` the interval at level
 ``1 - alpha``; ``relative()`` the error between two layouts of one model. The interval at the
@@ -159,7 +159,9 @@ class Interval(Predictor):
         probability ``1 - alpha`` (:mod:`perfzoo.zoo.conformal`)."""
         self._check_fitted()
         factors = self._kind_factors(alpha)
-        low, high = np.array([factors.get(k, factors["*"]) for k in conformal.kinds(X)], dtype=float).reshape(-1, 2).T
+        kind = pd.Series(conformal.kinds(X), dtype=object)
+        low, high = ((kind.map({k: f[end] for k, f in factors.items()}).fillna(factors["*"][end]).to_numpy(dtype=float))
+                     for end in (0, 1))
         pred = np.asarray(self.member_.predict(X), dtype=float)
         return conformal.scaled(pred, (low, high))
 
