@@ -770,8 +770,8 @@ def test_export_variants_keep_the_compute_and_lose_the_nvlink():
     # a device the table has no row for is refused, not priced as the part whose name it contains:
     # Microsoft's Maia 100 is no A100; a Grace Hopper GH200 (96 or 144 GB, four to a node or one) and
     # the PCIe H200 NVL (835 dense BF16 TFLOP/s) are no 8-GPU HGX H200; the MI300A APU (228 compute
-    # units) is no MI300X (304); a 16 GB V100 is not the table's 32 GB one
-    for other in ("Maia 100", "GH200", "H200 NVL", "MI300A", "V100-PCIE-16GB"):
+    # units) is no MI300X (304); an A10G (AWS's part) is no A10
+    for other in ("Maia 100", "GH200", "H200 NVL", "MI300A", "A10G"):
         with pytest.warns(UserWarning, match="unknown accelerator"):
             assert accelerator_spec(other) is None, other
     assert accelerator_spec("NVIDIA H200 141GB").name == "H200" and accelerator_spec("MI300X").name == "MI300X"

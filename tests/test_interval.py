@@ -177,3 +177,54 @@ def test_a_search_walks_the_trees_of_an_intervals_member():
     slow = propose(Exhaustive(fast=False), space, model, top_k=10)
     assert (fast.stats["path"], slow.stats["path"]) == ("treegrid", "chunked")
     np.testing.assert_allclose(fast.predicted, slow.predicted, rtol=1e-9)
+
+
+def test_mixtures_of_experts_get_their_own_width_where_they_err_further():
+    """Mondrian conformal by kind of job (perfzoo.zoo.conformal.kinds): the MoE rows, five times as
+    noisy as the dense ones here, get a wider interval and the dense rows a narrower one than the pooled
+    width; each kind's coverage on fresh rows of its own lands near 80%."""
+    rng = np.random.default_rng(1)
+    gpus = np.tile([1, 2, 4, 8, 16, 32], 40)
+    experts = np.tile(np.repeat([1, 8], 6), 20)
+    X = pd.DataFrame({"config.n_gpus": gpus, "config.n_experts": experts, "hardware.accelerator": "H100-SXM-80GB"})
+    sources = np.repeat(["a", "b", "c", "d"], 60)
+
+    def draw():
+        return 100.0 * gpus * rng.lognormal(0, np.where(experts > 1, 0.25, 0.05))
+
+    model = Interval(zoo.make("ridge")).fit(X, draw(), groups=sources)
+    low, high = model.predict_interval(X)
+    width = np.log(high / low)
+    pooled = np.subtract(*model.quantiles_[0.2][::-1])
+    moe = experts > 1
+    assert width[moe].min() > pooled > width[~moe].max()
+    fresh = draw()
+    inside = (low <= fresh) & (fresh <= high)
+    assert 0.65 <= inside[moe].mean() <= 0.95 and 0.65 <= inside[~moe].mean() <= 0.95
+    # a frame without the kind's column: one kind, the pooled width
+    plain = Interval(zoo.make("ridge")).fit(X.drop(columns="config.n_experts"), draw(), groups=sources)
+    lo, hi = plain.predict_interval(X.drop(columns="config.n_experts"))
+    assert np.allclose(np.log(hi / lo), np.subtract(*plain.quantiles_[0.2][::-1]))
+
+
+def test_the_shipping_rule_checks_coverage_per_held_out_source_not_only_the_mean():
+    """Two members with the same mean coverage leaving sources out: the one that covers a source 0.54 of
+    the time ranks after the one that covers each at least 0.70, whatever their scores (summarize keeps
+    the worst fold's coverage, shipping_order reads it)."""
+    from perfzoo.evaluation.ranking import SOURCE_SPLIT, covers_too_little, shipping_order, summarize
+
+    rows = []
+    for predictor, kendall, covers in (("sharp", 0.90, (0.54, 0.99, 0.92)), ("honest", 0.85, (0.72, 0.88, 0.85))):
+        for split in ("random", SOURCE_SPLIT):
+            for fold, c in enumerate(covers if split == SOURCE_SPLIT else (0.9,)):
+                rows.append({"dataset": "d", "split": split, "kind": "group" if split == SOURCE_SPLIT else split,
+                             "predictor": predictor, "output": "throughput", "fold": fold, "seed": 0,
+                             "kendall": kendall, "mape": 10.0, "coverage": c, "fit_time_s": 1.0,
+                             "n_train": 10, "n_test": 5})
+    summary = summarize(pd.DataFrame(rows))
+    source = summary[summary["split"] == SOURCE_SPLIT].set_index("predictor")
+    assert source["coverage_mean"].round(2).to_dict() == {"sharp": 0.82, "honest": 0.82}
+    assert source["coverage_min"].to_dict() == {"sharp": 0.54, "honest": 0.72}
+    order = shipping_order(summary, "d")
+    assert order["predictor"].tolist() == ["honest", "sharp"] and order["ship_score"].iloc[1] > order["ship_score"].iloc[0]
+    assert covers_too_little(order).tolist() == [False, True]

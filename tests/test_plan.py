@@ -458,22 +458,23 @@ def test_an_nvl72_rack_lets_tensor_and_expert_parallelism_span_its_72_gpus():
 
 def test_an_unseen_accelerator_is_named_first_and_its_interval_widened(external, capsys):
     from perfzoo.plan.command import PlanConfig, run
-    from perfzoo.zoo.extrapolation import UNSEEN_FAMILY_WIDENING
+    from perfzoo.zoo.extrapolation import UNSEEN_FAMILY_WIDENING, UNSEEN_STACK_WIDENING
 
     config = PlanConfig(model="llama3-8b", gpus=8, accelerator="MI300X", seq_len=8192, global_batch=64, top_k=3,
                         external_dir=str(external))
     result = run(config, log=lambda _m: None)
     note = result.unseen_hardware
-    assert note.startswith("accelerator MI300X (AMD CDNA 3) is not in published-llm's training data, nor any AMD "
-                           "accelerator (NVIDIA only: ")
-    assert "x1.02 at each end" in note and "error on AMD hardware was never measured" in note
+    vendor = UNSEEN_FAMILY_WIDENING + UNSEEN_STACK_WIDENING  # a new family on a software stack no row measured
+    assert note.startswith(f"priced from NVIDIA data: interval widened x{np.exp(vendor):.2f} for an unseen vendor stack")
+    assert "accelerator MI300X (AMD CDNA 3) is not in published-llm's training data, nor any AMD accelerator" in note
+    assert "error on AMD hardware was never measured" in note
     # the predictor's own 80% interval of the top 3 (8 GPUs, an 8B model: nothing beyond the tables), each
-    # end moved out by the family widening
+    # end moved out by the vendor's widening
     p = result.plan
     top = pd.DataFrame([llmconfig.as_columns(c) for c in p.configs(3)]).assign(**p.cluster.hardware())
     low, high = p.scorer.predictor.predict_interval(top.reindex(columns=list(p.scorer.columns)))
-    assert np.allclose(p.layouts["range_low"].iloc[:3], low * np.exp(-UNSEEN_FAMILY_WIDENING))
-    assert np.allclose(p.layouts["range_high"].iloc[:3], high * np.exp(UNSEEN_FAMILY_WIDENING))
+    assert np.allclose(p.layouts["range_low"].iloc[:3], low * np.exp(-vendor))
+    assert np.allclose(p.layouts["range_high"].iloc[:3], high * np.exp(vendor))
     assert "widened for the unseen accelerator (first line)" in table(p)
     assert main(["--model", "llama3-8b", "--gpus", "8", "--accelerator", "MI300X", "--seq-len", "8192",
                  "--global-batch", "64", "--top-k", "3", "--external-dir", str(external)]) == 0

@@ -15,6 +15,7 @@ from perfzoo.pricing import Resolved, price, resolve
 from perfzoo.zoo.extrapolation import (
     UNSEEN_ACCELERATOR_WIDENING,
     UNSEEN_FAMILY_WIDENING,
+    UNSEEN_STACK_WIDENING,
     WIDENING_PER_DOUBLING,
 )
 from perfzoo.zoo.interval import Interval
@@ -97,18 +98,24 @@ def test_an_accelerator_without_a_measured_row_widens_the_interval_by_the_replay
     base = {**LLAMA3_70B, "n_gpus": 64, "dp": 2, "global_batch_size": 64}
     # H100: measured; H800: Hopper (its family measured); MI300X: no AMD accelerator in the tables
     table = predict_frame([{**base, "accelerator": a} for a in ("H100-SXM-80GB", "H800", "MI300X")], ds, model)
-    assert table["hardware_widening"].tolist() == [0.0, UNSEEN_ACCELERATOR_WIDENING, UNSEEN_FAMILY_WIDENING]
-    assert 0 < UNSEEN_ACCELERATOR_WIDENING < UNSEEN_FAMILY_WIDENING  # scripts/hardware_widening.py: 0.008, 0.019
+    # a vendor no row measured: its family's widening plus what leaving one software stack out costs
+    vendor = UNSEEN_FAMILY_WIDENING + UNSEEN_STACK_WIDENING
+    assert table["hardware_widening"].tolist() == [0.0, UNSEEN_ACCELERATOR_WIDENING, vendor]
+    # scripts/hardware_widening.py: 0.033 an accelerator or family; a stack (Megatron-Bridge held out) 0.216
+    assert 0 < UNSEEN_ACCELERATOR_WIDENING <= UNSEEN_FAMILY_WIDENING < UNSEEN_STACK_WIDENING
     # the ridge's interval is the prediction times its residuals' quantiles: each end moves out by exp(widening)
     pred = table["predicted_tokens_per_s"].to_numpy()
     for end, sign in (("interval_high", 1.0), ("interval_low", -1.0)):
         ratio = table[end].to_numpy() / pred
         assert ratio[1] / ratio[0] == pytest.approx(np.exp(sign * UNSEEN_ACCELERATOR_WIDENING))
-        assert ratio[2] / ratio[0] == pytest.approx(np.exp(sign * UNSEEN_FAMILY_WIDENING))
+        assert ratio[2] / ratio[0] == pytest.approx(np.exp(sign * vendor))
     h100, h800, mi300x = table["unseen_hardware"]
-    assert h100 == "" and "its NVIDIA Hopper kin H100-80GB" in h800 and "x1.01 at each end" in h800
-    assert "nor any AMD accelerator (NVIDIA only: " in mi300x and "x1.02 at each end" in mi300x
-    assert "error on AMD hardware was never measured" in mi300x and "AMD" not in h800
+    assert h100 == "" and "its NVIDIA Hopper kin H100-80GB" in h800
+    assert f"x{np.exp(UNSEEN_ACCELERATOR_WIDENING):.2f} at each end" in h800
+    assert mi300x.startswith(f"priced from NVIDIA data: interval widened x{np.exp(vendor):.2f} for an unseen vendor "
+                             f"stack (leaving one stack out of the shared tables costs x{np.exp(UNSEEN_STACK_WIDENING):.2f}")
+    assert "nor any AMD accelerator" in mi300x and "AMD" not in h800
+    assert "error on AMD hardware was never measured" in mi300x
     # the command says so on its first line
     assert main(["--external-dir", str(external), "--predictor", "ridge", "--set", "model=llama3-70b", "seq_len=8192",
                  "n_gpus=64", "tp=8", "pp=4", "global_batch_size=64", "accelerator=MI300X"]) == 0
@@ -256,6 +263,9 @@ def _override(items, **changes):
     ({"seq_lenn": "8192"}, ("seq_len",), r"unknown key 'seq_lenn' \(did you mean seq_len\?\)"),
     ({"precision": "fp8", "accelerator": "A100-80GB"}, (), "precision=fp8: A100-80GB has no fp8 peak"),
     ({"precision": "bf16", "accelerator": "V100"}, (), "precision=bf16: V100's matrix units run fp16 only .*fp16"),
+    ({"precision": "bf16", "accelerator": "V100-16GB"}, (), "precision=bf16: V100-16GB's matrix units run fp16 only .*fp16"),
+    ({"precision": "bf16", "accelerator": "Tesla V100-PCIE-32GB"}, (),
+     "precision=bf16: V100-PCIe-32GB's matrix units run fp16 only .*fp16"),
     ({}, ("seq_len", "n_gpus"), "cannot price this config: it gives no seq_len .*n_gpus"),
 ])
 def test_each_config_perfzoo_cannot_price_is_one_line_and_exit_2(synthetic, capsys, changes, drop, message):

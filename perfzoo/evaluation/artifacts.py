@@ -23,8 +23,8 @@ from threadpoolctl import threadpool_limits
 
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import metrics as M
-from perfzoo.evaluation.ranking import (ANCHOR_RULE, ARTIFACT_BUDGET_BYTES, BEST_RULE, FIT_BUDGET_S, anchor_pick,
-                                        best_per_split, shipping_order, task_id)
+from perfzoo.evaluation.ranking import (ANCHOR_RULE, ARTIFACT_BUDGET_BYTES, BEST_RULE, COVERAGE_FLOOR, FIT_BUDGET_S,
+                                        anchor_pick, best_per_split, covers_too_little, shipping_order, task_id)
 from perfzoo.evaluation.runner import set_threads
 from perfzoo.evaluation.tasks import PredictorSpec, stable_hash
 from perfzoo.zoo.base import outdated
@@ -117,6 +117,10 @@ def _ship(ds: Dataset, summary: pd.DataFrame, by_spec: dict[str, PredictorSpec],
                 art = _fit_or_reuse(ds, spec, out, previous)
             except Exception as exc:
                 note += f"; artifact not saved: {type(exc).__name__}: {exc}"
+    if not covers_too_little(chosen.to_frame().T).iloc[0]:  # who scored higher but covers a source too little
+        for _, row in cands[covers_too_little(cands) & (cands["ship_score"] > chosen["ship_score"])].iterrows():
+            passed_over.append(_passed(row, f"its 80% interval covers {row['source_coverage_min']:.2f} of a held-out "
+                                            f"source's rows, under {COVERAGE_FLOOR:.2f}"))
     spec = by_spec.get(chosen["predictor"])
     entry: dict[str, Any] = {
         "predictor": chosen["predictor"], "split": chosen["split"],

@@ -12,7 +12,9 @@ bench run writes ``hardware.md`` and ``hardware.csv`` beside the leaderboard (:f
 
 :func:`held_out` replays the published tables with one accelerator (or one family) left out at a
 time: how much wider the shipped member's 80% interval must be on hardware it never saw
-(``scripts/hardware_widening.py``; :data:`perfzoo.zoo.extrapolation.UNSEEN_ACCELERATOR_WIDENING`).
+(``scripts/hardware_widening.py``; :data:`perfzoo.zoo.extrapolation.UNSEEN_ACCELERATOR_WIDENING`), or one
+software stack (a framework, a year's release generation): what a vendor's stack no row measured costs
+(:data:`perfzoo.zoo.extrapolation.UNSEEN_STACK_WIDENING`).
 
 >>> from perfzoo.datasets import load_dataset
 >>> rows = pair_scores(load_dataset("llm-h100"), load_dataset("llm-h200"), ["analytic"])   # doctest: +SKIP
@@ -91,22 +93,41 @@ def paired_ratios(first: Dataset, second: Dataset) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+STACKS = ("framework", "year")  # the software a row ran, as held_out groups it beside its accelerator
+
+
+def group_of(frame: pd.DataFrame, by: str) -> pd.Series:
+    """Each row's group for :func:`held_out`: its accelerator table row or ``family``
+    (:func:`~perfzoo.zoo.extrapolation.accelerator_identity`), or its software stack (:data:`STACKS`):
+    the ``framework`` that ran it, or the ``year`` its figures were published (a release generation).
+
+    >>> group_of(pd.DataFrame({"started_at": pd.to_datetime(["2024-05-01", None], utc=True)}), "year").tolist()
+    ['2024', '?']
+    """
+    if by == "framework":
+        return frame["config.framework"].fillna("?").astype(str)
+    if by == "year":
+        return pd.to_datetime(frame["started_at"], utc=True).dt.year.map(lambda y: "?" if pd.isna(y) else str(int(y)))
+    return frame["hardware.accelerator"].map(lambda a: accelerator_identity(a, by))
+
+
 def held_out(dataset: Dataset, member: str, params: dict, by: str = "accelerator") -> pd.DataFrame:
     """``dataset`` replayed with each accelerator (``by``: a row of the accelerator table, or its
-    ``family``) of at least :data:`MIN_JOBS` ok jobs left out in turn: ``member`` (with ``params``)
+    ``family``) or software stack (``framework``, ``year``: :func:`group_of`) of at least :data:`MIN_JOBS`
+    ok jobs left out in turn: ``member`` (with ``params``)
     fitted with its 80% interval on the rest (:func:`perfzoo.zoo.calibrate.fit_with_interval`)
     and scored on the group's ok jobs, ``r = log(measured / predicted)``. One row per group:
     ``jobs``, ``median_r``, the 80th percentile of ``|r|`` held out (``p80_unseen``) and fitted
     with the group (``p80_seen``), the interval's median log half-width (``half_width``), its
     ``coverage`` and ``widening``: the log throughput each end must move out to cover 80% of the group."""
     labelled = dataset.labelled()
-    groups = labelled.frame["hardware.accelerator"].map(lambda a: accelerator_identity(a, by)).to_numpy()
+    groups = group_of(labelled.frame, by).to_numpy()
     ok = labelled.ok()
     seen = zoo.make(member, **params).fit(labelled.X, labelled.y)  # scored with each group: no interval needed
-    ok_groups = ok.frame["hardware.accelerator"].map(lambda a: accelerator_identity(a, by))
+    ok_groups = group_of(ok.frame, by)
     rows = []
     for group, jobs in ok_groups.value_counts().items():
-        if jobs < MIN_JOBS:
+        if jobs < MIN_JOBS or group == "?":
             continue
         test = ok.subset((ok_groups == group).to_numpy())
         model = fit_with_interval(zoo.make(member, **params), labelled.subset(groups != group))

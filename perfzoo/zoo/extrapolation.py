@@ -8,7 +8,8 @@ end of an 80% interval out by :data:`WIDENING_PER_DOUBLING` (log throughput) per
 priced exactly as a better-known one; how many times the largest value on each axis). An
 accelerator without a measured row (:func:`unseen_hardware`) widens the interval by what the
 leave-one-accelerator-out replay measures (:data:`UNSEEN_ACCELERATOR_WIDENING`, or
-:data:`UNSEEN_FAMILY_WIDENING` where its whole family is unseen) and gets a note the commands print first.
+:data:`UNSEEN_FAMILY_WIDENING` where its whole family is unseen, plus :data:`UNSEEN_STACK_WIDENING`, what
+leaving one software stack out costs, where its vendor is) and gets a note the commands print first.
 """
 
 from __future__ import annotations
@@ -31,16 +32,27 @@ LABELS = {"devices": "devices", "sequence": "sequence length", "parameters": "pa
 # beyond: 0.13 + 0.022 x doublings), measured by scripts/extrapolation_widening.py (its docstring says how)
 WIDENING_PER_DOUBLING = 0.022
 # log throughput each end of an interval moves out for an accelerator whose row the training data lacks,
-# measured by scripts/hardware_widening.py (perfzoo.evaluation.hardware.held_out): every accelerator of
-# published-llm with >= 20 jobs held out in turn (7, all NVIDIA), the shipped member (analytic) fitted with
-# its 80% interval on the rest; the widening that gives each held-out accelerator 80% coverage, the largest
-# of them (B200: 0.008; coverage without it 0.79-0.95, p80 |log error| held out 0.14-0.25, as when seen)
-UNSEEN_ACCELERATOR_WIDENING = 0.008
-# the same with a whole family held out in turn (NVIDIA Ampere, Hopper, Blackwell; Blackwell: 0.019): for an
-# accelerator whose family is unseen; published-llm has no other vendor, so for AMD, Google or Intel it
-# is NVIDIA's figure, not a measured one
-UNSEEN_FAMILY_WIDENING = 0.019
+# measured by scripts/hardware_widening.py (perfzoo.evaluation.hardware.held_out) on 2026-12-07: every
+# accelerator of published-llm with >= 20 jobs held out in turn (7, all NVIDIA), the shipped member (hybrid)
+# fitted with its 80% interval (MoE and dense calibrated apart) on the rest; the widening that gives each
+# held-out accelerator 80% coverage, the largest of them (H100-96GB: 0.033, covered 0.64 without it; the
+# others 0, covered 0.81-1.00)
+UNSEEN_ACCELERATOR_WIDENING = 0.033
+# the same with a whole family held out in turn (NVIDIA Ampere, Hopper, Blackwell; Blackwell 0.005), at least
+# the accelerators' figure (an accelerator of an unseen family is unseen too): for an accelerator whose family
+# is unseen; published-llm has no other vendor, so for AMD, Google or Intel it is NVIDIA's figure, and their
+# software stack adds UNSEEN_STACK_WIDENING
+UNSEEN_FAMILY_WIDENING = 0.033
 MEASURED_ON = "published-llm's NVIDIA accelerators"  # what the two widenings were measured holding out
+# log throughput each end moves out, beside the family's, for a vendor no row measured: its software stack
+# (compiler, kernels, collectives library) is as new as its chip. Measured by scripts/hardware_widening.py
+# (perfzoo.evaluation.hardware.held_out, by "framework" and "year") on published-llm with the shipped hybrid
+# and its interval of 2026-12-07 (MoE and dense calibrated apart): each framework (llm-foundry, NeMo,
+# Megatron-Bridge, torchtitan, Megatron-LM) and each year's release generation (2023-2025) held out in turn,
+# the widening that gives the held-out stack 80% coverage, the largest of them (Megatron-Bridge: 0.216,
+# coverage without it 0.56; NeMo 0.015, torchtitan 0.037, Megatron-LM 0.016, llm-foundry and every year 0)
+UNSEEN_STACK_WIDENING = 0.216
+STACK_MEASURED = "Megatron-Bridge"  # the stack whose leaving out sets UNSEEN_STACK_WIDENING
 
 
 def priced_alike(spec: accelerators.AcceleratorSpec, other: accelerators.AcceleratorSpec) -> bool:
@@ -142,9 +154,10 @@ def unseen_hardware(frame: pd.DataFrame, seen: Seen) -> pd.DataFrame:
     """Per config, ``widening`` (log throughput each end of its interval moves out, :func:`widened`)
     and ``note`` (empty where the training data ``seen`` measured its accelerator's row): an accelerator
     whose family it has gets :data:`UNSEEN_ACCELERATOR_WIDENING`, one whose family (or vendor)
-    it lacks, or that no table row matches, :data:`UNSEEN_FAMILY_WIDENING`; the note says which,
-    by how much, that the widening was measured on :data:`MEASURED_ON`, and, for a vendor never
-    seen, that its error there was never measured."""
+    it lacks, or that no table row matches, :data:`UNSEEN_FAMILY_WIDENING`, and one whose vendor it
+    lacks that plus :data:`UNSEEN_STACK_WIDENING` (a vendor's software stack no row measured); the note
+    says which, by how much, and what measured it (for a vendor never seen, it opens "priced from NVIDIA
+    data: interval widened x.. for an unseen vendor stack" and says its error there was never measured)."""
     jobs = seen.jobs
     out = pd.DataFrame({"widening": 0.0, "note": ""}, index=frame.index)
     given = frame["hardware.accelerator"] if "hardware.accelerator" in frame else pd.Series(None, index=frame.index)
@@ -158,18 +171,29 @@ def unseen_hardware(frame: pd.DataFrame, seen: Seen) -> pd.DataFrame:
             kin = [r for r in rows if accelerator_identity(r, "family") == spec.family]
             w, held = UNSEEN_ACCELERATOR_WIDENING, "accelerator"
             text += f" (its {spec.family} kin {', '.join(kin)} are)"
+        elif spec is not None and spec.vendor not in jobs["vendor"]:
+            w = UNSEEN_FAMILY_WIDENING + UNSEEN_STACK_WIDENING
+            out.loc[i, "widening"], out.loc[i, "note"] = w, _vendor_note(acc, spec, w, seen)
+            continue
         else:
             w, held = UNSEEN_FAMILY_WIDENING, "family"
-            missing = (f"any {spec.vendor}" if spec.vendor not in jobs["vendor"] else f"any {spec.family}") if spec else ""
+            missing = f"any {spec.family}" if spec else ""
             text += (f", nor {missing} accelerator" if missing else "") + (
                 f" ({'/'.join(jobs['vendor'].index)} only: {', '.join(rows[:6])}{', ...' if len(rows) > 6 else ''})")
         text += (f": its interval is widened x{np.exp(w):.2f} at each end, what holding one {held} at a time out of "
                  f"{MEASURED_ON} measures (scripts/hardware_widening.py)")
-        if spec is not None and spec.vendor not in jobs["vendor"]:
-            text += (f"; the predictor's error on {spec.vendor} hardware was never measured: a few runs of yours "
-                     "(--calibrate) measure it")
         out.loc[i, "widening"], out.loc[i, "note"] = w, text
     return out
+
+
+def _vendor_note(acc: object, spec: accelerators.AcceleratorSpec, w: float, seen: Seen) -> str:
+    """:func:`unseen_hardware`'s note for an accelerator of a vendor the training data ``seen`` has no row of."""
+    vendors = "/".join(seen.jobs["vendor"].index) or "no"
+    return (f"priced from {vendors} data: interval widened x{np.exp(w):.2f} for an unseen vendor stack (leaving one "
+            f"stack out of the shared tables costs x{np.exp(UNSEEN_STACK_WIDENING):.2f}, {STACK_MEASURED} the worst; "
+            f"a new family x{np.exp(UNSEEN_FAMILY_WIDENING):.2f}; scripts/hardware_widening.py): accelerator {acc} "
+            f"({spec.family}) is not in {seen.name}'s training data, nor any {spec.vendor} accelerator; its error on "
+            f"{spec.vendor} hardware was never measured: a few runs of yours (--calibrate) measure it")
 
 
 def outside_training(frame: pd.DataFrame, params: np.ndarray, seen: Seen) -> list[list[str]]:
@@ -210,6 +234,7 @@ def outside_training(frame: pd.DataFrame, params: np.ndarray, seen: Seen) -> lis
     return out
 
 
-__all__ = ["LABELS", "MEASURED_ON", "SCALE_AXES", "Seen", "UNSEEN_ACCELERATOR_WIDENING", "UNSEEN_FAMILY_WIDENING",
+__all__ = ["LABELS", "MEASURED_ON", "SCALE_AXES", "STACK_MEASURED", "Seen", "UNSEEN_ACCELERATOR_WIDENING",
+           "UNSEEN_FAMILY_WIDENING", "UNSEEN_STACK_WIDENING",
            "WIDENING_PER_DOUBLING", "accelerator_identity", "beyond_training", "outside_training", "priced_alike",
            "unseen_hardware", "widened"]

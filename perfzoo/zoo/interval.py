@@ -4,7 +4,7 @@
 ``Interval(member, folds=5, seed=0).fit(X, y, groups=sources)`` fits a clone of the member on every
 row (``member_``) and calibrates, on the same rows, the cross-conformal interval
 (:mod:`perfzoo.zoo.conformal`: out-of-fold log residuals of ``folds`` clones, rows of one source in
-one fold, each source weighed alike) and the spread of offsets anchoring reads
+one fold, each source weighed alike, MoE and dense rows calibrated apart) and the spread of offsets anchoring reads
 (:meth:`perfzoo.zoo.offsets.Spread.estimate`, on the same residuals by model, cluster and software
 release). ``predict`` is the member's; ``predict_interval(X, alpha)`` the interval at level
 ``1 - alpha``; ``relative()`` the error between two layouts of one model. The interval at the
@@ -133,7 +133,9 @@ class Interval(Predictor):
         self.spread_ = Spread.estimate(residuals, keys(X.loc[kept]), None if groups is None else np.asarray(groups)[kept],
                                        seed=self.seed, releases=None if releases is None else np.asarray(releases)[kept])
         self.member_, self.residuals_, self.weights_, self.units_ = member, residuals, weights, units
+        self.kinds_ = conformal.kinds(X.loc[kept])
         self.quantiles_ = {ALPHA: conformal.quantiles(residuals, ALPHA, weights, units)}  # loads without scipy
+        self.kind_factors_ = {ALPHA: conformal.kind_quantiles(residuals, self.kinds_, ALPHA, weights, units)}
         self.input_columns_, self.dataset_ = member.input_columns_, member.dataset_
         self.n_train_, self.target_name_ = member.n_train_, member.target_name_
         self.fit_time_s_, self.interval_time_s_ = member.fit_time_s_, time.perf_counter() - start
@@ -156,14 +158,31 @@ class Interval(Predictor):
         """``(low, high)`` per row of ``X``: the interval that holds the measured throughput with
         probability ``1 - alpha`` (:mod:`perfzoo.zoo.conformal`)."""
         self._check_fitted()
-        return conformal.scaled(self.member_.predict(X), self._quantiles(alpha))
+        factors = self._kind_factors(alpha)
+        kind = pd.Series(conformal.kinds(X), dtype=object)
+        low, high = ((kind.map({k: f[end] for k, f in factors.items()}).fillna(factors["*"][end]).to_numpy(dtype=float))
+                     for end in (0, 1))
+        pred = np.asarray(self.member_.predict(X), dtype=float)
+        return conformal.scaled(pred, (low, high))
 
     def _quantiles(self, alpha: float) -> tuple[float, float]:
-        """The interval's log factors at ``alpha``: kept when fitted, else computed now."""
+        """The pooled interval's log factors at ``alpha`` (every kind of job together): kept when fitted,
+        else computed now."""
         for level, factors in self.quantiles_.items():
             if math.isclose(level, alpha, rel_tol=1e-12):
                 return factors
         return conformal.quantiles(self.residuals_, alpha, self.weights_, self.units_)
+
+    def _kind_factors(self, alpha: float) -> dict[str, tuple[float, float]]:
+        """The log factors at ``alpha`` per kind of job (:func:`perfzoo.zoo.conformal.kind_quantiles`;
+        ``"*"`` the pooled ones): kept when fitted, else computed now; an Interval saved before kinds
+        were calibrated apart has the pooled ones only."""
+        if not hasattr(self, "kinds_"):
+            return {"*": self._quantiles(alpha)}
+        for level, factors in self.kind_factors_.items():
+            if math.isclose(level, alpha, rel_tol=1e-12):
+                return factors
+        return conformal.kind_quantiles(self.residuals_, self.kinds_, alpha, self.weights_, self.units_)
 
     def relative(self, alpha: float = ALPHA) -> tuple[float, float]:
         """``(low, high)`` factors of the error between two layouts of one model, one measured
