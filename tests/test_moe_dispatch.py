@@ -136,3 +136,10 @@ def test_the_framework_default_dispatcher_and_token_drop():
     drop = dispatch(accelerator="H100", framework="megatron-bridge", moe_token_drop=True)
     assert drop.kind.tolist() == ["alltoall"] and float(drop.seconds()[0]) == pytest.approx(1.907, abs=1e-3)
     assert dispatch(accelerator="H100", framework="megatron-lm").kind.tolist() == ["alltoall"]
+
+
+def test_each_framework_defaults_to_a_dispatcher_it_runs():
+    from perfzoo.frameworks import REGISTRY
+
+    for framework in REGISTRY.values():
+        assert framework.physics.moe_dispatcher in framework.runs.dispatchers, framework.name

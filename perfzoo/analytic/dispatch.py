@@ -42,13 +42,24 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic._frame import column, trait
+from perfzoo.analytic._frame import mapped, trait
 from perfzoo.analytic.hardware import alltoall_seconds, group_bandwidth
 from perfzoo.console import InputError
 from perfzoo.frameworks import DISPATCHERS
 
 HIERARCHICAL = ("flex", "deepep")  # a token crosses the network once per destination domain
 FP8_SCALE_BYTES = 4.0 / 128.0  # DeepEP's FP8 dispatch: an fp32 scale per 128 elements, per element
+
+
+def _dispatcher(value) -> str:
+    """A given ``moe_dispatcher``, normalised ("" where none is given); an unknown one is refused."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    name = str(value).strip().lower()
+    if name not in DISPATCHERS:
+        raise InputError(f"moe_dispatcher {name!r} is not a dispatcher perfzoo prices: "
+                         f"give one of {', '.join(DISPATCHERS)}")
+    return name
 
 
 def dispatchers(df: pd.DataFrame, framework: np.ndarray, token_drop: np.ndarray) -> np.ndarray:
@@ -59,17 +70,10 @@ def dispatchers(df: pd.DataFrame, framework: np.ndarray, token_drop: np.ndarray)
     >>> dispatchers(pd.DataFrame({"moe_dispatcher": ["flex", None]}), np.array([0, 0]), False).tolist()[0]
     'flex'
     """
-    default = trait(framework, "moe_dispatcher")
-    default = np.where(np.isin(default, HIERARCHICAL) & token_drop, "alltoall", default).astype(object)
-    col = column(df, "moe_dispatcher")
-    if col is None:
-        return np.broadcast_to(default, (len(df),)).astype(object)
-    given = col.astype(object).where(col.notna(), None).map(lambda v: None if v is None else str(v).strip().lower())
-    bad = sorted({v for v in given.dropna() if v not in DISPATCHERS})
-    if bad:
-        raise InputError(f"moe_dispatcher {bad[0]!r} is not a dispatcher perfzoo prices: "
-                         f"give one of {', '.join(DISPATCHERS)}")
-    return np.where(given.isna().to_numpy(), np.broadcast_to(default, (len(df),)), given.to_numpy(dtype=object))
+    default = trait(framework, "moe_dispatcher").astype(str)
+    default = np.where(np.isin(default, HIERARCHICAL) & token_drop, "alltoall", default)
+    given = mapped(df, "moe_dispatcher", _dispatcher, dtype="<U16")
+    return np.where(given == "", default, given)
 
 
 class Dispatch:

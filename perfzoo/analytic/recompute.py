@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perfzoo.analytic._frame import column
+from perfzoo.analytic._frame import mapped
 from perfzoo.console import InputError
 
 MODULES = ("core_attn", "moe_act", "shared_experts", "layernorm", "mla_up_proj", "mlp", "moe")
@@ -54,9 +54,7 @@ class ModuleRecompute:
 
     def __init__(self, cost, df: pd.DataFrame):
         self.c = cost
-        col = column(df, "moe_recompute")
-        names = [frozenset()] * len(df) if col is None else [_names(v) for v in col.astype(object)]
-        self.on = {m: np.array([m in n for n in names], dtype=bool) for m in MODULES}
+        self.on = {m: mapped(df, "moe_recompute", lambda v, m=m: m in _names(v), dtype=bool) for m in MODULES}
 
     def freed_bytes(self, q: np.ndarray, fused: np.ndarray) -> dict[str, np.ndarray]:
         """Bytes per local token each kind of layer (``attention``, ``mlp``, ``moe``) no longer keeps
