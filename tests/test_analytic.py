@@ -428,14 +428,18 @@ def test_nvl72_keeps_groups_of_up_to_72_on_nvlink():
 def test_expert_all_to_all_splits_between_nvlink_and_the_network():
     # ep=16 on H100 (8 per node): each device sends 7/15 of its routed bytes inside its node
     # (450 GB/s) and 8/15 over its rail (50 GB/s), in parallel: the network part sets the time.
-    # A token's K=2 copies cross to the other node once when both land there: of 2 domains a token
+    # NCCL's all-to-all (the default dispatcher) sends every copy; a hierarchical one (DeepEP, flex)
+    # sends a token's K=2 copies to the other node once when both land there: of 2 domains a token
     # reaches 2(1 - 1/2^2) = 1.5 on average, so the network carries 1.5/2 of the copies
     moe = {**GPT, "ffn_dim": 4096, "n_experts": 16, "experts_per_token": 2, "global_batch_size": 16,
            "micro_batch_size": 1, "n_gpus": 16, "dp": 16, "ep": 16, "accelerator": "H100-80GB"}
     est = A.estimate(moe)
     sent = est["comm_ep_bytes"]
     assert sent == 4 * 24 * 1 * (15 / 16) * 2 * 1024 * 1024 * 2  # m = 1
-    assert est["ep_time_s"] == pytest.approx(max(sent * 7 / 15 / 450e9, sent * 8 / 15 * 0.75 / 50e9))
+    assert est["ep_time_s"] == pytest.approx(max(sent * 7 / 15 / 450e9, sent * 8 / 15 / 50e9))
+    deepep = A.estimate({**moe, "moe_dispatcher": "deepep"})
+    assert deepep["comm_ep_bytes"] == sent
+    assert deepep["ep_time_s"] == pytest.approx(max(sent * 7 / 15 / 450e9, sent * 8 / 15 * 0.75 / 50e9))
 
 
 def test_expert_tensor_parallelism_gathers_the_routed_tokens_outside_the_tp_overlap():

@@ -20,8 +20,9 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   ``causal=True`` counts ``ctx = s/2`` (Megatron-Bridge's convention, and what a causal flash kernel
   computes). Adapter tuning (``task`` LoRA / PEFT) computes no weight gradients: ``4*N``.
 * Recompute (hardware FLOPs): full activation checkpointing adds one forward of everything, selective
-  the attention cores' forward. What the kernels execute (the compute time) adds the MoE padding
-  and a FlashAttention backward's recomputed scores (``flash_attention`` true or unknown),
+  the attention cores' forward; the modules ``moe_recompute`` names add their matmuls' forward
+  (:mod:`.recompute`). What the kernels execute (the compute time) adds the MoE padding and a
+  FlashAttention backward's recomputed scores (``flash_attention`` true or unknown),
   ``2*ctx*a*h_qk`` per attention layer (:mod:`.shape`); no publisher's FLOP count includes them.
   Without a flash kernel (``flash_attention`` false) the attention matmuls are batched GEMMs over
   the whole ``s x s`` score matrix, the causal mask applied after: ``ctx = s``, no recomputed
@@ -49,8 +50,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   backward at each of the ``vp`` stage boundaries it crosses on the device,
   ``2*vp*(pp-1)/pp*b*s*d``. CP (ring attention): ``3*(cp-1)*b*(s/cp)*kv*(h_qk + h_v)/tp`` per
   attention layer (K, V forward; K, V and their gradients backward; TP shards the heads). EP:
-  :mod:`.moe` (4 all-to-alls per MoE layer of the ``K*CF`` routed copies of the ``b*s/(cp*tp)``
-  local tokens, ``(ep-1)/ep`` leaving the device), and with expert TP an all-gather and a
+  :mod:`.dispatch` (4 collectives per MoE layer of the ``b*s/(cp*tp)`` local tokens, as the row's
+  dispatcher sends them), and with expert TP an all-gather and a
   reduce-scatter of those copies over the ``etp`` ranks forward and backward (a third pair with full
   recompute; :meth:`LLMCost.etp_bytes`), on the critical path with the all-to-alls: NCCL's
   collectives in the dispatcher, which the TP overlap of the dense linears does not cover.
@@ -125,12 +126,13 @@ import numpy as np
 import pandas as pd
 
 from perfzoo.analytic._frame import coded, column, is_code, mapped, num, trait
-from perfzoo.analytic.hardware import (alltoall_seconds, device_figures, group_bandwidth, link_bandwidth,
-                                       ring_seconds)
+from perfzoo.analytic.dispatch import Dispatch
+from perfzoo.analytic.hardware import device_figures, group_bandwidth, link_bandwidth, ring_seconds
 from perfzoo.analytic.host import host_wait, pass_factor, shows
 from perfzoo.analytic.kernels import shape_efficiency
-from perfzoo.analytic.memory import FP32_BYTES, MIXED_BYTES, Memory
+from perfzoo.analytic.memory import FP32_BYTES, FUSED, MIXED_BYTES, Memory
 from perfzoo.analytic.precision import compute_seconds, format_width, precision_codes
+from perfzoo.analytic.recompute import ModuleRecompute
 from perfzoo.analytic.shape import ModelShape
 from perfzoo.analytic.traffic import Traffic
 from perfzoo.records.vocabulary import (CHECKPOINTING, FORMATS, FRAMEWORKS, PRECISIONS, SHARDINGS, is_adapter_tuning,
@@ -236,8 +238,10 @@ class LLMCost:
         fa2 = trait(self.framework, "fa2_attention")
         kernel = np.where(fa2, self.hw.fa2_slowdown, self.hw.flash_slowdown)
         self.attention_x = np.where(self.flash > 0, kernel, 1.0)  # the flash kernel's slowdown (module docstring)
+        self.recompute = ModuleRecompute(self, df)
         self.memory = Memory(self)
         self.traffic = Traffic(self)
+        self.dispatch = Dispatch(self, df)
         self._parts: dict[tuple[bool, bool, bool], dict[str, np.ndarray]] = {}
 
     # parameters and FLOPs ----------------------------------------------------------------
@@ -263,6 +267,8 @@ class LLMCost:
             selective = is_code(self.ac, CHECKPOINTING, "selective")
             fwd = self.shape.flops_per_token(2.0, causal, executed, forward=True)  # one forward of everything
             parts = {k: v + np.where(full | (selective & (k == "attention")), fwd[k], 0.0) for k, v in parts.items()}
+            modules = self.recompute.forward_flops_per_token()  # moe_recompute's modules (:mod:`.recompute`)
+            parts["linear"] = parts["linear"] + np.where(full | (self.memory.profile != FUSED), 0.0, modules)
         if executed:  # a flash kernel recomputes the scores; batched GEMMs compute the masked half too
             parts["attention"] = parts["attention"] + self.shape.flash_recompute_flops_per_token(causal)
             if np.any(self.flash <= 0):
@@ -293,17 +299,13 @@ class LLMCost:
         tokens = self.b * sh.s / self.cp  # one micro-batch's tokens on this device
         act = tokens * sh.d * self.act_bytes
         passes = self.m * self.stage_share  # micro-batch passes of the heaviest stage's share of the layers
-        moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
         tp = self.tp_calls() * 2.0 * (t - 1.0) / np.maximum(t, 1.0) * act
         pp = np.where(self.pp > 1, self.m * self.vp * 2.0 * (self.pp - 1.0) / self.pp * act / np.where(self.sp > 0, t, 1.0),
                       0.0)
         kv = tokens * sh.kv_heads * (sh.h_qk + sh.h_v) * self.act_bytes / t  # TP shards the heads
         cp = np.where(self.cp > 1, passes * (sh.L_attn + sh.mtp) * 3.0 * (self.cp - 1.0) * kv, 0.0)
-        routed = sh.moe.routed_tokens(tokens / t) * sh.d * self.act_bytes
-        ep = np.where((self.ep > 1) & sh.moe.is_moe,
-                      passes * moe_layers * 4.0 * (self.ep - 1.0) / np.maximum(self.ep, 1.0) * routed, 0.0)
         return {"comm_dp_bytes": dp, "comm_tp_bytes": tp, "comm_pp_bytes": pp, "comm_cp_bytes": cp,
-                "comm_ep_bytes": ep + self.etp_bytes}
+                "comm_ep_bytes": self.dispatch.bytes + self.etp_bytes}
 
     @cached_property
     def etp_bytes(self) -> np.ndarray:
@@ -432,8 +434,7 @@ class LLMCost:
         t_tp = np.where(self.tp_overlap, np.maximum(0.0, t_tp - t_compute), t_tp)  # only the excess shows
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
         # the all-to-alls over EP, then the expert-TP gathers (NCCL's, never under the GEMMs)
-        t_ep = (alltoall_seconds(hw, comm["comm_ep_bytes"] - self.etp_bytes, self.ep, self.etp, self.shape.moe.K)
-                + self.etp_bytes / group_bandwidth(hw, self.etp, 1.0))
+        t_ep = (self.dispatch.seconds() + self.etp_bytes / group_bandwidth(hw, self.etp, 1.0))
         dense_dp, expert_dp = self.dp_bytes
         t_dp = (dense_dp / group_bandwidth(hw, self.dp, self.tp * self.cp)
                 + expert_dp / group_bandwidth(hw, *self.expert_dp_group()))

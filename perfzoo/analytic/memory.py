@@ -55,7 +55,8 @@ nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
   loss buffers are already freed); ``selective`` in PyTorch (eager or compiled: torchtitan's and
   perfzoo's op-level policy, which saves the matmul and attention outputs and recomputes the rest)
   keeps the block input, the q/k/v/o and MLP matmul outputs; ``selective`` in Megatron (fused)
-  recomputes only the attention core, i.e. drops the ``5*a*s`` term (Korthikanti et al. 2022).
+  recomputes only the attention core, i.e. drops the ``5*a*s`` term (Korthikanti et al. 2022), and
+  the modules ``moe_recompute`` names free what :mod:`.recompute` says they keep.
 * tensor parallelism divides everything by ``tp`` with sequence parallelism (assumed on with
   ``tp > 1``, as Megatron and torchtitan run it, unless ``sequence_parallel`` is false), else all but
   the norms; context parallelism holds ``s/cp`` tokens.
@@ -324,11 +325,12 @@ class Memory:
         block_input = 2.0 * sh.d / np.where(sp, t, 1.0)  # what a checkpointed block keeps
         blocks = sh.L + sh.mtp
         selective_ac = is_code(c.ac, CHECKPOINTING, "selective")
+        freed = c.recompute.freed_bytes(self.kept, ~torch_sel)  # moe_recompute's modules (:mod:`.recompute`)
         total = 0.0
         for kind, n in counts.items():
             if np.ndim(n) == 0 and n == 0:
                 continue  # no such layers in any row (a column the frame lacks): nothing to add
-            none = full[kind]
+            none = full[kind] - freed.get(kind, 0.0)
             shared = np.where(sp, none / t, full["norm"] + (none - full["norm"]) / t)
             fused_sel = shared - self._scores_share(t) if kind == "attention" else shared
             selective = np.where(torch_sel, sel[kind] / np.where(sp, t, 1.0), fused_sel)

@@ -131,6 +131,9 @@ class Physics:
     fused_norm: bool = False  # the RMSNorm is a fused kernel even in eager mode
     selective_policy: str = MATMULS  # what PyTorch-style selective checkpointing saves
     expandable_segments: bool = False  # the allocator's expandable segments: no fragmentation term
+    # the MoE token dispatcher a config that names none runs (:mod:`perfzoo.analytic.dispatch`): Megatron-Core's
+    # recipes set ``moe_token_dispatcher_type="alltoall"``, torchtitan's expert parallelism runs all_to_all_single
+    moe_dispatcher: str = "alltoall"
 
 
 @dataclass(frozen=True)

@@ -148,10 +148,13 @@ class MegatronBridge(MegatronCore):
 
 
 # Megatron-Core, its performance recipes: TP communication overlapped (tp_comm_overlap=True), gradients reduced in
-# bf16 (grad_reduce_in_fp32=False, scripts/performance of NVIDIA-NeMo/Megatron-Bridge)
+# bf16 (grad_reduce_in_fp32=False, scripts/performance of NVIDIA-NeMo/Megatron-Bridge); dropless MoE dispatched by
+# the flex dispatcher (its presets' moe_flex_dispatcher_backend: DeepEP on H100, HybridEP on GB200 / GB300; the
+# DeepSeek-V3 configs turn DeepEP off only for token dropping, which Megatron-Core's flex dispatcher cannot pad)
 FRAMEWORK = MegatronBridge(name="megatron-bridge", phrases=("megatron bridge",), read_before=("nemo", "megatron-lm"),
                            runs=megatron_lm.RUNS,
-                           physics=replace(megatron_lm.PHYSICS, tp_comm_overlap=True, grad_reduce_dtype="bf16"),
+                           physics=replace(megatron_lm.PHYSICS, tp_comm_overlap=True, grad_reduce_dtype="bf16",
+                                           moe_dispatcher="flex"),
                            entry=("scripts/training/run_recipe.py",), version="0.3.1", models=tuple(RECIPES))
 
 __all__ = ["FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES", "priced"]
