@@ -35,7 +35,7 @@ def fsdp_calls(cost) -> tuple[np.ndarray, np.ndarray]:
     """(collectives per step, those no compute hides) of an :class:`~perfzoo.analytic.llm.LLMCost`'s
     dense FSDP units (module docstring); 0 for shardings that are not torch FSDP's."""
     full = is_code(cost.sharding, SHARDINGS, "full_shard", "hybrid_shard")
-    grad_op = is_code(cost.sharding, SHARDINGS, "shard_grad_op") & cost.memory.torch_fsdp
+    grad_op = is_code(cost.sharding, SHARDINGS, "shard_grad_op")
     per_unit = np.select([full, grad_op], [3.0 - cost.adapters, 2.0 - cost.adapters], 0.0)
     pipelined = cost.memory.pipelined_fsdp
     calls = np.where(pipelined, per_unit.clip(max=2.0), cost.m * per_unit) * cost.stage_layers
@@ -48,6 +48,7 @@ def dense_dp_seconds(cost, sent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hw = cost.hw
     bandwidth = group_bandwidth(hw, cost.dp, cost.tp * cost.cp)
     calls, exposed = fsdp_calls(cost)
-    rings = ring_seconds(hw, sent, calls, cost.memory.shard_groups()[0], cost.tp * cost.cp, 1.0, bandwidth)
+    # the ``dp*cp`` ranks of a unit's group lie ``tp`` apart (Megatron's order: TP, CP, DP)
+    rings = ring_seconds(hw, sent, calls, cost.memory.shard_groups()[0], cost.tp, 1.0, bandwidth)
     seconds = np.where(calls > 0, rings, sent / bandwidth)
     return seconds, np.where(calls > 0, seconds * exposed / np.maximum(calls, 1.0), 0.0)
