@@ -48,6 +48,8 @@ def dense_dp_seconds(cost, sent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hw = cost.hw
     bandwidth = group_bandwidth(hw, cost.dp, cost.tp * cost.cp)
     calls, exposed = fsdp_calls(cost)
+    if not np.any(calls > 0):  # no FSDP row: bandwidth alone (a search's million configs skip the rings)
+        return sent / bandwidth, np.zeros_like(sent)
     # the ``dp*cp`` ranks of a unit's group lie ``tp`` apart (Megatron's order: TP, CP, DP)
     rings = ring_seconds(hw, sent, calls, cost.memory.shard_groups()[0], cost.tp, 1.0, bandwidth)
     seconds = np.where(calls > 0, rings, sent / bandwidth)
