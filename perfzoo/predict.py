@@ -117,8 +117,8 @@ class PredictConfig:
 
 def memory_text(row: dict) -> str:
     """A config's memory in one line: the peak allocated (what ``torch.cuda.max_memory_allocated``
-    reports), then what the device needs with the allocator's overheads against its capacity and
-    the margin, and the verdict."""
+    reports), then what the device needs with the allocator's overheads (what ``nvidia-smi`` shows
+    in use) against its capacity and the margin, and the verdict."""
     need, peak = row["analytic.memory_bytes"] / GIB, row.get("analytic.peak_allocated_bytes", np.nan) / GIB
     device = row.get("device_memory_bytes", np.nan) / GIB
     margin = row.get("memory_margin")
@@ -128,7 +128,8 @@ def memory_text(row: dict) -> str:
         return f"{need:,.1f} GiB per device ({fits_})"
     return (f"peak allocated {peak:,.1f} GiB per device (what torch.cuda.max_memory_allocated reports); with the "
             f"allocator's overheads (CUDA context, fragmentation, NCCL buffers: {need - peak:,.1f} GiB) the device "
-            f"needs {need:,.1f} GiB of its {device:,.1f} GiB; the rule: {rule.describe(device)}: {fits_}")
+            f"needs {need:,.1f} GiB of its {device:,.1f} GiB (what nvidia-smi shows in use: the allocator's "
+            f"reserve, not its allocated bytes); the rule: {rule.describe(device)}: {fits_}")
 
 
 def _show(table: pd.DataFrame) -> str:

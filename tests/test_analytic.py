@@ -412,9 +412,10 @@ def test_moe_adapters_and_where_groups_land():
 def test_nvl72_keeps_groups_of_up_to_72_on_nvlink():
     # 64 GPUs in 16 trays of 4: GB200's NVLink domain is the 72-GPU rack, so a DP group of 64 is
     # on NVLink (900 GB/s); B200's domain is its 8-GPU board, so the same group crosses the
-    # network with 8 members per board sharing 8 rails: min(900, 8 x 50) = 400 GB/s
+    # network with 8 members per board sharing 8 rails: min(900, 8 x 50) = 400 GB/s (the distributed
+    # optimizer's gradient traffic, bytes over bandwidth; FSDP's rings add their latency, priced below)
     cfg = {**GPT, "global_batch_size": 64, "micro_batch_size": 1, "n_gpus": 64, "dp": 64, "precision": "bf16",
-           "fsdp": "full_shard"}
+           "fsdp": "none"}
     gb200 = A.estimate({**cfg, "accelerator": "GB200", "nodes": 16, "accelerator_count": 64})
     b200 = A.estimate({**cfg, "accelerator": "B200", "nodes": 8, "accelerator_count": 64})
     assert gb200["dp_time_s"] == pytest.approx(gb200["comm_dp_bytes"] / 900e9)
@@ -921,3 +922,30 @@ def test_quantization_casts_cost_what_their_kernels_move():
     dense, expert = eager.memory.local_params
     assert eager.traffic.cast_bytes()[0] == pytest.approx(33.0 / 2 * elements + 33.0 * (dense + expert)[0])
     assert A.llm.LLMCost(pd.DataFrame([{**row, "precision": "bf16"}])).traffic.cast_bytes()[0] == 0
+
+
+def test_fsdp_gathers_pay_nccl_ring_latency_across_boards_by_hand():
+    # GPT (N = 301,989,888, no vocabulary) in torch FSDP full_shard on H100s, 16 sequences per GPU, m = 1:
+    # per step each of the 24 layers gathers twice and reduce-scatters once, 72 ring calls; each device
+    # sends (n-1)/n of the 2 B gathers and the 4 B gradients, (2 x 2 + 4) N (n-1)/n bytes in all
+    def row(n):
+        return {**GPT, "fsdp": "full_shard", "n_gpus": n, "micro_batch_size": 16, "global_batch_size": 16 * n,
+                "accelerator": "H100-80GB"}
+
+    est = A.estimate(pd.DataFrame([row(8), row(128)]))
+    per_call = [8 * GPT_N * (n - 1) / n / 72 for n in (8, 128)]
+    # 8 GPUs, one NVLink board at 450 GB/s: LL128, 10 us + 7 steps x 1.9 us, at 0.92 of the link
+    one_board = 72 * (10e-6 + 7 * 1.9e-6 + per_call[0] / (0.92 * 450e9))
+    # 128 GPUs on 16 boards, 8 NICs of 50 GB/s each: 127 steps, 15 between boards at 4 us, the other 112
+    # at 1.9 us (over the 1 us network floor): LL128 (Simple pays 533 us of latency, LL a quarter of the bandwidth)
+    boards = 72 * (10e-6 + 112 * 1.9e-6 + 15 * 4e-6 + per_call[1] / (0.92 * 400e9))
+    assert est["dp_time_s"].tolist() == pytest.approx([one_board, boards], rel=1e-9)
+    assert (one_board, boards) == pytest.approx((6.78e-3, 26.88e-3), rel=1e-3)
+    # a micro-batch's first gather and the step's last reduce-scatter hide under nothing: 2 of 72 calls
+    # on the critical path; the other 70 run under the kernels, holding 16 of the 132 SMs meanwhile
+    big = est.iloc[1]
+    busy = big["compute_time_s"] + big["softmax_time_s"] + big["memory_time_s"]
+    exposed = boards * 2 / 72
+    assert boards - exposed < busy
+    expected = busy + big["optimizer_time_s"] + exposed + (boards - exposed) * 16 / 132
+    assert big["step_time_s"] - big["host_time_s"] == pytest.approx(expected, rel=1e-9)  # the host's pace: tests of host.py

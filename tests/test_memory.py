@@ -34,9 +34,9 @@ def test_activations_of_fused_kernels_by_hand():
     assert A.activation_bytes_per_device(tp) == (24 * FUSED_LAYER / 2 + FINAL / 2) * TOKENS
     # ... without it the norms (4d per norm, 2 per layer) stay whole: 8d + 24d/2 = 20d per layer
     assert A.activation_bytes_per_device({**tp, "sequence_parallel": False}) == (24 * 20 * D + FINAL / 2) * TOKENS
-    # full recompute keeps each block's input (2d) and recomputes one layer at a time (its 20d
-    # MLP layer is larger than the final norm's 6d)
-    assert A.activation_bytes_per_device({**GPT, "activation_checkpointing": "full"}) == (24 * 2 * D + 20 * D) * TOKENS
+    # full recompute keeps each block's input (2d) and recomputes one block at a time: its attention
+    # 12d and MLP 20d together (larger than the final norm's 6d)
+    assert A.activation_bytes_per_device({**GPT, "activation_checkpointing": "full"}) == (24 * 2 * D + 32 * D) * TOKENS
     # context parallelism: each rank holds s/cp tokens
     assert A.activation_bytes_per_device({**GPT, "n_gpus": 2, "cp": 2}) == 3_246_391_296 / 2
 
@@ -104,12 +104,13 @@ def test_torchtitan_keeps_every_other_matmul_fuses_its_norms_and_expands_segment
 
 def test_pipeline_stages_hold_micro_batches_in_flight():
     stack = 24 / 4 * FUSED_LAYER  # one micro-batch of a stage's 6 layers, per token
-    # 1F1B, pp=4, m=2: the first stage holds min(pp, m) = 2 micro-batches; the last one plus the loss
+    # 1F1B, pp=4, m=2: the first stage holds min(pp, m) = 2 micro-batches; the last one plus the loss;
+    # each the gradient at its stage boundary (received on the first, sent on the last), 2d
     pp = {**GPT, "n_gpus": 4, "pp": 4, "global_batch_size": 8}
-    assert A.activation_bytes_per_device(pp) == max(2 * stack, stack + FINAL) * TOKENS
+    assert A.activation_bytes_per_device(pp) == (max(2 * stack, stack + FINAL) + 2 * D) * TOKENS
     # interleaved, vp=2, m=8: min(m*vp, 2(pp-1) + (vp-1)pp + 1) = min(16, 11) = 11 chunks of 3 layers
     inter = {**pp, "vp": 2, "global_batch_size": 32}
-    assert A.activation_bytes_per_device(inter) == 11 / 2 * stack * TOKENS
+    assert A.activation_bytes_per_device(inter) == (11 / 2 * stack + 2 * D) * TOKENS
 
 
 def test_in_flight_micro_batches_follow_the_schedules_by_hand():
@@ -136,7 +137,7 @@ def test_uneven_pipeline_stages_price_the_heaviest_rank():
     # 24 layers on pp = 5 stages: four ranks of 5 layers and one of 4 (Megatron's uneven split); the
     # heaviest, 5 layers, holds min(pp, m) = 2 micro-batches on the first stage (m = 2)
     five = {**GPT, "n_gpus": 5, "pp": 5, "global_batch_size": 8}
-    assert A.activation_bytes_per_device(five) == max(2 * 5 * FUSED_LAYER, 5 * FUSED_LAYER + FINAL) * TOKENS
+    assert A.activation_bytes_per_device(five) == (max(2 * 5 * FUSED_LAYER, 5 * FUSED_LAYER + FINAL) + 2 * D) * TOKENS
     # its compute is 5 layers' against pp = 4's 6 (no vocabulary here: every FLOP is in the layers)
     four = {**five, "n_gpus": 4, "pp": 4}
     t5, t4 = (LLMCost(pd.DataFrame([c | {"accelerator": "H100-SXM-80GB"}])).compute_time()[0] for c in (five, four))
@@ -171,9 +172,10 @@ def test_llama3_405b_on_16_stages_fits_by_hand():
     # norms 4d each, q k v o 2 (128 + 8 + 8 + 128) 128, the gated MLP's fc1 output 4f and fc2 input 2f
     per_layer = (2 * 4 * d + 2 * (128 + 8 + 8 + 128) * 128 + 6 * f) / 8
     for cp, m, chunks in ((1, 16, 128), (2, 32, 143)):
-        # rank 0's peak: min(m v, 2 (p - 1) + (v - 1) p + 1 = 143) chunks of 1 layer, s / cp tokens each
+        # rank 0's peak: min(m v, 2 (p - 1) + (v - 1) p + 1 = 143) chunks of 1 layer, s / cp tokens
+        # each, and the gradient it receives at its stage boundary, 2d / tp
         got = A.memory_per_device({**cfg, "cp": cp})
-        assert got["activation_bytes"] == pytest.approx(chunks * per_layer * 8192 / cp)
+        assert got["activation_bytes"] == pytest.approx((chunks * per_layer + 2 * d / 8) * 8192 / cp)
         assert got["param_bytes"] == pytest.approx(2 * local)  # bf16
         assert got["grad_bytes"] == pytest.approx(4 * local)  # the fp32 main-gradient buffer
         assert got["optimizer_bytes"] == pytest.approx(12 * local / 128)  # over dp x cp = 128 ranks
@@ -332,3 +334,27 @@ def test_a_hybrid_shard_group_shards_the_state_over_its_ranks():
            "fsdp": "hybrid_shard", "activation_checkpointing": "full", "accelerator": "H100-SXM-80GB"}
     node, group = (A.estimate(pd.DataFrame([{**cfg, **extra}])).iloc[0] for extra in ({}, {"shard_group": 128}))
     assert node["param_bytes"] == pytest.approx(16 * group["param_bytes"], rel=1e-6)  # 8 ranks vs 128
+
+
+def test_a_1f1b_stage_of_a_bloom_like_model_under_full_recompute_by_hand():
+    # 70 layers, d 14336, 112 heads, V 250880, s 2048, no flash kernel, TP 4 without sequence parallelism,
+    # PP 12, DP 8, global batch 2048: m = 2048 / (8 b) >= 64 micro-batches, so stage 0 holds pp = 12 in flight
+    d, a, s, V = 14336, 112, 2048, 250880
+    cfg = {"n_layers": 70, "hidden_dim": d, "n_heads": a, "vocab_size": V, "seq_len": s, "tp": 4, "pp": 12,
+           "dp": 8, "global_batch_size": 2048, "activation_checkpointing": "full", "flash_attention": False,
+           "sequence_parallel": False, "gated_mlp": False, "fsdp": "zero1", "accelerator": "A100-80GB"}
+    inputs = 12 * 6 * 2 * d  # 12 micro-batches x ceil(70/12) = 6 layers x each layer's input, 2d
+    attention = 4 * d + 8 * d + 5 * a * s  # norm, q k v o, the scores Megatron's softmax keeps (5 B each)
+    mlp = 4 * d + 4 * 4 * d  # norm, fc1's output and its GELU (f = 4d)
+    recomputed = (attention + mlp) / 4  # the one block being recomputed, whole, over TP 4
+    boundary = 2 * d  # the output gradient received from stage 1
+    assert (inputs, recomputed, boundary) == (2_064_384, 401_408, 28_672)
+    last = 1 * 6 * 2 * d + max((2 * V + 6 * d) / 4, recomputed) + boundary  # one in flight, loss or block
+    assert last < inputs + recomputed + boundary  # the first stage is the heaviest
+    for b in (1, 2, 4):
+        got = A.memory_per_device({**cfg, "micro_batch_size": b})
+        assert got["activation_bytes"] == (inputs + recomputed + boundary) * b * s
+    # the model state does not grow with the micro-batch; the fragmentation term (the logits) does
+    mb1, mb4 = (A.memory_per_device({**cfg, "micro_batch_size": b}) for b in (1, 4))
+    assert mb4["param_bytes"] == mb1["param_bytes"]
+    assert mb4["overhead_bytes"] - mb1["overhead_bytes"] == pytest.approx(M.FRAGMENTATION * 2 * V / 4 * 3 * s)

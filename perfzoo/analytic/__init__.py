@@ -12,7 +12,8 @@ treat those as missing values.
 One module per concept: :mod:`.llm` (the transformer cost model and its conventions: layout,
 communication, step time; :mod:`.quantities` its quantities one function each), :mod:`.shape` (a decoder's layers, parameters and FLOPs: dense, MLA,
 sliding windows, MTP, hybrid Mamba), :mod:`.moe` (mixture-of-experts layers and routing),
-:mod:`.precision` (which matmuls run in low precision), :mod:`.memory` (peak memory per device),
+:mod:`.precision` (which matmuls run in low precision), :mod:`.fsdp` (FSDP's per-layer collectives
+at scale), :mod:`.memory` (peak memory per device),
 :mod:`.traffic` (what a step moves through HBM, and the softmax beside the matmuls),
 :mod:`.hardware` (per-row device figures), :mod:`.estimates` (every row to its workload's cost
 model), :mod:`.calibration` (a roofline whose efficiency factors are fitted to measurements);

@@ -162,29 +162,43 @@ def group_bandwidth(figures: DeviceFigures, size: np.ndarray, stride: np.ndarray
 # 120/128 of it; Simple: all). NCCL picks the fastest protocol for each call's size, and so does the model.
 RING_PROTOCOLS = {"ll": (3.6e-6, 0.47e-6, 2.7e-6, 0.25), "ll128": (10.0e-6, 1.9e-6, 4.0e-6, 0.92),
                   "simple": (8.4e-6, 3.4e-6, 9.6e-6, 1.0)}
+# A ring that crosses the network still launches every step through the proxy: NCCL's ``netOverhead``
+# (1 us on x86, 3x for Simple) floors each of its in-domain steps' latency (tuning.cc, ``getNetOverhead``)
+NET_OVERHEAD = {"ll": 1.0e-6, "ll128": 1.0e-6, "simple": 3.0e-6}
 
 
 def ring_seconds(figures: DeviceFigures, sent: np.ndarray, calls: np.ndarray, size: np.ndarray,
-                 stride: np.ndarray) -> np.ndarray:
-    """Seconds for ``calls`` ring all-reduces over ``size`` ranks ``stride`` apart in which each device
-    sends ``sent`` bytes in all (:func:`group_bandwidth`'s bandwidth), as NCCL's cost model prices them:
-    each call ``2*(size-1)`` steps, those between domains at the network's step latency, at the
-    protocol fastest for its size (:data:`RING_PROTOCOLS`). Small messages pay their latency.
+                 stride: np.ndarray, passes: float = 2.0, bandwidth: Optional[np.ndarray] = None) -> np.ndarray:
+    """Seconds for ``calls`` ring collectives over ``size`` ranks ``stride`` apart in which each device
+    sends ``sent`` bytes in all (at ``bandwidth``, default :func:`group_bandwidth`'s), as NCCL's cost
+    model prices them: each call ``passes*(size-1)`` steps (an all-reduce 2, an all-gather or a
+    reduce-scatter 1), ``passes*(domains-1)`` of them between domains at the network's step latency,
+    the others at NVLink's (floored by :data:`NET_OVERHEAD` where the ring crosses the network), at
+    the protocol fastest for its size (:data:`RING_PROTOCOLS`). Small messages and long rings pay
+    their latency.
 
     >>> hw = DeviceFigures(*(np.array(v) for v in (1.0, 1.0, 80.0, 450e9, 50e9, 8.0, 8.0, True)))
     >>> t = ring_seconds(hw, np.array([14e3 * 100, 1.75e9]), np.array(100.0), np.array(8.0), np.array(1.0))
     >>> [round(float(x) * 1e6, 1) for x in t]  # 100 calls of 14 kB: LL, 10.2 us of latency each; of 17.5 MB: LL128
     [1030.4, 7887.1]
+
+    An all-gather sending 100 MB per device over 128 ranks (16 boards of 8): LL128, 10 + 112 x 1.9 + 15 x 4
+    = 282.8 us of latency beside the 271.7 us its bytes take at 0.92 of 8 NICs x 50 GB/s (Simple: 783.2):
+
+    >>> round(float(ring_seconds(hw, np.array(100e6), np.array(1.0), np.array(128.0), np.array(1.0), 1.0)) * 1e6, 1)
+    554.5
     """
     calls = np.maximum(calls, 1.0)
     per_call = sent / calls
     c = _members_per_domain(figures, size, stride)
-    steps = 2.0 * (size - 1.0)
-    between = np.where(size * stride <= figures.domain, 0.0, 2.0 * (np.maximum(size / c, 1.0) - 1.0))
-    bandwidth = group_bandwidth(figures, size, stride)
+    steps = passes * (size - 1.0)
+    crosses = size * stride > figures.domain
+    between = np.where(crosses, passes * (np.maximum(size / c, 1.0) - 1.0), 0.0)
+    bandwidth = group_bandwidth(figures, size, stride) if bandwidth is None else bandwidth
     best = np.full(np.broadcast(per_call, bandwidth).shape, np.inf)
-    for base, nvlink, network, share in RING_PROTOCOLS.values():
-        latency = base + (steps - between) * nvlink + between * network
+    for name, (base, nvlink, network, share) in RING_PROTOCOLS.items():
+        inside = np.where(crosses, max(nvlink, NET_OVERHEAD[name]), nvlink)
+        latency = base + (steps - between) * inside + between * network
         best = np.minimum(best, latency + per_call / (share * bandwidth))
     return np.where(size > 1, calls * best, 0.0)
 

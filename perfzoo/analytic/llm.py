@@ -42,7 +42,8 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   traffic for adapter tuning); under torchtitan's pipeline once per step, one all-gather + one
   reduce-scatter (the stage's parameters stay gathered, ``reshard_after_forward=False``, and
   ``torch.distributed.pipelining`` reduces the gradients after the last micro-batch:
-  :mod:`.memory`). TP: per sublayer (attention, MLP, Mamba, an MoE layer's shared experts) and
+  :mod:`.memory`); their seconds, one ring per layer with NCCL's latency, and the ``m + 1`` calls
+  no compute hides: :mod:`.fsdp`. TP: per sublayer (attention, MLP, Mamba, an MoE layer's shared experts) and
   micro-batch two all-reduces of ``b*s*d`` activations (sequence parallelism moves the same bytes
   as all-gather + reduce-scatter), three with full recompute; an MoE layer's routed experts move
   nothing over TP (its sequence-parallel tokens go to the all-to-all as they are) unless the experts
@@ -84,11 +85,12 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   (exponentials at the special-function rate, its fp32 vector operations), the bytes the GEMMs, the
   elementwise kernels and the loss move through HBM (:mod:`.traffic`), each traffic over its link;
   ``busy = t_compute + t_softmax + t_memory``, ``step = (busy + t_tp + t_ep)/(1 - bubble) + t_pp +
-  t_optimizer + max(0, t_dp + t_cp - busy) + contention`` (TP and EP traffic on the critical path; DP/FSDP
+  t_optimizer + t_exposed + max(0, t_dp - t_exposed + t_cp - busy) + contention`` (TP and EP traffic
+  on the critical path; FSDP's ``t_exposed``, :mod:`.fsdp`, too; the rest of the DP/FSDP
   traffic and ring attention overlap with the kernels, only their excess shows; the optimizer step
   runs once, after the pipeline drains). Throughput = ``B*s/step`` tokens/s. What overlaps is not
   free: an NCCL collective runs as :data:`NCCL_CHANNELS` thread blocks, one per channel, each holding
-  an SM while it runs, so for the ``min(t_dp + t_cp, busy)`` the kernels hide, they run on
+  an SM while it runs, so for the ``min(t_dp - t_exposed + t_cp, busy)`` the kernels hide, they run on
   ``units - 16`` of the device's SMs (``contention = hidden * 16/units``; 12% on an H100's 132; no
   figure without SMs in the accelerator table). 16 channels: NCCL's ring count on an 8-GPU NVLink 4
   board at training message sizes (``NCCL_DEBUG=INFO`` "16 coll channels").
@@ -127,6 +129,7 @@ import pandas as pd
 
 from perfzoo.analytic._frame import coded, column, is_code, mapped, num, trait
 from perfzoo.analytic.dispatch import Dispatch
+from perfzoo.analytic.fsdp import dense_dp_seconds
 from perfzoo.analytic.hardware import device_figures, group_bandwidth, link_bandwidth, ring_seconds
 from perfzoo.analytic.host import host_wait, pass_factor, shows
 from perfzoo.analytic.kernels import shape_efficiency
@@ -436,13 +439,14 @@ class LLMCost:
         # the all-to-alls over EP, then the expert-TP gathers (NCCL's, never under the GEMMs)
         t_ep = (self.dispatch.seconds() + self.etp_bytes / group_bandwidth(hw, self.etp, 1.0))
         dense_dp, expert_dp = self.dp_bytes
-        t_dp = (dense_dp / group_bandwidth(hw, self.dp, self.tp * self.cp)
-                + expert_dp / group_bandwidth(hw, *self.expert_dp_group()))
+        t_dense, t_exposed = dense_dp_seconds(self, dense_dp)  # FSDP's rings, latency too (:mod:`.fsdp`)
+        t_dp = t_dense + expert_dp / group_bandwidth(hw, *self.expert_dp_group())
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
-        hidden = np.minimum(t_dp + t_cp, busy)  # what the kernels hide still holds NCCL's SMs meanwhile
+        overlapped = t_dp - t_exposed + t_cp
+        hidden = np.minimum(overlapped, busy)  # what the kernels hide still holds NCCL's SMs meanwhile
         contention = hidden * np.where(np.isnan(hw.units), 0.0, NCCL_CHANNELS / hw.units)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
-                + np.maximum(0.0, t_dp + t_cp - busy) + contention)
+                + t_exposed + np.maximum(0.0, overlapped - busy) + contention)
         host = host_wait(self, step)
         return {"compute_time_s": t_compute, **kernels, "tp_time_s": t_tp, "cp_time_s": t_cp, "ep_time_s": t_ep,
                 "pp_time_s": t_pp, "dp_time_s": t_dp, "comm_time_s": t_tp + t_cp + t_ep + t_pp + t_dp,

@@ -51,8 +51,8 @@ nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
   expert MLP and its output 2d; plus the shared experts' MLP. A Mamba-2 layer: the in-projection
   output ``2*(2di + 2GN + heads)``, the convolution output ``2*(di + 2GN)`` and the scan output and
   gated norm ``6*di``.
-* checkpointing ``full`` keeps each layer's input (2d; one layer is recomputed at a time, while the
-  loss buffers are already freed); ``selective`` in PyTorch (eager or compiled: torchtitan's and
+* checkpointing ``full`` keeps each layer's input (2d; one block, attention with its MLP or MoE
+  layer, is recomputed at a time, on every pipeline stage, while the loss buffers are already freed); ``selective`` in PyTorch (eager or compiled: torchtitan's and
   perfzoo's op-level policy, which saves the matmul and attention outputs and recomputes the rest)
   keeps the block input, the q/k/v/o and MLP matmul outputs; ``selective`` in Megatron (fused)
   recomputes only the attention core, i.e. drops the ``5*a*s`` term (Korthikanti et al. 2022), and
@@ -66,7 +66,9 @@ nothing about it. ``h`` head width, ``a`` heads, ``kv`` KV heads:
   ``vp`` virtual stages ``min(m*vp, 2(pp-1-r) + (vp-1)pp + 1)`` chunks of ``1/vp`` of the stage
   (Narayanan et al. 2021; Megatron-Core's ``get_pp_rank_microbatches``), the first stage ``pp*vp + pp
   - 1`` chunks, ``(1 + (pp-1)/(pp*vp)) x pp`` micro-batches; the last stage also holds the loss
-  buffers. A stage holds ``stage_layers`` layers, the heaviest rank's of an uneven split
+  buffers, and each stage one micro-batch's gradient at its boundary (received on the first, sent
+  on the last: ``2d``, ``/tp`` with sequence parallelism; :meth:`Memory.activation_bytes` works a
+  1F1B stage of a BLOOM-176B-like model at micro-batch 1, 2 and 4). A stage holds ``stage_layers`` layers, the heaviest rank's of an uneven split
   (:mod:`.llm`: ``vp*ceil(L/(pp*vp))``, ``L/pp`` when ``pp*vp`` divides ``L``).
 * loss: PyTorch computes the cross entropy on an fp32 copy of the bf16 logits; at the start of
   backward the logits 2V, the log-softmax 4V, its gradient 4V and the input gradient 4V are alive,
@@ -97,7 +99,9 @@ single allocation, a micro-batch's logits (``4*V*tokens/tp`` in fp32; 2 bytes fu
 that large fails when the free memory is in smaller pieces; calibrated on ``llm-h100``'s OOM
 boundary (the multiples that separate its OOM jobs from its ok jobs, see the dataset card); NCCL
 buffers, :data:`NCCL_BUFFERS` per parallel group of more than one rank (not calibrated: no
-measurement in the data sees them). ``memory_bytes`` = peak allocated + overheads;
+measurement in the data sees them). ``peak_allocated_bytes`` is what ``torch.cuda.max_memory_allocated``
+reports; ``memory_bytes`` = peak allocated + overheads, what ``nvidia-smi`` shows the process using
+(the caching allocator's reserve, the CUDA context, NCCL's buffers);
 ``memory_fraction`` = that over the device's memory.
 
 Whether a layout fits (:class:`MemoryRule`, the one rule ``predict`` and ``plan`` apply): the
@@ -311,7 +315,8 @@ class Memory:
 
     def model_bytes_per_token(self) -> tuple[np.ndarray, np.ndarray]:
         """(all layers' bytes per local token under the row's checkpointing, the largest single
-        layer's without it): TP / SP sharing applied."""
+        block's without it: attention and its MLP or MoE layer together where every block pairs
+        them, else the largest layer): TP / SP sharing applied."""
         c, sh = self.c, self.shape
         full = self.layer_bytes()
         sel = self.selective_layer_bytes()
@@ -337,9 +342,14 @@ class Memory:
             total = total + n * np.where(selective_ac, selective, shared)
         total = np.select([is_code(c.ac, CHECKPOINTING, "full"), is_code(c.ac, CHECKPOINTING, "selective") & torch_sel],
                           [blocks * block_input, total + blocks * block_input], total)
-        largest = np.maximum.reduce([np.where(counts[k] > 0, full[k], 0.0) for k in counts
-                                     if not (np.ndim(counts[k]) == 0 and counts[k] == 0)]) / t
-        return total, largest
+        present = {k: np.where(counts[k] > 0, full[k], 0.0) for k in counts
+                   if not (np.ndim(counts[k]) == 0 and counts[k] == 0)}
+        largest = np.maximum.reduce(list(present.values()))
+        # a block that pairs attention with an MLP or MoE layer is checkpointed, and recomputed, as one
+        ffn = np.maximum(present.get("mlp", 0.0), present.get("moe", 0.0))
+        paired = (sh.L_attn > 0) & (sh.L_ffn >= sh.L_attn)
+        largest = np.where(paired, np.maximum(largest, present.get("attention", 0.0) + ffn), largest)
+        return total, largest / t
 
     def _scores_share(self, t: np.ndarray) -> np.ndarray:
         sh = self.shape
@@ -352,17 +362,45 @@ class Memory:
         return (per_v * sh.V + final_norm) / self.c.tp
 
     def activation_bytes(self) -> np.ndarray:
-        """Activations and loss buffers at the start of backward, on the heaviest pipeline stage."""
+        """Activations and loss buffers at the start of backward, on the heaviest pipeline stage: the
+        larger of the first stage and the last. A 1F1B stage holds its in-flight micro-batches' saved
+        activations (:func:`in_flight`; with full recompute each layer's input only), the one block a
+        full recompute rebuilds (its whole activations, on every stage), the pipeline's receive or
+        send buffer (a micro-batch's gradient at the stage boundary, ``2d`` per token, ``/tp`` with
+        sequence parallelism), and on the last stage the loss buffers (the recomputed layer comes
+        after them, so the larger of the two).
+
+        A BLOOM-176B-like stage (70 layers, ``d`` 14336, 112 heads, vocabulary 250880, ``s`` 2048, no
+        flash kernel, fused kernels, TP 4 without sequence parallelism, PP 12, full recompute) holds on
+        its first stage, per micro-batch sequence (``b`` 1), ``12`` in flight x ``6`` layers x ``2d`` = 2,064,384 B
+        of layer inputs per token, one recomputed block ``(attention + MLP)/tp`` = (1,318,912 + 286,720) / 4
+        = 401,408 B (:meth:`layer_bytes`, fused kernels: attention's norm ``4d``, q, k, v, o ``8d`` and
+        scores ``5as`` = 5 x 112 x 2048; the MLP's norm ``4d`` and ``4f``) and the received gradient
+        ``2d`` = 28,672 B: 2,494,464 B x 2048 tokens = 4.76 GiB. Its last stage: ``1 x 6 x 2d`` = 172,032 +
+        the larger of the loss buffers (fused: ``(2V + 6d)/tp`` = 146,944) and the recomputed block +
+        ``2d``: 602,112 B x 2048 = 1.15 GiB. At ``b`` 2 and 4 twice and four times the first stage's:
+
+        >>> import pandas as pd
+        >>> from perfzoo.analytic.llm import LLMCost
+        >>> rows = [{"n_layers": 70, "hidden_dim": 14336, "n_heads": 112, "vocab_size": 250880, "seq_len": 2048,
+        ...          "tp": 4, "pp": 12, "dp": 8, "micro_batch_size": b, "global_batch_size": 2048,
+        ...          "activation_checkpointing": "full", "flash_attention": False, "sequence_parallel": False,
+        ...          "gated_mlp": False, "accelerator": "A100-80GB"} for b in (1, 2, 4)]
+        >>> [round(float(x) / 2**30, 2) for x in LLMCost(pd.DataFrame(rows)).memory.activation_bytes()]
+        [4.76, 9.52, 19.03]
+        """
         c, sh = self.c, self.shape
         tokens = c.b * sh.s / c.cp
         per_layer_stack, largest = self.model_bytes_per_token()
         stack = per_layer_stack * c.stage_share  # one micro-batch of the heaviest stage's layers, per token
         full_ac = is_code(c.ac, CHECKPOINTING, "full")
         loss = self.loss_bytes_per_token()
-        loss_or_recompute = np.where(full_ac, np.maximum(loss, largest), loss)
+        recompute = np.where(full_ac, largest, 0.0)
+        # one micro-batch's gradient at the stage boundary: received (first stage) or sent (last)
+        p2p = np.where(c.pp > 1, 2.0 * sh.d / np.where(c.sp > 0, c.tp, 1.0), 0.0)
         vp = np.where(c.pp > 1, np.maximum(c.vp, 1.0), 1.0)
-        first = in_flight(c.pp, vp, c.m, 0.0) * stack + np.where(c.pp > 1, 0.0, loss_or_recompute)
-        last = in_flight(c.pp, vp, c.m, c.pp - 1.0) * stack + loss_or_recompute
+        first = in_flight(c.pp, vp, c.m, 0.0) * stack + np.where(c.pp > 1, recompute + p2p, 0.0)
+        last = in_flight(c.pp, vp, c.m, c.pp - 1.0) * stack + np.maximum(loss, recompute) + p2p
         scale = np.where(self.fp32, 2.0, 1.0)  # fp32 activations are twice as wide
         return tokens * np.maximum(first, last) * scale
 
