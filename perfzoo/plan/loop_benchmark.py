@@ -63,17 +63,19 @@ def replay(pred: np.ndarray, measured: np.ndarray, X: pd.DataFrame, K: int, prop
     launch = np.arange(len(pred))
     curve = [float(measured[int(np.argmax(pred))])]
     stopped, at_stop = math.inf, math.nan
-    for k in range(1, min(K, len(pred)) + 1):
-        belief = Belief.of(mean, X, runs, vals, variance)
+    for k in range(1, min(K, len(pred)) + 2):
+        belief = Belief.of(mean, X, runs, vals, variance)  # what the k - 1 runs so far leave
+        if runs and math.isinf(stopped) and stop_rule(belief, margin, Z80)[0]:
+            stopped, at_stop = float(k - 1), max(vals)
+        if k > min(K, len(pred)):
+            break
         nxt = (reinforce_pick(belief, X, k) if proposer == "reinforce" else
                np.argsort(-pred, kind="stable")[k - 1:k] if proposer == "topk" else choose(belief, 1, launch, proposer))
         runs.append(int(nxt[0]))
         vals.append(float(measured[nxt[0]]))
         curve.append(max(vals))
-        if math.isinf(stopped) and stop_rule(Belief.of(mean, X, runs, vals, variance), margin, Z80)[0]:
-            stopped, at_stop = float(k), max(vals)
     curve += [curve[-1]] * (K + 1 - len(curve))
-    return {"curve": np.array(curve), "stop": stopped, "at_stop": at_stop}
+    return {"curve": np.array(curve), "stop": stopped, "at_stop": at_stop, "runs": runs}
 
 
 def reinforce_pick(belief: Belief, X: pd.DataFrame, seed: int) -> np.ndarray:
@@ -125,9 +127,35 @@ def groups(config_data: Sequence[str], external_dir: Optional[str]) -> list[tupl
 PROPOSERS = ("ei", "thompson", "reinforce")
 
 
+def trace(group: str, rows: pd.DataFrame, pred: np.ndarray, r: dict) -> list[str]:
+    """The default proposer's loop on one group, a line a run: what it proposed, what that measured."""
+    from perfzoo.plan.report import layout_text
+
+    m = rows["measured"].to_numpy(dtype=float)
+    shown = {"tp", "pp", "vp", "cp", "ep", "dp", "micro_batch_size", "grad_accum", "activation_checkpointing", "fsdp",
+             "precision"}
+    other = [c for c in rows.columns if str(c).startswith("config.") and c.split(".", 1)[1] not in shown
+             and rows[c].map(str).nunique() > 1 and c not in ("config.precision_raw",)]  # what else the group varies
+
+    def text(i: int) -> str:
+        row = rows.iloc[i]
+        return " ".join([layout_text({k.split(".", 1)[1]: v for k, v in row.items() if str(k).startswith("config.")}),
+                         *(f"{c.split('.', 1)[1]}={row[c]}" for c in other)])
+    pick = int(np.argmax(pred))
+    lines = [f"{group}: {len(m)} measured layouts, the best {m.max():,.0f} tok/s/GPU ({text(int(np.argmax(m)))})",
+             f"  zero-shot pick: {text(pick)}: predicted {pred[pick]:,.0f}, measured {m[pick]:,.0f} "
+             f"({m[pick] / m.max() - 1:+.1%} from the best)"]
+    for k, i in enumerate(r["runs"], 1):
+        lines.append(f"  run {k}: {text(i)}: predicted {pred[i]:,.0f}, measured {m[i]:,.0f}; best so far "
+                     f"{r['curve'][k] / m.max() - 1:+.1%} from the group's best"
+                     + ("; the stopping rule says stop" if r["stop"] == k else ""))
+    return lines
+
+
 def run(K: int = 5, data: Sequence[str] = (), predictor: str = "best", external_dir: Optional[str] = None,
-        variance: float = RESIDUAL_SD ** 2, log=None) -> dict:
-    """Every group replayed (module docstring): ``{"member", "table" (one row per group), "seconds"}``."""
+        variance: float = RESIDUAL_SD ** 2, log=None, traced: bool = False) -> dict:
+    """Every group replayed (module docstring): ``{"member", "table" (one row per group), "seconds"}``;
+    with ``traced``, ``"traces"``: each group's loop line by line (:func:`trace`)."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     member = pricing.shipped_member(pricing.PUBLISHED)[0] if predictor == "best" else predictor
     if member not in zoo.names():
@@ -135,7 +163,7 @@ def run(K: int = 5, data: Sequence[str] = (), predictor: str = "best", external_
     t0 = time.perf_counter()
     pool = Pool.load(external_dir)
     fits: dict[str, Scorer] = {}
-    rows_out = []
+    rows_out, traces = [], []
     for source, frame in groups(data, external_dir):
         for group, g in frame.groupby("group", sort=False):
             g = g[g["measured"].notna()]
@@ -166,10 +194,13 @@ def run(K: int = 5, data: Sequence[str] = (), predictor: str = "best", external_
                 for tol, name in ((0.02, "2"), (0.05, "5")):
                     rec[f"{proposer}_runs_{name}"] = _runs_to(np.concatenate([[math.nan], r["curve"][1:]]), m.max(), tol)
                 rec[f"{proposer}_stop"], rec[f"{proposer}_stop_ratio"] = r["stop"], r["at_stop"] / m.max()
+                if traced and proposer == PROPOSERS[0]:
+                    traces += trace(group, rows, pred, r)
             rows_out.append(rec)
         log(f"loop benchmark: {source}: {sum(r['source'] == source for r in rows_out)} groups "
             f"({time.perf_counter() - t0:.0f} s)")
-    return {"member": member, "table": pd.DataFrame(rows_out), "K": K, "seconds": time.perf_counter() - t0}
+    return {"member": member, "table": pd.DataFrame(rows_out), "K": K, "traces": traces,
+            "seconds": time.perf_counter() - t0}
 
 
 def summary(table: pd.DataFrame, K: int, proposer: str = "ei") -> dict:
@@ -263,6 +294,7 @@ def build_parser():
                    help="replay on these tables (any file the loaders read: your own sweep) instead of the shared ones")
     p.add_argument("--predictor", default="best", help="the member (default: the leaderboard's best for published-llm)")
     p.add_argument("--external-dir", metavar="DIR", help="the external-data directory")
+    p.add_argument("--trace", action="store_true", help="print each group's loop, a line a run (default proposer)")
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
     p.add_argument("--out", metavar="FILE.md", help="also write the report here (docs/results/plan-loop.md)")
     return p
@@ -280,9 +312,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for flag, path in (("--json", args.json), ("--out", args.out)):
             if path:
                 check_writable(flag, path)
-        result = run(args.loop, args.data, args.predictor, args.external_dir)
+        result = run(args.loop, args.data, args.predictor, args.external_dir, traced=args.trace)
         rep = report(result)
         text = markdown(rep)
+        if result["traces"]:
+            print("\n".join(result["traces"]) + "\n")
         print(text)
         print(f"\n({result['seconds']:.0f} s)")
         if args.json:
@@ -298,4 +332,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return guarded("perfzoo.plan benchmark --loop", body)
 
 
-__all__ = ["LARGE", "build_parser", "main", "markdown", "PROPOSERS", "SEEDS", "groups", "replay", "report", "run", "summary", "within"]
+__all__ = ["LARGE", "build_parser", "main", "markdown", "trace", "PROPOSERS", "SEEDS", "groups", "replay", "report", "run", "summary", "within"]
