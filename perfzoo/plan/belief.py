@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from perfzoo.plan.shrinkage import RESIDUAL_SD
 from perfzoo.zoo.offsets import Keys, Spread, covariance, keys, posterior
 from perfzoo.zoo.similarity import FITTED, Similarity
 
@@ -40,8 +41,6 @@ def spread_of(predictor, variance: Optional[float] = None) -> Spread:
         found = getattr(holder, "spread", None) or getattr(holder, "spread_", None)
         if isinstance(found, Spread) and variance is None:
             return found
-    from perfzoo.plan.shrinkage import RESIDUAL_SD
-
     v = RESIDUAL_SD ** 2 if variance is None else float(variance)
     empty = np.zeros(0)
     return Spread(0.0, 0.0, v, empty, empty, empty, empty, similarity=FITTED)

@@ -19,6 +19,7 @@ re-anchored prediction each round.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -30,13 +31,17 @@ import pandas as pd
 
 from perfzoo import pricing, zoo
 from perfzoo.analytic import least_recompute
+from perfzoo.console import InputError, check_writable, guarded
 from perfzoo.datasets import load_dataset
 from perfzoo.plan.belief import Z80, Belief
 from perfzoo.plan.benchmark import GROUP_DATASETS, Pool, _name, groups_of
 from perfzoo.plan.layouts import PlanError, as_run
 from perfzoo.plan.propose import STOP_MARGIN, choose, stop_rule
+from perfzoo.plan.report import layout_text
 from perfzoo.plan.scoring import Scorer
 from perfzoo.plan.shrinkage import RESIDUAL_SD
+from perfzoo.search import Formula, Reinforce, propose
+from perfzoo.spaces import Categorical, Space
 
 SEEDS = 21  # random orders per group
 LARGE = 5  # a group of this many layouts or more: 2-3 layouts are measured whole in 3 runs
@@ -81,10 +86,6 @@ def replay(pred: np.ndarray, measured: np.ndarray, X: pd.DataFrame, K: int, prop
 def reinforce_pick(belief: Belief, X: pd.DataFrame, seed: int) -> np.ndarray:
     """The CubicML searcher's pick: REINFORCE over the knobs the group varies, rewarded by the
     re-anchored prediction, among the group's unmeasured layouts (others score nothing)."""
-    from perfzoo.search import Formula, Reinforce, propose
-    from perfzoo.spaces import Space
-    from perfzoo.spaces._base import Categorical
-
     cols = [c for c in KNOBS if c in X and X[c].astype(str).nunique() > 1] or [KNOBS[0]]
     text = X.reindex(columns=cols).map(str)
     names = [c.split(".", 1)[1] for c in cols]
@@ -129,8 +130,6 @@ PROPOSERS = ("ei", "thompson", "reinforce")
 
 def trace(group: str, rows: pd.DataFrame, pred: np.ndarray, r: dict) -> list[str]:
     """The default proposer's loop on one group, a line a run: what it proposed, what that measured."""
-    from perfzoo.plan.report import layout_text
-
     m = rows["measured"].to_numpy(dtype=float)
     shown = {"tp", "pp", "vp", "cp", "ep", "dp", "micro_batch_size", "grad_accum", "activation_checkpointing", "fsdp",
              "precision"}
@@ -286,8 +285,6 @@ def markdown(rep: dict) -> str:
 
 
 def build_parser():
-    import argparse
-
     p = argparse.ArgumentParser(prog="python -m perfzoo.plan benchmark --loop K", description=__doc__.split("\n\n")[0])
     p.add_argument("--loop", type=int, required=True, metavar="K", help="rounds of propose, measure, re-anchor")
     p.add_argument("--data", nargs="+", default=[], metavar="FILE",
@@ -301,8 +298,6 @@ def build_parser():
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from perfzoo.console import InputError, check_writable, guarded
-
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
 

@@ -38,8 +38,13 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from perfzoo import llmconfig
 from perfzoo.console import InputError
-from perfzoo.plan.belief import Z80, Belief
+from perfzoo.plan.belief import Z80, Belief, spread_of
+from perfzoo.plan.layouts import LAYOUT_KNOBS
+from perfzoo.plan.report import COMMAND
+from perfzoo.zoo.calibrate import CALIBRATION_COLUMN
+from perfzoo.zoo.offsets import keys
 
 PROPOSERS = {"ei": "by expected improvement over the best measured, each run's neighbours' uncertainty spent "
                      "before the next is chosen",
@@ -57,8 +62,6 @@ def launch_keys(layouts: pd.DataFrame, command: Optional[str] = None) -> np.ndar
     >>> launch_keys(pd.DataFrame({"tp": [1, 1, 2], "vp": [1, 2, 1]}), "run --tp {tp}").tolist()
     [0, 0, 1]
     """
-    from perfzoo.plan.report import COMMAND
-
     fields = {f for _, f, _, _ in Formatter().parse(command or COMMAND) if f}
     cols = [c for c in layouts.columns if c in fields] or list(layouts.columns)
     return pd.factorize(pd.Series(list(map(tuple, layouts[cols].astype(str).to_numpy()))))[0]
@@ -140,8 +143,6 @@ def _text(v) -> str:
 def runs_of(predictor, per_device: bool) -> Optional[pd.DataFrame]:
     """The user's runs a calibrated predictor (:class:`~perfzoo.zoo.calibrate.Calibrated`) was
     given, config columns and ``measured`` tokens/s per GPU; None for any other predictor."""
-    from perfzoo.zoo.calibrate import CALIBRATION_COLUMN
-
     joined = getattr(predictor, "joined", None)
     if joined is None:
         return None
@@ -159,11 +160,6 @@ def plan_belief(plan, runs: Optional[pd.DataFrame] = None) -> tuple[pd.DataFrame
     every layout knob), and their :class:`~perfzoo.plan.belief.Belief`: the plan's (anchored)
     predictions as the mean, the predictor's spread as the anchoring reads it, conditioned on the
     runs that anchor them."""
-    from perfzoo import llmconfig
-    from perfzoo.plan.belief import spread_of
-    from perfzoo.plan.layouts import LAYOUT_KNOBS
-    from perfzoo.zoo.offsets import keys
-
     lay = plan.layouts
     value = pd.Series(np.nan, index=lay.index)
     if runs is not None and len(runs):
@@ -219,7 +215,7 @@ def step(plan, k: Optional[int], proposer: str = "ei", margin: float = STOP_MARG
     ei = expected_improvement(belief.mean, belief.sd, belief.best_measured() if belief.measured.any()
                               else float(np.max(belief.mean)))[chosen]
     return rows.iloc[chosen].assign(expected_improvement=ei, upper_tokens_per_s_per_device=np.exp(
-        belief.mean[chosen] + z * sd), proposer=proposer, distinct_jobs=int(len(np.unique(launch[~np.isin(launch, launch[belief.measured])])))), verdict
+        belief.mean[chosen] + z * sd), proposer=PROPOSERS[proposer], distinct_jobs=int(len(np.unique(launch[~np.isin(launch, launch[belief.measured])])))), verdict
 
 
 __all__ = ["CANDIDATES", "PROPOSERS", "STOP_MARGIN", "choose", "expected_improvement", "launch_keys", "plan_belief",

@@ -23,7 +23,6 @@ from perfzoo.llmconfig import layout_defaults, shape_report
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan import shrinkage
 from perfzoo.plan.planner import KNOBS, Plan
-from perfzoo.plan.propose import PROPOSERS
 from perfzoo.zoo.analytic_features import HOST_PACE, HOST_PASS_S
 
 JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "expected_tokens_per_s_per_device", "predicted_tokens_per_s",
@@ -132,7 +131,7 @@ def table(plan: Plan, k: int = 10) -> str:
         p = plan.proposed
         left = int(p["distinct_jobs"].iloc[0]) if len(p) else 0
         lines += ["", f"proposed to measure ({len(p)}" + (f", all {left} distinct unmeasured jobs the launch command can "
-                      "tell apart" if len(p) == left else "") + f"; {PROPOSERS[p['proposer'].iloc[0]]}; --out / --export write "
+                      "tell apart" if len(p) == left else "") + f"; {p['proposer'].iloc[0]}; --out / --export write "
                       "these):"]
         for row in p.to_dict("records"):
             lines.append(f"{row['rank']:>5}  {layout_text(row):<52} predicted {_num(row['predicted_tokens_per_s_per_device'])} "
