@@ -513,9 +513,10 @@ def test_the_measure_and_replan_loop_moves_the_plan_toward_what_was_measured(ext
 
     job = dict(model="llama3-8b", gpus=8, accelerator=H100, seq_len=2048, global_batch=64, external_dir=str(external),
                predictor="analytic")  # the loop's mechanics, whichever member the leaderboard ships
-    first = run(PlanConfig(**job, propose=3, out=str(tmp_path / "propose.jsonl")), log=lambda _m: None)
+    first = run(PlanConfig(**job, propose=4, out=str(tmp_path / "propose.jsonl")), log=lambda _m: None)
     proposed = first.plan.proposed
-    assert len(proposed) == 3 and len({tuple(r) for r in proposed[["tp", "pp", "vp", "cp", "ep", "fsdp"]].to_numpy()}) == 3
+    launched = ["tp", "pp", "cp", "ep", "micro_batch_size", "activation_checkpointing"]  # what the written command carries
+    assert len(proposed) == 4 and len({tuple(r) for r in proposed[launched].to_numpy()}) == 4  # four different jobs
     written = [json.loads(line) for line in first.out.read_text().splitlines()]
     assert [w["rank"] for w in written] == proposed["rank"].tolist()  # --out writes the proposals
     assert {2} <= set(proposed["tp"]) and {1} <= set(proposed["tp"])  # two structures to split the tie

@@ -42,7 +42,7 @@ from perfzoo import llmconfig
 from perfzoo.console import InputError
 from perfzoo.plan.belief import Z80, Belief, spread_of
 from perfzoo.plan.layouts import LAYOUT_KNOBS
-from perfzoo.plan.report import COMMAND
+from perfzoo.plan.report import COMMAND, layout_text
 from perfzoo.zoo.calibrate import CALIBRATION_COLUMN
 from perfzoo.zoo.offsets import keys
 
@@ -194,12 +194,13 @@ def step(plan, k: Optional[int], proposer: str = "ei", margin: float = STOP_MARG
     stop, chosen = stop_rule(belief, margin, z, asked, launch, proposer) if belief.measured.any() else \
         (False, choose(belief, asked, launch, proposer))
     verdict = None
+    named = "; ".join(f"rank {int(r['rank'])} ({layout_text(r)})" for r in rows.iloc[chosen].to_dict("records"))
     if runs is not None:
         best = float(np.exp(belief.best_measured())) if belief.measured.any() else None
         upper = np.where(belief.measured, -np.inf, belief.upper(z))
         if best is None:
-            verdict = ("measure these next: none of your runs is one of this plan's layouts, so none is the best "
-                       "measured yet")
+            verdict = (f"measure these {len(chosen)} next: none of your runs is one of this plan's layouts, so none is "
+                       f"the best measured yet: {named}")
         elif stop:
             verdict = (f"stop: no unmeasured layout's 80% upper bound exceeds the best measured ({best:,.0f} tok/s/GPU, "
                        f"{int(belief.measured.sum())} of your runs among these layouts) by more than {margin:.0%} "
@@ -207,8 +208,7 @@ def step(plan, k: Optional[int], proposer: str = "ei", margin: float = STOP_MARG
         else:
             verdict = (f"measure these {len(chosen)} next: {int((upper > belief.best_measured() + np.log1p(margin)).sum())} "
                        f"unmeasured layouts' 80% upper bound exceeds the best measured ({best:,.0f} tok/s/GPU) by more "
-                       f"than {margin:.0%}; the next: " + "; ".join(
-                           f"rank {int(r)}" for r in rows["rank"].to_numpy()[chosen]))
+                       f"than {margin:.0%}: {named}")
     if k is None or stop:
         return None, verdict
     sd = belief.sd[chosen]
