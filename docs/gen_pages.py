@@ -8,8 +8,8 @@
 * ``reference/api/``: one page per public module of ``perfzoo`` and ``harness``, rendered from
   its docstrings by mkdocstrings, with the section's navigation (``SUMMARY.md``);
 * ``results/leaderboard.md``, ``transfer.md``, ``hardware.md`` and their figures: what the last full
-  ``perfzoo bench`` wrote to ``leaderboard/``, as it is. (``results/plan-benchmark.md`` and
-  ``results/memory-benchmark.md`` are files the two benchmarks write with ``--out``.)
+  ``perfzoo bench`` wrote to ``leaderboard/``, as it is. (``results/plan-benchmark.md``, ``results/plan-loop.md``
+  and ``results/memory-benchmark.md`` are files the benchmarks write with ``--out``.)
 """
 
 from __future__ import annotations

@@ -514,9 +514,10 @@ def test_the_measure_and_replan_loop_moves_the_plan_toward_what_was_measured(ext
 
     job = dict(model="llama3-8b", gpus=8, accelerator=H100, seq_len=2048, global_batch=64, external_dir=str(external),
                predictor="analytic")  # the loop's mechanics, whichever member the leaderboard ships
-    first = run(PlanConfig(**job, propose=3, out=str(tmp_path / "propose.jsonl")), log=lambda _m: None)
+    first = run(PlanConfig(**job, propose=4, out=str(tmp_path / "propose.jsonl")), log=lambda _m: None)
     proposed = first.plan.proposed
-    assert len(proposed) == 3 and len({tuple(r) for r in proposed[["tp", "pp", "vp", "cp", "ep", "fsdp"]].to_numpy()}) == 3
+    launched = ["tp", "pp", "cp", "ep", "micro_batch_size", "activation_checkpointing"]  # what the written command carries
+    assert len(proposed) == 4 and len({tuple(r) for r in proposed[launched].to_numpy()}) == 4  # four different jobs
     written = [json.loads(line) for line in first.out.read_text().splitlines()]
     assert [w["rank"] for w in written] == proposed["rank"].tolist()  # --out writes the proposals
     assert {2} <= set(proposed["tp"]) and {1} <= set(proposed["tp"])  # two structures to split the tie
@@ -527,15 +528,18 @@ def test_the_measure_and_replan_loop_moves_the_plan_toward_what_was_measured(ext
                                  metric_parser="torchtitan", ran_on=H100, quiet_wait=0)) == 0
     second = run(PlanConfig(**job, calibrate=str(tmp_path / "measured")), log=lambda _m: None).plan
 
-    def predicted(plan, row) -> float:
+    def predicted(plan, row, column="predicted_tokens_per_s_per_device") -> float:
         lay = plan.layouts
         same = np.ones(len(lay), dtype=bool)
         for k in ("tp", "pp", "vp", "cp", "micro_batch_size", "activation_checkpointing", "fsdp", "precision"):
             same &= (lay[k] == row[k]).to_numpy()
-        return float(lay.loc[same, "predicted_tokens_per_s_per_device"].iloc[0])
+        return float(lay.loc[same, column].iloc[0])
 
     for row in proposed.to_dict("records"):  # each measured layout moved toward its measurement
         measured = 14000.0 if row["tp"] == 2 else 8000.0
         before, after = row["predicted_tokens_per_s_per_device"], predicted(second, row)
         assert abs(np.log(after / measured)) < abs(np.log(before / measured)), (row, before, after)
     assert second.layouts.iloc[0]["tp"] == 2  # and the plan with it: the structure that measured fastest leads
+    fast = proposed[proposed["tp"] == 2].iloc[0]  # its interval (the anchored one now) narrowed by its own run
+    widths = [np.log(predicted(p, fast, "range_high") / predicted(p, fast, "range_low")) for p in (first.plan, second)]
+    assert widths[1] < widths[0], widths

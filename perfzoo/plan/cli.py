@@ -51,9 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "parallelism spans its NVLink domain, 72 GPUs on an NVL72 rack)")
     p.add_argument("--top-k", type=int, help="layouts shown and written (default 10)")
     p.add_argument("--propose", type=int, metavar="K",
-                   help="pick K layouts worth measuring (expected improvement under the predictor's error, a new "
-                        "parallel structure each); --out and --export write these; run them with collect, then "
-                        "re-plan with --calibrate on what ran")
+                   help="pick K layouts worth measuring (--proposer), each a different job for the launch command "
+                        "and none already measured; --out and --export write these; run them with collect, then "
+                        "re-plan with --calibrate on what ran (and --propose K again for the next K)")
+    p.add_argument("--proposer", choices=("ei", "thompson", "topk"),
+                   help="how --propose picks: ei (default: expected improvement over the best measured, the batch one at "
+                        "a time, each run's neighbours' uncertainty spent), thompson (posterior draws) or topk")
+    p.add_argument("--stop-margin", type=float, metavar="X",
+                   help="after --calibrate, plan says stop once no unmeasured layout's 80%% upper bound exceeds the best "
+                        "measured by more than X (default 0.02: 2%%), else which to measure next")
     p.add_argument("--baseline", nargs="+", action="extend", metavar="KNOB=VALUE",
                    help=f"your layout to compare with ({', '.join(LAYOUT_KNOBS)}; e.g. tp=4 pp=8)")
     p.add_argument("--predictor", help="'best' (the leaderboard's for --dataset), a zoo member fitted on --dataset, "
@@ -105,7 +111,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit status (0 ok, 1 a problem with the data, 2 usage or input error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["benchmark"]:  # its own command: imported only when it runs (evaluation loads scipy.stats)
-        return importlib.import_module("perfzoo.plan.benchmark").main(argv[1:])
+        loop = any(a == "--loop" or a.startswith("--loop=") for a in argv)  # the loop's replay (plan.loop_benchmark)
+        return importlib.import_module(f"perfzoo.plan.{'loop_benchmark' if loop else 'benchmark'}").main(argv[1:])
     parser = build_parser()
     check_options(parser, argv)
     args = parser.parse_args(argv)

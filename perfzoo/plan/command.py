@@ -16,6 +16,7 @@ Python API
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from perfzoo.datasets.dataset import Dataset
 from perfzoo.plan import export, report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
-from perfzoo.plan.propose import propose
+from perfzoo.plan.propose import PROPOSERS, STOP_MARGIN, step
 from perfzoo.plan.recipes import published_layouts, slot_mask, task_kind
 from perfzoo.plan.scoring import Scorer
 from perfzoo.search import Reinforce
@@ -75,12 +76,19 @@ class PlanConfig:
     export: Optional[str] = None  # write the top k as the framework's launch scripts in this folder
     baseline_from: Optional[str] = None  # your torchtitan / Megatron-LM launch line or torchtitan TOML: the baseline
     propose: Optional[int] = None  # pick this many layouts worth measuring; --out / --export write them
+    proposer: str = "ei"  # how: ei, thompson or topk (perfzoo.plan.propose)
+    stop_margin: float = STOP_MARGIN  # the stopping rule: stop once no unmeasured layout's 80% upper bound beats
+    # the best measured by more than this
 
     def __post_init__(self):
         if self.top_k < 1:
             raise InputError("--top-k must be at least 1")
         if self.propose is not None and self.propose < 1:
             raise InputError(f"--propose {self.propose}: give how many layouts to measure, 1 or more")
+        if self.proposer not in PROPOSERS:
+            raise InputError(f"--proposer {self.proposer}: one of {', '.join(PROPOSERS)}")
+        if not 0 <= self.stop_margin < 1:
+            raise InputError(f"--stop-margin {self.stop_margin}: give a fraction, e.g. 0.02 for 2%")
         if self.exhaustive_limit < 1:
             raise InputError(f"--exhaustive-limit {self.exhaustive_limit}: give the most layouts to score one by "
                              f"one, 1 or more (default {EXHAUSTIVE_LIMIT:,})")
@@ -121,8 +129,12 @@ class PlanConfig:
                              "published-table CSV or a record store")
         for flag, path in (("--out", self.out), ("--out", report.space_file(self.out) if self.out else None),
                            ("--plot", self.plot)):
-            if path is not None:
+            if path is not None and (flag != "--out" or Path(path).absolute().parent.is_dir()):
                 check_writable(flag, path)
+            elif path is not None:  # --out runs/propose.jsonl before runs/ exists: plan makes the folder
+                above = next(p for p in Path(path).absolute().parents if p.exists())
+                if not (above.is_dir() and os.access(above, os.W_OK)):
+                    raise InputError(f"{flag} {path}: cannot make its folder under {above}; give a path you can write")
 
     def precisions(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(self.precision).split(",") if p.strip())
@@ -227,8 +239,8 @@ def run(config: PlanConfig, log=None) -> PlanResult:
         top = pd.DataFrame([llmconfig.as_columns(c) for c in result.configs(config.top_k)]).assign(**cluster.hardware())
         unseen = interval(result, resolved, top)
     result.notes.extend(report.explain(result))
-    if config.propose is not None:
-        result.proposed = propose(result.layouts, config.propose)
+    if config.propose is not None or config.calibrate is not None:  # the loop's next turn, or the rule to stop it
+        result.proposed, result.stop = step(result, config.propose, config.proposer, config.stop_margin)
     out = PlanResult(plan=result, unseen_hardware=unseen)
     if config.out:
         out.out, out.space_file = report.write_configs(result, config.out, config.top_k)

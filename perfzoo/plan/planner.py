@@ -130,6 +130,7 @@ class Plan:
     sources: dict = field(default_factory=dict)
     tie: Optional[dict] = None
     proposed: Optional[pd.DataFrame] = None  # the layouts to measure (plan --propose, perfzoo.plan.propose)
+    stop: Optional[str] = None  # after --calibrate: stop, or which to measure next (perfzoo.plan.propose.step)
     codec: Optional[SpaceCodec] = field(default=None, repr=False)  # the space's, made once (its tables take time)
 
     def within_error(self, predicted: float) -> bool:

@@ -128,11 +128,17 @@ def table(plan: Plan, k: int = 10) -> str:
                      f"top pick's {t['what']} ({t['low']:,.0f} .. {t['high']:,.0f} tok/s/GPU), so their order is no "
                      "decision; measure the ones you would run")
     if plan.proposed is not None:
-        lines += ["", f"proposed to measure ({len(plan.proposed)}: the most expected improvement over the best expected "
-                      "throughput, a new parallel structure each; --out / --export write these):"]
-        for row in plan.proposed.to_dict("records"):
-            lines.append(f"{row['rank']:>5}  {layout_text(row):<52} expected {_num(row['expected_tokens_per_s_per_device'])} "
-                         f"tok/s/GPU, improvement {np.expm1(row['expected_improvement']):+.1%}")
+        p = plan.proposed
+        left = int(p["distinct_jobs"].iloc[0]) if len(p) else 0
+        lines += ["", f"proposed to measure ({len(p)}" + (f", all {left} distinct unmeasured jobs the launch command can "
+                      "tell apart" if len(p) == left else "") + f"; {p['proposer'].iloc[0]}; --out / --export write "
+                      "these):"]
+        for row in p.to_dict("records"):
+            lines.append(f"{row['rank']:>5}  {layout_text(row):<52} predicted {_num(row['predicted_tokens_per_s_per_device'])} "
+                         f"tok/s/GPU, 80% up to {_num(row['upper_tokens_per_s_per_device'])}, expected improvement "
+                         f"{np.expm1(row['expected_improvement']):+.1%}")
+    if plan.stop is not None:
+        lines += ["", plan.stop]
     if len(plan.baselines):
         best = plan.layouts.iloc[0]
         lines.append("")
