@@ -93,7 +93,50 @@ def test_ranked_best_first_with_baselines_placed(llama8b_on_16):
     assert top["predicted_tokens_per_s"] == pytest.approx(16 * top["predicted_tokens_per_s_per_device"])
     assert top["step_time_s"] == pytest.approx(128 * 8192 / top["predicted_tokens_per_s"])
     flops = analytic.flops_per_token({**catalog.get("llama3-8b"), "seq_len": 8192})
-    assert top["mfu"] == pytest.approx(top["predicted_tokens_per_s_per_device"] * flops / 989e12)
+    peak = {"bf16": 989e12, "fp8": 1979e12}[top["precision"]]  # the dense peak of the layout's own precision
+    assert top["mfu"] == pytest.approx(top["predicted_tokens_per_s_per_device"] * flops / peak)
+
+
+def test_mfu_is_over_the_peak_of_each_layouts_precision_and_a_prediction_above_it_is_said(llama8b_on_16):
+    """An FP8 layout's MFU is over the FP8 peak (the MI300X plan showed 101.1% over the BF16 one), the
+    legend says so; a predictor that puts a layout above its peak is named on the screen, not clipped."""
+    lay = llama8b_on_16.layouts
+    flops = analytic.flops_per_token({**catalog.get("llama3-8b"), "seq_len": 8192})
+    for precision, peak in (("bf16", 989e12), ("fp8", 1979e12)):
+        rows = lay[lay["precision"] == precision]
+        assert np.allclose(rows["mfu"], rows["predicted_tokens_per_s_per_device"] * flops / peak)
+    assert (lay["mfu"] < 1).all()
+    text = table(llama8b_on_16)
+    assert "over the accelerator's dense peak in the layout's own precision (bf16, fp8" in text
+    assert "! rank" not in text
+    mi300x = plan("llama3-8b", Cluster(gpus=8, accelerator="MI300X"), seq_len=8192, global_batch=64,
+                  precisions=("fp8",), scorer=default_scorer())
+    assert (mi300x.layouts["mfu"] < 1).all()
+    impossible = plan(SMALL, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=64,
+                      scorer=Scorer(Formula(lambda X: np.full(len(X), 1e7))))
+    assert (impossible.layouts["mfu"] > 1).all()
+    assert "! rank 1, 2, 3: predicted above the accelerator's peak in its precision" in table(impossible, 3)
+
+
+def test_a_gain_across_precisions_is_labelled_after_the_same_precision_comparison(external):
+    """405B on 2,048 H100s in bf16 and fp8: NeMo's FP8 recipe is compared first; its BF16 recipe is
+    beaten by the best bf16 layout in the same precision first, the FP8 pick's gain labelled across precisions."""
+    from perfzoo.plan.command import PlanConfig, run
+    from perfzoo.plan.shrinkage import gain
+
+    result = run(PlanConfig(model="llama3.1-405b", gpus=2048, accelerator=H100, seq_len=8192, global_batch=1024,
+                            precision="bf16,fp8", external_dir=str(external)), log=lambda _m: None).plan
+    top, bases = result.layouts.iloc[0], result.baselines
+    assert top["precision"] == "fp8" and list(bases["precision"]) == ["fp8", "bf16"]
+    lines = table(result).splitlines()
+    fp8, bf16 = (next(line for line in lines if line.startswith(f"  ranks {r:,} of")) for r in bases["rank"])
+    assert "across precisions" not in fp8 and "same precision" not in fp8
+    best = result.layouts[result.layouts["precision"] == "bf16"].iloc[0]
+    same = gain(best["predicted_tokens_per_s_per_device"], bases["predicted_tokens_per_s_per_device"].iloc[1])[0]
+    assert f"the best bf16 layout (rank {best['rank']:,}, {layout_text(best.to_dict())}) is expected {same:.1%} faster in " \
+           "the same precision" in bf16
+    assert bf16.index("same precision") < bf16.index(f"the top pick (fp8) is expected {bases['gain'].iloc[1]:.1%} faster "
+                                                     "vs bf16 recipe, across precisions")
 
 
 def test_one_gpu_gives_tp_and_pp_of_one():
