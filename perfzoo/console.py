@@ -231,6 +231,22 @@ def check_writable(flag: str, path: Union[str, Path]) -> None:
                          "path you can write") from None
 
 
+def check_figure(flag: str, path: Union[str, Path]) -> None:
+    """:func:`check_writable`, and an :class:`InputError` unless matplotlib writes ``path``'s suffix
+    (``.png``, ``.pdf``, ``.svg`` ...): a figure's path is checked before the work it draws.
+
+    >>> check_figure("--plot", "plan.txt")
+    Traceback (most recent call last):
+    ...
+    perfzoo.console.InputError: --plot plan.txt: matplotlib writes no .txt figure; give a path ending .png (or .pdf, .svg, .jpg)
+    """
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in pyplot().Figure().canvas.get_supported_filetypes():
+        raise InputError(f"{flag} {path}: matplotlib writes no {'.' + suffix if suffix else 'figure without a suffix'}"
+                         f"{' figure' if suffix else ''}; give a path ending .png (or .pdf, .svg, .jpg)")
+    check_writable(flag, path)
+
+
 def guarded(prog: str, body: Callable[[], int]) -> int:
     """Run ``body()`` (it returns the exit status) with one-line warnings, and turn a user error
     into one line on stderr and its exit status (the module docstring's table)."""

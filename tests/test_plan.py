@@ -359,6 +359,42 @@ def test_the_command_refuses_bad_input_in_one_line(capsys, argv, message):
     assert len(err.splitlines()) == 1 and re.search(message, err), err
 
 
+JOB = ["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--plot", "plan.txt"], r"--plot plan.txt: matplotlib writes no .txt figure; give a path ending .png"),
+    (["--plot", "plan"], r"--plot plan: matplotlib writes no figure without a suffix"),
+    (["--out", "plan.toml"], r"--out plan.toml: its space is written beside it as .toml; give a .jsonl path"),
+    (["--framework", "torchtitan", "--export", "/proc/perfzoo-export"],
+     r"--export /proc/perfzoo-export: cannot write a file there"),
+    (["--plot", "/proc/plan.png"], r"--plot /proc/plan.png: cannot write a file there"),
+])
+def test_every_output_path_is_checked_before_the_plan_runs(capsys, tmp_path, monkeypatch, argv, message):
+    """Nothing is planned (no log line, no predictor fitted) before a path it would write is refused."""
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    assert main([*JOB, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("key", ["release=abc", "n_params=1"])
+def test_plan_refuses_the_model_keys_predict_refuses_with_its_words(capsys, external, key):
+    """``--set release=abc`` and ``--set n_params=1`` were planned as if not given; both commands share the check."""
+    from perfzoo.predict import main as predict
+
+    assert main([*JOB, "--set", key]) == 2
+    planned = capsys.readouterr().err.strip()
+    assert predict(["--external-dir", str(external), "--set", "model=llama3-8b", "n_gpus=8", f"accelerator={H100}",
+                    "seq_len=4096", "global_batch_size=8", key]) == 2
+    predicted = capsys.readouterr().err.strip()
+    assert len(planned.splitlines()) == 1 and planned.split(": error: ")[1] == predicted.split(": error: ")[1]
+    assert planned.split(": error: ")[1].startswith(key + ":")
+
+
 def test_list_models(capsys):
     assert main(["--list-models"]) == 0
     out = capsys.readouterr().out
