@@ -231,6 +231,29 @@ def check_writable(flag: str, path: Union[str, Path]) -> None:
                          "path you can write") from None
 
 
+def check_writable_folder(flag: str, path: Union[str, Path]) -> None:
+    """A :class:`InputError` naming ``path`` as given unless files can be written in it: it is a
+    folder that takes a new file, or the nearest folder above it that exists takes one (the command
+    makes the rest). Checked before any work; nothing is left behind.
+
+    >>> check_writable_folder("--out", "/proc/leaderboard")
+    Traceback (most recent call last):
+    ...
+    perfzoo.console.InputError: --out /proc/leaderboard: cannot write there (no such file or directory); give a folder you can write
+    """
+    p = Path(path).absolute()
+    existing = next(a for a in (p, *p.parents) if a.exists())
+    if not existing.is_dir():
+        raise InputError(f"{flag} {path}: {existing} is a file, not a folder; give a folder")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".perfzoo-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write there ({(exc.strerror or str(exc)).lower()}); give a folder "
+                         "you can write") from None
+
+
 def check_figure(flag: str, path: Union[str, Path]) -> None:
     """:func:`check_writable`, and an :class:`InputError` unless matplotlib writes ``path``'s suffix
     (``.png``, ``.pdf``, ``.svg`` ...): a figure's path is checked before the work it draws.
