@@ -208,14 +208,19 @@ def check_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
             parser.error(f"unrecognized option {flag}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
 
-def check_writable(flag: str, path: Union[str, Path]) -> None:
+def check_writable(flag: str, path: Union[str, Path], make_folder: bool = False) -> None:
     """A :class:`InputError` naming ``path`` as given unless a file can be written there (its folder
     exists and takes a new file; an existing file opens for writing): checked before any work, so
-    a long run does not end on a path it cannot write. Nothing is left behind."""
+    a long run does not end on a path it cannot write. Nothing is left behind. ``make_folder``: the
+    command makes a missing folder when it writes, so the nearest one above that exists must take it
+    (:func:`check_writable_folder`)."""
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{flag} {path}: is a folder; give a file path")
     folder = p.absolute().parent
+    if make_folder and not folder.exists():
+        check_writable_folder(flag, folder)
+        return
     if not folder.is_dir():
         raise InputError(f"{flag} {path}: the folder {folder} does not exist")
     try:
@@ -267,7 +272,7 @@ def check_figure(flag: str, path: Union[str, Path]) -> None:
     if suffix not in pyplot().Figure().canvas.get_supported_filetypes():
         raise InputError(f"{flag} {path}: matplotlib writes no {'.' + suffix if suffix else 'figure without a suffix'}"
                          f"{' figure' if suffix else ''}; give a path ending .png (or .pdf, .svg, .jpg)")
-    check_writable(flag, path)
+    check_writable(flag, path, make_folder=True)  # the figure's folder is made with it
 
 
 def guarded(prog: str, body: Callable[[], int]) -> int:

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -310,6 +311,17 @@ def test_the_command_prints_the_table_json_and_plot(tmp_path, capsys):
     assert main(argv[:14] + ["--json"]) == 0
     recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(recs) == 3 and recs[0]["rank"] == 1
+
+
+def test_the_guides_loop_writes_into_folders_it_makes(tmp_path, monkeypatch, capsys):
+    """docs/guide/plan.md's first step, ``--propose 3 --out runs/propose.jsonl`` in a fresh checkout, stopped
+    on "the folder runs does not exist"; the plan makes ``runs/`` (and a figure's folder) as it writes."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "8192", "--global-batch",
+                 "64", "--propose", "3", "--out", "runs/propose.jsonl", "--plot", "figures/plan.png"]) == 0
+    capsys.readouterr()
+    assert len(Path("runs/propose.jsonl").read_text().splitlines()) == 3 and Path("runs/propose.toml").is_file()
+    assert Path("figures/plan.png").stat().st_size > 0
 
 
 def test_a_layout_whose_layer_pass_is_shorter_than_the_host_time_is_marked():

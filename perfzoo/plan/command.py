@@ -100,7 +100,7 @@ class PlanConfig:
             raise InputError(f"--out {self.out}: its space is written beside it as .toml; give a .jsonl path")
         for flag, path in (("--out", self.out), ("--out", report.space_file(self.out) if self.out else None)):
             if path is not None:
-                check_writable(flag, path)
+                check_writable(flag, path, make_folder=True)  # write_configs makes its folder (runs/)
         if self.plot is not None:
             check_figure("--plot", self.plot)
         if self.baseline_from is not None:
