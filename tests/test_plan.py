@@ -280,7 +280,9 @@ def test_the_top_pick_is_explained_by_its_analytic_step_and_memory(llama8b_on_16
     top = p.layouts.iloc[0]
     config = pd.DataFrame([llmconfig.as_columns(p.configs(1)[0])]).assign(**p.cluster.hardware())
     est = analytic.estimate(config).iloc[0]
-    ideal = est["throughput_per_device"] * top["flops_per_token"] / 989e12  # the analytic step's MFU
+    peak = {"bf16": 989e12, "fp8": 1979e12}[top["precision"]]  # the peak of its own precision (an FP8 pick's
+    ideal = est["throughput_per_device"] * top["flops_per_token"] / peak  # ideal step was 104.5% of the BF16 one)
+    assert ideal < 1
     assert why.startswith(f"why rank 1 ({layout_text(top.to_dict())}): its ideal step {est['step_time_s']:.2f} s")
     assert f"bubble {est['bubble']:.1%}" in why and f"TP {est['tp_time_s']:.2f} s" in why
     assert f"{ideal:.1%} MFU ideal" in why and why.endswith(f"({top['mfu']:.1%} MFU)")
