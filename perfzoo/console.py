@@ -218,8 +218,8 @@ def check_writable(flag: str, path: Union[str, Path], make_folder: bool = False)
     if p.is_dir():
         raise InputError(f"{flag} {path}: is a folder; give a file path")
     folder = p.absolute().parent
-    if make_folder and not folder.exists():
-        check_writable_folder(flag, folder)
+    if make_folder and not folder.is_dir():
+        check_writable_folder(flag, folder, shown=path)
         return
     if not folder.is_dir():
         raise InputError(f"{flag} {path}: the folder {folder} does not exist")
@@ -236,26 +236,26 @@ def check_writable(flag: str, path: Union[str, Path], make_folder: bool = False)
                          "path you can write") from None
 
 
-def check_writable_folder(flag: str, path: Union[str, Path]) -> None:
-    """A :class:`InputError` naming ``path`` as given unless files can be written in it: it is a
-    folder that takes a new file, or the nearest folder above it that exists takes one (the command
-    makes the rest). Checked before any work; nothing is left behind.
+def check_writable_folder(flag: str, path: Union[str, Path], shown: Union[str, Path, None] = None) -> None:
+    """A :class:`InputError` naming ``path`` as given (or ``shown``: the file to go in it) unless files
+    can be written in it: it is a folder that takes a new file, or the nearest folder above it that
+    exists takes one (the command makes the rest). Checked before any work; nothing is left behind.
 
     >>> check_writable_folder("--out", "/proc/leaderboard")
     Traceback (most recent call last):
     ...
     perfzoo.console.InputError: --out /proc/leaderboard: cannot write there (no such file or directory); give a folder you can write
     """
-    p = Path(path).absolute()
+    p, shown = Path(path).absolute(), path if shown is None else shown
     existing = next(a for a in (p, *p.parents) if a.exists())
     if not existing.is_dir():
-        raise InputError(f"{flag} {path}: {existing} is a file, not a folder; give a folder")
+        raise InputError(f"{flag} {shown}: {existing} is a file, not a folder; give a folder")
     try:
         fd, probe = tempfile.mkstemp(dir=existing, prefix=".perfzoo-write-check-")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise InputError(f"{flag} {path}: cannot write there ({(exc.strerror or str(exc)).lower()}); give a folder "
+        raise InputError(f"{flag} {shown}: cannot write there ({(exc.strerror or str(exc)).lower()}); give a folder "
                          "you can write") from None
 
 
