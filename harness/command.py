@@ -58,7 +58,7 @@ from typing import Optional
 from harness import memory
 from harness.environment import cpu_cores
 from harness.jobs import JobOutcome, JobSpec, tail
-from harness.launchers import Launcher, free_port, run_process, worker_env
+from harness.launchers import InFlight, Launcher, free_port, job_tmpdir, run_process, worker_env
 
 THROUGHPUT_UNIT = "items/s"
 METRICS_ENV = "PERFZOO_METRICS_FILE"
@@ -337,9 +337,11 @@ def harness_values(spec: JobSpec, job_dir: Path, *, nnodes: int = 1, node_rank: 
 
 def command_env(spec: JobSpec, job_dir: Path) -> dict:
     """The job's environment: the ranks' usual one (one thread per core per rank on CPU) plus
-    ``$PERFZOO_METRICS_FILE`` and the job's id, steps and warm-up."""
+    ``$PERFZOO_METRICS_FILE`` and the job's id, steps and warm-up; ``TMPDIR`` in the job's folder
+    (:func:`~harness.launchers.job_tmpdir`), so the ``torchelastic_*`` folder a torchrun in the
+    command leaves goes with the job."""
     extra = {METRICS_ENV: str(job_dir / METRICS_FILE), "PERFZOO_JOB_ID": spec.job_id,
-             "PERFZOO_STEPS": str(spec.steps), "PERFZOO_WARMUP": str(spec.warmup)}
+             "PERFZOO_STEPS": str(spec.steps), "PERFZOO_WARMUP": str(spec.warmup), **job_tmpdir(job_dir)}
     if spec.device == "cpu" and "OMP_NUM_THREADS" not in os.environ:
         extra["OMP_NUM_THREADS"] = str(max(1, cpu_cores() // max(spec.nproc, 1)))
     return worker_env(spec, extra)
@@ -357,12 +359,15 @@ def memory_limit(budget_gib: Optional[float]):
     return apply
 
 
-def run_command(spec: JobSpec, job_dir: Path, values: dict, log_path: Path) -> tuple[Optional[int], bool, str]:
-    """Run the rendered command of ``spec`` in ``job_dir``; ``(exit_code, timed_out, command)``."""
+def run_command(spec: JobSpec, job_dir: Path, values: dict, log_path: Path,
+                in_flight: Optional[InFlight] = None) -> tuple[Optional[int], bool, str]:
+    """Run the rendered command of ``spec`` in ``job_dir`` (in a session of its own, marked in
+    ``in_flight`` while it runs); ``(exit_code, timed_out, command)``."""
     (job_dir / "out").mkdir(exist_ok=True)
     command = render(spec.command, spec.config, values)
     code, timed_out = run_process([shutil.which("bash") or "/bin/sh", "-c", command], command_env(spec, job_dir),
-                                  log_path, spec.timeout_s, preexec=memory_limit(spec.config.get("memory_budget_gib")))
+                                  log_path, spec.timeout_s, preexec=memory_limit(spec.config.get("memory_budget_gib")),
+                                  in_flight=in_flight, job_dir=job_dir)
     return code, timed_out, command
 
 
@@ -377,7 +382,7 @@ class CommandLauncher(Launcher):
         started = datetime.now(timezone.utc)
         t0 = time.perf_counter()
         try:
-            exit_code, timed_out, command = run_command(spec, d, harness_values(spec, d), log_path)
+            exit_code, timed_out, command = run_command(spec, d, harness_values(spec, d), log_path, self.in_flight)
         except BaseException:
             self._cleanup(d)
             raise

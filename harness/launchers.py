@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from abc import ABC, abstractmethod
+from contextlib import ExitStack, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional
@@ -129,34 +130,106 @@ def torchrun_command(job_file: Path, rendezvous: list[str]) -> list[str]:
             f"--log-dir={job_file.parent / 'torchelastic'}", "-m", "harness.worker", str(job_file)]
 
 
+def _started(pid: int) -> Optional[float]:
+    """When process ``pid`` started (None: no such process): what tells it from a later one given its pid."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+class InFlight:
+    """The job process groups a launcher has running, one marker each in ``folder``
+    (``<pgid>.json``: the group, its leader's start time, the job's folder with its ``TMPDIR``, and
+    the launching process), removed when the job ends. A launcher killed outright (``kill -9`` of
+    ``collect``) leaves its markers: :meth:`end_orphans` at the next start ends those groups and
+    removes their folders; a marker whose launcher still runs (another collect's) is left alone."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    @contextmanager
+    def held(self, pgid: int, *folders: Path) -> Iterator[None]:
+        """A marker for the group ``pgid`` (a session leader's pid) and its job ``folders`` while the block runs."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        marker = self.folder / f"{pgid}.json"
+        marker.write_text(json.dumps({"pgid": pgid, "started": _started(pgid), "folders": [str(f) for f in folders],
+                                      "owner": os.getpid(), "owner_started": _started(os.getpid())}))
+        try:
+            yield
+        finally:
+            marker.unlink(missing_ok=True)
+            try:
+                self.folder.rmdir()  # none left running: no folder left behind
+            except OSError:
+                pass
+
+    def end_orphans(self) -> list[str]:
+        """End every group whose launcher is gone and remove its job folder; one line for each."""
+        said = []
+        for marker in sorted(self.folder.glob("*.json")) if self.folder.is_dir() else []:
+            try:
+                m = json.loads(marker.read_text())
+            except (OSError, ValueError):  # a marker torn by the kill itself: nothing to end by it
+                marker.unlink(missing_ok=True)
+                continue
+            if m["owner_started"] is not None and _started(m["owner"]) == m["owner_started"]:
+                continue  # its launcher still runs: another collect's job
+            leader = _started(m["pgid"])
+            if leader is not None and leader == m["started"]:
+                kill_tree(m["pgid"], grace_s=1.0)
+            elif leader is None:  # the leader is gone; its group's members may not be (no pid reuse while they live)
+                try:
+                    os.killpg(m["pgid"], signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            for folder in m["folders"]:
+                shutil.rmtree(folder, ignore_errors=True)
+            marker.unlink(missing_ok=True)
+            said.append(f"ended process group {m['pgid']}, the job an earlier launcher killed outright left running, "
+                        f"and removed {', '.join(m['folders'])} (its TMPDIR with it)")
+        return said
+
+
 def run_process(argv: list[str], env: dict, log_path: Path, timeout_s: float,
-                preexec: Optional[Callable[[], None]] = None) -> tuple[Optional[int], bool]:
+                preexec: Optional[Callable[[], None]] = None, in_flight: Optional[InFlight] = None,
+                job_dir: Optional[Path] = None) -> tuple[Optional[int], bool]:
     """Run ``argv`` (its output to ``log_path``) in a new session; ``(exit_code, timed_out)``.
 
     ``preexec`` runs in the child before it starts ``argv`` (e.g. to set a memory limit).
     Past ``timeout_s`` its whole process tree is killed (:func:`kill_tree`). Ctrl-C or SIGTERM
-    of the caller kills the tree too and re-raises: nothing is left running.
+    of the caller kills the tree too and re-raises: nothing is left running. ``in_flight``: the
+    session marked there while it runs, with ``job_dir`` (:class:`InFlight`), for a SIGKILL of the caller.
     """
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True, preexec_fn=preexec)
+        with in_flight.held(proc.pid, job_dir or log_path.parent) if in_flight is not None else nullcontext():
+            return _wait(proc, timeout_s)
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float) -> tuple[Optional[int], bool]:
+    """:func:`run_process`'s wait: the exit code, or the tree killed past ``timeout_s`` or on an interrupt."""
+    try:
+        return proc.wait(timeout=timeout_s), False
+    except subprocess.TimeoutExpired:
+        kill_tree(proc.pid)
         try:
-            return proc.wait(timeout=timeout_s), False
+            return proc.wait(timeout=KILL_GRACE_S), True
         except subprocess.TimeoutExpired:
-            kill_tree(proc.pid)
-            try:
-                return proc.wait(timeout=KILL_GRACE_S), True
-            except subprocess.TimeoutExpired:
-                return None, True
-        except BaseException:
-            kill_tree(proc.pid, grace_s=1.0)
-            raise
+            return None, True
+    except BaseException:
+        kill_tree(proc.pid, grace_s=1.0)
+        raise
 
 
 class Launcher(ABC):
     """Runs jobs and says what happened to each. Subclasses implement :meth:`run`."""
 
     name = "launcher"
+    in_flight: Optional[InFlight] = None  # where its jobs' process groups are marked while they run
 
     def __init__(self, workdir: Optional[str] = None, keep_dirs: bool = False):
         self.workdir = workdir
@@ -196,8 +269,8 @@ class LocalTorchrunLauncher(Launcher):
         started = _now()
         t0 = time.perf_counter()
         try:
-            exit_code, timed_out = run_process(self.command(spec, d / "job.json"),
-                                               worker_env(spec, job_tmpdir(d)), log_path, spec.timeout_s)
+            exit_code, timed_out = run_process(self.command(spec, d / "job.json"), worker_env(spec, job_tmpdir(d)),
+                                               log_path, spec.timeout_s, in_flight=self.in_flight, job_dir=d)
         except BaseException:
             self._cleanup(d)
             raise
@@ -267,6 +340,9 @@ class InProcessBatchLauncher(Launcher):
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env=worker_env(remaining[0][0], {**extra, **job_tmpdir(batch_dir)}),
                                     start_new_session=True)
+            marked = ExitStack()  # its session marked while it runs, with the job folders it holds
+            if self.in_flight is not None:
+                marked.enter_context(self.in_flight.held(proc.pid, batch_dir, *(d for _, d in remaining)))
             ready_seen = False
             finished_here = 0
             try:
@@ -313,6 +389,7 @@ class InProcessBatchLauncher(Launcher):
                     proc.wait(timeout=30)
                 log.close()
                 shutil.rmtree(batch_dir, ignore_errors=True)
+                marked.close()
 
     def _finish(self, spec: JobSpec, d: Path, started: Path, done: Optional[Path], exit_code,
                 timed_out: bool, log_path: Path) -> JobOutcome:

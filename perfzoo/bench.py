@@ -79,8 +79,8 @@ from harness.sbatch import SlurmOptions
 from harness.sbatch import add_arguments as add_slurm_arguments
 from harness.slurm import SlurmError
 from perfzoo import zoo
-from perfzoo.console import (EXIT_DONE, EXIT_USAGE, DataError, InputError, RunFailed, check_choice, config_from_args,
-                             field_defaults, guarded, spelled_call)
+from perfzoo.console import (EXIT_DONE, EXIT_USAGE, DataError, InputError, RunFailed, check_choice, check_writable_folder,
+                             config_from_args, field_defaults, guarded, spelled_call)
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.evaluation import artifacts, hardware, leaderboard, runner, transfer
 from perfzoo.evaluation.cross import CrossConfig, cross
@@ -151,6 +151,9 @@ class BenchConfig:
         small = [v for v in self.curve_sizes or () if v < 2]
         if small:
             raise InputError(f"--curve-sizes {small[0]} is not a training-set size (a whole number >= 2)")
+        check_writable_folder("--out", self.out_dir)  # before minutes of fitting, not after them
+        if not self.no_cache:
+            check_writable_folder("--cache-dir", self.cache_dir)
 
     def slurm_jobs(self) -> Optional[runner.Slurm]:
         """Where the fits go with ``launcher='slurm'`` (None: this machine's processes); a

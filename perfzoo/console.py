@@ -208,14 +208,19 @@ def check_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
             parser.error(f"unrecognized option {flag}" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
 
 
-def check_writable(flag: str, path: Union[str, Path]) -> None:
+def check_writable(flag: str, path: Union[str, Path], make_folder: bool = False) -> None:
     """A :class:`InputError` naming ``path`` as given unless a file can be written there (its folder
     exists and takes a new file; an existing file opens for writing): checked before any work, so
-    a long run does not end on a path it cannot write. Nothing is left behind."""
+    a long run does not end on a path it cannot write. Nothing is left behind. ``make_folder``: the
+    command makes a missing folder when it writes, so the nearest one above that exists must take it
+    (:func:`check_writable_folder`)."""
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{flag} {path}: is a folder; give a file path")
     folder = p.absolute().parent
+    if make_folder and not folder.is_dir():
+        check_writable_folder(flag, folder, shown=path)
+        return
     if not folder.is_dir():
         raise InputError(f"{flag} {path}: the folder {folder} does not exist")
     try:
@@ -229,6 +234,45 @@ def check_writable(flag: str, path: Union[str, Path]) -> None:
     except OSError as exc:
         raise InputError(f"{flag} {path}: cannot write a file there ({(exc.strerror or str(exc)).lower()}); give a "
                          "path you can write") from None
+
+
+def check_writable_folder(flag: str, path: Union[str, Path], shown: Union[str, Path, None] = None) -> None:
+    """A :class:`InputError` naming ``path`` as given (or ``shown``: the file to go in it) unless files
+    can be written in it: it is a folder that takes a new file, or the nearest folder above it that
+    exists takes one (the command makes the rest). Checked before any work; nothing is left behind.
+
+    >>> check_writable_folder("--out", "/proc/leaderboard")
+    Traceback (most recent call last):
+    ...
+    perfzoo.console.InputError: --out /proc/leaderboard: cannot write there (no such file or directory); give a folder you can write
+    """
+    p, shown = Path(path).absolute(), path if shown is None else shown
+    existing = next(a for a in (p, *p.parents) if a.exists())
+    if not existing.is_dir():
+        raise InputError(f"{flag} {shown}: {existing} is a file, not a folder; give a folder")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".perfzoo-write-check-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{flag} {shown}: cannot write there ({(exc.strerror or str(exc)).lower()}); give a folder "
+                         "you can write") from None
+
+
+def check_figure(flag: str, path: Union[str, Path]) -> None:
+    """:func:`check_writable`, and an :class:`InputError` unless matplotlib writes ``path``'s suffix
+    (``.png``, ``.pdf``, ``.svg`` ...): a figure's path is checked before the work it draws.
+
+    >>> check_figure("--plot", "plan.txt")
+    Traceback (most recent call last):
+    ...
+    perfzoo.console.InputError: --plot plan.txt: matplotlib writes no .txt figure; give a path ending .png (or .pdf, .svg, .jpg)
+    """
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in pyplot().Figure().canvas.get_supported_filetypes():
+        raise InputError(f"{flag} {path}: matplotlib writes no {'.' + suffix if suffix else 'figure without a suffix'}"
+                         f"{' figure' if suffix else ''}; give a path ending .png (or .pdf, .svg, .jpg)")
+    check_writable(flag, path, make_folder=True)  # the figure's folder is made with it
 
 
 def guarded(prog: str, body: Callable[[], int]) -> int:

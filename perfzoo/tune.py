@@ -55,8 +55,8 @@ from typing import Optional, Sequence
 from perfzoo import workloads, zoo
 from perfzoo.collect.config import COMMAND_FLAGS, JOB_DEFAULTS, add_command_arguments, options_from_argv
 from perfzoo.collect.sweep import check_space, open_store
-from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, InputError, RunFailed, check_choice, config_from_args,
-                             field_defaults, guarded, read_located)
+from perfzoo.console import (EXIT_DONE, EXIT_INTERRUPTED, InputError, RunFailed, check_choice, check_figure,
+                             config_from_args, field_defaults, guarded, read_located)
 from perfzoo.loop import ClosedLoop, CollectLauncher, Launcher, LoopSummary
 from perfzoo.records.store import RECORDS_FILE
 from perfzoo.search import SEARCHERS, Reinforce, Searcher, make_searcher
@@ -124,6 +124,8 @@ class TuneConfig:
         check_choice("--device", self.device, ("cpu", "cuda"))
         check_choice("--searcher", self.searcher, SEARCHERS)
         self.make_searcher()
+        if self.plot is not None:  # before the loop's minutes, not after them
+            check_figure("--plot", self.plot)
 
     def make_searcher(self) -> Searcher:
         """The searcher each round runs, with its settings."""

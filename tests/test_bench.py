@@ -392,6 +392,23 @@ def test_a_bad_config_field_is_named(fields, error, message):
         bench.BenchConfig(**fields)
 
 
+@pytest.mark.parametrize("flag, value, message", [
+    ("--out", "/proc/perfzoo-leaderboard", "--out /proc/perfzoo-leaderboard: cannot write there"),
+    ("--cache-dir", "/proc/perfzoo-cache", "--cache-dir /proc/perfzoo-cache: cannot write there"),
+    ("--out", "{file}/leaderboard", "--out {file}/leaderboard: {file} is a file, not a folder"),
+])
+def test_an_output_folder_that_cannot_be_written_is_refused_before_any_fit(flag, value, message, tmp_path, capsys):
+    """Found after 41 s of fitting, with joblib's warning, before: now one line and no fit."""
+    file = tmp_path / "taken"
+    file.write_text("")
+    value, message = value.format(file=file), message.format(file=file)
+    assert bench.main(["--predictors", "ridge", "--datasets", "llm-cpu", "--splits", "random", "--seeds", "1",
+                       "--no-figures", "--no-artifacts", "--quiet", flag, value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [f"perfzoo bench: error: {message}" + err.split(message, 1)[1]]
+    assert not (tmp_path / "leaderboard").exists()
+
+
 @pytest.mark.parametrize("fields, message", [
     ({"predictors": ["ridge", "ridge"]}, "--predictors names ridge more than once: keep one of each"),
     ({"datasets": ["llm-cpu", "llm-h100", "llm-cpu"]}, "--datasets names llm-cpu more than once"),

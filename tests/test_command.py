@@ -353,3 +353,88 @@ def test_the_cpu_example_loop_runs_end_to_end(tmp_path, capsys):
     assert len(tuned) == 3 and {r.sweep_id.rsplit("-", 1)[1] for r in tuned} == {"random", "round1"}
     summary = json.loads(next((tmp_path / "tune" / "tune").glob("*-summary.json")).read_text())
     assert summary["space"] == "fsdp2-cpu-example"
+
+
+# --- torchrun inside a command job: its temp folders and its process group -------------------------
+
+@pytest.fixture()
+def torchrun_space(tmp_path):
+    (tmp_path / "job.py").write_text(JOB)
+    return write(tmp_path, f"""\
+        name = "torchrun-modes"
+        world_size_key = "nproc"
+        throughput_unit = "samples/s"
+        command = "{sys.executable} -m torch.distributed.run --standalone --nproc-per-node 1 {{space_dir}}/job.py {{mode}} {{total_steps}}"
+        [knobs]
+        mode = {{ values = ["ok", "hang"] }}
+        [constants]
+        nproc = 1
+        """)
+
+
+def test_a_torchrun_command_job_leaves_no_torchelastic_folder_in_tmpdir(torchrun_space, tmp_path, monkeypatch):
+    """torchrun's agent makes a torchelastic_* folder in $TMPDIR per job and keeps it (16 after the README's
+    tune); the job's TMPDIR is in its folder, removed with it."""
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    recs = run_modes(torchrun_space, tmp_path, ["ok"], "--timeout", "90")
+    assert recs["ok"].status == "ok" and recs["ok"].metrics.step_time_n == 4
+    assert list(tmp.iterdir()) == []  # no torchelastic_*, no job folder
+    assert not (tmp_path / "store-ok" / "in-flight").exists()  # the marker went with the job
+
+
+def test_a_collect_killed_outright_has_its_torchrun_job_ended_and_its_folder_removed_on_restart(
+        torchrun_space, tmp_path, capsys):
+    """kill -9 of collect left the job's torchrun (its own session) running with its temp folder; the
+    store's in-flight marker names its process group, which the next collect ends, saying so in one line."""
+    import signal
+    import time
+
+    import psutil
+
+    out = tmp_path / "store"
+    (tmp_path / "hang.jsonl").write_text(json.dumps({"mode": "hang"}) + "\n")
+    proc = subprocess.Popen([sys.executable, "-m", "perfzoo.collect", "--space", str(torchrun_space), "--configs",
+                             str(tmp_path / "hang.jsonl"), "--out", str(out), "--timeout", "120", "--steps", "4",
+                             "--warmup", "1", "--no-progress"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+    def rank_started() -> bool:  # torchrun's rank runs job.py; its agent's line names job.py too
+        lines = [" ".join(p.cmdline()) for p in psutil.Process(proc.pid).children(recursive=True)]
+        return any("job.py" in line and "torch.distributed.run" not in line for line in lines)
+
+    started = set()  # whatever it started, ended here if the test fails half way
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and not rank_started():
+            time.sleep(0.2)
+        markers = list((out / "in-flight").glob("*.json"))
+        assert len(markers) == 1, "the job never started"
+        marker = json.loads(markers[0].read_text())
+        job = psutil.Process(marker["pgid"])
+        tree = [job, *job.children(recursive=True)]
+        started.update(tree)
+        assert len(tree) >= 2  # torchrun's agent (bash ran it in its place) and its rank
+        assert any(Path(f).name.startswith("torchelastic_") for f in os.listdir(Path(marker["folders"][0]) / "tmp"))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert all(p.is_running() for p in tree)  # orphaned: nothing ended them
+        run_modes(torchrun_space, tmp_path, ["ok"], "--timeout", "90", store="store")
+        err = capsys.readouterr().err
+        said = [line for line in err.splitlines() if line.startswith("collect: ended process group")]
+        assert said == [f"collect: ended process group {marker['pgid']}, the job an earlier launcher killed outright left "
+                        f"running, and removed {marker['folders'][0]} (its TMPDIR with it)"]
+        psutil.wait_procs(tree, timeout=10)
+        assert not any(p.is_running() for p in tree) and not Path(marker["folders"][0]).exists()
+        assert not (out / "in-flight").exists()
+    finally:
+        if proc.poll() is None:
+            started.update(psutil.Process(proc.pid).children(recursive=True))
+        proc.kill()
+        for p in started:
+            if p.is_running():
+                p.kill()

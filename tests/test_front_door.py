@@ -174,12 +174,14 @@ def test_output_paths_are_checked_before_work_and_named_as_given(tmp_path, capsy
     base = dict(model="llama3-8b", gpus=8, accelerator=H100, seq_len=4096, global_batch=64)
     with pytest.raises(InputError, match=r"^--out /proc/x.jsonl: cannot write a file there"):
         PlanConfig(**base, out="/proc/x.jsonl")  # the config refuses it: nothing is planned
-    with pytest.raises(InputError, match="--plot .*: the folder .* does not exist"):
-        PlanConfig(**base, plot=str(tmp_path / "nowhere" / "p.png"))
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    with pytest.raises(InputError, match=f"--plot {taken}/p.png: {taken} is a file, not a folder"):
+        PlanConfig(**base, plot=str(taken / "p.png"))  # a folder it would make is checked above it
     with pytest.raises(InputError, match="is a folder"):
         PlanConfig(**base, out=str(tmp_path))
-    PlanConfig(**base, out=str(tmp_path / "ok.jsonl"))
-    assert list(tmp_path.iterdir()) == []  # the check leaves nothing behind
+    PlanConfig(**base, out=str(tmp_path / "ok.jsonl"), plot=str(tmp_path / "new" / "p.png"))
+    assert list(tmp_path.iterdir()) == [taken]  # the check leaves nothing behind, makes no folder
 
 
 def test_a_mistyped_option_is_named(capsys):

@@ -2,6 +2,7 @@
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -93,7 +94,50 @@ def test_ranked_best_first_with_baselines_placed(llama8b_on_16):
     assert top["predicted_tokens_per_s"] == pytest.approx(16 * top["predicted_tokens_per_s_per_device"])
     assert top["step_time_s"] == pytest.approx(128 * 8192 / top["predicted_tokens_per_s"])
     flops = analytic.flops_per_token({**catalog.get("llama3-8b"), "seq_len": 8192})
-    assert top["mfu"] == pytest.approx(top["predicted_tokens_per_s_per_device"] * flops / 989e12)
+    peak = {"bf16": 989e12, "fp8": 1979e12}[top["precision"]]  # the dense peak of the layout's own precision
+    assert top["mfu"] == pytest.approx(top["predicted_tokens_per_s_per_device"] * flops / peak)
+
+
+def test_mfu_is_over_the_peak_of_each_layouts_precision_and_a_prediction_above_it_is_said(llama8b_on_16):
+    """An FP8 layout's MFU is over the FP8 peak (the MI300X plan showed 101.1% over the BF16 one), the
+    legend says so; a predictor that puts a layout above its peak is named on the screen, not clipped."""
+    lay = llama8b_on_16.layouts
+    flops = analytic.flops_per_token({**catalog.get("llama3-8b"), "seq_len": 8192})
+    for precision, peak in (("bf16", 989e12), ("fp8", 1979e12)):
+        rows = lay[lay["precision"] == precision]
+        assert np.allclose(rows["mfu"], rows["predicted_tokens_per_s_per_device"] * flops / peak)
+    assert (lay["mfu"] < 1).all()
+    text = table(llama8b_on_16)
+    assert "over the accelerator's dense peak in the layout's own precision (bf16, fp8" in text
+    assert "! rank" not in text
+    mi300x = plan("llama3-8b", Cluster(gpus=8, accelerator="MI300X"), seq_len=8192, global_batch=64,
+                  precisions=("fp8",), scorer=default_scorer())
+    assert (mi300x.layouts["mfu"] < 1).all()
+    impossible = plan(SMALL, Cluster(gpus=8, accelerator=H100), seq_len=4096, global_batch=64,
+                      scorer=Scorer(Formula(lambda X: np.full(len(X), 1e7))))
+    assert (impossible.layouts["mfu"] > 1).all()
+    assert "! rank 1, 2, 3: predicted above the accelerator's peak in its precision" in table(impossible, 3)
+
+
+def test_a_gain_across_precisions_is_labelled_after_the_same_precision_comparison(external):
+    """405B on 2,048 H100s in bf16 and fp8: NeMo's FP8 recipe is compared first; its BF16 recipe is
+    beaten by the best bf16 layout in the same precision first, the FP8 pick's gain labelled across precisions."""
+    from perfzoo.plan.command import PlanConfig, run
+    from perfzoo.plan.shrinkage import gain
+
+    result = run(PlanConfig(model="llama3.1-405b", gpus=2048, accelerator=H100, seq_len=8192, global_batch=1024,
+                            precision="bf16,fp8", external_dir=str(external)), log=lambda _m: None).plan
+    top, bases = result.layouts.iloc[0], result.baselines
+    assert top["precision"] == "fp8" and list(bases["precision"]) == ["fp8", "bf16"]
+    lines = table(result).splitlines()
+    fp8, bf16 = (next(line for line in lines if line.startswith(f"  ranks {r:,} of")) for r in bases["rank"])
+    assert "across precisions" not in fp8 and "same precision" not in fp8
+    best = result.layouts[result.layouts["precision"] == "bf16"].iloc[0]
+    same = gain(best["predicted_tokens_per_s_per_device"], bases["predicted_tokens_per_s_per_device"].iloc[1])[0]
+    assert f"the best bf16 layout (rank {best['rank']:,}, {layout_text(best.to_dict())}) is expected {same:.1%} faster in " \
+           "the same precision" in bf16
+    assert bf16.index("same precision") < bf16.index(f"the top pick (fp8) is expected {bases['gain'].iloc[1]:.1%} faster "
+                                                     "vs bf16 recipe, across precisions")
 
 
 def test_one_gpu_gives_tp_and_pp_of_one():
@@ -236,7 +280,9 @@ def test_the_top_pick_is_explained_by_its_analytic_step_and_memory(llama8b_on_16
     top = p.layouts.iloc[0]
     config = pd.DataFrame([llmconfig.as_columns(p.configs(1)[0])]).assign(**p.cluster.hardware())
     est = analytic.estimate(config).iloc[0]
-    ideal = est["throughput_per_device"] * top["flops_per_token"] / 989e12  # the analytic step's MFU
+    peak = {"bf16": 989e12, "fp8": 1979e12}[top["precision"]]  # the peak of its own precision (an FP8 pick's
+    ideal = est["throughput_per_device"] * top["flops_per_token"] / peak  # ideal step was 104.5% of the BF16 one)
+    assert ideal < 1
     assert why.startswith(f"why rank 1 ({layout_text(top.to_dict())}): its ideal step {est['step_time_s']:.2f} s")
     assert f"bubble {est['bubble']:.1%}" in why and f"TP {est['tp_time_s']:.2f} s" in why
     assert f"{ideal:.1%} MFU ideal" in why and why.endswith(f"({top['mfu']:.1%} MFU)")
@@ -267,6 +313,17 @@ def test_the_command_prints_the_table_json_and_plot(tmp_path, capsys):
     assert main(argv[:14] + ["--json"]) == 0
     recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(recs) == 3 and recs[0]["rank"] == 1
+
+
+def test_the_guides_loop_writes_into_folders_it_makes(tmp_path, monkeypatch, capsys):
+    """docs/guide/plan.md's first step, ``--propose 3 --out runs/propose.jsonl`` in a fresh checkout, stopped
+    on "the folder runs does not exist"; the plan makes ``runs/`` (and a figure's folder) as it writes."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "8192", "--global-batch",
+                 "64", "--propose", "3", "--out", "runs/propose.jsonl", "--plot", "figures/plan.png"]) == 0
+    capsys.readouterr()
+    assert len(Path("runs/propose.jsonl").read_text().splitlines()) == 3 and Path("runs/propose.toml").is_file()
+    assert Path("figures/plan.png").stat().st_size > 0
 
 
 def test_a_layout_whose_layer_pass_is_shorter_than_the_host_time_is_marked():
@@ -314,6 +371,42 @@ def test_the_command_refuses_bad_input_in_one_line(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and re.search(message, err), err
+
+
+JOB = ["--model", "llama3-8b", "--gpus", "8", "--accelerator", H100, "--seq-len", "4096", "--global-batch", "8"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--plot", "plan.txt"], r"--plot plan.txt: matplotlib writes no .txt figure; give a path ending .png"),
+    (["--plot", "plan"], r"--plot plan: matplotlib writes no figure without a suffix"),
+    (["--out", "plan.toml"], r"--out plan.toml: its space is written beside it as .toml; give a .jsonl path"),
+    (["--framework", "torchtitan", "--export", "/proc/perfzoo-export"],
+     r"--export /proc/perfzoo-export: cannot write a file there"),
+    (["--plot", "/proc/plan.png"], r"--plot /proc/plan.png: cannot write a file there"),
+])
+def test_every_output_path_is_checked_before_the_plan_runs(capsys, tmp_path, monkeypatch, argv, message):
+    """Nothing is planned (no log line, no predictor fitted) before a path it would write is refused."""
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    assert main([*JOB, *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("key", ["release=abc", "n_params=1"])
+def test_plan_refuses_the_model_keys_predict_refuses_with_its_words(capsys, external, key):
+    """``--set release=abc`` and ``--set n_params=1`` were planned as if not given; both commands share the check."""
+    from perfzoo.predict import main as predict
+
+    assert main([*JOB, "--set", key]) == 2
+    planned = capsys.readouterr().err.strip()
+    assert predict(["--external-dir", str(external), "--set", "model=llama3-8b", "n_gpus=8", f"accelerator={H100}",
+                    "seq_len=4096", "global_batch_size=8", key]) == 2
+    predicted = capsys.readouterr().err.strip()
+    assert len(planned.splitlines()) == 1 and planned.split(": error: ")[1] == predicted.split(": error: ")[1]
+    assert planned.split(": error: ")[1].startswith(key + ":")
 
 
 def test_list_models(capsys):

@@ -158,3 +158,16 @@ def test_a_config_outside_a_file_space_names_the_constraint_and_its_line(tmp_pat
                                f"(constraint 'mode == \"a\" or tp <= n', {path} line 5)")
     with pytest.raises(SpaceError, match=rf"\(constraint 'tp != 2', {path} line 6\)"):
         space.validate({"tp": 2, "mode": "a"})
+
+
+def test_an_unknown_workload_is_named_with_the_known_ones_not_an_internal_key(tmp_path):
+    """``workload = "llm-foo"`` was reported as a missing ``world_size_key``, a name the user never wrote."""
+    from perfzoo import workloads
+
+    path = tmp_path / "space.toml"
+    path.write_text('name = "x"\nworkload = "llm-foo"\n[knobs]\ntp = { values = [1, 2] }\n')
+    with pytest.raises(spaces.SpaceFileError) as info:
+        spaces.get(str(path))
+    assert str(info.value) == (f"{path} line 2: workload = 'llm-foo' is not a workload perfzoo knows; known: "
+                               f"{', '.join(workloads.names())} (register yours with perfzoo.workloads.register)")
+    assert "world_size_key" not in str(info.value) and {"llm", "fsdp", "command"} <= set(workloads.names())

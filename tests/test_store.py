@@ -172,3 +172,26 @@ def test_store_path_that_is_a_file_is_rejected(tmp_path):
         RecordStore(tmp_path / "f")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         RecordStore(tmp_path / "missing", create=False)
+
+
+@pytest.mark.parametrize("newlines", [True, False])
+def test_random_bytes_are_not_a_record_file_rather_than_a_torn_record(tmp_path, newlines, external, capsys):
+    """A file of random bytes named records.jsonl was read as one torn record (skipped, then "holds no
+    job records"); it is no record file at all, whole lines or a single partial one."""
+    import numpy as np
+
+    data = np.random.default_rng(0).bytes(4000)
+    data = data if newlines else data.replace(b"\n", b"")
+    assert not data.lstrip().startswith(b"{")
+    (tmp_path / RECORDS_FILE).write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TornLineWarning)
+        with pytest.raises(StoreError, match=rf"{RECORDS_FILE}: not a perfzoo record file: line 1 \(byte 0\) is no "
+                                             "JSON record, whole or torn; give a record store collect wrote"):
+            RecordStore(tmp_path).records()
+    from perfzoo.plan.cli import main
+
+    assert main(["--model", "llama3-8b", "--gpus", "8", "--accelerator", "H100-SXM-80GB", "--seq-len", "8192",
+                 "--global-batch", "64", "--calibrate", str(tmp_path), "--external-dir", str(external)]) == 2
+    assert capsys.readouterr().err.strip().endswith("is no JSON record, whole or torn; give a record store collect "
+                                                    "wrote (or its records.jsonl), or a runs CSV")

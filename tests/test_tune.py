@@ -280,6 +280,8 @@ def test_run_from_python_returns_the_loop_summary(tmp_path):
     ({"predictor": "nosuch"}, "--predictor 'nosuch' is not 'best' or a zoo member"),
     ({"train_on": "everything"}, "--train-on 'everything': choose one of loop, store"),
     ({"lr": -1.0}, "--lr must be positive"),
+    ({"plot": "frontier.txt"}, "--plot frontier.txt: matplotlib writes no .txt figure"),
+    ({"plot": "/proc/frontier.png"}, "--plot /proc/frontier.png: cannot write"),
 ])
 def test_a_bad_config_field_is_named(fields, message, tmp_path):
     from perfzoo.console import InputError

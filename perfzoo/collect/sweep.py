@@ -31,7 +31,7 @@ from typing import Iterator, Optional
 from harness.command import CommandLauncher, MetricSource
 from harness.environment import capture_hardware, capture_software, hardware_key, relevant_env
 from harness.jobs import JobOutcome, JobSpec, to_record
-from harness.launchers import InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
+from harness.launchers import InFlight, InProcessBatchLauncher, LocalTorchrunLauncher, WarmTorchrunLauncher, worker_env
 from harness.sbatch import SlurmOptions
 from harness.slurm import SlurmError, SlurmLauncher
 from perfzoo import spaces as _spaces
@@ -86,6 +86,8 @@ def run_sweep(config: CollectConfig, space: _spaces.Space, provenance: str) -> i
     if sweep.config.dry_run:
         list_jobs(sweep)
         return 0
+    for line in in_flight(config).end_orphans():  # a collect killed outright (kill -9) left them running
+        print(f"collect: {line}", file=sys.stderr, flush=True)
     tally = Tally(earlier=earlier)
     t0 = time.perf_counter()
     interrupted = store_records(sweep, launch(sweep), store, tally, provenance)
@@ -278,6 +280,11 @@ def list_jobs(sweep: Sweep) -> None:
         print(json.dumps(row))
 
 
+def in_flight(config: CollectConfig) -> InFlight:
+    """Where the ``--out`` store marks the job sessions running (:class:`harness.launchers.InFlight`)."""
+    return InFlight(Path(config.out) / "in-flight")
+
+
 def launch(sweep: Sweep) -> list[tuple[Iterator[JobOutcome], Optional[int]]]:
     """Phase 4: ``(outcomes, threads per job)`` per launcher the jobs go to: the in-process worker
     (its threads), then Slurm, your command, or torchrun (a fresh one per job, or a warm worker);
@@ -286,14 +293,15 @@ def launch(sweep: Sweep) -> list[tuple[Iterator[JobOutcome], Optional[int]]]:
     streams: list[tuple[Iterator[JobOutcome], Optional[int]]] = []
     if sweep.in_process:
         inproc = InProcessBatchLauncher(batch_size=config.batch_size)
+        inproc.in_flight = in_flight(config)
         streams.append((inproc.run_many(sweep.in_process), inproc.threads))
     if sweep.launched and sweep.slurm is not None:
         slurm = SlurmLauncher(sweep.slurm, folder=sweep.slurm.folder or out / "slurm", ledger=out / "slurm-jobs.jsonl")
         streams.append((slurm.run_many(sweep.launched), None))
-    elif sweep.launched and sweep.command is not None:
-        streams.append((CommandLauncher().run_many(sweep.launched), None))
     elif sweep.launched:
-        local = WarmTorchrunLauncher(batch_size=config.batch_size) if config.warm else LocalTorchrunLauncher()
+        local = (CommandLauncher() if sweep.command is not None else
+                 WarmTorchrunLauncher(batch_size=config.batch_size) if config.warm else LocalTorchrunLauncher())
+        local.in_flight = in_flight(config)
         streams.append((local.run_many(sweep.launched), None))
     return streams
 
@@ -356,5 +364,5 @@ def finish(sweep: Sweep, tally: Tally, seconds: float, interrupted: bool) -> int
     return 1
 
 
-__all__ = ["Sweep", "check_request", "check_space", "earlier_records", "finish", "launch", "list_jobs",
+__all__ = ["Sweep", "check_request", "check_space", "earlier_records", "finish", "in_flight", "launch", "list_jobs",
            "open_checked_store", "open_store", "plan_jobs", "run", "run_sweep", "store_records"]

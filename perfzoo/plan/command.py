@@ -16,7 +16,6 @@ Python API
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from typing import Optional
 import pandas as pd
 
 from perfzoo import analytic, frameworks, llmconfig, pricing
-from perfzoo.console import InputError, assignments, check_writable
+from perfzoo.console import InputError, assignments, check_figure, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
 from perfzoo.plan import export, report
@@ -102,6 +101,15 @@ class PlanConfig:
                 raise InputError(f"--export {self.export}: give --framework {'|'.join(frameworks.FRAMEWORKS)}, "
                                  "the framework whose launch lines it writes")
             export.check_folder(self.export)
+            folder = Path(self.export)  # a file must go in it (or beside it, where it is still to be made)
+            check_writable("--export", folder / "rank01.sh" if folder.is_dir() else folder)
+        if self.out is not None and report.space_file(self.out) == Path(self.out):
+            raise InputError(f"--out {self.out}: its space is written beside it as .toml; give a .jsonl path")
+        for flag, path in (("--out", self.out), ("--out", report.space_file(self.out) if self.out else None)):
+            if path is not None:
+                check_writable(flag, path, make_folder=True)  # write_configs makes its folder (runs/)
+        if self.plot is not None:
+            check_figure("--plot", self.plot)
         if self.baseline_from is not None:
             if not Path(self.baseline_from).is_file():
                 raise InputError(f"--baseline-from {self.baseline_from}: no such file")
@@ -127,14 +135,6 @@ class PlanConfig:
         if self.calibrate is not None and not Path(self.calibrate).exists():
             raise InputError(f"--calibrate {self.calibrate}: no such file or folder; give a runs CSV, a "
                              "published-table CSV or a record store")
-        for flag, path in (("--out", self.out), ("--out", report.space_file(self.out) if self.out else None),
-                           ("--plot", self.plot)):
-            if path is not None and (flag != "--out" or Path(path).absolute().parent.is_dir()):
-                check_writable(flag, path)
-            elif path is not None:  # --out runs/propose.jsonl before runs/ exists: plan makes the folder
-                above = next(p for p in Path(path).absolute().parents if p.exists())
-                if not (above.is_dir() and os.access(above, os.W_OK)):
-                    raise InputError(f"{flag} {path}: cannot make its folder under {above}; give a path you can write")
 
     def precisions(self) -> tuple[str, ...]:
         return tuple(p.strip() for p in str(self.precision).split(",") if p.strip())
@@ -206,6 +206,7 @@ def run(config: PlanConfig, log=None) -> PlanResult:
             raise InputError(f"--framework {config.framework} and --set framework={overrides['framework']}: keep one")
         overrides["framework"] = config.framework
     shape, sources = model_keys(config.model, overrides)
+    pricing.check_stated(shape)  # what predict refuses, plan refuses: n_params another shape counts, no release
     export.check(shape, config.precisions(), written=config.export is not None)
     cluster = Cluster(gpus=config.gpus, accelerator=config.accelerator, gpus_per_node=config.nodes_of)
     tables = published_tables(config.external_dir, log)

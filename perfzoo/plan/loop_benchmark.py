@@ -249,7 +249,7 @@ def markdown(rep: dict) -> str:
     2% of the group's best after 0-K runs for each proposer beside random and the zero-shot top k, the
     median runs to 2% and 5%, and the stopping rule's record."""
     K, p = rep["K"], rep["proposer"]
-    names = [(p, "within_2pct_after", f"median_runs_to"), *[(o, f"{o}_within_2pct_after", f"{o}_median_runs_to")
+    names = [(p, "within_2pct_after", "median_runs_to"), *[(o, f"{o}_within_2pct_after", f"{o}_median_runs_to")
                                                             for o in PROPOSERS if o != p],
              ("top k zero-shot", "topk_within_2pct_after", "topk_median_runs_to"),
              ("random", "random_within_2pct_after", "random_median_runs_to")]

@@ -481,7 +481,9 @@ def _baselines(result: Plan, baseline: Optional[tuple[pd.DataFrame, layout_defau
                       for p in pred]).reshape(-1, 3)
     out["gain"], out["gain_low"], out["gain_high"] = gains.T
     out["within_error"] = (gains[:, 1] <= 0) & (gains[:, 2] >= 0)  # an expected gain whose interval holds 0: a tie
-    return out
+    # yours first, then the recipes in the top pick's precision: a gain across precisions is no recipe's to claim
+    order = np.lexsort((out["precision"] != result.layouts["precision"].iloc[0], out["label"] != "your baseline"))
+    return out.iloc[order].reset_index(drop=True)
 
 
 def default_scorer(memory_margin: Optional[float] = None) -> Scorer:

@@ -119,9 +119,14 @@ def table(plan: Plan, k: int = 10) -> str:
             text += f"  {_num(row.get('range_low'))} .. {_num(row.get('range_high'))}"
         return text
 
-    for row in plan.top(k).to_dict("records"):
+    shown = plan.top(k).to_dict("records")
+    for row in shown:
         tied = TIE_MARK if plan.within_error(float(row["predicted_tokens_per_s_per_device"])) else ""
         lines.append(line(f"{row['rank']}{tied}", row))
+    over = [str(row["rank"]) for row in shown if (_plain(row.get("mfu")) or 0.0) > 1.0]
+    if over:  # faster than the device can run: the predictor's error, said, never clipped
+        lines.append(f"! rank {', '.join(over)}: predicted above the accelerator's peak in its precision (MFU over "
+                     "100%), which no run reaches: the predictor is wrong there; measure it before trusting its rank")
     if plan.tie is not None and plan.tie["ranks"] > 1:
         t = plan.tie
         lines.append(f"{TIE_MARK} ranks 1-{t['ranks']:,} are within the predictor's error: each is predicted inside the "
@@ -155,14 +160,14 @@ def table(plan: Plan, k: int = 10) -> str:
             # a baseline outside the plan's space (TP across NVLink domains, say) is no rank among its layouts
             ranks = (f"ranks {rank:,} of {c['scored']:,}" if rank is not None and rank <= c["scored"] else
                      f"slower than all {c['scored']:,} layouts scored (it is not one of them)")
-            if rank is not None and gain is not None:
-                band = (f"80% {row['gain_low']:+.1%} .. {row['gain_high']:+.1%}; predicted {row['predicted_gain']:+.1%} "
-                        "before the winner's curse")
-                verdict = (f"  {ranks}; no measurable gain: the top pick's expected {gain:+.1%} ({band}) is inside the "
-                           "error" if row.get("within_error") else
-                           f"  {ranks}; the top pick is expected {abs(gain):.1%} " + ("faster" if gain >= 0 else "slower")
-                           + f" ({band})")
             precision = row.get("precision")
+            if rank is not None and gain is not None:
+                across = isinstance(precision, str) and precision != best["precision"]
+                same = _same_precision(plan, precision, float(row["predicted_tokens_per_s_per_device"])) if across else ""
+                verdict = f"  {ranks}; {same}" + _gain_text(
+                    "the top pick" + (f" ({best['precision']})" if across else ""),
+                    (gain, row["gain_low"], row["gain_high"]), row["predicted_gain"], bool(row.get("within_error")),
+                    f" vs {precision} recipe, across precisions" if across else "")
             if isinstance(precision, str) and precision not in plan.precisions:
                 verdict += f" (the baseline runs {precision}, which this plan did not search: --precision {precision})"
             measured = _plain(row.get("measured_tokens_per_s_per_device"))
@@ -181,13 +186,39 @@ def table(plan: Plan, k: int = 10) -> str:
                  f"shrunk by {shrinkage.SHRINK:g}, what one chosen as their best is expected to run at (the winner's "
                  "curse, measured on the plan benchmark's groups); a gain over a baseline is given the same way, with "
                  "its 80% interval")
-    lines.append("* MFU: predicted model FLOP/s per GPU over the accelerator's dense bf16 peak, whatever the precision; "
+    lines.append(f"* MFU: predicted model FLOP/s per GPU over the accelerator's dense peak in the layout's own precision "
+                 f"({', '.join(plan.precisions)}: a bf16 layout over the bf16 peak, an fp8 one over the fp8 peak); "
                  "alloc GiB: the predicted peak allocated (what torch.cuda.max_memory_allocated reports); mem GiB: what "
                  "the GPU needs with the allocator's, CUDA context's and NCCL's overheads; free GiB: its memory less that")
     if any(marked):
         lines.append(f"{HOST_MARK} ideal GPU time per layer pass under {1e3 * HOST_PASS_S:.0f} ms: {HOST_PACE}")
     lines.extend(f"note: {n}" for n in plan.notes)
     return "\n".join(lines)
+
+
+def _gain_text(who: str, gain: tuple[float, float, float], predicted: float, tie: bool, vs: str = "") -> str:
+    """What ``who`` is expected to gain (``(gain, low, high)``, net of the winner's curse) over a baseline.
+
+    >>> _gain_text("the top pick", (0.5, 0.2, 0.9), 0.6, False, " vs bf16 recipe, across precisions")
+    "the top pick is expected 50.0% faster vs bf16 recipe, across precisions (80% +20.0% .. +90.0%; predicted +60.0% before the winner's curse)"
+    """
+    band = f"80% {gain[1]:+.1%} .. {gain[2]:+.1%}; predicted {predicted:+.1%} before the winner's curse"
+    if tie:
+        return f"no measurable gain{vs}: {who}'s expected {gain[0]:+.1%} ({band}) is inside the error"
+    return f"{who} is expected {abs(gain[0]):.1%} {'faster' if gain[0] >= 0 else 'slower'}{vs} ({band})"
+
+
+def _same_precision(plan: Plan, precision: str, base: float) -> str:
+    """The plan's best layout in a baseline's own ``precision`` against it (``base``: its predicted
+    tokens/s per GPU), said before a gain across precisions; empty where the plan searched none."""
+    lay = plan.layouts[plan.layouts["precision"] == precision]
+    if lay.empty or not base > 0:
+        return ""
+    row = lay.iloc[0]
+    pick = float(row["predicted_tokens_per_s_per_device"])
+    gain = shrinkage.gain(pick, base)
+    return _gain_text(f"the best {precision} layout (rank {int(row['rank']):,}, {layout_text(row.to_dict())})", gain,
+                      pick / base - 1.0, gain[1] <= 0 <= gain[2], " in the same precision") + "; "
 
 
 def explain(plan: Plan, rank: int = 1) -> list[str]:

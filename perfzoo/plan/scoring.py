@@ -37,6 +37,7 @@ import pandas as pd
 from perfzoo import llmconfig, zoo
 from perfzoo.analytic.memory import MemoryRule
 from perfzoo.records.columns import Columns
+from perfzoo.records.vocabulary import precision_format
 from perfzoo.search.objective import Model
 from perfzoo.zoo.analytic_features import estimates, host_paced, n_devices
 from perfzoo.zoo.base import input_columns
@@ -149,19 +150,29 @@ class Scorer:
         out["predicted_tokens_per_s"] = per_dev * n
         with np.errstate(divide="ignore", invalid="ignore"):
             out["step_time_s"] = out["tokens_per_step"].to_numpy() / out["predicted_tokens_per_s"].to_numpy()
-        out["mfu"] = per_dev * out["flops_per_token"].to_numpy() / bf16_peak(frame)
+        out["mfu"] = per_dev * out["flops_per_token"].to_numpy() / precision_peak(frame)
         if std is not None:
             out["range_low"] = per_dev - 2.0 * std
             out["range_high"] = per_dev + 2.0 * std
         return out
 
 
-def bf16_peak(frame: pd.DataFrame) -> np.ndarray:
-    """Each layout's accelerator's dense bf16 peak FLOP/s: MFU is quoted against it whatever the
-    precision, as torchtitan and NVIDIA quote it."""
-    names = frame["hardware.accelerator"].astype(str)
-    peaks = {name: (llmconfig.accelerator_spec(name).flops("bf16") or np.nan) for name in names.unique()}
-    return names.map(peaks).to_numpy(dtype=float)
+def precision_peak(frame: pd.DataFrame) -> np.ndarray:
+    """Each layout's accelerator's dense peak FLOP/s in the layout's own precision
+    (``config.precision``; bf16 where it gives none): MFU is quoted against it, as NVIDIA's recipes
+    quote it (an FP8 layout over the FP8 peak), so an FP8 layout's MFU is never over its BF16 share.
+
+    >>> frame = pd.DataFrame({"hardware.accelerator": ["H100-SXM-80GB"] * 2, "config.precision": ["bf16", "fp8"]})
+    >>> (precision_peak(frame) / 1e12).round().tolist()
+    [989.0, 1979.0]
+    """
+    n = len(frame)
+    names = np.broadcast_to(np.asarray(frame["hardware.accelerator"].astype(str), dtype=object), n)
+    stated = frame["config.precision"] if "config.precision" in frame else pd.Series(["bf16"])
+    formats = np.broadcast_to(np.asarray(stated.map(precision_format), dtype=object), n)
+    peaks = {(name, fmt): (llmconfig.accelerator_spec(name).peak(fmt) or np.nan)
+             for name, fmt in set(zip(names, formats))}
+    return np.fromiter((peaks[pair] for pair in zip(names, formats)), dtype=float, count=n)
 
 
-__all__ = ["Scorer", "bf16_peak"]
+__all__ = ["Scorer", "precision_peak"]

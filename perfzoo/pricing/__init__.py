@@ -11,9 +11,9 @@ layout checks -> predictor -> extrapolation and interval -> anchoring).
 =================  =================================================================================
 """
 
-from perfzoo.pricing.pipeline import as_frame, completed_configs, interval, is_llm, price, screen
+from perfzoo.pricing.pipeline import as_frame, check_stated, completed_configs, interval, is_llm, price, screen
 from perfzoo.pricing.predictors import (FALLBACK, PUBLISHED, Resolved, check_dataset, check_spec, refit_without,
                                         resolve, shipped_member)
 
-__all__ = ["FALLBACK", "PUBLISHED", "Resolved", "as_frame", "check_dataset", "check_spec", "completed_configs", "interval",
+__all__ = ["FALLBACK", "PUBLISHED", "Resolved", "as_frame", "check_dataset", "check_spec", "check_stated", "completed_configs", "interval",
            "is_llm", "price", "refit_without", "resolve", "screen", "shipped_member"]

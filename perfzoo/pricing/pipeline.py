@@ -62,6 +62,21 @@ def is_llm(training: Dataset) -> bool:
     return found == {"llm"}
 
 
+def check_stated(cfg: dict) -> None:
+    """A :class:`~perfzoo.console.InputError` where a checked LLM config states what it cannot be:
+    ``n_params`` another shape counts (:func:`perfzoo.llmconfig.shape_report.check_stated_size`) or
+    a ``release`` that is no release (:func:`perfzoo.datasets.drift.check_release`); ``predict``
+    and ``plan`` refuse such a config alike.
+
+    >>> check_stated({"release": "abc"})
+    Traceback (most recent call last):
+    ...
+    perfzoo.console.InputError: release=abc: not a release; give its date as YYYY-MM (2026-06) or a container's YY.MM (25.04)
+    """
+    shape_report.check_stated_size(cfg)
+    check_release(cfg.get("release"))
+
+
 def completed_configs(configs: Sequence[dict], training: Dataset,
                       rule: MemoryRule = MemoryRule()) -> list[layout_defaults.Completed]:
     """The configs to price, checked: for LLM data each through the front door
@@ -84,7 +99,7 @@ def completed_configs(configs: Sequence[dict], training: Dataset,
     for i, cfg in enumerate(configs, 1):
         try:
             checked = llmconfig.check(cfg)
-            shape_report.check_stated_size(checked)
+            check_stated(checked)
             out.append(layout_defaults.complete(checked, rule))
         except (llmconfig.ConfigError, ValueError) as exc:
             raise llmconfig.ConfigError(f"config {i}: {exc}" if len(configs) > 1 else str(exc)) from None
@@ -151,9 +166,7 @@ def price(configs: Sequence[dict], resolved: Resolved, memory_margin: Optional[f
     rule = MemoryRule(memory_margin)
     done = completed_configs(raw, training, rule)
     configs = [d.config for d in done]
-    releases = [cfg.pop("release", None) for cfg in configs]  # the software, not a knob the predictor reads
-    for release in releases:
-        check_release(release)
+    releases = [cfg.pop("release", None) for cfg in configs]  # the software (checked), not a knob the predictor reads
     frame = as_frame(configs)
     cols = input_columns(predictor) or list(training.feature_columns)
     unknown = [c for c in cols if c not in frame.columns]
@@ -230,4 +243,4 @@ def _notes(out: pd.DataFrame, frame: pd.DataFrame, done: Sequence[layout_default
                        for cfg, release in zip(configs, releases)]
 
 
-__all__ = ["BREAKDOWN", "as_frame", "completed_configs", "interval", "is_llm", "launch_bound", "price", "screen"]
+__all__ = ["BREAKDOWN", "as_frame", "check_stated", "completed_configs", "interval", "is_llm", "launch_bound", "price", "screen"]

@@ -50,6 +50,22 @@ TORN_FILE = "torn-lines.jsonl"
 LOCK_FILE = ".lock"
 
 
+def _record_start(raw: bytes, partial: bool) -> bool:
+    """Whether ``raw`` could be a line a writer of records began: UTF-8 text (a partial line may end
+    inside a character) opening a JSON object. Random bytes, a binary file or another format cannot.
+
+    >>> _record_start(b'{"job_id": "a', partial=True), _record_start(b"\\x89PNG\\r", partial=True)
+    (True, False)
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if not (partial and exc.reason == "unexpected end of data"):
+            return False
+        text = raw[:exc.start].decode("utf-8")
+    return text.lstrip().startswith("{") or (partial and not text.strip())
+
+
 class StoreError(RecordError):
     """The store holds a line that is not a valid record and was not left by a crash."""
 
@@ -131,6 +147,10 @@ class RecordStore:
                 continue  # a torn line in the torn log itself: only its own last line can be
         return offsets
 
+    def _foreign(self, line_no: int, offset: int) -> str:
+        return (f"{self.file}: not a perfzoo record file: line {line_no} (byte {offset}) is no JSON record, whole or "
+                "torn; give a record store collect wrote (or its records.jsonl), or a runs CSV")
+
     def _refresh(self) -> tuple[int, int] | None:
         """Parse lines appended since the last call. Returns (line, offset) of a torn tail."""
         if not self.file.exists():
@@ -144,6 +164,8 @@ class RecordStore:
             end = data.find(b"\n", pos)
             if end < 0:  # a partial last line: a writer crashed, or is mid-write without the lock
                 line_no, offset = self._lines + 1, self._offset + pos
+                if not _record_start(data[pos:], partial=True):
+                    raise StoreError(self._foreign(line_no, offset))
                 _warn_once(self.file, offset, f"{self.file}: line {line_no} (byte {offset}) is a torn "
                            "partial record left by an interrupted writer; skipped")
                 self._offset += pos
@@ -165,6 +187,8 @@ class RecordStore:
                     continue
                 if "newer perfzoo" in str(exc):
                     raise StoreError(f"{exc} to read this store") from None
+                if offset == 0 and not _record_start(raw, partial=False):
+                    raise StoreError(self._foreign(self._lines, offset)) from None  # its first line: no store at all
                 raise StoreError(
                     f"{exc} -- the store is damaged at this line; perfzoo never edits stored "
                     "records: move the line out by hand (or restore the file) and read again"

@@ -55,6 +55,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from perfzoo import workloads
 from perfzoo.spaces._base import Categorical, Constraint, Dimension, Integer, Space, SpaceError, SteppedFloat, names
 
 Value = Union[bool, int, float, str, None]
@@ -365,6 +366,10 @@ def load(path: Union[str, Path]) -> FileSpace:
         raise lines.error(lines.key_line("constraints"), "constraints must be a list of strings, "
                                                          "e.g. constraints = [\"tp <= world_size\"]")
     constraints = [_constraint(c, known - set(derived_table), lines) for c in raw_constraints]
+    workload = data.get("workload", "command")
+    if isinstance(workload, str) and workload not in workloads.names():  # said before the keys it would need
+        raise lines.error(lines.key_line("workload"), f"workload = '{workload}' is not a workload perfzoo knows; known: "
+                                                      f"{', '.join(workloads.names())} (register yours with perfzoo.workloads.register)")
     wkey = data.get("world_size_key", "world_size")
     if wkey not in set(knobs) | set(constants):
         raise lines.error(lines.key_line("world_size_key") if "world_size_key" in data else 1,
