@@ -547,3 +547,13 @@ def test_a_virtual_split_neither_framework_takes_is_refused_before_ranking():
     with pytest.raises(SpaceError, match=r"knob 'vp' = 4 is not allowed; allowed values are \[1\]"):
         space.validate(knobs)  # 61 layers: no pp of 2,048 GPUs takes virtual stages (it exported an uncheckable line)
     assert space.validate({**knobs, "vp": 1})["pp"] == 8
+
+
+def test_a_torchtitan_toml_with_a_word_for_a_degree_names_the_value_not_what_is_missing(tmp_path, capsys):
+    """``tensor_parallel_degree = "banana"`` in an older torchtitan TOML (no local_batch_size either): the
+    one line names the bad value first (it listed the missing batch size and then failed on int())."""
+    path = tmp_path / "job.toml"
+    path.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[parallelism]\ntensor_parallel_degree = "banana"\n')
+    assert main(["--baseline-from", str(path), "--accelerator", H100, "--gpus", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "tensor_parallel_degree = 'banana' is not an integer" in err, err

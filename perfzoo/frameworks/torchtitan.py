@@ -285,6 +285,12 @@ def _read_config(cfg: Any, args: Sequence[str], source: str) -> Baseline:
     return baseline.settle(len(layers.layers) if layers is not None and hasattr(layers, "layers") else None)
 
 
+INTEGER_KEYS = frozenset({"tensor_parallel_degree", "pipeline_parallel_degree", "context_parallel_degree",
+                          "expert_parallel_degree", "expert_tensor_parallel_degree", "data_parallel_shard_degree",
+                          "data_parallel_replicate_degree", "pipeline_parallel_microbatch_size",
+                          "local_batch_size", "batch_size", "global_batch_size", "seq_len"})
+
+
 def read_toml(data: Mapping[str, Any], source: str) -> Baseline:
     """An older torchtitan release's TOML job file (0.1-0.2: ``[model] name/flavor``,
     ``[training]``, ``[parallelism]`` (0.1: degrees in ``[training]``), ``[activation_checkpoint]
@@ -301,6 +307,10 @@ def read_toml(data: Mapping[str, Any], source: str) -> Baseline:
         notes.append(f"{source}: {key} not given: torchtitan's default {default}")
         return default
 
+    for table in (training, par, data.get("experimental", {})):  # a bad value named before what is missing
+        for key, value in table.items():
+            if key in INTEGER_KEYS and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ExportError(f"{source}: {key} = {value!r} is not an integer: give a whole number")
     local = training.get("local_batch_size", training.get("batch_size"))
     if local is None:
         raise ExportError(f"{source}: [training] gives no local_batch_size (or batch_size): add it")
