@@ -189,14 +189,16 @@ def megatron_parser():
     for flag in ("--recompute-granularity", "--recompute-method", "--data-parallel-sharding-strategy", "--fp8-format",
                  "--pipeline-model-parallel-layout",
                  "--normalization", "--position-embedding-type", "--tokenizer-type", "--moe-token-dispatcher-type",
-                 "--lr", "--moe-layer-freq"):
+                 "--lr", "--moe-layer-freq", "--moe-flex-dispatcher-backend", "--ckpt-format", "--fp8-recipe",
+                 "--window-size", "--window-attn-skip-freq"):
         p.add_argument(flag)
     for flag in ("--group-query-attention", "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
                  "--bf16", "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--mock-data",
                  "--moe-grouped-gemm", "--account-for-embedding-in-pipeline-split",
                  "--account-for-loss-in-pipeline-split",
-                 "--multi-latent-attention", "--overlap-grad-reduce", "--overlap-param-gather"):
+                 "--multi-latent-attention", "--overlap-grad-reduce", "--overlap-param-gather", "--moe-permute-fusion"):
         p.add_argument(flag, action="store_true")
+    p.add_argument("--recompute-modules", nargs="+")
     return p
 
 
@@ -225,7 +227,7 @@ def test_megatron_lm_arguments_hold_the_planned_layout(megatron_plan):
         assert a.use_megatron_fsdp == (c["fsdp"] in ("full_shard", "shard_grad_op"))
         # what the pricing assumes: DP traffic under the kernels, experts not tensor-parallel (Megatron's default is TP)
         assert a.overlap_grad_reduce == a.overlap_param_gather == (c["dp"] * c["cp"] > 1)
-        assert a.expert_tensor_parallel_size == 1
+        assert a.expert_tensor_parallel_size == c["etp"]
         assert a.bf16 and (a.fp8_format == "hybrid") == (c["precision"] == "fp8")
         assert (a.num_layers, a.hidden_size, a.num_experts, a.moe_router_topk, a.moe_ffn_hidden_size) == (
             48, 2048, 128, 8, 768)
@@ -240,7 +242,11 @@ BRIDGE_FIELDS = {
     "model": {"tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
               "pipeline_model_parallel_layout",
               "context_parallel_size", "expert_model_parallel_size", "sequence_parallel", "seq_length",
-              "recompute_granularity", "recompute_method", "recompute_num_layers", "tp_comm_overlap"},
+              "recompute_granularity", "recompute_method", "recompute_num_layers", "tp_comm_overlap",
+              # an MoE layout's (megatron-core 0.16's TransformerConfig)
+              "expert_tensor_parallel_size", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend",
+              "moe_grouped_gemm", "moe_permute_fusion", "moe_expert_capacity_factor", "recompute_modules"},
+    "checkpoint": {"ckpt_format"},
     "train": {"micro_batch_size", "global_batch_size"}, "dataset": {"sequence_length"},
     "ddp": {"use_distributed_optimizer", "use_megatron_fsdp", "data_parallel_sharding_strategy",
             "grad_reduce_in_fp32"},

@@ -19,9 +19,14 @@ The layout (flags of Megatron-LM's ``megatron/training/arguments.py``):
   / ``shard_grad_op`` Megatron-FSDP (``--use-megatron-fsdp --data-parallel-sharding-strategy
   optim_grads_params`` / ``optim_grads``); with more than one data-parallel rank
   ``--overlap-grad-reduce --overlap-param-gather`` (the cost model hides that traffic under the kernels);
-* MoE: ``--expert-tensor-parallel-size`` as priced (1 unless the layout says; Megatron's default is
-  the TP degree), ``--mtp-num-layers`` where the model has MTP blocks (DeepSeek-V3: 1);
-* precision: ``--bf16``, with ``--fp8-format hybrid`` for FP8.
+* MoE (:func:`moe_arguments`): ``--expert-tensor-parallel-size`` as priced (1 unless the layout says;
+  Megatron's default is the TP degree), the dispatcher (``--moe-token-dispatcher-type``, flex with its
+  ``--moe-flex-dispatcher-backend``), ``--moe-grouped-gemm --moe-permute-fusion``, the MoE modules a
+  selective recompute adds (``--recompute-modules``), ``--mtp-num-layers`` where the model has MTP blocks
+  (DeepSeek-V3: 1); sliding windows as ``--window-size`` and ``--window-attn-skip-freq`` (GPT-OSS);
+* Megatron-FSDP saves ``--ckpt-format fsdp_dtensor``; :func:`environment` sets the
+  ``CUDA_DEVICE_MAX_CONNECTIONS`` Megatron-LM asserts for the layout (written as an ``export`` line);
+* precision: ``--bf16``, with ``--fp8-format hybrid --fp8-recipe tensorwise`` for FP8.
 
 The written line trains on ``--mock-data`` with the ``NullTokenizer`` of the model's vocabulary,
 so it runs as it is; put your data and tokenizer flags in their place. Reading a user's list
@@ -275,7 +280,9 @@ VALUE_FLAGS = {"--tensor-model-parallel-size": int, "--pipeline-model-parallel-s
                "--data-parallel-sharding-strategy": str, "--fp8-format": str, "--num-layers": int,
                "--hidden-size": int, "--ffn-hidden-size": int, "--num-attention-heads": int,
                "--num-query-groups": int, "--kv-channels": int, "--num-experts": int, "--moe-router-topk": int,
-               "--moe-ffn-hidden-size": int, "--vocab-size": int, "--pipeline-model-parallel-layout": str}
+               "--moe-ffn-hidden-size": int, "--vocab-size": int, "--pipeline-model-parallel-layout": str,
+               "--expert-tensor-parallel-size": int, "--moe-token-dispatcher-type": str,
+               "--moe-flex-dispatcher-backend": str}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -305,6 +312,11 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
     tp, pp = a.tensor_model_parallel_size or 1, a.pipeline_model_parallel_size or 1
     layout = {"tp": tp, "pp": pp, "cp": a.context_parallel_size or 1, "ep": a.expert_model_parallel_size or 1,
               "micro_batch_size": a.micro_batch_size, "vp": 1}
+    if (a.num_experts or 0) > 1:  # Megatron's defaults: expert TP the TP degree, the all-gather dispatcher
+        layout["etp"] = a.expert_tensor_parallel_size or tp
+        flex = {"hybridep": "flex", "deepep": "deepep", None: "deepep"}.get(a.moe_flex_dispatcher_backend, "flex")
+        layout["moe_dispatcher"] = flex if a.moe_token_dispatcher_type == "flex" else (
+            a.moe_token_dispatcher_type or "allgather")
     if a.pipeline_model_parallel_layout:  # its stages in model order, pp of them a virtual stage
         layout["vp"] = max(1, len(_unrolled(a.pipeline_model_parallel_layout).split("|")) // pp)
     elif a.virtual_pipeline_model_parallel_size:
