@@ -86,8 +86,7 @@ def test_moe_dispatcher_and_recompute_are_config_keys_each_framework_refuses_as_
     assert llmconfig.KEYS["moe_dispatcher"].choices == frameworks._base.DISPATCHERS
     titan, megatron = frameworks.get("torchtitan"), frameworks.get("megatron-lm")
     assert titan.refuses({"moe_dispatcher": "allgather"}) == (
-        "moe_dispatcher=allgather under framework=torchtitan: its MoE token dispatchers; give moe_dispatcher=alltoall "
-        "or deepep")
+        "moe_dispatcher=allgather under framework=torchtitan: its MoE token dispatchers; give moe_dispatcher=alltoall")
     assert megatron.refuses({"moe_dispatcher": "allgather"}) is None
     assert "takes no MoE modules" in titan.refuses({"moe_recompute": "moe_act", "activation_checkpointing": "selective"})
     assert "etp=1" in titan.refuses({"etp": 2})
@@ -114,7 +113,7 @@ def test_a_moe_plan_enumerates_etp_dispatchers_and_recompute_dropless_unless_all
                     token_drop=True)
     d = dropping.layouts
     assert set(d["moe_token_drop"]) == {False, True} and set(d["etp"]) == {1}
-    assert set(d["moe_dispatcher"]) == {"alltoall", "deepep"} and set(d["moe_recompute"]) == {"none"}
+    assert set(d["moe_dispatcher"]) == {"alltoall"} and set(d["moe_recompute"]) == {"none"}
 
 
 def test_a_dense_plan_keeps_its_layouts():
