@@ -10,6 +10,7 @@ d98e8a64ddf34856e74b24714e3bedb2f5a39553 (``megatron/training/arguments.py`` ``v
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from megatron_rules import accelerator_arch, parse, violations
@@ -20,6 +21,7 @@ from perfzoo.plan import Cluster, export, plan
 from perfzoo.plan.layouts import PlanError
 from perfzoo.plan.scoring import Scorer
 from perfzoo.search import Formula
+from perfzoo.zoo.targets import analytic_log_throughput
 
 H100 = "H100-SXM-80GB"
 NO_TORCHTITAN = "torchtitan is not installed: install the test extra, pip install -e \".[test]\""
@@ -211,3 +213,31 @@ def test_a_torchtitan_405b_bf16_export_is_refused_because_its_line_cannot_turn_f
     assert "Suppress" in hint
     with pytest.raises(frameworks.ExportError, match="cannot take the converter off"):
         export.check(catalog.get("llama3.1-405b") | {"framework": "torchtitan"}, ("bf16",), written=True)
+
+
+def test_a_pick_leaving_an_ep_recipe_names_the_priced_terms_it_is_faster_by():
+    """A top pick predicted more than 10% faster than a published EP recipe it leaves names the analytic terms
+    that are shorter in it, each the difference of the two layouts' analytic steps; the first line says dropless."""
+    from perfzoo import analytic
+    from perfzoo.plan import gains, report
+    from perfzoo.plan.planner import baseline_frame
+
+    knobs = {"tp": 1, "pp": 1, "vp": 1, "cp": 1, "ep": 16, "micro_batch_size": 1, "activation_checkpointing": "full",
+             "fsdp": "zero1", "precision": "bf16", "moe_dispatcher": "alltoall"}
+    published = pd.DataFrame([{**{f"config.{k}": v for k, v in knobs.items()}, "label": "a recipe",
+                               "measured_tokens_per_s_per_device": 1000.0, "config.framework": "megatron-lm"}])
+    fewer_experts_apart = Scorer(Formula(lambda X: np.exp(analytic_log_throughput(X, True))
+                                         / X["config.ep"].to_numpy(dtype=float) ** 2))
+    cluster = Cluster(gpus=16, accelerator=H100)
+    p = plan("qwen3-30b-a3b", cluster, seq_len=4096, global_batch=256, framework="megatron-lm",
+             scorer=fewer_experts_apart, published=published)
+    assert p.layouts["ep"].iloc[0] == 1 and p.baselines["predicted_gain"].iloc[0] > gains.GAIN
+    note = gains.faster_by(p)[0]
+    assert note.startswith("the top pick leaves its EP 16 for a predicted +") and ": priced faster by " in note
+    pick = pd.DataFrame([{**llmconfig.as_columns(p.configs(1)[0]), **cluster.hardware()}])
+    recipe = baseline_frame(p.model, cluster, 4096, 256, knobs, "bf16", p.scorer.rule, refuse=False)[0]  # as priced
+    saved = float(analytic.estimate(recipe)["ep_time_s"].iloc[0] - analytic.estimate(pick)["ep_time_s"].iloc[0])
+    assert f"EP dispatch and combine {saved:.2f} s less" in note
+    assert report.moe_note(p) == "; MoE: dropless (token dropping only with --allow-token-drop)"
+    p.baselines["faster_by"] = gains.faster_by(p)
+    assert note in report.table(p)
