@@ -218,9 +218,9 @@ def moe_rule(c: dict, cluster: Cluster, dispatchers: Sequence[str]) -> Optional[
     expert rank order, inside one host, one NVLink domain, or across domains); MoE modules are recomputed by
     selective checkpointing.
 
-    >>> moe_rule({"tp": 2, "pp": 1, "cp": 1, "ep": 8, "etp": 2, "moe_dispatcher": "alltoall", "moe_recompute": "none",
+    >>> moe_rule({"tp": 2, "pp": 2, "cp": 1, "ep": 4, "etp": 2, "moe_dispatcher": "alltoall", "moe_recompute": "none",
     ...           "activation_checkpointing": "none"}, Cluster(8, "H100-SXM-80GB"), ("alltoall",))
-    'ep x etp = 16 does not divide tp x dp x cp = 8'
+    'ep x etp = 8 does not divide tp x dp x cp = 4'
     """
     gpus = cluster.gpus
     etp = c.get("etp", 1)
