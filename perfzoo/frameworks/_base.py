@@ -117,6 +117,7 @@ class Runs:
     dispatchers: tuple[str, ...] = DISPATCHERS
     moe_recompute: Optional[tuple[str, ...]] = None  # the MoE modules its selective recompute takes (None: any)
     expert_tp: bool = True  # experts may be tensor-parallel over etp ranks of their own
+    token_drop: bool = True  # its launch line may drop tokens over an expert's capacity (else dropless only)
     partial_microbatches: bool = False  # a rank's batch cut into micro-batches of the given size, the last partial
 
 
@@ -282,6 +283,9 @@ class Framework:
         if etp > 1 and not self.runs.expert_tp:
             return (f"etp={etp}{where}: its experts are not tensor-parallel (expert parallelism borrows the tensor "
                     "and data-parallel ranks); give etp=1")
+        if str(config.get("moe_token_drop")).lower() in ("true", "1") and not self.runs.token_drop:
+            return (f"moe_token_drop=true{where}: its MoE layers run dropless (no capacity factor on its line); give "
+                    "moe_token_drop=false")
         why = self.recomputes(config.get("moe_recompute"), config.get("activation_checkpointing"))
         if why:
             return f"moe_recompute={config['moe_recompute']}{where}: {why}"

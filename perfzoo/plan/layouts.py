@@ -206,7 +206,8 @@ def moe_dimensions(model: dict, framework: frameworks.Framework, tps: Sequence[i
     dims = [Categorical("etp", "expert tensor-parallel degree", choices=tuple(etps)),
             Categorical("moe_dispatcher", "MoE token dispatcher", choices=tuple(runs.dispatchers)),
             Categorical("moe_recompute", "MoE modules recomputed", choices=tuple(modules))]
-    return dims + [Categorical("moe_token_drop", "tokens over capacity dropped", choices=(False, True))] * token_drop
+    dropping = token_drop and runs.token_drop  # a framework whose line runs dropless only keeps to that
+    return dims + [Categorical("moe_token_drop", "tokens over capacity dropped", choices=(False, True))] * dropping
 
 
 def moe_rule(c: dict, cluster: Cluster, dispatchers: Sequence[str]) -> Optional[str]:
@@ -307,7 +308,7 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     constants = {k: v for k, v in model.items() if k not in llmconfig.HARDWARE_KEYS and k not in LAYOUT_KNOBS
                  and k not in DERIVED_KNOBS and k not in MOE_KNOBS}
     constants.update(seq_len=int(seq_len), global_batch_size=int(global_batch), n_gpus=N)
-    if E > 1 and not token_drop:
+    if E > 1 and not (token_drop and framework.runs.token_drop):
         constants["moe_token_drop"] = False  # dropless: the model's maths as trained
     name = constants.get("model_name", "model")
     return Space(

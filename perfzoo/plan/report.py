@@ -97,8 +97,11 @@ def moe_note(plan: Plan) -> str:
     names = {d.name for d in plan.space.dimensions}
     if "moe_dispatcher" not in names:
         return ""
-    return ("; MoE: layouts may drop tokens over an expert's capacity (--allow-token-drop: it changes the model's "
-            "maths)" if "moe_token_drop" in names else "; MoE: dropless (token dropping only with --allow-token-drop)")
+    if "moe_token_drop" in names:
+        return "; MoE: layouts may drop tokens over an expert's capacity (--allow-token-drop: it changes the model's maths)"
+    only = not frameworks.get(plan.model.get("framework")).runs.token_drop
+    return "; MoE: dropless" + (" (its launch line runs no other)" if only else
+                                " (token dropping only with --allow-token-drop)")
 
 
 def table(plan: Plan, k: int = 10) -> str:
