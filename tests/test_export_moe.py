@@ -136,7 +136,7 @@ def test_every_moe_and_hybrid_model_plans_and_exports(name):
     for gpus in (64, 256, 1024):
         cluster = Cluster(gpus=gpus, accelerator=H100)
         try:
-            p = plan(name, cluster, seq_len=4096, global_batch=1024, framework="megatron-lm", scorer=toy())
+            p = plan(name, cluster, seq_len=4096, global_batch=256, framework="megatron-lm", scorer=toy())
             break
         except PlanError as exc:
             assert "fits in none" in str(exc)
@@ -152,7 +152,7 @@ def test_every_moe_and_hybrid_model_plans_and_exports(name):
         megatron_ok(p, cluster, picked)
     if name in torchtitan.CONFIGS and torchtitan.CONFIGS[name][1] is not None:
         manager = pytest.importorskip("torchtitan.config", reason=NO_TORCHTITAN).ConfigManager
-        t = plan(name, cluster, seq_len=4096, global_batch=1024, framework="torchtitan", scorer=toy())
+        t = plan(name, cluster, seq_len=4096, global_batch=256, framework="torchtitan", scorer=toy())
         fw = frameworks.writer("torchtitan")
         picked = diverse(t, 400)
         for c, text in zip(picked, scripts(fw, picked, cluster)):
