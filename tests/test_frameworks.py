@@ -189,14 +189,16 @@ def megatron_parser():
     for flag in ("--recompute-granularity", "--recompute-method", "--data-parallel-sharding-strategy", "--fp8-format",
                  "--pipeline-model-parallel-layout",
                  "--normalization", "--position-embedding-type", "--tokenizer-type", "--moe-token-dispatcher-type",
-                 "--lr", "--moe-layer-freq"):
+                 "--lr", "--moe-layer-freq", "--moe-flex-dispatcher-backend", "--ckpt-format", "--fp8-recipe",
+                 "--window-size", "--window-attn-skip-freq"):
         p.add_argument(flag)
     for flag in ("--group-query-attention", "--sequence-parallel", "--use-distributed-optimizer", "--use-megatron-fsdp",
                  "--bf16", "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--mock-data",
                  "--moe-grouped-gemm", "--account-for-embedding-in-pipeline-split",
                  "--account-for-loss-in-pipeline-split",
-                 "--multi-latent-attention", "--overlap-grad-reduce", "--overlap-param-gather"):
+                 "--multi-latent-attention", "--overlap-grad-reduce", "--overlap-param-gather", "--moe-permute-fusion"):
         p.add_argument(flag, action="store_true")
+    p.add_argument("--recompute-modules", nargs="+")
     return p
 
 
@@ -225,7 +227,7 @@ def test_megatron_lm_arguments_hold_the_planned_layout(megatron_plan):
         assert a.use_megatron_fsdp == (c["fsdp"] in ("full_shard", "shard_grad_op"))
         # what the pricing assumes: DP traffic under the kernels, experts not tensor-parallel (Megatron's default is TP)
         assert a.overlap_grad_reduce == a.overlap_param_gather == (c["dp"] * c["cp"] > 1)
-        assert a.expert_tensor_parallel_size == 1
+        assert a.expert_tensor_parallel_size == c["etp"]
         assert a.bf16 and (a.fp8_format == "hybrid") == (c["precision"] == "fp8")
         assert (a.num_layers, a.hidden_size, a.num_experts, a.moe_router_topk, a.moe_ffn_hidden_size) == (
             48, 2048, 128, 8, 768)
@@ -240,7 +242,11 @@ BRIDGE_FIELDS = {
     "model": {"tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
               "pipeline_model_parallel_layout",
               "context_parallel_size", "expert_model_parallel_size", "sequence_parallel", "seq_length",
-              "recompute_granularity", "recompute_method", "recompute_num_layers", "tp_comm_overlap"},
+              "recompute_granularity", "recompute_method", "recompute_num_layers", "tp_comm_overlap",
+              # an MoE layout's (megatron-core 0.16's TransformerConfig)
+              "expert_tensor_parallel_size", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend",
+              "moe_grouped_gemm", "moe_permute_fusion", "moe_expert_capacity_factor", "recompute_modules"},
+    "checkpoint": {"ckpt_format"},
     "train": {"micro_batch_size", "global_batch_size"}, "dataset": {"sequence_length"},
     "ddp": {"use_distributed_optimizer", "use_megatron_fsdp", "data_parallel_sharding_strategy",
             "grad_reduce_in_fp32"},
@@ -348,7 +354,7 @@ def test_export_writes_the_top_layouts_as_scripts_and_refuses_an_old_export(tmp_
     (["--framework", "torchtitan", "--export", "{tmp}/x", "--precision", "bf16,fp8"],
      "no float8 config of llama3-8b"),
     (["--framework", "torchtitan", "--export", "{tmp}/x", "--model", "llama3.1-405b"],  # a bf16 plan, an FP8 preset
-     r"one config of llama3.1-405b \(llama3_405b\) turns Float8 on, so a bf16 plan would launch an FP8 run"),
+     r"one config of llama3.1-405b \(llama3_405b\) builds its model with the Float8 converter, .* so a bf16 plan would launch an FP8 run"),
     (["--framework", "megatron-bridge", "--export", "{tmp}/x", "--set", "n_layers=12", "hidden_dim=1024", "n_heads=16",
       "vocab_size=32000", "model_name=mine"], "Megatron-Bridge takes the model from a recipe"),
     (["--framework", "torchtitan", "--set", "framework=nemo"], "--framework torchtitan and --set framework=nemo"),
@@ -543,7 +549,7 @@ def test_a_virtual_split_neither_framework_takes_is_refused_before_ranking():
     space = layout_space(catalog.get("deepseek-v3"), Cluster(gpus=2048, accelerator=H100), seq_len=4096,
                          global_batch=8192, precisions=("bf16",))
     knobs = {"tp": 4, "pp": 8, "vp": 4, "cp": 1, "ep": 32, "micro_batch_size": 1, "activation_checkpointing": "none",
-             "fsdp": "zero1", "precision": "bf16"}
+             "fsdp": "zero1", "precision": "bf16", "etp": 1, "moe_dispatcher": "deepep", "moe_recompute": "none"}
     with pytest.raises(SpaceError, match=r"knob 'vp' = 4 is not allowed; allowed values are \[1\]"):
         space.validate(knobs)  # 61 layers: no pp of 2,048 GPUs takes virtual stages (it exported an uncheckable line)
     assert space.validate({**knobs, "vp": 1})["pp"] == 8

@@ -143,7 +143,7 @@ def test_a_torchtitan_plan_holds_no_split_its_exporter_refuses(tmp_path):
     assert 32 in generic.dimension("pp").values and 32 not in titan.dimension("pp").values
     assert "zero1" not in titan.dimension("fsdp").values
     with pytest.raises(SpaceError, match="'pp' = 32 is not allowed"):
-        titan.validate({"tp": 4, "pp": 32, "vp": 1, "cp": 1, "ep": 8, "micro_batch_size": 1,
+        titan.validate({"tp": 4, "pp": 32, "vp": 1, "cp": 1, "ep": 8, "micro_batch_size": 1, **MOE,
                         "activation_checkpointing": "full", "fsdp": "full_shard", "precision": "bf16"})
     # a plan of no framework ranks zero1 layouts after the sharded ones: written as torchtitan's, refused before
     # any file, the sharded ones above it included
@@ -163,6 +163,7 @@ def test_a_torchtitan_plan_holds_no_split_its_exporter_refuses(tmp_path):
 SHAPE = {"model_name": "probe-62", "n_layers": 62, "hidden_dim": 1024, "n_heads": 8, "vocab_size": 32000,
          "n_experts": 8, "experts_per_token": 2, "moe_ffn_dim": 512}
 GPUS, SEQ, BATCH = 64, 4096, 256
+MOE = {"etp": 1, "moe_dispatcher": "alltoall", "moe_recompute": "none"}  # an MoE layout's knobs beside ep
 PROBES = [dict(zip(("tp", "pp", "vp", "ep", "micro_batch_size", "fsdp", "precision"), values)) for values in (
     (1, 1, 1, 1, 1, "zero1", "bf16"), (1, 1, 1, 1, 1, "full_shard", "bf16"), (2, 1, 1, 1, 2, "shard_grad_op", "bf16"),
     (1, 2, 1, 8, 1, "zero1", "fp8"), (1, 2, 1, 1, 1, "full_shard", "fp16"), (1, 2, 2, 1, 1, "zero1", "bf16"),
@@ -197,7 +198,7 @@ def test_predict_plans_layouts_baselines_and_exporters_agree_on_each_frameworks_
             predicted = str(exc)
         # plan's layouts: the space holds it or not
         try:
-            space.validate({**knobs, "cp": 1, "activation_checkpointing": "none"})
+            space.validate({**knobs, "cp": 1, "activation_checkpointing": "none", **MOE})
             in_space = True
         except SpaceError:
             in_space = False

@@ -151,7 +151,8 @@ def test_an_moe_model_gets_expert_parallelism_and_a_dense_one_does_not():
                scorer=Scorer(Formula(lambda X: X["config.ep"].to_numpy() * 1.0 + 1.0)))
     assert set(moe.space.dimension("ep").values) == {1, 2, 4, 8}  # ep divides the 8 experts
     assert moe.layouts["ep"].iloc[0] > 1 and (moe.layouts["ep"] > 1).any()
-    assert ((moe.layouts["dp"] * moe.layouts["cp"]) % moe.layouts["ep"] == 0).all()
+    t = moe.layouts  # experts over ep x etp of a stage's tp x dp x cp ranks; the rest is expert data parallelism
+    assert ((t["tp"] * t["dp"] * t["cp"]) % (t["ep"] * t["etp"]) == 0).all()
     dense = plan(SMALL, Cluster(gpus=16, accelerator=H100), seq_len=4096, global_batch=64,
                  scorer=Scorer(Formula(by_pp)))
     assert set(dense.layouts["ep"]) == {1}
@@ -537,10 +538,10 @@ def test_an_nvl72_rack_lets_tensor_and_expert_parallelism_span_its_72_gpus():
     assert rack.describe() == "16 x GB200 (4 nodes of 4, NVLink domains of 72)"
     wide = Scorer(Formula(lambda X: (X["config.tp"] * X["config.ep"]).to_numpy() * 1.0))
     moe = plan("qwen3-30b-a3b", rack, seq_len=4096, global_batch=64, precisions=("bf16",), scorer=wide)
-    # tp 8 spans 2 hosts (tp 16 holds every expert on each GPU: over memory), ep 16 all 4
-    assert moe.layouts["tp"].max() == 8 and moe.layouts["ep"].max() == 16
+    # tp 16 spans the 4 hosts, its experts spread over the same 16 ranks (ep 16, etp 1: EP borrows the TP ranks)
+    assert moe.layouts["tp"].max() == 16 and moe.layouts["ep"].max() == 16
     top = moe.layouts.iloc[0]
-    assert top["tp"] * top["ep"] == 16 and max(top["tp"], top["ep"]) > 4
+    assert (top["tp"], top["ep"], top["etp"]) == (16, 16, 1)
     # --nodes-of K sets the host and the domain: tp stays within 4
     hosts = plan("qwen3-30b-a3b", Cluster(gpus=16, accelerator="GB200", gpus_per_node=4), seq_len=4096,
                  global_batch=64, precisions=("bf16",), scorer=wide)

@@ -115,6 +115,9 @@ class Runs:
     schedules: tuple[str, ...] = ("1F1B", "interleaved 1F1B")
     interleave_rounds: bool = True  # an interleaved schedule runs its micro-batches in rounds of pp
     dispatchers: tuple[str, ...] = DISPATCHERS
+    moe_recompute: Optional[tuple[str, ...]] = None  # the MoE modules its selective recompute takes (None: any)
+    expert_tp: bool = True  # experts may be tensor-parallel over etp ranks of their own
+    token_drop: bool = True  # its launch line may drop tokens over an expert's capacity (else dropless only)
     partial_microbatches: bool = False  # a rank's batch cut into micro-batches of the given size, the last partial
 
 
@@ -244,9 +247,30 @@ class Framework:
                    "activation_checkpointing": self.runs.recompute, "moe_dispatcher": self.runs.dispatchers}[knob]
         return allowed is None or value in allowed
 
+    def recomputes(self, modules: Any, checkpointing: Any) -> Optional[str]:
+        """Why the framework cannot recompute the MoE ``modules`` (``moe_recompute``, comma-separated) under
+        ``checkpointing``, or None: they are a selective recompute's modules (Megatron-Core reads
+        ``recompute_modules`` only with selective granularity), of those it runs.
+
+        >>> Framework("any").recomputes("moe_act", "full")
+        'MoE modules are recomputed by selective checkpointing: give activation_checkpointing=selective or moe_recompute=none'
+        """
+        given = [m for m in str(modules).split(",") if m and m != "none"] if isinstance(modules, str) else []
+        if not given:
+            return None
+        allowed = self.runs.moe_recompute
+        if allowed is not None and any(m not in allowed for m in given):
+            return ("its selective recompute takes no MoE modules: give moe_recompute=none" if not allowed else
+                    f"its selective recompute takes the MoE modules {', '.join(allowed)}; give some of them or none")
+        if isinstance(checkpointing, str) and checkpointing != "selective":
+            return ("MoE modules are recomputed by selective checkpointing: give activation_checkpointing=selective or "
+                    "moe_recompute=none")
+        return None
+
     def refuses(self, config: Mapping[str, Any]) -> Optional[str]:
         """Why the framework cannot run ``config`` (a layout or a whole config; a key it lacks is not
-        checked), or None: its sharding, precision, recompute mode and MoE dispatcher, the layer split
+        checked), or None: its sharding, precision, recompute mode, MoE dispatcher and recomputed MoE modules
+        (:meth:`recomputes`), the layer split
         (:meth:`split`) and an interleaved schedule's micro-batches (:meth:`interleaves`). One line
         naming the rule and the fix."""
         where = "" if self.name == UNKNOWN else f" under framework={self.name}"
@@ -258,6 +282,16 @@ class Framework:
             value = config.get(knob)
             if isinstance(value, str) and not self.takes(knob, value):
                 return f"{knob}={value}{where}: {rule}; give {knob}={_choices(allowed)}"
+        etp = _whole(config, "etp") or 1
+        if etp > 1 and not self.runs.expert_tp:
+            return (f"etp={etp}{where}: its experts are not tensor-parallel (expert parallelism borrows the tensor "
+                    "and data-parallel ranks); give etp=1")
+        if str(config.get("moe_token_drop")).lower() in ("true", "1") and not self.runs.token_drop:
+            return (f"moe_token_drop=true{where}: its MoE layers run dropless (no capacity factor on its line); give "
+                    "moe_token_drop=false")
+        why = self.recomputes(config.get("moe_recompute"), config.get("activation_checkpointing"))
+        if why:
+            return f"moe_recompute={config['moe_recompute']}{where}: {why}"
         L, pp, vp = _whole(config, "n_layers"), _whole(config, "pp") or 1, _whole(config, "vp") or 1
         why = self.split(L, pp, vp) if L else None
         if why is None and vp > 1:
@@ -292,6 +326,10 @@ class Framework:
         """The framework's own arguments that run ``layout`` (after :attr:`entry`) of catalog ``model``."""
         raise ExportError(f"perfzoo writes no {self.name} launch line")
 
+    def environment(self, layout: Mapping[str, Any]) -> dict[str, str]:
+        """The environment variables the framework's checks ask of ``layout`` (none unless it says)."""
+        return {}
+
     def command(self, layout: Mapping[str, Any], launch: Launch, model: Optional[str] = None) -> list[str]:
         """The whole launch line: ``torchrun``, :attr:`entry`, :meth:`arguments`."""
         return [*launch.torchrun(), *self.entry, *self.arguments(layout, model)]
@@ -319,13 +357,14 @@ def check_expanded(args: Sequence[str], flags: Collection[str], source: str) -> 
                               f"the file as written): write its value in its place, e.g. {flag} 4")
 
 
-def script(command: Sequence[str], comments: Sequence[str]) -> str:
-    """A bash script: ``comments`` as ``#`` lines, then ``command`` one argument (or flag and
-    its value) a line. Shell variables in the rendezvous endpoint are left for the shell.
+def script(command: Sequence[str], comments: Sequence[str], env: Optional[Mapping[str, str]] = None) -> str:
+    """A bash script: ``comments`` as ``#`` lines, ``env`` as ``export`` lines, then ``command`` one
+    argument (or flag and its value) a line. Shell variables in the rendezvous endpoint are left for the shell.
 
-    >>> print(script(["torchrun", "--standalone", "-m", "x", "--a", "1", "--b"], ["hi"]))
+    >>> print(script(["torchrun", "--standalone", "-m", "x", "--a", "1", "--b"], ["hi"], {"V": "1"}))
     #!/usr/bin/env bash
     # hi
+    export V=1
     torchrun \\
       --standalone \\
       -m x \\
@@ -341,17 +380,19 @@ def script(command: Sequence[str], comments: Sequence[str]) -> str:
             word, i = f"{word} {words[i + 1]}", i + 1
         lines.append(word)
         i += 1
-    return "\n".join(["#!/usr/bin/env bash", *(f"# {c}" for c in comments), " \\\n  ".join(lines), ""])
+    exports = [f"export {k}={shlex.quote(str(v))}" for k, v in (env or {}).items()]
+    return "\n".join(["#!/usr/bin/env bash", *(f"# {c}" for c in comments), *exports, " \\\n  ".join(lines), ""])
 
 
 def script_command(text: str) -> list[str]:
-    """The launch line of a :func:`script`, split as the shell would (comments dropped,
-    continuation lines joined; shell variables left as written).
+    """The launch line of a :func:`script`, split as the shell would (comments and ``export`` lines
+    dropped, continuation lines joined; shell variables left as written).
 
-    >>> script_command("#!/usr/bin/env bash\\n# c\\ntorchrun --standalone \\\\\\n  --a 1\\n")
+    >>> script_command("#!/usr/bin/env bash\\n# c\\nexport V=1\\ntorchrun --standalone \\\\\\n  --a 1\\n")
     ['torchrun', '--standalone', '--a', '1']
     """
-    return shlex.split(text.replace("\\\n", " "), comments=True)
+    lines = text.replace("\\\n", " ").splitlines()
+    return shlex.split("\n".join(line for line in lines if not line.lstrip().startswith("export ")), comments=True)
 
 
 __all__ = ["ALTERNATE_MATMULS", "Baseline", "DISPATCHERS", "ExportError", "Framework", "Launch", "MATMULS", "Physics",

@@ -101,6 +101,28 @@ def priced(framework: MegatronCore, c: Mapping[str, Any]) -> dict[str, bool]:
             "grad_reduce_in_fp32": not bf16}
 
 
+def moe_overrides(c: Mapping[str, Any]) -> dict[str, str]:
+    """An MoE layout's ``TransformerConfig`` fields, as :func:`perfzoo.frameworks.megatron_lm.moe_arguments` writes
+    them as flags (the recipe gives the experts, top-k and widths), and the MoE modules a selective recompute adds.
+
+    >>> moe_overrides({"n_experts": 8, "moe_dispatcher": "deepep", "activation_checkpointing": "selective",
+    ...                "moe_recompute": "moe_act"})["model.recompute_modules"]
+    '[core_attn,moe_act]'
+    """
+    words = megatron_lm.moe_arguments(c)
+    out = {}
+    for i, word in enumerate(words):
+        if word.startswith("--"):
+            value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else "true"
+            out["model." + word[2:].replace("-", "_")] = value
+    if "model.moe_expert_capacity_factor" not in out and out:
+        out["model.moe_expert_capacity_factor"] = "null"  # dropless, whatever the recipe says
+    modules = c.get("moe_recompute")
+    if c.get("activation_checkpointing") == "selective" and isinstance(modules, str) and modules not in ("", "none"):
+        out["model.recompute_modules"] = f"[core_attn,{modules}]"
+    return out
+
+
 @dataclass(frozen=True)
 class MegatronBridge(MegatronCore):
     """Megatron-Bridge's recipe and overrides (the module docstring)."""
@@ -139,6 +161,8 @@ class MegatronBridge(MegatronCore):
             "mixed_precision": MIXED_PRECISION[str(c["precision"])],
             "model.tp_comm_overlap": _flag(assumed["tp_comm_overlap"]),
             "ddp.grad_reduce_in_fp32": _flag(assumed["grad_reduce_in_fp32"]),
+            **({"checkpoint.ckpt_format": "fsdp_dtensor"} if fsdp in FSDP_STRATEGY else {}),
+            **moe_overrides(c),
         }
 
     def arguments(self, c: Mapping[str, Any], model: Optional[str] = None) -> list[str]:
@@ -157,4 +181,4 @@ FRAMEWORK = MegatronBridge(name="megatron-bridge", phrases=("megatron bridge",),
                                            moe_dispatcher="flex"),
                            entry=("scripts/training/run_recipe.py",), version="0.3.1", models=tuple(RECIPES))
 
-__all__ = ["FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES", "priced"]
+__all__ = ["FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES", "moe_overrides", "priced"]

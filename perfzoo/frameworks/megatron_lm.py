@@ -19,9 +19,14 @@ The layout (flags of Megatron-LM's ``megatron/training/arguments.py``):
   / ``shard_grad_op`` Megatron-FSDP (``--use-megatron-fsdp --data-parallel-sharding-strategy
   optim_grads_params`` / ``optim_grads``); with more than one data-parallel rank
   ``--overlap-grad-reduce --overlap-param-gather`` (the cost model hides that traffic under the kernels);
-* MoE: ``--expert-tensor-parallel-size`` as priced (1 unless the layout says; Megatron's default is
-  the TP degree), ``--mtp-num-layers`` where the model has MTP blocks (DeepSeek-V3: 1);
-* precision: ``--bf16``, with ``--fp8-format hybrid`` for FP8.
+* MoE (:func:`moe_arguments`): ``--expert-tensor-parallel-size`` as priced (1 unless the layout says;
+  Megatron's default is the TP degree), the dispatcher (``--moe-token-dispatcher-type``, flex with its
+  ``--moe-flex-dispatcher-backend``), ``--moe-grouped-gemm --moe-permute-fusion``, the MoE modules a
+  selective recompute adds (``--recompute-modules``), ``--mtp-num-layers`` where the model has MTP blocks
+  (DeepSeek-V3: 1); sliding windows as ``--window-size`` and ``--window-attn-skip-freq`` (GPT-OSS);
+* Megatron-FSDP saves ``--ckpt-format fsdp_dtensor``; :func:`environment` sets the
+  ``CUDA_DEVICE_MAX_CONNECTIONS`` Megatron-LM asserts for the layout (written as an ``export`` line);
+* precision: ``--bf16``, with ``--fp8-format hybrid --fp8-recipe tensorwise`` for FP8.
 
 The written line trains on ``--mock-data`` with the ``NullTokenizer`` of the model's vocabulary,
 so it runs as it is; put your data and tokenizer flags in their place. Reading a user's list
@@ -43,15 +48,21 @@ RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "
                       "--recompute-num-layers", "1"],
              "selective": ["--recompute-granularity", "selective"], "none": []}
 FSDP_STRATEGY = {"full_shard": "optim_grads_params", "shard_grad_op": "optim_grads"}
+# a config's moe_dispatcher as Megatron-Core's flags: its flex dispatcher runs DeepEP's kernels (deepep) or HybridEP's
+DISPATCHER_FLAGS = {"alltoall": ["--moe-token-dispatcher-type", "alltoall"],
+                    "allgather": ["--moe-token-dispatcher-type", "allgather"],
+                    "flex": ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "hybridep"],
+                    "deepep": ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", "deepep"]}
 TRAINING = ["--train-iters", "50", "--lr", "1e-4", "--log-interval", "1", "--eval-iters", "0", "--mock-data",
             "--tokenizer-type", "NullTokenizer"]
 
 
 def shape_arguments(m: Mapping[str, Any]) -> list[str]:
     """A model's shape as Megatron-LM's flags (dense, MoE and MLA transformers)."""
-    if m.get("n_mamba_layers") or m.get("sliding_window"):
-        raise ExportError(f"--export for Megatron: {m.get('model_name')} has Mamba or sliding-window layers, "
-                          "which perfzoo does not write as Megatron-LM flags; give them in your own script")
+    if m.get("n_mamba_layers"):
+        raise ExportError(f"--export for Megatron-LM: {m.get('model_name')} has Mamba layers, which pretrain_gpt.py "
+                          "does not run and perfzoo does not write as a hybrid layer pattern: --framework "
+                          "megatron-bridge writes its recipe, or give them in your own script")
     layers, hidden, heads = int(m["n_layers"]), int(m["hidden_dim"]), int(m["n_heads"])
     args = ["--num-layers", str(layers), "--hidden-size", str(hidden),
             "--ffn-hidden-size", str(int(m.get("ffn_dim") or 4 * hidden)), "--num-attention-heads", str(heads)]
@@ -67,8 +78,7 @@ def shape_arguments(m: Mapping[str, Any]) -> list[str]:
             if m.get(key):
                 args += [flag, str(int(m[key]))]
     if (m.get("n_experts") or 1) > 1:
-        args += ["--num-experts", str(int(m["n_experts"])), "--moe-router-topk",
-                 str(int(m.get("experts_per_token") or 1)), "--moe-grouped-gemm", "--moe-token-dispatcher-type", "alltoall"]
+        args += ["--num-experts", str(int(m["n_experts"])), "--moe-router-topk", str(int(m.get("experts_per_token") or 1))]
         if m.get("moe_ffn_dim"):
             args += ["--moe-ffn-hidden-size", str(int(m["moe_ffn_dim"]))]
         if m.get("n_shared_experts"):
@@ -79,6 +89,14 @@ def shape_arguments(m: Mapping[str, Any]) -> list[str]:
             args += ["--moe-layer-freq", f"([0]*{k}+[1]*{layers - k})"]
     if m.get("mtp_layers"):  # multi-token prediction blocks, which the cost model prices
         args += ["--mtp-num-layers", str(int(m["mtp_layers"]))]
+    if m.get("sliding_window"):  # Megatron's window counts the tokens before the query: GPT-OSS's 128 is 127,0
+        args += ["--window-size", f"{int(m['sliding_window']) - 1},0"]
+        full = layers - int(m.get("n_sliding_layers") or layers)
+        if full:  # one full-attention layer every `every` (GPT-OSS: 2), else the pattern (1: sliding)
+            every = layers // full
+            args += ["--window-attn-skip-freq", str(every) if every * full == layers else  # evenly spread
+                     "[" + ",".join("0" if (i + 1) * full // layers > i * full // layers else "1"
+                                    for i in range(layers)) + "]"]
     if m.get("gated_mlp", True):
         args.append("--swiglu")
     if not m.get("tie_embeddings", False):
@@ -99,21 +117,66 @@ def layout_arguments(c: Mapping[str, Any], precision_flags: bool = True) -> list
     if tp > 1:
         args.append("--sequence-parallel")
     args += pipeline_arguments(int(c["n_layers"]), pp, vp, int(c.get("mtp_layers") or 0))
-    if (c.get("n_experts") or 1) > 1:  # Megatron's expert TP defaults to TP; the plan priced etp (default 1)
-        args += ["--expert-tensor-parallel-size", str(int(c.get("etp") or 1))]
+    args += moe_arguments(c)
     args += RECOMPUTE[str(c["activation_checkpointing"])]
+    modules = _given(c.get("moe_recompute"))
+    if c["activation_checkpointing"] == "selective" and modules not in (None, "none"):
+        args += ["--recompute-modules", "core_attn", *modules.split(",")]  # core_attn: Megatron's selective default
     fsdp = str(c["fsdp"])
-    if fsdp in FSDP_STRATEGY:
+    if fsdp in FSDP_STRATEGY:  # Megatron-FSDP (v1, with the distributed optimizer) saves fsdp_dtensor checkpoints only
         args += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", FSDP_STRATEGY[fsdp],
-                 "--use-distributed-optimizer"]
+                 "--use-distributed-optimizer", "--ckpt-format", "fsdp_dtensor"]
     elif fsdp == "zero1" or (fsdp == "none" and dp * cp > 1):  # the plan's 'none' past one rank is zero1
         args.append("--use-distributed-optimizer")
     if dp * cp > 1:  # the cost model hides the gradient reduce and the parameter gather under the kernels
         args += ["--overlap-grad-reduce", "--overlap-param-gather"]
     args.append("--bf16")
-    if c["precision"] == "fp8":
-        args += ["--fp8-format", "hybrid"]
+    if c["precision"] == "fp8":  # current (tensorwise) scaling, the Bridge's FP8 recipe; delayed scaling refuses
+        args += ["--fp8-format", "hybrid", "--fp8-recipe", "tensorwise"]  # MoE activation and layernorm recompute
     return args
+
+
+def _given(value: Any) -> Optional[str]:
+    """A layout's text value, None where absent or NaN."""
+    return value if isinstance(value, str) and value else None
+
+
+def moe_arguments(c: Mapping[str, Any]) -> list[str]:
+    """An MoE layout's flags (none for a dense model): ``--expert-tensor-parallel-size`` as priced (1 unless the
+    layout says; Megatron's default is the TP degree), the dispatcher (:data:`DISPATCHER_FLAGS`), grouped GEMMs
+    and fused permutation (what the cost model prices), and token dropping's capacity where the layout drops.
+
+    >>> moe_arguments({"n_experts": 8, "etp": 2, "moe_dispatcher": "deepep"})  # doctest: +NORMALIZE_WHITESPACE
+    ['--expert-tensor-parallel-size', '2', '--moe-token-dispatcher-type', 'flex', '--moe-flex-dispatcher-backend',
+     'deepep', '--moe-grouped-gemm', '--moe-permute-fusion']
+    """
+    if (c.get("n_experts") or 1) <= 1:
+        return []
+    etp = c.get("etp")
+    etp = 1 if etp is None or etp != etp else int(etp)
+    args = ["--expert-tensor-parallel-size", str(etp),
+            *DISPATCHER_FLAGS[_given(c.get("moe_dispatcher")) or "alltoall"], "--moe-grouped-gemm",
+            "--moe-permute-fusion"]
+    if str(c.get("moe_token_drop")).lower() in ("true", "1", "yes"):
+        factor = c.get("moe_capacity_factor")
+        args += ["--moe-expert-capacity-factor", f"{float(factor) if factor == factor and factor else 1.0:g}"]
+    return args
+
+
+def environment(c: Mapping[str, Any]) -> dict[str, str]:
+    """What Megatron-Core asserts of ``CUDA_DEVICE_MAX_CONNECTIONS`` for layout ``c``
+    (``megatron/training/arguments.py``): Megatron-FSDP needs more than one connection (32 here);
+    tensor or context parallelism without it one on Hopper and before (set on any GPU: Blackwell allows
+    it); else none is asked for.
+
+    >>> environment({"tp": 2, "cp": 1, "fsdp": "zero1"}), environment({"tp": 2, "cp": 1, "fsdp": "full_shard"})
+    ({'CUDA_DEVICE_MAX_CONNECTIONS': '1'}, {'CUDA_DEVICE_MAX_CONNECTIONS': '32'})
+    """
+    if str(c.get("fsdp")) in FSDP_STRATEGY:
+        return {"CUDA_DEVICE_MAX_CONNECTIONS": "32"}
+    if int(c.get("tp") or 1) > 1 or int(c.get("cp") or 1) > 1:
+        return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+    return {}
 
 
 def layer_layout(n_layers: int, pp: int, vp: int, mtp: int = 0) -> str:
@@ -189,6 +252,9 @@ class MegatronCore(Framework):
                     f"the loss ({n_layers + 2}): every stage holds one; choose a smaller pp or vp")
         return None if vp > 1 and pp > 1 and pp <= n_layers else super().split(n_layers, pp, vp)
 
+    def environment(self, layout: Mapping[str, Any]) -> dict[str, str]:
+        return environment(layout)
+
 
 @dataclass(frozen=True)
 class MegatronLM(MegatronCore):
@@ -214,7 +280,9 @@ VALUE_FLAGS = {"--tensor-model-parallel-size": int, "--pipeline-model-parallel-s
                "--data-parallel-sharding-strategy": str, "--fp8-format": str, "--num-layers": int,
                "--hidden-size": int, "--ffn-hidden-size": int, "--num-attention-heads": int,
                "--num-query-groups": int, "--kv-channels": int, "--num-experts": int, "--moe-router-topk": int,
-               "--moe-ffn-hidden-size": int, "--vocab-size": int, "--pipeline-model-parallel-layout": str}
+               "--moe-ffn-hidden-size": int, "--vocab-size": int, "--pipeline-model-parallel-layout": str,
+               "--expert-tensor-parallel-size": int, "--moe-token-dispatcher-type": str,
+               "--moe-flex-dispatcher-backend": str}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -244,6 +312,11 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
     tp, pp = a.tensor_model_parallel_size or 1, a.pipeline_model_parallel_size or 1
     layout = {"tp": tp, "pp": pp, "cp": a.context_parallel_size or 1, "ep": a.expert_model_parallel_size or 1,
               "micro_batch_size": a.micro_batch_size, "vp": 1}
+    if (a.num_experts or 0) > 1:  # Megatron's defaults: expert TP the TP degree, the all-gather dispatcher
+        layout["etp"] = a.expert_tensor_parallel_size or tp
+        flex = {"hybridep": "flex", "deepep": "deepep", None: "deepep"}.get(a.moe_flex_dispatcher_backend, "flex")
+        layout["moe_dispatcher"] = flex if a.moe_token_dispatcher_type == "flex" else (
+            a.moe_token_dispatcher_type or "allgather")
     if a.pipeline_model_parallel_layout:  # its stages in model order, pp of them a virtual stage
         layout["vp"] = max(1, len(_unrolled(a.pipeline_model_parallel_layout).split("|")) // pp)
     elif a.virtual_pipeline_model_parallel_size:
@@ -319,5 +392,6 @@ FRAMEWORK = MegatronLM(name="megatron-lm", phrases=("megatron lm", "megatron cor
                        read_before=("pytorch",), runs=RUNS, physics=PHYSICS, entry=("pretrain_gpt.py",),
                        version="core 0.16")
 
-__all__ = ["FRAMEWORK", "MegatronCore", "MegatronLM", "PHYSICS", "RUNS", "layer_layout", "layout_arguments",
+__all__ = ["DISPATCHER_FLAGS", "FRAMEWORK", "MegatronCore", "MegatronLM", "PHYSICS", "RUNS", "environment",
+           "layer_layout", "layout_arguments", "moe_arguments",
            "pipeline_arguments", "read_arguments", "read_gpus", "shape_arguments"]

@@ -109,10 +109,12 @@ class Torchtitan(Framework):
                               f"function of its registry, and perfzoo knows none for {model.get('model_name')}"
                               f"{unlike}; those it knows: {', '.join(CONFIGS)} (or --framework megatron-lm, whose "
                               "flags give any shape)")
-        if any(p != "fp8" for p in precisions) and CONFIGS[name][1] is None:
+        if any(p != "fp8" for p in precisions) and CONFIGS[name][1] is None:  # Trainer.Config.model_spec: Suppress
             raise ExportError(f"--export for torchtitan: torchtitan {self.version}'s one config of {name} "
-                              f"({CONFIGS[name][2]}) turns Float8 on, so a {'/'.join(precisions)} plan would launch "
-                              "an FP8 run: plan --precision fp8, or --framework megatron-lm / megatron-bridge")
+                              f"({CONFIGS[name][2]}) builds its model with the Float8 converter, and its command line "
+                              "cannot take the converter off (the model spec is no flag), so a "
+                              f"{'/'.join(precisions)} plan would launch an FP8 run: plan --precision fp8, or "
+                              "--framework megatron-lm / megatron-bridge")
         if "fp8" in precisions and CONFIGS[name][2] is None:
             raise ExportError(f"--export for torchtitan: torchtitan {self.version} turns float8 on in a config "
                               f"function, and its registry has no float8 config of {name}: plan --precision bf16, "
@@ -347,7 +349,11 @@ FRAMEWORK = Torchtitan(
               trains_in=("bf16", "fp32", "fp8", "mxfp8", "nvfp4"), precision_rule=NO_FP16, writes=("bf16", "fp8"),
               schedules=("1F1B", "Interleaved1F1B", "GPipe", "InterleavedZeroBubble", "ZBVZeroBubble"),
               # torch.distributed.pipelining's interleaved schedules run their micro-batches in rounds of pp
-              interleave_rounds=True, dispatchers=("alltoall", "deepep")),
+              # its MoE token dispatcher is the config function's (0.3.0 builds DeepEP only into its debug models'
+              # configs, qwen3_moe_deepep; the model spec is no flag, --override.imports replaces no dispatcher of an
+              # all-to-all spec): all-to-all, dropless; no MoE module recompute; experts not tensor-parallel (EP
+              # borrows the FSDP and TP ranks, ParallelismConfig.expert_parallel_degree)
+              interleave_rounds=True, dispatchers=("alltoall",), moe_recompute=(), expert_tp=False, token_drop=False),
     # FlashAttention-2 through SDPA; torchao's float8 all-gather in its FP8 presets; under a pipeline FSDP keeps
     # each stage gathered (reshard_after_forward=False) and reduces after the last micro-batch; fused_rmsnorm;
     # the selective "op" policy; its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True

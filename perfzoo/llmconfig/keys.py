@@ -9,6 +9,8 @@ A config is a flat dict of the vocabulary of ``docs/architecture.md`` plus the h
 
 >>> KEYS["seq_len"].unit, KEYS["fsdp"].choices[:3]
 ('tokens', ('none', 'no_shard', 'zero1'))
+>>> typed(KEYS["moe_recompute"], "layernorm, moe_act"), typed(KEYS["moe_recompute"], "none")
+('moe_act,layernorm', 'none')
 >>> str(unknown_key_error("seq_lenn"))
 "unknown key 'seq_lenn' (did you mean seq_len?); the accepted keys are listed by python -m perfzoo.predict --help"
 """
@@ -61,6 +63,8 @@ def _k(name, kind, unit, doc, low=None, choices=(), hardware=False, family=None,
 PRECISION_VALUES = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "mxfp4")
 CHECKPOINTING_VALUES = ("none", "selective", "full")
 SHARDING_VALUES = ("none", "no_shard", "zero1", "shard_grad_op", "full_shard", "hybrid_shard")
+DISPATCHERS = ("alltoall", "allgather", "flex", "deepep")  # MoE token dispatchers (frameworks.Runs.dispatchers)
+MOE_RECOMPUTE = ("moe_act", "shared_experts", "layernorm", "mla_up_proj", "moe")  # in Megatron's order of cost
 
 KEYS: dict[str, Key] = dict([
     _k("model", "str", "name", "a model of the catalog (python -m perfzoo.plan --list-models): fills the shape keys"),
@@ -85,6 +89,12 @@ KEYS: dict[str, Key] = dict([
        "(default 1: balanced)", low=1, family="moe"),
     _k("moe_token_drop", "bool", "yes/no", "tokens over an expert's capacity are dropped (not dropless)", family="moe"),
     _k("etp", "int", "devices", "tensor-parallel degree inside the experts (default 1)", low=1, family="moe"),
+    _k("moe_dispatcher", "choice", "", "how tokens reach their experts' ranks: all-to-all, all-gather, flex "
+       "(Megatron-Core's flex dispatcher over HybridEP) or deepep (DeepEP's kernels; under Megatron-Core the flex "
+       "dispatcher's DeepEP backend); the framework's bundle says which it runs", choices=DISPATCHERS, family="moe"),
+    _k("moe_recompute", "modules", "", "MoE modules recomputed in the backward, comma-separated (Megatron's "
+       "--recompute-modules names; none: only what activation_checkpointing recomputes)", choices=MOE_RECOMPUTE,
+       family="moe"),
     _k("q_lora_rank", "int", "features", "MLA: the query's low-rank width", low=1, family="mla"),
     _k("kv_lora_rank", "int", "features", "MLA: the compressed key/value width", low=1, family="mla"),
     _k("qk_nope_head_dim", "int", "features", "MLA: a head's query/key width without rotary part", low=1, family="mla"),
@@ -211,6 +221,18 @@ def typed(key: Key, value: Any) -> Any:
         if text in ("false", "0", "no", "off"):
             return False
         raise ConfigError(f"{name}={value!r}: expected true or false")
+    if key.kind == "modules":  # a comma-separated set of choices, in their declared order; "none" for none
+        if isinstance(value, (dict, bool)):
+            raise ConfigError(f"{name}={value!r}: expected none or some of {', '.join(key.choices)}, comma-separated")
+        words = value if isinstance(value, (list, tuple)) else str(value).replace(" ", ",").split(",")
+        given = {str(w).strip().lower() for w in words} - {"", "none"}
+        wrong = sorted(given - set(key.choices))
+        if wrong:
+            close = difflib.get_close_matches(wrong[0], key.choices, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(f"{name}={value!r}: {wrong[0]} is no module perfzoo knows{hint}; give none or some of "
+                              f"{', '.join(key.choices)}, comma-separated")
+        return ",".join(c for c in key.choices if c in given) or "none"
     if key.kind in ("str", "choice"):
         if isinstance(value, (dict, list)) or isinstance(value, bool):
             raise ConfigError(f"{name}={value!r}: expected a {'name' if key.kind == 'str' else 'value'}")
@@ -262,6 +284,6 @@ def as_columns(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return {(f"hardware.{k}" if k in HARDWARE_KEYS else f"config.{k}"): v for k, v in cfg.items()}
 
 
-__all__ = ["CHECKPOINTING_VALUES", "ConfigError", "DEGREES", "FAMILIES", "HARDWARE_KEYS", "KEYS", "Key", "MAX_DEVICES",
+__all__ = ["CHECKPOINTING_VALUES", "ConfigError", "DEGREES", "DISPATCHERS", "MOE_RECOMPUTE", "FAMILIES", "HARDWARE_KEYS", "KEYS", "Key", "MAX_DEVICES",
            "MAX_SEQUENCES", "MAX_TOKENS", "PRECISION_VALUES", "REQUIRED", "SHARDING_VALUES", "applies", "as_columns",
            "help_text", "typed", "unknown_key_error"]

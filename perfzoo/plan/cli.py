@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the most valid layouts scored one by one; past it REINFORCE samples the space (default "
                         "250000)")
     p.add_argument("--tp-beyond-node", action="store_true", help="let tensor parallelism span NVLink domains")
+    p.add_argument("--allow-token-drop", action="store_true",
+                   help="let an MoE model's layouts drop tokens over an expert's capacity (it changes the model's "
+                        "maths; default: dropless)")
     p.add_argument("--seed", type=int, help="the searcher's seed (default 0)")
     p.add_argument("--framework", choices=sorted(frameworks.FRAMEWORKS),
                    help="price every layout as this framework runs it and keep to the layouts it runs "

@@ -28,8 +28,8 @@ from perfzoo import analytic, frameworks, llmconfig, pricing
 from perfzoo.console import InputError, assignments, check_figure, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
-from perfzoo.plan import export, report
-from perfzoo.plan.layouts import LAYOUT_KNOBS, Cluster
+from perfzoo.plan import export, gains, report
+from perfzoo.plan.layouts import LAYOUT_KNOBS, MOE_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
 from perfzoo.plan.propose import PROPOSERS, STOP_MARGIN, step
 from perfzoo.plan.recipes import published_layouts, slot_mask, task_kind
@@ -67,6 +67,7 @@ class PlanConfig:
     memory_margin: Optional[float] = None  # a fraction of device memory kept free (default: the rule from measured peaks)
     exhaustive_limit: int = EXHAUSTIVE_LIMIT  # the most valid layouts scored one by one (else REINFORCE)
     tp_beyond_node: bool = False  # let tensor parallelism span NVLink domains
+    allow_token_drop: bool = False  # an MoE model's layouts may drop tokens over capacity (dropless otherwise)
     seed: int = 0  # the searcher's seed
     out: Optional[str] = None  # write the top k here as collect configs (and the space beside it, .toml)
     plot: Optional[str] = None  # write the plot here (.png)
@@ -130,8 +131,9 @@ class PlanConfig:
             if flag is not None and (flag != "--model" or self.model is not None):  # a shape of your own may be named
                 raise InputError(f"--set {key}={value}: {flag} says that in a plan; give it once, with {flag}")
         for key, value in assignments(self.baseline, "--baseline").items():
-            if key not in LAYOUT_KNOBS:
-                raise InputError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are {', '.join(LAYOUT_KNOBS)}")
+            if key not in LAYOUT_KNOBS + MOE_KNOBS:
+                raise InputError(f"--baseline '{key}={value}': {key} is not a layout knob; knobs are "
+                                 f"{', '.join(LAYOUT_KNOBS + MOE_KNOBS)}")
         if self.calibrate is not None and not Path(self.calibrate).exists():
             raise InputError(f"--calibrate {self.calibrate}: no such file or folder; give a runs CSV, a "
                              "published-table CSV or a record store")
@@ -233,8 +235,10 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     result = plan(shape, cluster, seq_len=config.seq_len, global_batch=config.global_batch,
                   precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
                   exhaustive_limit=config.exhaustive_limit, searcher=Reinforce(seed=config.seed),
-                  tp_beyond_node=config.tp_beyond_node, log=log)
+                  tp_beyond_node=config.tp_beyond_node, token_drop=config.allow_token_drop, log=log)
     result.sources = sources
+    if len(result.baselines):  # a pick that leaves an MoE recipe's EP or dispatcher names the terms it gains by
+        result.baselines["faster_by"] = gains.faster_by(result)
     unseen = ""
     if tables is not None or config.dataset != PUBLISHED:  # what the predictor saw, to widen its interval beyond
         top = pd.DataFrame([llmconfig.as_columns(c) for c in result.configs(config.top_k)]).assign(**cluster.hardware())

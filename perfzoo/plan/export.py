@@ -98,11 +98,12 @@ def write(plan: Plan, framework: str, folder: str, k: int = 10) -> list[Path]:
     launch = frameworks.Launch(nodes=plan.cluster.nodes, gpus_per_node=min(plan.cluster.node_size, plan.cluster.gpus))
     model = catalog_model(plan.model, fw.models)[0] if fw.models is not None else None
     rows = plan.written(k)
-    lines = launch_lines(fw, plan.configs(rows=rows), launch, model)
+    configs = plan.configs(rows=rows)
+    lines = launch_lines(fw, configs, launch, model)
     out = Path(folder)
     out.mkdir(exist_ok=True)
     paths = []
-    for rank, (line, row) in enumerate(zip(lines, rows.to_dict("records")), 1):
+    for rank, (line, row, config) in enumerate(zip(lines, rows.to_dict("records"), configs), 1):
         comments = [f"perfzoo plan, {'proposed to measure' if plan.proposed is not None else 'rank'} {rank} (rank "
                     f"{row['rank']} of the plan): {plan.model.get('model_name')} on {plan.cluster.describe()}, "
                     f"{fw.name} {fw.version}",
@@ -111,7 +112,7 @@ def write(plan: Plan, framework: str, folder: str, k: int = 10) -> list[Path]:
         if launch.nodes > 1:
             comments.append(f"run on each of the {launch.nodes} nodes with MASTER_ADDR set to the first node")
         path = out / SCRIPT.format(rank)
-        path.write_text(frameworks.script(line, comments))
+        path.write_text(frameworks.script(line, comments, fw.environment(config)))
         paths.append(path)
     return paths
 

@@ -30,8 +30,11 @@ applies to ``predict``, a plan's baselines and its exports:
   both frameworks' checks would; :meth:`perfzoo.frameworks.Framework.split`), and a multiple of ``pp``
   micro-batches, as Megatron's and torch.distributed.pipelining's interleaved schedules need;
 * ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
-* ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and
-  ``dp x cp``; the global batch is a whole number of micro-batches on every data-parallel rank;
+* ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and ``ep x etp``
+  the ranks of a stage, ``tp x dp x cp`` (the rest is expert data parallelism), inside the NVLink domain
+  or across it; an MoE model's layouts also choose the expert TP (1 or ``tp``), the framework's token
+  dispatcher and the MoE modules recomputed (:func:`moe_dimensions`, :func:`moe_rule`), dropless unless
+  the user allows token dropping; the global batch is a whole number of micro-batches on every data-parallel rank;
 * sharding needs more than one data-parallel rank, and ``none`` is for one: with more, Megatron's
   data parallelism runs the distributed optimizer, ``zero1``, which the memory model prices ``none``
   as (:mod:`perfzoo.analytic.memory`), so listing both would list each layout twice; a framework
@@ -75,6 +78,14 @@ MAX_IMBALANCE = 1.1
 CHECKPOINTING = ("none", "selective", "full")
 SHARDINGS = ("none", "zero1", "shard_grad_op", "full_shard")
 LAYOUT_KNOBS = ("tp", "pp", "vp", "cp", "ep", "micro_batch_size", "activation_checkpointing", "fsdp", "precision")
+MOE_KNOBS = ("etp", "moe_dispatcher", "moe_recompute", "moe_token_drop")  # an MoE model's layouts only
+# the MoE modules a plan recomputes under selective checkpointing (Megatron's --recompute-modules; with MLA's
+# up-projections too for MLA models), where a framework recomputes them
+# the dispatchers for an EP group inside one host (all-gather for expert TP alone, ep 1), inside an NVLink
+# domain that spans hosts (an NVL72 rack: Megatron's flex over HybridEP), across domains (DeepEP's inter-node
+# kernels); all-to-all everywhere
+PLACED = {"host": ("alltoall", "allgather"), "domain": ("alltoall", "flex"), "across": ("alltoall", "deepep")}
+MOE_RECOMPUTE = ("none", "moe_act")
 DERIVED_KNOBS = ("dp", "grad_accum", "sequence_parallel", "flash_attention")
 
 
@@ -179,12 +190,67 @@ def _dp(c: dict, gpus: int) -> int:
     return gpus // (c["tp"] * c["pp"] * c["cp"])
 
 
+def moe_dimensions(model: dict, framework: frameworks.Framework, tps: Sequence[int],
+                   token_drop: bool) -> list[Categorical]:
+    """An MoE model's knobs beside ``ep`` (none for a dense model): expert TP ``etp`` (1, or the layout's
+    ``tp``: :func:`moe_rule`), the framework's token dispatchers, the MoE modules its selective recompute takes
+    (:data:`MOE_RECOMPUTE`), and token dropping only where the user allows it (``token_drop``; it changes the
+    model's maths): dropless otherwise."""
+    if int(model.get("n_experts") or 1) <= 1:
+        return []
+    runs = framework.runs
+    etps = sorted({1, *tps}) if runs.expert_tp else [1]
+    modules = [m for m in MOE_RECOMPUTE if framework.recomputes(m, "selective") is None]
+    if model.get("kv_lora_rank") and framework.recomputes("mla_up_proj", "selective") is None:
+        modules[-1] += ",mla_up_proj"  # an MLA model's recompute takes its up-projections with the experts'
+    dims = [Categorical("etp", "expert tensor-parallel degree", choices=tuple(etps)),
+            Categorical("moe_dispatcher", "MoE token dispatcher", choices=tuple(runs.dispatchers)),
+            Categorical("moe_recompute", "MoE modules recomputed", choices=tuple(modules))]
+    dropping = token_drop and runs.token_drop  # a framework whose line runs dropless only keeps to that
+    return dims + [Categorical("moe_token_drop", "tokens over capacity dropped", choices=(False, True))] * dropping
+
+
+def moe_rule(c: dict, cluster: Cluster, dispatchers: Sequence[str]) -> Optional[str]:
+    """Why an MoE layout is left out, or None: ``etp`` is 1 or the layout's ``tp`` (what the recipes run), and
+    above 1 only where its EP group stays inside an NVLink domain (ETP is for experts too large for EP alone);
+    ``ep x etp`` divides the ranks of a pipeline stage, ``tp x dp x cp`` (what is left is expert data
+    parallelism); with neither EP nor ETP no tokens move, so the first dispatcher stands for all; else the
+    dispatchers made for where the EP group lies (:data:`PLACED`: its ``ep x etp`` consecutive ranks, Megatron-Core's
+    expert rank order, inside one host, one NVLink domain, or across domains); MoE modules are recomputed by
+    selective checkpointing.
+
+    >>> moe_rule({"tp": 2, "pp": 2, "cp": 1, "ep": 4, "etp": 2, "moe_dispatcher": "alltoall", "moe_recompute": "none",
+    ...           "activation_checkpointing": "none"}, Cluster(8, "H100-SXM-80GB"), ("alltoall",))
+    'ep x etp = 8 does not divide tp x dp x cp = 4'
+    """
+    gpus = cluster.gpus
+    etp = c.get("etp", 1)
+    if etp not in (1, c["tp"]):
+        return f"etp = {etp} is neither 1 nor tp = {c['tp']}"
+    if etp > 1 and c["ep"] * etp > cluster.domain:  # expert TP splits experts an NVLink domain's EP cannot hold
+        return f"etp = {etp} with ep = {c['ep']} spans {c['ep'] * etp} GPUs, more than an NVLink domain"
+    ranks = gpus // c["pp"]
+    if ranks % (c["ep"] * etp):
+        return f"ep x etp = {c['ep'] * etp} does not divide tp x dp x cp = {ranks}"
+    dispatcher, group = c.get("moe_dispatcher", dispatchers[0]), c["ep"] * etp
+    if group == 1 and dispatcher != dispatchers[0]:
+        return f"without EP or ETP no token moves: the dispatcher is {dispatchers[0]}"
+    where = "host" if group <= cluster.node_size else "domain" if group <= cluster.domain else "across"
+    if group > 1 and dispatcher not in PLACED[where]:
+        return f"the {dispatcher} dispatcher is not one for an EP group {where} ({', '.join(PLACED[where])})"
+    if dispatcher == "allgather" and c["ep"] > 1:  # Megatron-Core's advice: all-to-all once experts are spread
+        return "the allgather dispatcher is for expert TP alone (ep = 1)"
+    if c.get("moe_recompute", "none") != "none" and c["activation_checkpointing"] != "selective":
+        return "MoE modules are recomputed by selective checkpointing"
+    return None
+
+
 def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int, precisions: Sequence[str],
-                 tp_beyond_node: bool = False) -> Space:
+                 tp_beyond_node: bool = False, token_drop: bool = False) -> Space:
     """The layout space of ``model`` (checked config keys: ``n_layers``, ``n_heads``, ``framework``, ...)
     on ``cluster`` for sequences of ``seq_len`` tokens, ``global_batch`` sequences a step, in each of
     ``precisions`` its framework trains in; see the module docstring. ``tp_beyond_node`` lets tp span
-    NVLink domains."""
+    NVLink domains; ``token_drop`` lets an MoE model drop tokens over capacity (dropless otherwise)."""
     framework = frameworks.get(model.get("framework"))
     runs = framework.runs
     precisions = [p for p in precisions if framework.takes("precision", p)]
@@ -223,10 +289,7 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         return why or framework.interleaves(c["pp"], c["vp"], global_batch // (c["micro_batch_size"] * _dp(c, N)))
 
     def experts(c):
-        if c["ep"] == 1 or degrees(c):
-            return degrees(c)
-        ranks = _dp(c, N) * c["cp"]
-        return None if ranks % c["ep"] == 0 else f"ep = {c['ep']} does not divide dp x cp = {ranks}"
+        return degrees(c) or (moe_rule(c, cluster, runs.dispatchers) if E > 1 else None)
 
     def sharding(c):
         if degrees(c):
@@ -243,8 +306,10 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
                 "sequence_parallel": c["tp"] > 1, "flash_attention": True}
 
     constants = {k: v for k, v in model.items() if k not in llmconfig.HARDWARE_KEYS and k not in LAYOUT_KNOBS
-                 and k not in DERIVED_KNOBS}
+                 and k not in DERIVED_KNOBS and k not in MOE_KNOBS}
     constants.update(seq_len=int(seq_len), global_batch_size=int(global_batch), n_gpus=N)
+    if E > 1 and not (token_drop and framework.runs.token_drop):
+        constants["moe_token_drop"] = False  # dropless: the model's maths as trained
     name = constants.get("model_name", "model")
     return Space(
         name=f"plan-{name}-{N}x{cluster.spec.name}",
@@ -259,7 +324,8 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
                                 choices=tuple(c for c in CHECKPOINTING if framework.takes("activation_checkpointing", c))),
                     Categorical("fsdp", "data-parallel sharding",
                                 choices=tuple(s for s in SHARDINGS if framework.takes("fsdp", s))),
-                    Categorical("precision", "matmul precision", choices=tuple(precisions))],
+                    Categorical("precision", "matmul precision", choices=tuple(precisions)),
+                    *moe_dimensions(model, framework, tps, token_drop)],
         constants=constants,
         derived=derived,
         constraints=[Constraint("degrees_divide_gpus", degrees), Constraint("whole_micro_batches", batch),
@@ -272,4 +338,5 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
 
 
 __all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MAX_IMBALANCE", "MICRO_BATCHES", "MIN_CP_TOKENS",
-           "PlanError", "SHARDINGS", "divisors", "layout_space"]
+           "MOE_KNOBS", "MOE_RECOMPUTE", "PLACED", "PlanError", "SHARDINGS", "divisors", "layout_space", "moe_dimensions",
+           "moe_rule"]

@@ -37,7 +37,7 @@ from perfzoo import frameworks, llmconfig, pricing
 from perfzoo.console import RunFailed
 from perfzoo.analytic.memory import MemoryRule
 from perfzoo.llmconfig import huggingface, layout_defaults
-from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, Cluster, PlanError, as_run, layout_space
+from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, MOE_KNOBS, Cluster, PlanError, as_run, layout_space
 from perfzoo.plan import shrinkage
 from perfzoo.plan.scoring import Scorer
 from perfzoo.records.columns import Columns
@@ -52,7 +52,7 @@ EXHAUSTIVE_LIMIT = 250_000  # valid layouts scored one by one; past this, REINFO
 CHUNK = 2 ** 16  # grid points checked for validity at once (their index rows stay in the cache)
 COUNT_LIMIT = 50_000_000  # past this many grid points the valid ones are not counted
 SHAPE_KEYS = ("n_layers", "hidden_dim", "n_heads", "vocab_size")
-KNOBS = LAYOUT_KNOBS + DERIVED_KNOBS
+KNOBS = LAYOUT_KNOBS + MOE_KNOBS + DERIVED_KNOBS
 
 
 def resolve_model(model: Union[str, Path, dict], overrides: Optional[dict] = None) -> dict:
@@ -193,8 +193,8 @@ def _keys(codec: SpaceCodec, frame: pd.DataFrame) -> np.ndarray:
 
 def _scored(scorer: Scorer, layouts: Columns, memory: pd.DataFrame, keys: np.ndarray, n_jobs: int = 1) -> pd.DataFrame:
     """The knobs, key and memory of every layout; the scorer's columns where it fits."""
-    out = pd.DataFrame({k: pd.Series(layouts.full(f"config.{k}")).to_numpy(dtype=object) for k in KNOBS},
-                       index=layouts.index)
+    out = pd.DataFrame({k: pd.Series(layouts.full(f"config.{k}") if f"config.{k}" in layouts else [None] * len(
+        layouts)).to_numpy(dtype=object) for k in KNOBS}, index=layouts.index)  # a dense model has no MoE knob
     out["key"] = keys
     fits = memory["fits"].to_numpy()
     scored = _in_parts(scorer.score, layouts.take(fits), n_jobs, memory[fits])
@@ -218,8 +218,8 @@ def _in_parts(fn: Callable[..., pd.DataFrame], layouts: Columns, n_jobs: int, *f
     return pd.concat(done).set_axis(frames[0].index if frames else layouts.index)
 
 
-def _valid(codec: SpaceCodec, keep: bool) -> tuple[int, Optional[np.ndarray]]:
-    """How many grid points are valid layouts, and (``keep``) their index rows."""
+def _valid(codec: SpaceCodec, keep: int) -> tuple[int, Optional[np.ndarray]]:
+    """How many grid points are valid layouts, and their index rows where there are at most ``keep``."""
     if codec.size > COUNT_LIMIT:
         return -1, None
     count, rows = 0, []
@@ -227,9 +227,8 @@ def _valid(codec: SpaceCodec, keep: bool) -> tuple[int, Optional[np.ndarray]]:
         idx = codec.all_indices(start, start + CHUNK)
         ok = codec.valid(idx)
         count += int(ok.sum())
-        if keep:
-            rows.append(idx[ok])
-    return count, (np.concatenate(rows) if keep and rows else None)
+        rows = rows + [idx[ok]] if count <= keep else []
+    return count, (np.concatenate(rows) if rows else None)
 
 
 def _fits_nowhere(model: dict, cluster: Cluster, memory: pd.DataFrame, rule: MemoryRule, n: int) -> PlanError:
@@ -248,7 +247,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
          precisions: Sequence[str] = ("bf16",), scorer: Optional[Scorer] = None,
          baseline: Optional[dict] = None, published: Optional[pd.DataFrame] = None,
          exhaustive_limit: int = EXHAUSTIVE_LIMIT, searcher: Optional[Searcher] = None,
-         tp_beyond_node: bool = False, framework: Optional[str] = None,
+         tp_beyond_node: bool = False, framework: Optional[str] = None, token_drop: bool = False,
          log: Optional[Callable[[str], Any]] = None, n_jobs: Optional[int] = None) -> Plan:
     """The ranked layouts of ``model`` on ``cluster`` (see the module docstring).
 
@@ -266,6 +265,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     exhaustive_limit : the most valid layouts scored one by one; past it, ``searcher``
         (default: :class:`~perfzoo.search.Reinforce`, the paper's settings).
     tp_beyond_node : let tensor parallelism span NVLink domains.
+    token_drop : let an MoE model's layouts drop tokens over an expert's capacity (dropless otherwise).
     framework : price every layout as this framework runs it, and keep to the layouts it can run
         (:mod:`perfzoo.frameworks`; default: the model's ``framework`` key, else none in particular);
         a baseline it cannot run is refused (``baseline``) or shown unpriced, with its rule (``published``).
@@ -288,7 +288,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     if scorer is None:
         scorer = default_scorer()
     space = layout_space(shape, cluster, workload["seq_len"], workload["global_batch_size"], precisions,
-                         tp_beyond_node=tp_beyond_node)  # only the layouts the framework runs
+                         tp_beyond_node=tp_beyond_node, token_drop=token_drop)  # only those the framework runs
     yours = None  # the user's baseline, refused before any layout is priced where the framework cannot run it
     if baseline:
         try:
@@ -297,7 +297,7 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         except llmconfig.ConfigError as exc:
             raise PlanError(f"--baseline {' '.join(f'{k}={v}' for k, v in baseline.items())}: {exc}") from None
     codec = SpaceCodec(space)
-    count, idx = _valid(codec, keep=codec.size <= 4 * exhaustive_limit)
+    count, idx = _valid(codec, keep=exhaustive_limit)
     if count == 0:
         raise PlanError(f"no layout of {shape.get('model_name', 'the model')} on {cluster.describe()} divides the "
                         f"global batch of {workload['global_batch_size']} into whole micro-batches: give a global "
@@ -395,7 +395,7 @@ def baseline_frame(shape: dict, cluster: Cluster, seq_len: int, global_batch: in
 def _published_knobs(row: dict) -> dict:
     """The layout knobs a published row states (whole numbers as ints)."""
     out = {}
-    for key in LAYOUT_KNOBS:
+    for key in LAYOUT_KNOBS + MOE_KNOBS:
         value = row.get(f"config.{key}")
         if value is None or (isinstance(value, float) and not np.isfinite(value)):
             continue

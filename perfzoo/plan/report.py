@@ -54,6 +54,8 @@ def layout_text(row: dict) -> str:
     parts = [f"{k}{_int(row.get(k))}" for k in ("tp", "pp", "vp", "cp") if _plain(row.get(k)) is not None]
     if (_int(row.get("ep")) or 1) > 1:
         parts.append(f"ep{_int(row['ep'])}")
+    if (_int(row.get("etp")) or 1) > 1:
+        parts.append(f"etp{_int(row['etp'])}")
     if _plain(row.get("dp")) is not None:
         parts.append(f"dp{_int(row['dp'])}")
     if _plain(row.get("micro_batch_size")) is not None:
@@ -62,7 +64,10 @@ def layout_text(row: dict) -> str:
     for key, prefix in (("activation_checkpointing", "ac:"), ("fsdp", ""), ("precision", "")):
         if _plain(row.get(key)) is not None:
             parts.append(f"{prefix}{row[key]}")
-    return " ".join(parts)
+    recompute = _plain(row.get("moe_recompute"))  # an MoE layout's dispatcher, recomputed modules, token dropping
+    moe = [_plain(row.get("moe_dispatcher")), f"+{recompute}" if recompute not in (None, "none") else None,
+           "drop" if _plain(row.get("moe_token_drop")) is True else None]
+    return " ".join(parts + [m for m in moe if m])
 
 
 def records(plan: Plan, k: int = 10) -> list[dict]:
@@ -87,6 +92,18 @@ def _num(value: Any, fmt: str = ",.0f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
+def moe_note(plan: Plan) -> str:
+    """What the first line says of an MoE model's token dropping (nothing for a dense model)."""
+    names = {d.name for d in plan.space.dimensions}
+    if "moe_dispatcher" not in names:
+        return ""
+    if "moe_token_drop" in names:
+        return "; MoE: layouts may drop tokens over an expert's capacity (--allow-token-drop: it changes the model's maths)"
+    only = not frameworks.get(plan.model.get("framework")).runs.token_drop
+    return "; MoE: dropless" + (" (its launch line runs no other)" if only else
+                                " (token dropping only with --allow-token-drop)")
+
+
 def table(plan: Plan, k: int = 10) -> str:
     """The printed plan: the counts, the top ``k`` layouts, the baselines and what the pick gains."""
     has_range = "range_low" in plan.layouts
@@ -97,7 +114,8 @@ def table(plan: Plan, k: int = 10) -> str:
     lines = [f"plan: {plan.model.get('model_name', 'model')} on {plan.cluster.describe()}, seq {plan.seq_len:,}, "
              f"global batch {plan.global_batch:,}, precision {', '.join(plan.precisions)}; every layout and baseline "
              f"priced as {plan.model.get('framework') or 'no framework in particular'}; predictor {plan.scorer.name}"
-             + (f" ({plan.scorer.note})" if plan.scorer.note else "") + f"; memory: {plan.scorer.rule.describe(device)}",
+             + (f" ({plan.scorer.note})" if plan.scorer.note else "") + f"; memory: {plan.scorer.rule.describe(device)}"
+             + moe_note(plan),
              f"model: {shape_report.describe(plan.model, plan.sources)}",
              "every layout runs flash attention and, with tp > 1, sequence parallelism; "
              + layout_defaults.framework_note(plan.model),
@@ -179,6 +197,8 @@ def table(plan: Plan, k: int = 10) -> str:
             if _plain(row.get("own_predicted")) is not None:
                 verdict += (f"; as {row['own_framework']} ran it (its recipe's kernels and overlaps): "
                             f"{row['own_predicted']:,.0f} tok/s/GPU predicted")
+            if _plain(row.get("faster_by")) is not None:
+                verdict += f"; {row['faster_by']}"
             if _plain(row.get("shortfall")) is not None:
                 verdict += f"; predicted more than 25% under its measurement: the term that weighs most is {row['shortfall']}"
             lines.append(verdict)
