@@ -11,8 +11,8 @@ directory (default ``.perfzoo-cache/``, gitignored), keyed by
 
 so a rerun computes only what changed. The code fingerprint hashes the source of every class
 the member is made of (its module and its bases', a plugin's as a zoo member's) and of
-``perfzoo.zoo.features`` / ``perfzoo.analytic``: editing a model invalidates its results, nothing
-else does. Each fit names its benchmark task (``ids['task']``, :mod:`perfzoo.evaluation.suite`).
+``perfzoo.zoo.features`` / ``perfzoo.analytic`` / ``perfzoo.frameworks`` (the traits the physics
+reads): editing a model invalidates its results, nothing else does. Each fit names its benchmark task (``ids['task']``, :mod:`perfzoo.evaluation.suite`).
 
 >>> from perfzoo.datasets import load_dataset
 >>> tasks = build_tasks(load_dataset("vtrain-a100"), [PredictorSpec("ridge")], ["random"], seeds=[0])
@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 import perfzoo.analytic
+import perfzoo.frameworks
 import perfzoo.records.columns
 import perfzoo.records.vocabulary
 import perfzoo.workloads
@@ -139,9 +140,10 @@ def set_seed(est: perfzoo.zoo.estimator.Estimator, seed: int) -> None:
 
 
 _FINGERPRINTS: dict[str, str] = {}
-# what every member's predictions depend on: the features, the analytic package, the workload
-# bundles (their cost models and vocabularies), the vocabulary, the accelerator table, and the
-# zoo's estimator protocol, base class and intervals
+# what every member's predictions depend on: the features, the analytic package, the framework
+# bundles (the traits the physics reads), the workload bundles (their cost models and
+# vocabularies), the vocabulary, the accelerator table, and the zoo's estimator protocol, base
+# class and intervals
 _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.zoo.features), inspect.getsourcefile(perfzoo.zoo.analytic_features),
     inspect.getsourcefile(perfzoo.zoo.targets),
@@ -150,6 +152,7 @@ _SHARED_SOURCES = (
     inspect.getsourcefile(perfzoo.zoo.estimator), inspect.getsourcefile(perfzoo.zoo.base),
     inspect.getsourcefile(perfzoo.zoo.interval), inspect.getsourcefile(perfzoo.zoo.conformal),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.analytic)).parent.glob("*.py")),
+    *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.frameworks)).parent.glob("*.py")),
     *sorted(str(p) for p in Path(inspect.getsourcefile(perfzoo.workloads)).parent.rglob("*.py")),
 )
 
