@@ -2,7 +2,7 @@
 re-runs in the backward (``recompute_modules``), what each frees and what it costs again.
 
 ``moe_recompute`` is a comma-separated list of Megatron-Core's module names (TransformerConfig
-``recompute_modules``); each frees activations per local token of a layer (:mod:`.memory`'s fused
+``recompute_modules``; ``none``: no module); each frees activations per local token of a layer (:mod:`.memory`'s fused
 profile, ``q`` bytes per element of a low-precision GEMM input) and, where it holds matmuls, adds their
 forward FLOPs to what the kernels execute (2 FLOPs per parameter and token):
 
@@ -41,7 +41,7 @@ MODULES = ("core_attn", "moe_act", "shared_experts", "layernorm", "mla_up_proj",
 def _names(value) -> frozenset:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return frozenset()
-    names = frozenset(n.strip().lower() for n in str(value).replace(";", ",").split(",") if n.strip())
+    names = frozenset(n.strip().lower() for n in str(value).replace(";", ",").split(",") if n.strip()) - {"none"}
     unknown = sorted(names - set(MODULES))
     if unknown:
         raise InputError(f"moe_recompute names {unknown[0]!r}, not a module perfzoo prices: "

@@ -54,8 +54,8 @@ class Similarity:
 
 # fitted by `python docs/studies/anchor-similarity-1129/similarity.py` (fit() on the out-of-source residuals
 # of the anchoring member, analytic, on the six published-llm sources and vtrain-a100, each source alike;
-# 2026-11-29): docs/studies/anchor-similarity-1129/README.md
-FITTED = Similarity(share=0.897, length=6.34)
+# 2026-11-29; refitted 2026-12-07 after the MoE dispatch and FSDP ring physics): docs/studies/anchor-similarity-1129/README.md
+FITTED = Similarity(share=0.898, length=6.24)
 
 
 def layout(X: pd.DataFrame) -> np.ndarray:
