@@ -228,12 +228,17 @@ def check_writable(flag: str, path: Union[str, Path], make_folder: bool = False)
             with open(p, "ab"):
                 pass
         else:
-            fd, probe = tempfile.mkstemp(dir=folder, prefix=".perfzoo-write-check-")
-            os.close(fd)
-            os.unlink(probe)
+            _probe(folder)
     except OSError as exc:
         raise InputError(f"{flag} {path}: cannot write a file there ({(exc.strerror or str(exc)).lower()}); give a "
                          "path you can write") from None
+
+
+def _probe(folder: Path) -> None:
+    """Make and remove a file in ``folder`` (an OSError where it takes none)."""
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".perfzoo-write-check-")
+    os.close(fd)
+    os.unlink(probe)
 
 
 def check_writable_folder(flag: str, path: Union[str, Path], shown: Union[str, Path, None] = None) -> None:
@@ -251,9 +256,7 @@ def check_writable_folder(flag: str, path: Union[str, Path], shown: Union[str, P
     if not existing.is_dir():
         raise InputError(f"{flag} {shown}: {existing} is a file, not a folder; give a folder")
     try:
-        fd, probe = tempfile.mkstemp(dir=existing, prefix=".perfzoo-write-check-")
-        os.close(fd)
-        os.unlink(probe)
+        _probe(existing)
     except OSError as exc:
         raise InputError(f"{flag} {shown}: cannot write there ({(exc.strerror or str(exc)).lower()}); give a folder "
                          "you can write") from None

@@ -365,6 +365,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def write_page(path: str, title: str, argv: Sequence[str], seconds: float, text: str) -> None:
+    """A generated page of the documentation: ``text`` under ``title``, with the command that wrote it."""
+    with open(path, "w") as f:
+        f.write(f"# {title}\n\nWritten by `python -m perfzoo.plan benchmark {' '.join(argv)}` on "
+                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({seconds:.0f} s); do not edit by hand.\n\n"
+                f"{text}\n")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -381,10 +389,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(text)
             print(f"\n({result['seconds']:.0f} s)")
         if config.out:  # a page of the documentation (docs/results/plan-benchmark.md)
-            with open(config.out, "w") as f:
-                f.write(f"# Plan benchmark\n\nWritten by `python -m perfzoo.plan benchmark "
-                        f"{' '.join(argv)}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} "
-                        f"({result['seconds']:.0f} s); do not edit by hand.\n\n{text}\n")
+            write_page(config.out, "Plan benchmark", argv, result["seconds"], text)
         return 0
 
     return guarded("perfzoo.plan benchmark", body)

@@ -34,7 +34,7 @@ from perfzoo.analytic import least_recompute
 from perfzoo.console import InputError, check_writable, guarded
 from perfzoo.datasets import load_dataset
 from perfzoo.plan.belief import Z80, Belief
-from perfzoo.plan.benchmark import GROUP_DATASETS, Pool, _name, groups_of
+from perfzoo.plan.benchmark import GROUP_DATASETS, Pool, _name, groups_of, write_page
 from perfzoo.plan.layouts import PlanError, as_run
 from perfzoo.plan.propose import STOP_MARGIN, choose, stop_rule
 from perfzoo.plan.report import layout_text
@@ -318,10 +318,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             with open(args.json, "w") as f:
                 json.dump({**rep, "seconds": result["seconds"]}, f, indent=1)
         if args.out:
-            with open(args.out, "w") as f:
-                f.write(f"# Plan loop benchmark\n\nWritten by `python -m perfzoo.plan benchmark {' '.join(argv)}` on "
-                        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({result['seconds']:.0f} s); do not edit "
-                        f"by hand.\n\n{text}\n")
+            write_page(args.out, "Plan loop benchmark", argv, result["seconds"], text)
         return 0
 
     return guarded("perfzoo.plan benchmark --loop", body)
