@@ -10,6 +10,7 @@ import pytest
 
 from perfzoo.datasets import load_dataset
 from perfzoo.evaluation import hardware
+from perfzoo.zoo.best import best_member
 
 
 def test_each_card_is_scored_by_members_fitted_on_the_other(tmp_path):
@@ -65,14 +66,14 @@ def test_holding_a_family_out_measures_the_widening_predict_and_plan_apply(exter
     from perfzoo.zoo.extrapolation import UNSEEN_ACCELERATOR_WIDENING, UNSEEN_FAMILY_WIDENING
 
     ds = load_dataset("published-llm", external_dir=external)
-    table = hardware.held_out(ds, "hybrid", {}, "family").set_index("group")
+    table = hardware.held_out(ds, *best_member("published-llm"), "family").set_index("group")  # the shipped member
     # the tables' families with >= MIN_JOBS ok jobs: NVIDIA's only (Volta's few V100 jobs stay in training)
     assert set(table.index) == {"NVIDIA Ampere", "NVIDIA Hopper", "NVIDIA Blackwell"}
     assert (table["jobs"] >= hardware.MIN_JOBS).all()
     # a group its plain interval already covers 80% of needs no widening; one it covers less needs some
     assert ((table["coverage"] >= hardware.LEVEL) == (table["widening"] == 0)).all()
     # the stored figure is the largest, and at least an accelerator's (scripts/hardware_widening.py; the
-    # shipped member is hybrid)
+    # shipped member)
     assert max(table["widening"].max(), UNSEEN_ACCELERATOR_WIDENING) == pytest.approx(UNSEEN_FAMILY_WIDENING, abs=0.002)
 
 
@@ -82,7 +83,7 @@ def test_holding_a_software_stack_out_measures_the_widening_of_an_unseen_vendor(
     from perfzoo.zoo.extrapolation import STACK_MEASURED, UNSEEN_STACK_WIDENING
 
     ds = load_dataset("published-llm", external_dir=external)
-    table = hardware.held_out(ds, "hybrid", {}, "framework").set_index("group")
+    table = hardware.held_out(ds, *best_member("published-llm"), "framework").set_index("group")
     assert {"llm-foundry", "nemo", "megatron-bridge", "torchtitan", "megatron-lm"} == set(table.index)
     assert ((table["coverage"] >= hardware.LEVEL) == (table["widening"] == 0)).all()
     assert table["widening"].max() == pytest.approx(UNSEEN_STACK_WIDENING, abs=0.01)

@@ -101,7 +101,7 @@ def test_an_accelerator_without_a_measured_row_widens_the_interval_by_the_replay
     # a vendor no row measured: its family's widening plus what leaving one software stack out costs
     vendor = UNSEEN_FAMILY_WIDENING + UNSEEN_STACK_WIDENING
     assert table["hardware_widening"].tolist() == [0.0, UNSEEN_ACCELERATOR_WIDENING, vendor]
-    # scripts/hardware_widening.py: 0.033 an accelerator or family; a stack (Megatron-Bridge held out) 0.216
+    # scripts/hardware_widening.py: 0.006 an accelerator or family; a stack (Megatron-LM held out) 0.025
     assert 0 < UNSEEN_ACCELERATOR_WIDENING <= UNSEEN_FAMILY_WIDENING < UNSEEN_STACK_WIDENING
     # the ridge's interval is the prediction times its residuals' quantiles: each end moves out by exp(widening)
     pred = table["predicted_tokens_per_s"].to_numpy()
