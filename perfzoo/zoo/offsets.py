@@ -31,7 +31,7 @@ runs themselves.
 ...                         "hardware.accelerator": ["H100"] * 3})
 >>> shift, var, level = posterior(keys(runs), np.log([1.5]), keys(queries), spread)
 >>> [round(float(np.exp(s)), 3) for s in shift], level.tolist()   # its layout, 8x the GPUs; another model
-([1.439, 1.254, 1.231], ['group', 'group', 'cluster'])
+([1.439, 1.252, 1.231], ['group', 'group', 'cluster'])
 """
 
 from __future__ import annotations
