@@ -143,3 +143,47 @@ def test_each_framework_defaults_to_a_dispatcher_it_runs():
 
     for framework in REGISTRY.values():
         assert framework.physics.moe_dispatcher in framework.runs.dispatchers, framework.name
+
+
+def test_deepep_buffers_of_deepseek_v3():
+    """DeepEP's buffers (DeepEP's csrc/legacy/config.hpp, the configs of deep_ep/buffers/legacy.py), once
+    per process, outside PyTorch's allocator: Megatron's 20 SMs = 10 channels; per token slot 7168 x 2 B
+    of hidden plus an 8 B source meta, 128 top-k indices of 8 B and weights of 4 B and 128 fp32 scales:
+    14,336 + 8 + 1,024 + 512 + 512 = 16,392 B.
+
+    EP 64 over 8 H100 nodes: 8 NVLink ranks, 8 RDMA ranks. NVLink, 288 chunked receive tokens in both
+    the dispatch and the combine config: 10 x 8 x (2 x 8 + 3) x 4 = 6,080 B of flags + 10 x 8 x 288 x
+    16,392 = 377,671,680 B, 377,677,760 rounded up to 128 B: 377,677,824. RDMA, 128 receive tokens
+    (a multiple of the 8 send tokens of both configs), each sent and received (x 2) with an int4 more:
+    10 x 8 x (8 x 2 + 2) x 2 x 4 = 11,520 + 10 x 8 x 128 x 2 x (16,392 + 16) = 336,035,840: 336,047,360 B.
+    EP 8 inside one node: 256 receive tokens, one RDMA rank: 10 x 8 x 5 x 4 = 1,600 + 10 x 8 x 256 x
+    16,392 = 335,708,160, 335,709,760 -> 335,709,824 B, and no RDMA buffer."""
+    nvl64, rdma64 = 377_677_824, 336_047_360
+    nvl8 = 335_709_824
+    base = LLMCost(pd.DataFrame([DSV3 | {"accelerator": "H100"}])).memory
+    for kind in ("deepep", "flex"):  # flex on H100 nodes: Megatron-Core's flex dispatcher over DeepEP
+        mem = LLMCost(pd.DataFrame([DSV3 | {"accelerator": "H100", "moe_dispatcher": kind}])).memory
+        assert float(mem.overhead_bytes()[0] - base.overhead_bytes()[0]) == nvl64 + rdma64
+        # the buffers are not torch's: the peak allocated stays the all-to-all's
+        assert float(mem.columns()["peak_allocated_bytes"][0]) == float(base.columns()["peak_allocated_bytes"][0])
+    one_node = {"accelerator": "H100", "n_gpus": 8, "ep": 8, "global_batch_size": 8}
+    alltoall = LLMCost(pd.DataFrame([DSV3 | one_node])).memory.overhead_bytes()[0]
+    deepep = LLMCost(pd.DataFrame([DSV3 | one_node | {"moe_dispatcher": "deepep"}])).memory.overhead_bytes()[0]
+    assert float(deepep - alltoall) == nvl8
+    # HybridEP (flex on an NVL72 rack) stages tokens in buffers sized by the tokens per rank: not DeepEP's
+    rack = LLMCost(pd.DataFrame([DSV3 | {"accelerator": "GB200", "moe_dispatcher": "flex"}])).memory
+    assert float(rack.overhead_bytes()[0]) == float(LLMCost(pd.DataFrame([DSV3 | {"accelerator": "GB200"}]))
+                                                    .memory.overhead_bytes()[0])
+    # DeepEP has no config for 12 ranks: the row fits no device
+    twelve = {"accelerator": "H100", "n_gpus": 12, "ep": 12, "n_experts": 252, "global_batch_size": 12,
+              "moe_dispatcher": "deepep"}
+    assert np.isnan(LLMCost(pd.DataFrame([DSV3 | twelve])).memory.overhead_bytes()[0])
+
+
+def test_routed_copies_are_activations_for_the_nccl_dispatchers():
+    """The all-to-all's permuted tokens are PyTorch tensors: an MoE layer keeps, per local token, K x CF
+    routed copies of its 2d-byte input (fused kernels: + the expert MLP's 6 f_e and its 2d output), so
+    one more routed expert per token adds 2d + 6 f_e + 2d = 4 x 7168 + 6 x 2048 = 40,960 B per token."""
+    mem = LLMCost(pd.DataFrame([DSV3 | {"accelerator": "H100"}])).memory
+    more = LLMCost(pd.DataFrame([DSV3 | {"accelerator": "H100", "experts_per_token": 9}])).memory
+    assert float(more.layer_bytes()["moe"][0] - mem.layer_bytes()["moe"][0]) == 40_960

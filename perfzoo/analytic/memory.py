@@ -99,7 +99,8 @@ single allocation, a micro-batch's logits (``4*V*tokens/tp`` in fp32; 2 bytes fu
 that large fails when the free memory is in smaller pieces; calibrated on ``llm-h100``'s OOM
 boundary (the multiples that separate its OOM jobs from its ok jobs, see the dataset card); NCCL
 buffers, :data:`NCCL_BUFFERS` per parallel group of more than one rank (not calibrated: no
-measurement in the data sees them). ``peak_allocated_bytes`` is what ``torch.cuda.max_memory_allocated``
+measurement in the data sees them); DeepEP's NVLink and RDMA buffers, once per process where an MoE
+dispatcher runs its kernels (:mod:`.moe_memory`). ``peak_allocated_bytes`` is what ``torch.cuda.max_memory_allocated``
 reports; ``memory_bytes`` = peak allocated + overheads, what ``nvidia-smi`` shows the process using
 (the caching allocator's reserve, the CUDA context, NCCL's buffers);
 ``memory_fraction`` = that over the device's memory.
@@ -127,6 +128,7 @@ import numpy as np
 
 from perfzoo.console import InputError
 from perfzoo.analytic._frame import GIB, is_code, trait
+from perfzoo.analytic.moe_memory import dispatcher_buffer_bytes
 from perfzoo.frameworks import ALTERNATE_MATMULS
 from perfzoo.records.vocabulary import CHECKPOINTING, PRECISIONS, SHARDINGS
 
@@ -414,7 +416,8 @@ class Memory:
         c = self.c
         groups = sum((x > 1).astype(float) for x in (c.tp, c.cp, c.dp, c.pp, c.ep))
         fragmentation = np.where(self.expandable, 0.0, FRAGMENTATION)  # expandable segments
-        return CONTEXT_BYTES + fragmentation * self.largest_allocation() + NCCL_BUFFERS * groups
+        dispatcher = dispatcher_buffer_bytes(c)  # DeepEP's buffers, outside torch's allocator
+        return CONTEXT_BYTES + fragmentation * self.largest_allocation() + NCCL_BUFFERS * groups + dispatcher
 
     def columns(self) -> dict[str, np.ndarray]:
         """The memory estimate columns: the state, ``activation_bytes``, ``peak_allocated_bytes``,
