@@ -83,7 +83,7 @@ def test_ranked_best_first_with_baselines_placed(llama8b_on_16):
     # net of the winner's curse: the predicted advantage shrunk, with its 80% interval
     from perfzoo.plan.shrinkage import SHRINK
 
-    assert base["gain"] == pytest.approx(raw ** SHRINK - 1) and base["gain_low"] < base["gain"] < base["gain_high"]
+    assert base["gain"] == pytest.approx(raw ** SHRINK["dense"] - 1) and base["gain_low"] < base["gain"] < base["gain_high"]
     assert base["within_error"] == (base["gain_low"] <= 0 <= base["gain_high"])
     expected = p.layouts["expected_tokens_per_s_per_device"].to_numpy()
     assert expected[0] <= pred[0] and (np.diff(expected) <= 1e-9).all()  # shrinking keeps the order
@@ -133,7 +133,7 @@ def test_a_gain_across_precisions_is_labelled_after_the_same_precision_compariso
     fp8, bf16 = (next(line for line in lines if line.startswith(f"  ranks {r:,} of")) for r in bases["rank"])
     assert "across precisions" not in fp8 and "same precision" not in fp8
     best = result.layouts[result.layouts["precision"] == "bf16"].iloc[0]
-    same = gain(best["predicted_tokens_per_s_per_device"], bases["predicted_tokens_per_s_per_device"].iloc[1])
+    same = gain(best["predicted_tokens_per_s_per_device"], bases["predicted_tokens_per_s_per_device"].iloc[1], "dense")
     who = f"the best bf16 layout (rank {best['rank']:,}, {layout_text(best.to_dict())})"
     if same[1] <= 0 <= same[2]:  # a gain whose interval holds 0 is said as a tie
         assert f"no measurable gain in the same precision: {who}'s expected {same[0]:+.1%}" in bf16

@@ -35,13 +35,13 @@ Z80 = 1.2816  # an 80% interval's upper end in standard deviations (Gaussian)
 def spread_of(predictor, variance: Optional[float] = None) -> Spread:
     """The spread of offsets the anchoring uses for ``predictor`` (an
     :class:`~perfzoo.zoo.interval.Interval`'s ``spread_``, an anchored or calibrated one's, updated
-    by the runs); ``variance`` (log^2) alone where given or where the predictor has none: one model's
-    layouts, no cluster or group level."""
+    by the runs); ``variance`` (log^2) alone where given or where the predictor has none (a dense model's
+    residual, :data:`perfzoo.plan.shrinkage.RESIDUAL_SD`): one model's layouts, no cluster or group level."""
     for holder in (predictor, getattr(predictor, "anchored", None)):
         found = getattr(holder, "spread", None) or getattr(holder, "spread_", None)
         if isinstance(found, Spread) and variance is None:
             return found
-    v = RESIDUAL_SD ** 2 if variance is None else float(variance)
+    v = RESIDUAL_SD["dense"] ** 2 if variance is None else float(variance)
     empty = np.zeros(0)
     return Spread(0.0, 0.0, v, empty, empty, empty, empty, similarity=FITTED)
 

@@ -15,8 +15,10 @@ The training pool is the published tables (``published-llm``) plus ``vtrain-a100
 pre-training recipe of a catalog model (NeMo, Megatron-Bridge, torchtitan), the layout plan would choose instead
 (with the scorer fitted without that model and cluster; the recipe priced as plan prices its own layouts, both
 under the recipe's framework) and its gain, predicted and net of the winner's curse
-(:mod:`perfzoo.plan.shrinkage`, with its 80% interval); the share of a predicted advantage that measured
-real inside the groups and plan's pick as reported over as measured; and how many
+(:mod:`perfzoo.plan.shrinkage`, with its 80% interval) and whether it is claimed (:mod:`perfzoo.plan.claims`:
+a gain over an EP recipe the pick leaves needs a published run of the pick's structure), with how many recipes
+are claimed beaten, overall and of MoE models; the share of a predicted advantage that measured
+real inside the groups, per kind of model, and plan's pick as reported over as measured; and how many
 jobs that ran out of memory the memory model calls feasible, and whether plan picked one.
 
 >>> summarise(pd.DataFrame({"dataset": ["a", "a"], "regret": [0.0, 0.1], "random_regret": [0.2, 0.3],
@@ -50,7 +52,7 @@ from perfzoo.plan.layouts import Cluster, PlanError, as_run
 from perfzoo.plan.planner import plan
 from perfzoo.plan.recipes import accelerator_name, catalog_name
 from perfzoo.plan.report import layout_text
-from perfzoo.plan import shrinkage
+from perfzoo.plan import claims, shrinkage
 from perfzoo.plan.scoring import Scorer
 
 # the measured groups: every dataset where several layouts of one model, scale and hardware were measured
@@ -240,18 +242,19 @@ def run(config: BenchmarkConfig, log=None) -> dict:
             continue
         rows = groups_of(load_dataset(name, external_dir=config.external_dir))
         for group, g in rows.groupby("group", sort=False):
-            results.append({"dataset": name, "group": group, **score_group(g, scorer(g["situation"].iloc[0]))})
+            results.append({"dataset": name, "group": group, "kind": _kind(g),
+                            **score_group(g, scorer(g["situation"].iloc[0]))})
         log(f"benchmark: {name}: {rows['group'].nunique()} groups ({time.perf_counter() - t0:.0f} s)")
     table = pd.DataFrame(results)
-    # the share of a predicted advantage that is real, and each group's pick as plan reports it, with the share
-    # fitted without that group (leave-one-group-out)
-    k, residual = shrinkage.fit(table)
-    k_out = (table["mp"].sum() - table["mp"]) / (table["pp"].sum() - table["pp"])
+    # the share of a predicted advantage that is real per kind of model, and each group's pick as plan reports it,
+    # with its kind's share fitted without that group (leave-one-group-out)
+    curse = {kind: (len(g), *shrinkage.fit(g)) for kind, g in table.groupby("kind")}
+    sums = table.groupby("kind")[["mp", "pp"]].transform("sum")
+    k_out = (sums["mp"] - table["mp"]) / (sums["pp"] - table["pp"])
     table["pick_reported_over_measured"] = np.exp(table["pick_offset"] + k_out * table["pick_pc"] - table["pick_mc"])
-    log(f"benchmark: the winner's curse: measured / predicted advantage {k:.3f}, residual log sd {residual:.3f} "
-        f"(perfzoo.plan.shrinkage: SHRINK {shrinkage.SHRINK:g}, RESIDUAL_SD {shrinkage.RESIDUAL_SD:g}); the pick as "
-        f"reported over as measured, median {table['pick_reported_over_measured'].median():.3f}")
-    out = {"member": member, "groups": table, "summary": summarise(table), "shrink": k, "residual_sd": residual,
+    log(f"benchmark: the winner's curse: {_curse_text(curse)}; the pick as reported over as measured, median "
+        f"{table['pick_reported_over_measured'].median():.3f}")
+    out = {"member": member, "groups": table, "summary": summarise(table), "curse": curse,
            "oom": {"oom_jobs": int(table["oom_jobs"].sum()),
                    "oom_called_feasible": int(table["oom_called_feasible"].sum()),
                    "groups_whose_pick_ran_out_of_memory": int((table["picked_oom"] > 0).sum()),
@@ -262,10 +265,28 @@ def run(config: BenchmarkConfig, log=None) -> dict:
     return out
 
 
+def _kind(rows: pd.DataFrame) -> str:
+    """A group's kind of model for the winner's curse (:func:`perfzoo.plan.shrinkage.kind`)."""
+    experts = pd.to_numeric(rows.get("config.n_experts", pd.Series(dtype=float)), errors="coerce").max()
+    return shrinkage.kind({"n_experts": None if pd.isna(experts) else float(experts)})
+
+
+def _curse_text(curse: dict) -> str:
+    """Each kind's fitted share and residual beside the constants plan uses.
+
+    >>> _curse_text({"dense": (3, 0.9, 0.15)}).startswith("dense (3 groups): measured / predicted advantage 0.900")
+    True
+    """
+    return "; ".join(f"{kind} ({n} groups): measured / predicted advantage {k:.3f}, residual log sd {r:.3f} "
+                     f"(plan uses {shrinkage.SHRINK[kind]:g} and {shrinkage.RESIDUAL_SD[kind]:g})"
+                     for kind, (n, k, r) in curse.items())
+
+
 def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
     """For each published recipe of a catalog model: plan's pick on the same model, cluster,
     sequence, batch and precision (the scorer fitted without that situation), its predicted gain."""
     rows = []
+    runs = claims.published_runs(config.external_dir)  # the published structures a claim is backed by, loaded once
     for entry in RECIPE_SOURCES:
         name = _name(entry)
         if name is None:
@@ -288,7 +309,7 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
                 p = plan(str(rec["model"]), cluster, seq_len=int(rec["config.seq_len"]),
                          global_batch=int(rec["config.global_batch_size"]),
                          precisions=(str(rec.get("config.precision") or "bf16"),), scorer=sc, published=recipe,
-                         framework=framework if isinstance(framework, str) else None)
+                         framework=framework if isinstance(framework, str) else None, runs=runs)
             except (PlanError, ValueError) as exc:
                 rows.append({"dataset": name, "model": rec["model"], "gpus": rec["config.n_gpus"],
                              "accelerator": accelerator_name(rec.get("hardware.accelerator")) or str(rec.get("hardware.accelerator")), "recipe": layout_text(_knobs(rec)),
@@ -301,7 +322,8 @@ def recipes(config: BenchmarkConfig, scorer, log) -> pd.DataFrame:
                          "predicted": float(base["predicted_tokens_per_s_per_device"]), "recipe_fits": bool(base["fits"]),
                          "plan_pick": layout_text(top.to_dict()),
                          "pick_predicted": float(top["predicted_tokens_per_s_per_device"]),
-                         **{k: float(base[k]) for k in ("predicted_gain", "gain", "gain_low", "gain_high")}})
+                         **{k: float(base[k]) for k in ("predicted_gain", "gain", "gain_low", "gain_high")},
+                         "kind": shrinkage.kind(p.model), "claim": base["claim"]})
     log(f"benchmark: {len(rows)} published recipes planned")
     return pd.DataFrame(rows)
 
@@ -324,11 +346,10 @@ def markdown(result: dict) -> str:
                      f"({r['random_median_regret']:.1%}) | {r['mean_p_at_3']:.2f} ({r['random_p_at_3']:.2f}) | "
                      f"{r['grouped_kendall']:.2f} | {r['pick_is_best']:.0%} ({r['random_is_best']:.0%}) | "
                      f"{r['pick_within_5']:.0%} ({r['random_within_5']:.0%}) | {r['unfiltered_within_5']:.0%} |")
-    if "shrink" in result:
-        lines += ["", f"Winner's curse: within a group, measured / predicted advantage {result['shrink']:.3f}, residual log "
-                      f"sd {result['residual_sd']:.3f} (plan uses {shrinkage.SHRINK:g} and {shrinkage.RESIDUAL_SD:g}); "
-                      "plan's pick as reported (its advantage shrunk by the share fitted without its group) over as "
-                      f"measured: median {result['groups']['pick_reported_over_measured'].median():.3f}."]
+    if "curse" in result:
+        lines += ["", f"Winner's curse, per kind of model: {_curse_text(result['curse'])}; plan's pick as reported (its "
+                      "advantage shrunk by its kind's share fitted without its group) over as measured: median "
+                      f"{result['groups']['pick_reported_over_measured'].median():.3f}."]
     o = result["oom"]
     lines += ["", f"Out of memory: {o['oom_jobs']} measured OOM jobs in these groups, {o['oom_called_feasible']} of "
                   f"them called feasible by the memory model; plan's pick ran out of memory in "
@@ -338,19 +359,39 @@ def markdown(result: dict) -> str:
     if rec is not None and len(rec):
         priced = rec.dropna(subset=["predicted_gain"]) if "predicted_gain" in rec else rec.iloc[:0]
         ties = int(((priced["gain_low"] <= 0) & (priced["gain_high"] >= 0)).sum())
+        c = claim_counts(priced)
         lines += ["", f"Published recipes: {len(rec)} planned, {len(priced)} priced; median gain of plan's pick over the "
                       f"recipe net of the winner's curse {priced['gain'].median():+.1%} (predicted "
                       f"{priced['predicted_gain'].median():+.1%}), {ties} inside their 80% interval (ties); the memory "
-                      f"model calls {int((~priced['recipe_fits'].astype(bool)).sum())} recipes infeasible.", "",
+                      f"model calls {int((~priced['recipe_fits'].astype(bool)).sum())} recipes infeasible.",
+                  "", f"Claimed beaten (an 80% interval above zero, backed by a published run of the pick's structure "
+                      f"where the pick leaves an EP recipe's): {c['claimed']} recipes, {c['moe_claimed']} of the "
+                      f"{c['moe']} MoE ones ({c['unbacked']} MoE gains above zero unbacked); MoE recipes' median "
+                      f"expected gain {c['moe_median_gain']:+.1%}.", "",
                   "| source | model | GPUs | recipe | fits | measured | predicted | plan's pick | predicted gain | "
-                  "expected gain (80%) |",
-                  "| --- | --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: |"]
+                  "expected gain (80%) | claim |",
+                  "| --- | --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | --- |"]
         for r in priced.to_dict("records"):
             lines.append(f"| {r['dataset']} | {r['model']} | {r['gpus']} x {r['accelerator']} | {r['recipe']} | "
                          f"{'yes' if r['recipe_fits'] else 'no'} | {r['measured']:,.0f} | {r['predicted']:,.0f} | "
                          f"{r['plan_pick']} | {r['predicted_gain']:+.1%} | {r['gain']:+.1%} ({r['gain_low']:+.1%} .. "
-                         f"{r['gain_high']:+.1%}) |")
+                         f"{r['gain_high']:+.1%}) | {r['claim'] or '-'} |")
     return "\n".join(lines)
+
+
+def claim_counts(priced: pd.DataFrame) -> dict:
+    """Of the priced recipes (their ``kind``, ``claim`` and ``gain``): how many are claimed beaten, overall and
+    of MoE models, how many MoE gains above zero are unbacked, and the MoE recipes' median expected gain.
+
+    >>> claim_counts(pd.DataFrame({"kind": ["dense", "moe", "moe"], "claim": ["claimed", "tie", "unbacked: x"],
+    ...                            "gain": [0.3, 0.1, 0.5]}))
+    {'claimed': 1, 'moe': 2, 'moe_claimed': 0, 'unbacked': 1, 'moe_median_gain': 0.3}
+    """
+    moe = priced[priced["kind"] == "moe"]
+    claimed = priced["claim"] == "claimed"
+    return {"claimed": int(claimed.sum()), "moe": len(moe), "moe_claimed": int(claimed[moe.index].sum()),
+            "unbacked": int(moe["claim"].astype(str).str.startswith("unbacked").sum()),
+            "moe_median_gain": float(moe["gain"].median()) if len(moe) else float("nan")}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -382,9 +423,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         result = run(config)
         text = markdown(result)
         if config.json:
+            rec = result.get("recipes", pd.DataFrame())
+            claimed = claim_counts(rec.dropna(subset=["predicted_gain"])) if "claim" in rec else None
             print(json.dumps({"member": result["member"], "summary": result["summary"].to_dict("index"),
-                              "oom": result["oom"], "groups": result["groups"].to_dict("records"),
-                              "recipes": result.get("recipes", pd.DataFrame()).to_dict("records")}, default=str))
+                              "oom": result["oom"], "curse": result["curse"], "claims": claimed,
+                              "groups": result["groups"].to_dict("records"), "recipes": rec.to_dict("records")},
+                             default=str))
         else:
             print(text)
             print(f"\n({result['seconds']:.0f} s)")
@@ -395,4 +439,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return guarded("perfzoo.plan benchmark", body)
 
 
-__all__ = ["BenchmarkConfig", "GROUP_DATASETS", "Pool", "groups_of", "main", "run", "score_group", "summarise"]
+__all__ = ["BenchmarkConfig", "GROUP_DATASETS", "Pool", "claim_counts", "groups_of", "main", "run", "score_group",
+           "summarise"]

@@ -28,7 +28,7 @@ from perfzoo import analytic, frameworks, llmconfig, pricing
 from perfzoo.console import InputError, assignments, check_figure, check_writable
 from perfzoo.datasets import load_dataset
 from perfzoo.datasets.dataset import Dataset
-from perfzoo.plan import export, gains, report
+from perfzoo.plan import claims, export, gains, report
 from perfzoo.plan.layouts import LAYOUT_KNOBS, MOE_KNOBS, Cluster
 from perfzoo.plan.planner import EXHAUSTIVE_LIMIT, Plan, model_keys, plan
 from perfzoo.plan.propose import PROPOSERS, STOP_MARGIN, step
@@ -235,7 +235,8 @@ def run(config: PlanConfig, log=None) -> PlanResult:
     result = plan(shape, cluster, seq_len=config.seq_len, global_batch=config.global_batch,
                   precisions=config.precisions(), scorer=scorer, baseline=baseline, published=published,
                   exhaustive_limit=config.exhaustive_limit, searcher=Reinforce(seed=config.seed),
-                  tp_beyond_node=config.tp_beyond_node, token_drop=config.allow_token_drop, log=log)
+                  tp_beyond_node=config.tp_beyond_node, token_drop=config.allow_token_drop, log=log,
+                  runs=claims.structures(pd.DataFrame() if tables is None else tables.frame))
     result.sources = sources
     if len(result.baselines):  # a pick that leaves an MoE recipe's EP or dispatcher names the terms it gains by
         result.baselines["faster_by"] = gains.faster_by(result)

@@ -4,22 +4,21 @@ A pick predicted more than :data:`GAIN` faster than a baseline that runs expert 
 pick runs another EP degree or another token dispatcher than the baseline states, says which terms of the
 analytic step (:func:`perfzoo.analytic.estimate`, the breakdown ``predict`` and the plan's "why rank 1"
 note show) are shorter in the pick, most first: such a gain over a tuned recipe is a claim, and it names
-what it rests on.
+what it rests on (whether a published run backs it: :mod:`perfzoo.plan.claims`).
 
->>> left({"ep": 8, "moe_dispatcher": "deepep"}, {"ep": 16, "moe_dispatcher": "alltoall"})
-'EP 16 and the alltoall dispatcher'
->>> left({"ep": 16, "moe_dispatcher": "alltoall"}, {"ep": 16, "moe_dispatcher": None}) is None
-True
+>>> sorted(TERMS)[:3]
+['EP dispatch and combine', 'TP communication', 'compute']
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
+from perfzoo.plan.claims import left
 from perfzoo.plan.layouts import LAYOUT_KNOBS, MOE_KNOBS
 from perfzoo.plan.planner import Plan, baseline_frame
 
@@ -32,19 +31,6 @@ TERMS = {"compute": "compute_time_s", "softmax": "softmax_time_s", "memory traff
 
 def _given(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
-
-
-def left(pick: Mapping[str, Any], recipe: Mapping[str, Any]) -> Optional[str]:
-    """What of an EP ``recipe`` the ``pick`` leaves (its EP degree, the dispatcher the recipe states), or None."""
-    if int(_given(recipe.get("ep")) or 1) <= 1:
-        return None
-    parts = []
-    if int(_given(pick.get("ep")) or 1) != int(recipe["ep"]):
-        parts.append(f"EP {int(recipe['ep'])}")
-    said = _given(recipe.get("moe_dispatcher"))
-    if said is not None and _given(pick.get("moe_dispatcher")) != said:
-        parts.append(f"the {said} dispatcher")
-    return " and ".join(parts) or None
 
 
 def terms(frame: pd.DataFrame) -> pd.DataFrame:
@@ -84,4 +70,4 @@ def faster_by(plan: Plan) -> list[Optional[str]]:
     return out
 
 
-__all__ = ["GAIN", "TERMS", "faster_by", "left", "terms"]
+__all__ = ["GAIN", "TERMS", "faster_by", "terms"]

@@ -61,7 +61,7 @@ def _runs_to(curve: np.ndarray, best: float, tol: float) -> float:
 
 
 def replay(pred: np.ndarray, measured: np.ndarray, X: pd.DataFrame, K: int, proposer: str,
-           variance: float = RESIDUAL_SD ** 2, margin: float = STOP_MARGIN) -> dict:
+           variance: float = RESIDUAL_SD["dense"] ** 2, margin: float = STOP_MARGIN) -> dict:
     """One group's loop: ``curve[k]`` the best measured after k runs (k 0: the zero-shot pick's),
     ``stop`` the run after which the rule stopped (inf: not within ``K``) and the best measured then."""
     mean, runs, vals = np.log(pred), [], []
@@ -152,7 +152,7 @@ def trace(group: str, rows: pd.DataFrame, pred: np.ndarray, r: dict) -> list[str
 
 
 def run(K: int = 5, data: Sequence[str] = (), predictor: str = "best", external_dir: Optional[str] = None,
-        variance: float = RESIDUAL_SD ** 2, log=None, traced: bool = False) -> dict:
+        variance: float = RESIDUAL_SD["dense"] ** 2, log=None, traced: bool = False) -> dict:
     """Every group replayed (module docstring): ``{"member", "table" (one row per group), "seconds"}``;
     with ``traced``, ``"traces"``: each group's loop line by line (:func:`trace`)."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))

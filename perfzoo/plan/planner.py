@@ -9,7 +9,8 @@ getting the lowest reward. Baselines (a user's layout, the published ones) are p
 same scorer, the knobs a user's baseline leaves out filled as ``predict`` fills them
 (:mod:`perfzoo.llmconfig.layout_defaults`); the :class:`Plan` says where each ranks and what the top pick
 gains over it, net of the winner's curse (:mod:`perfzoo.plan.shrinkage`: a gain whose 80% interval
-holds 0 is a tie), and, where the scorer gives an interval, which layouts are predicted inside the
+holds 0 is a tie), whether that is a claim (:mod:`perfzoo.plan.claims`: one over an EP recipe the pick
+leaves needs a published run of the pick's structure), and, where the scorer gives an interval, which layouts are predicted inside the
 top pick's (``Plan.tie``: their order is within the predictor's error). A predictor that returns NaN for a layout that fits is an error naming the predictor.
 
 >>> from perfzoo.search import Formula
@@ -38,7 +39,7 @@ from perfzoo.console import RunFailed
 from perfzoo.analytic.memory import MemoryRule
 from perfzoo.llmconfig import huggingface, layout_defaults
 from perfzoo.plan.layouts import DERIVED_KNOBS, LAYOUT_KNOBS, MOE_KNOBS, Cluster, PlanError, as_run, layout_space
-from perfzoo.plan import shrinkage
+from perfzoo.plan import claims, shrinkage
 from perfzoo.plan.scoring import Scorer
 from perfzoo.records.columns import Columns
 from perfzoo.search import Objective, Reinforce, Searcher
@@ -104,7 +105,8 @@ class Plan:
     with (``label``, ``rank`` among the layouts, ``predicted_gain``: the top pick's predicted
     speed-up over it, ``gain`` with ``gain_low`` .. ``gain_high``: the speed-up expected net of the
     winner's curse and its 80% interval, :mod:`perfzoo.plan.shrinkage`, ``within_error`` where that
-    holds 0; ``measured_tokens_per_s_per_device`` where published); every layout's
+    holds 0; ``claim``: :func:`perfzoo.plan.claims.verdict`; ``measured_tokens_per_s_per_device`` where
+    published); every layout's
     ``expected_tokens_per_s_per_device``: its prediction with its advantage over the layouts it
     was chosen among (the tie set) shrunk; ``counts``: ``grid`` points,
     ``generated`` (valid layouts), ``memory_checked``, ``feasible``, ``infeasible`` and
@@ -246,7 +248,7 @@ def _fits_nowhere(model: dict, cluster: Cluster, memory: pd.DataFrame, rule: Mem
 def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, global_batch: int,
          precisions: Sequence[str] = ("bf16",), scorer: Optional[Scorer] = None,
          baseline: Optional[dict] = None, published: Optional[pd.DataFrame] = None,
-         exhaustive_limit: int = EXHAUSTIVE_LIMIT, searcher: Optional[Searcher] = None,
+         runs: Optional[pd.DataFrame] = None, exhaustive_limit: int = EXHAUSTIVE_LIMIT, searcher: Optional[Searcher] = None,
          tp_beyond_node: bool = False, framework: Optional[str] = None, token_drop: bool = False,
          log: Optional[Callable[[str], Any]] = None, n_jobs: Optional[int] = None) -> Plan:
     """The ranked layouts of ``model`` on ``cluster`` (see the module docstring).
@@ -262,6 +264,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     baseline : a layout to compare with (``{"tp": 4, "pp": 8}``; unnamed knobs as
         :func:`perfzoo.llmconfig.layout_defaults.complete` fills them, precision the first of ``precisions``).
     published : published layouts to compare with (:func:`~perfzoo.plan.recipes.published_layouts`).
+    runs : the published runs' structures a gain over an EP baseline is backed by
+        (:func:`perfzoo.plan.claims.structures`; default: the shared tables', read once where needed).
     exhaustive_limit : the most valid layouts scored one by one; past it, ``searcher``
         (default: :class:`~perfzoo.search.Reinforce`, the paper's settings).
     tp_beyond_node : let tensor parallelism span NVLink domains.
@@ -283,8 +287,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
         raise PlanError("--precision: give at least one precision, e.g. bf16")
     for p in precisions:
         llmconfig.check_precision(p, cluster.spec)
-    runs = frameworks.get(shape.get("framework"))  # those it trains in (the space says its rule where none)
-    precisions = tuple(p for p in precisions if runs.takes("precision", p)) or precisions
+    trains = frameworks.get(shape.get("framework"))  # those it trains in (the space says its rule where none)
+    precisions = tuple(p for p in precisions if trains.takes("precision", p)) or precisions
     if scorer is None:
         scorer = default_scorer()
     space = layout_space(shape, cluster, workload["seq_len"], workload["global_batch_size"], precisions,
@@ -348,8 +352,8 @@ def plan(model: Union[str, Path, dict], cluster: Cluster, *, seq_len: int, globa
     result.tie = _tie(result)
     predicted = result.layouts["predicted_tokens_per_s_per_device"]
     contenders = predicted.head(max(2, (result.tie or {}).get("ranks", 10)))  # what the top pick was chosen among
-    result.layouts["expected_tokens_per_s_per_device"] = shrinkage.expected(predicted, contenders)
-    result.baselines = _baselines(result, yours, published)
+    result.layouts["expected_tokens_per_s_per_device"] = shrinkage.expected(predicted, contenders, shrinkage.kind(shape))
+    result.baselines = _baselines(result, yours, published, runs)
     return result
 
 
@@ -418,7 +422,7 @@ def _shortfall(frame: pd.DataFrame) -> list[str]:
 
 
 def _baselines(result: Plan, baseline: Optional[tuple[pd.DataFrame, layout_defaults.Completed]],
-               published: Optional[pd.DataFrame]) -> pd.DataFrame:
+               published: Optional[pd.DataFrame], runs: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """Each baseline priced as the plan prices its own layouts: its knobs on the plan's model, job
     and framework (:func:`baseline_frame`); a published one also as its own framework ran it where
     that is another, or where the plan's framework cannot run it (``refused``: its rule; then not
@@ -477,10 +481,13 @@ def _baselines(result: Plan, baseline: Optional[tuple[pd.DataFrame, layout_defau
     out["rank"] = [int((best > p).sum()) + 1 if np.isfinite(p) else None for p in pred]
     with np.errstate(divide="ignore", invalid="ignore"):
         out["predicted_gain"] = float(best.iloc[0]) / pred - 1.0
-    gains = np.array([shrinkage.gain(float(best.iloc[0]), p) if np.isfinite(p) and p > 0 else (np.nan,) * 3
-                      for p in pred]).reshape(-1, 3)
+    gains = np.array([shrinkage.gain(float(best.iloc[0]), p, shrinkage.kind(result.model)) if np.isfinite(p) and p > 0
+                      else (np.nan,) * 3 for p in pred]).reshape(-1, 3)
     out["gain"], out["gain_low"], out["gain_high"] = gains.T
     out["within_error"] = (gains[:, 1] <= 0) & (gains[:, 2] >= 0)  # an expected gain whose interval holds 0: a tie
+    pick = result.layouts.iloc[0].to_dict()  # a gain over an EP recipe it leaves: a claim only where a run backs it
+    out["claim"] = [claims.verdict(tuple(g), pick, row, result.model.get("model_name"), result.cluster.domain, runs)
+                    for g, row in zip(gains, out.to_dict("records"))]
     # yours first, then the recipes in the top pick's precision: a gain across precisions is no recipe's to claim
     order = np.lexsort((out["precision"] != result.layouts["precision"].iloc[0], out["label"] != "your baseline"))
     return out.iloc[order].reset_index(drop=True)

@@ -29,7 +29,7 @@ JSON_KEYS = (*KNOBS, "predicted_tokens_per_s_per_device", "expected_tokens_per_s
              "step_time_s", "mfu", "peak_allocated_gib", "memory_gib", "headroom_gib", "fits", "layer_pass_ms",
              "host_paced", "range_low", "range_high", "rank", "role", "label", "predicted_gain", "gain", "gain_low",
              "gain_high", "within_error", "filled", "measured_tokens_per_s_per_device", "own_framework",
-             "own_predicted", "shortfall", "refused")
+             "own_predicted", "shortfall", "refused", "claim")
 HOST_MARK = "^"  # beside the predicted tokens/s of a layout that runs at the host's pace
 TIE_MARK = "~"  # beside the rank of a layout predicted inside the top pick's interval
 
@@ -202,9 +202,12 @@ def table(plan: Plan, k: int = 10) -> str:
             if _plain(row.get("shortfall")) is not None:
                 verdict += f"; predicted more than 25% under its measurement: the term that weighs most is {row['shortfall']}"
             lines.append(verdict)
+            if str(_plain(row.get("claim"))).startswith("unbacked: "):  # a gain over an EP recipe no published run backs
+                lines.append(f"  not claimed beaten: {row['claim'].removeprefix('unbacked: ')}, and the predictor errs "
+                             "most on expert-parallel layouts; measure the top pick before taking the gain")
     lines.append(f"expected: the predicted tok/s/GPU with its advantage over the layouts the top pick was chosen among "
-                 f"shrunk by {shrinkage.SHRINK:g}, what one chosen as their best is expected to run at (the winner's "
-                 "curse, measured on the plan benchmark's groups); a gain over a baseline is given the same way, with "
+                 f"shrunk by {shrinkage.SHRINK[shrinkage.kind(plan.model)]:g}, what one chosen as their best is expected to run at (the winner's "
+                 f"curse of a {shrinkage.kind(plan.model)} model, perfzoo.plan.shrinkage); a gain over a baseline is given the same way, with "
                  "its 80% interval")
     lines.append(f"* MFU: predicted model FLOP/s per GPU over the accelerator's dense peak in the layout's own precision "
                  f"({', '.join(plan.precisions)}: a bf16 layout over the bf16 peak, an fp8 one over the fp8 peak); "
@@ -236,7 +239,7 @@ def _same_precision(plan: Plan, precision: str, base: float) -> str:
         return ""
     row = lay.iloc[0]
     pick = float(row["predicted_tokens_per_s_per_device"])
-    gain = shrinkage.gain(pick, base)
+    gain = shrinkage.gain(pick, base, shrinkage.kind(plan.model))
     return _gain_text(f"the best {precision} layout (rank {int(row['rank']):,}, {layout_text(row.to_dict())})", gain,
                       pick / base - 1.0, gain[1] <= 0 <= gain[2], " in the same precision") + "; "
 
