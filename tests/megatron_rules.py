@@ -3,7 +3,7 @@
 Read from NVIDIA/Megatron-LM at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553 (2026-08-22):
 ``megatron/training/arguments.py`` (``validate_args``, the flag definitions) and
 ``megatron/core/transformer/transformer_config.py`` (``TransformerConfig.__post_init__``, whose fields
-``argument_utils`` turns into the MoE and recompute flags), with the expert rank groups of
+``argument_utils`` turns into the MoE, recompute and MoE overlap flags), with the expert rank groups of
 ``megatron/core/parallel_state.py``. The rules are said here in our own words; Megatron-LM itself does
 not install on a CPU-only machine (Transformer Engine needs CUDA).
 
@@ -42,7 +42,8 @@ SWITCHES = ("--group-query-attention", "--multi-latent-attention", "--moe-groupe
             "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--sequence-parallel",
             "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
             "--use-distributed-optimizer", "--use-megatron-fsdp", "--overlap-grad-reduce", "--overlap-param-gather",
-            "--bf16", "--mock-data", "--tp-comm-overlap")
+            "--bf16", "--mock-data", "--tp-comm-overlap", "--overlap-moe-expert-parallel-comm",
+            "--moe-shared-expert-overlap")
 CHOICES = {"--moe-token-dispatcher-type": {"allgather", "alltoall", "flex"},
            "--moe-flex-dispatcher-backend": {"deepep", "hybridep", "ncclep"},
            "--recompute-granularity": {"full", "selective"}, "--recompute-method": {"uniform", "block"},
@@ -161,6 +162,24 @@ def violations(text: str, arch: int) -> list[str]:
         out.append("the shared experts' width is positive")
     if a.moe_flex_dispatcher_backend is not None and a.moe_token_dispatcher_type != "flex":
         out.append("a flex dispatcher backend needs --moe-token-dispatcher-type flex")
+    dispatcher = a.moe_token_dispatcher_type or "allgather"  # Megatron-Core's default
+    if a.overlap_moe_expert_parallel_comm:  # TransformerConfig.__post_init__
+        if pp > 1 and not interleaved:
+            out.append("the A2A overlap under a pipeline needs virtual stages")
+        if ep == 1:
+            out.append("the A2A overlap needs expert parallelism")
+        if dispatcher not in ("alltoall", "flex"):
+            out.append("the A2A overlap needs the alltoall or flex dispatcher")
+        if a.recompute_granularity == "full" or a.recompute_method or a.recompute_num_layers or "moe" in modules:
+            out.append("the A2A overlap refuses full recompute, a recompute method or layer count, and moe recomputed")
+        if not a.bf16:
+            out.append("the A2A overlap needs a bf16 or fp16 model")
+        if a.moe_shared_expert_overlap:
+            out.append("the A2A overlap and the shared-expert overlap exclude each other")
+        if (a.mtp_num_layers or 0) > 1:
+            out.append("the A2A overlap takes at most one MTP layer")
+    if a.moe_shared_expert_overlap and a.moe_shared_expert_intermediate_size and dispatcher not in ("alltoall", "flex"):
+        out.append("the shared-expert overlap needs the alltoall or flex dispatcher")
     if a.mtp_num_layers and a.position_embedding_type not in ("rope", "none"):
         out.append("MTP layers need rope or no position embedding")
     if a.use_megatron_fsdp:
@@ -170,7 +189,8 @@ def violations(text: str, arch: int) -> list[str]:
             out.append("Megatron-FSDP needs CUDA_DEVICE_MAX_CONNECTIONS above 1 or unset")
     elif a.ckpt_format == "fsdp_dtensor":
         out.append("the fsdp_dtensor checkpoint format is Megatron-FSDP's")
-    elif (tp > 1 or cp > 1) and arch < 10 and env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
+    elif (tp > 1 or cp > 1) and arch < 10 and env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1" and not (
+            a.overlap_moe_expert_parallel_comm):  # with the A2A overlap Megatron-LM only warns
         out.append("tensor or context parallelism before Blackwell needs CUDA_DEVICE_MAX_CONNECTIONS=1")
     return out
 

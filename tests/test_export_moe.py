@@ -27,7 +27,7 @@ from perfzoo.zoo.targets import analytic_log_throughput
 
 H100 = "H100-SXM-80GB"
 WANT = ("tp", "pp", "vp", "cp", "ep", "etp", "fsdp", "activation_checkpointing", "precision", "moe_dispatcher",
-        "moe_recompute")
+        "moe_recompute", "moe_a2a_overlap", "moe_shared_expert_overlap")
 
 
 def toy():
@@ -192,6 +192,9 @@ def test_megatron_moe_flags_are_the_layouts():
         words = frameworks.script_command(text)
         back = frameworks.writer("megatron-lm").read(words[words.index("pretrain_gpt.py") + 1:], "test")
         assert (back.layout["etp"], back.layout["moe_dispatcher"]) == (c["etp"], c["moe_dispatcher"])
+        overlaps = ("moe_a2a_overlap", "moe_shared_expert_overlap")
+        assert [back.layout[k] for k in overlaps] == [c[k] for k in overlaps]
+        assert a.overlap_moe_expert_parallel_comm == c["moe_a2a_overlap"]
         assert (a.expert_model_parallel_size, a.expert_tensor_parallel_size) == (c["ep"], c["etp"])
         assert (a.moe_token_dispatcher_type, a.moe_flex_dispatcher_backend) == {
             "alltoall": ("alltoall", None), "allgather": ("allgather", None), "deepep": ("flex", "deepep"),
@@ -205,6 +208,8 @@ def test_megatron_moe_flags_are_the_layouts():
         assert over["model.expert_tensor_parallel_size"] == str(c["etp"])
         assert over["model.moe_token_dispatcher_type"] == a.moe_token_dispatcher_type
         assert over["model.moe_expert_capacity_factor"] == "null"
+        assert over["model.moe_shared_expert_overlap"] == ("true" if c["moe_shared_expert_overlap"] else "false")
+    assert {c["moe_a2a_overlap"] for c in diverse(p)} == {False, True}
     assert "--window-attn-skip-freq" in megatron_lm.shape_arguments(catalog.get("gpt-oss-120b"))
 
 

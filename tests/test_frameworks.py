@@ -245,7 +245,9 @@ BRIDGE_FIELDS = {
               "recompute_granularity", "recompute_method", "recompute_num_layers", "tp_comm_overlap",
               # an MoE layout's (megatron-core 0.16's TransformerConfig)
               "expert_tensor_parallel_size", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend",
-              "moe_grouped_gemm", "moe_permute_fusion", "moe_expert_capacity_factor", "recompute_modules"},
+              "moe_grouped_gemm", "moe_permute_fusion", "moe_expert_capacity_factor", "recompute_modules",
+              "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm"},
+    "comm_overlap": {"overlap_moe_expert_parallel_comm"},  # megatron-bridge 0.3.1's CommOverlapConfig
     "checkpoint": {"ckpt_format"},
     "train": {"micro_batch_size", "global_batch_size"}, "dataset": {"sequence_length"},
     "ddp": {"use_distributed_optimizer", "use_megatron_fsdp", "data_parallel_sharding_strategy",

@@ -26,6 +26,23 @@ an all-to-all where it drops tokens):
 Bandwidths are the link's (:mod:`.hardware`): DeepEP's published normal kernels reach 153 of ~160
 GB/s over H800 NVLink and 43-58 of ~50 GB/s over CX7 RDMA, i.e. the link.
 
+What of it the compute hides (:meth:`Dispatch.exposed`; a row that does not say runs its framework bundle's
+trait, :class:`perfzoo.frameworks.Physics`, off everywhere: Megatron-Core's default, and Megatron-Bridge 0.3.1's
+performance configs turn the A2A overlap on only for Qwen3-235B on H100, and the shared-expert overlap off
+under the flex dispatcher):
+
+* ``moe_shared_expert_overlap`` (Megatron-Core's ``--moe-shared-expert-overlap``): the shared experts run on a
+  side stream while their layer's tokens are dispatched and combined, hiding the dispatch up to their own
+  compute, the step's compute split by FLOPs (their forward and backward over all FLOPs executed);
+* ``moe_a2a_overlap`` (``--overlap-moe-expert-parallel-comm``, the 1F1B A2A overlap): one micro-batch's
+  dispatch and combine run under another's forward or backward of the same layers, hiding the dispatch up to
+  the MoE layers' compute (their share of the layers). Every micro-batch but one is paired (the first
+  forward and the last backward run alone: ``(m-1)/m`` of the dispatch can hide, none with one micro-batch;
+  a pipeline's warm-up runs more alone, which this leaves out).
+
+Both on at once (Megatron-Core refuses it) hide the rest of what the shared experts leave. Either on a dense
+model, with ``ep`` 1, or the shared-expert overlap without shared experts is refused.
+
 >>> import pandas as pd
 >>> from perfzoo.analytic.llm import LLMCost
 >>> row = {"n_layers": 4, "hidden_dim": 1024, "n_heads": 8, "seq_len": 1024, "n_experts": 8,
@@ -33,6 +50,8 @@ GB/s over H800 NVLink and 43-58 of ~50 GB/s over CX7 RDMA, i.e. the link.
 >>> d = Dispatch(LLMCost(pd.DataFrame([row])), pd.DataFrame([row]))
 >>> float(d.bytes[0]) / 2**20  # 4 layers x 4 all-to-alls x 7/8 x 2 copies x 1024 tokens x 1024 x 2 B, in MiB
 56.0
+>>> float(hidden(np.array(2.0), np.array(0.5), np.array(8.0), np.array(4.0), True, False))  # shared: 0.5 of 2 s
+0.5
 """
 
 from __future__ import annotations
@@ -46,6 +65,7 @@ from perfzoo.analytic._frame import mapped, trait
 from perfzoo.analytic.hardware import alltoall_seconds, group_bandwidth
 from perfzoo.console import InputError
 from perfzoo.frameworks import DISPATCHERS
+from perfzoo.records.vocabulary import to_bool
 
 HIERARCHICAL = ("flex", "deepep")  # a token crosses the network once per destination domain
 FP8_SCALE_BYTES = 4.0 / 128.0  # DeepEP's FP8 dispatch: an fp32 scale per 128 elements, per element
@@ -76,6 +96,31 @@ def dispatchers(df: pd.DataFrame, framework: np.ndarray, token_drop: np.ndarray)
     return np.where(given == "", default, given)
 
 
+def hidden(seconds: np.ndarray, shared_s: np.ndarray, layers_s: np.ndarray, micro_batches: np.ndarray,
+           shared, a2a) -> np.ndarray:
+    """Seconds of ``seconds`` of dispatch the overlaps hide (module docstring): up to ``shared_s`` of the shared
+    experts' compute where ``shared``, then of what is left, the ``(m-1)/m`` paired with another micro-batch up to
+    the MoE layers' compute ``layers_s`` where ``a2a``.
+
+    >>> float(hidden(np.array(2.0), np.array(0.5), np.array(8.0), np.array(4.0), False, True))  # 3/4 of 2 s
+    1.5
+    """
+    by_shared = np.where(shared, np.minimum(seconds, shared_s), 0.0)
+    paired = (micro_batches - 1.0) / np.maximum(micro_batches, 1.0)
+    return by_shared + np.where(a2a, paired * np.minimum(seconds - by_shared, layers_s), 0.0)
+
+
+def _overlap(df: pd.DataFrame, key: str, framework: np.ndarray, moe: np.ndarray, ep: np.ndarray) -> np.ndarray:
+    """Each row's ``key`` (``moe_a2a_overlap`` or ``moe_shared_expert_overlap``), else its framework's trait;
+    one set on a row that dispatches nothing (a dense model, or ``ep`` 1) is refused."""
+    given = mapped(df, key, to_bool, dtype=float)
+    wrong = (given > 0) & ~(moe & (ep > 1))
+    if np.any(wrong):
+        raise InputError(f"{key}=true overlaps the MoE token dispatch, and a row with it "
+                         f"{'is dense' if not moe[wrong][0] else 'has ep 1'}: give {key}=false or an ep > 1 MoE layout")
+    return np.where(np.isnan(given), trait(framework, key), given > 0) & moe & (ep > 1)
+
+
 class Dispatch:
     """The token dispatch and combine of each row's MoE layers (zeros where a row is dense or ``ep`` is 1)."""
 
@@ -84,6 +129,14 @@ class Dispatch:
         self.kind = dispatchers(df, cost.framework, cost.token_drop)
         self.hierarchical = np.isin(self.kind, HIERARCHICAL)
         self.gathers = self.kind == "allgather"
+        moe = cost.shape.moe
+        self.a2a = _overlap(df, "moe_a2a_overlap", cost.framework, moe.is_moe, cost.ep)
+        self.shared = _overlap(df, "moe_shared_expert_overlap", cost.framework, moe.is_moe, cost.ep)
+        lacking = self.shared & (moe.fs <= 0)
+        if np.any(lacking & (mapped(df, "moe_shared_expert_overlap", to_bool, dtype=float) > 0)):
+            raise InputError("moe_shared_expert_overlap=true overlaps the shared experts with the dispatch, and the "
+                             "model has none: give moe_shared_expert_overlap=false or n_shared_experts")
+        self.shared = self.shared & ~lacking
 
     @cached_property
     def _per_collective(self) -> tuple[np.ndarray, np.ndarray]:
@@ -124,5 +177,18 @@ class Dispatch:
         ring = self.bytes / group_bandwidth(hw, c.ep, c.etp)
         return np.where(self.gathers, ring, a2a)
 
+    def hidden(self, compute: np.ndarray) -> np.ndarray:
+        """Seconds of :meth:`seconds` the overlaps hide under the step's ``compute`` seconds (module docstring)."""
+        c, sh = self.cost, self.cost.shape
+        moe_layers = sh.moe.L_moe + np.where(sh.moe.L_moe > 0, sh.mtp, 0.0)
+        executed = sum(c.flops_parts(causal=True, recompute=True, executed=True).values())
+        shared_s = compute * c.weight_passes() * moe_layers * sh.moe.shared_params / executed
+        layers_s = compute * moe_layers / (sh.L + sh.mtp)
+        return hidden(self.seconds(), shared_s, layers_s, c.m, self.shared, self.a2a)
 
-__all__ = ["Dispatch", "HIERARCHICAL", "dispatchers"]
+    def exposed(self, compute: np.ndarray) -> np.ndarray:
+        """Seconds of the dispatch and combine the step waits for: :meth:`seconds` less what the overlaps hide."""
+        return self.seconds() - self.hidden(compute)
+
+
+__all__ = ["Dispatch", "HIERARCHICAL", "dispatchers", "hidden"]

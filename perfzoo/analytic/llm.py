@@ -56,6 +56,9 @@ more devices than sequences, ``dp = B`` and the rest is model parallel: TP up to
   reduce-scatter of those copies over the ``etp`` ranks forward and backward (a third pair with full
   recompute; :meth:`LLMCost.etp_bytes`), on the critical path with the all-to-alls: NCCL's
   collectives in the dispatcher, which the TP overlap of the dense linears does not cover.
+  ``ep_time_s`` is what the step waits for: the dispatch less what the MoE overlaps hide
+  (``moe_shared_expert_overlap``, ``moe_a2a_overlap``: :mod:`.dispatch`), the hidden part holding SMs
+  as the hidden DP and CP traffic does.
 * Where a group lands (Megatron's rank order: TP innermost, then CP, DP, PP; experts folded as
   ETP-EP): a group of ``size`` ranks ``stride`` apart uses the scale-up link (NVLink) while it fits
   the device's domain (:mod:`.hardware`: 8 on HGX, 72 on NVL72), else the network, its members in
@@ -436,14 +439,16 @@ class LLMCost:
         t_tp = ring_seconds(hw, comm["comm_tp_bytes"], self.tp_calls(), self.tp, 1.0)  # NCCL's cost, latency too
         t_tp = np.where(self.tp_overlap, np.maximum(0.0, t_tp - t_compute), t_tp)  # only the excess shows
         t_cp = comm["comm_cp_bytes"] / group_bandwidth(hw, self.cp, self.tp)
-        # the all-to-alls over EP, then the expert-TP gathers (NCCL's, never under the GEMMs)
-        t_ep = (self.dispatch.seconds() + self.etp_bytes / group_bandwidth(hw, self.etp, 1.0))
+        # the all-to-alls over EP as far as no overlap hides them (:mod:`.dispatch`), then the expert-TP gathers
+        # (NCCL's, never under the GEMMs)
+        t_hidden = self.dispatch.hidden(t_compute)
+        t_ep = self.dispatch.seconds() - t_hidden + self.etp_bytes / group_bandwidth(hw, self.etp, 1.0)
         dense_dp, expert_dp = self.dp_bytes
         t_dense, t_exposed = dense_dp_seconds(self, dense_dp)  # FSDP's rings, latency too (:mod:`.fsdp`)
         t_dp = t_dense + expert_dp / group_bandwidth(hw, *self.expert_dp_group())
         t_pp = comm["comm_pp_bytes"] / link_bandwidth(hw, self.n_gpus)
         overlapped = t_dp - t_exposed + t_cp
-        hidden = np.minimum(overlapped, busy)  # what the kernels hide still holds NCCL's SMs meanwhile
+        hidden = np.minimum(overlapped, busy) + t_hidden  # what the kernels hide still holds NCCL's SMs meanwhile
         contention = hidden * np.where(np.isnan(hw.units), 0.0, NCCL_CHANNELS / hw.units)
         step = ((busy + t_tp + t_ep) / (1.0 - self.bubble()) + t_pp + kernels["optimizer_time_s"]
                 + t_exposed + np.maximum(0.0, overlapped - busy) + contention)

@@ -3,7 +3,7 @@ it runs, what the cost model assumes of it, what a published row of it leaves to
 how its launch line is written and read (one module per framework, :mod:`perfzoo.frameworks`).
 
 * :class:`Runs`: the layouts it takes (shardings, precisions it trains in and those its launch
-  lines write, recompute modes, pipeline schedules, MoE token dispatchers, what fills the data
+  lines write, recompute modes, pipeline schedules, MoE token dispatchers and dispatch overlaps, what fills the data
   parallelism a config leaves out); :meth:`Framework.split` its layer-split rule and
   :meth:`Framework.refuses` the one rule every command applies (``predict``, plan's layouts and
   baselines, every exporter, calibration runs);
@@ -39,6 +39,7 @@ UNKNOWN = "unknown"  # the framework key of a config that names none: priced by 
 MATMULS = "matmuls"  # a selective checkpointing policy that saves every matmul's output (PyTorch's op-level)
 ALTERNATE_MATMULS = "alternate matmuls"  # ... every other matmul's and the attention core's (torchtitan's "op")
 DISPATCHERS = ("alltoall", "allgather", "flex", "deepep")  # MoE token dispatchers a config may name
+MOE_OVERLAPS = ("moe_a2a_overlap", "moe_shared_expert_overlap")  # MoE dispatch overlaps a config may turn on
 
 
 class ExportError(InputError):
@@ -119,6 +120,7 @@ class Runs:
     expert_tp: bool = True  # experts may be tensor-parallel over etp ranks of their own
     token_drop: bool = True  # its launch line may drop tokens over an expert's capacity (else dropless only)
     partial_microbatches: bool = False  # a rank's batch cut into micro-batches of the given size, the last partial
+    moe_overlaps: tuple[str, ...] = MOE_OVERLAPS  # the MoE dispatch overlaps it runs (config keys, :meth:`overlaps`)
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,10 @@ class Physics:
     # the MoE token dispatcher a config that names none runs (:mod:`perfzoo.analytic.dispatch`): Megatron-Core's
     # recipes set ``moe_token_dispatcher_type="alltoall"``, torchtitan's expert parallelism runs all_to_all_single
     moe_dispatcher: str = "alltoall"
+    # the MoE dispatch overlaps a config that does not say runs (:mod:`perfzoo.analytic.dispatch`): off, Megatron-Core's
+    # defaults (Megatron-Bridge's performance configs turn the A2A overlap on for one model and GPU of theirs)
+    moe_a2a_overlap: bool = False
+    moe_shared_expert_overlap: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,11 @@ def _whole(config: Mapping[str, Any], key: str) -> Optional[int]:
     except (TypeError, ValueError):
         return None
     return int(number) if math.isfinite(number) else None
+
+
+def _on(value: Any) -> bool:
+    """Whether a config's yes/no ``value`` is yes (absent: no)."""
+    return str(value).strip().lower() in ("true", "1", "yes", "on")
 
 
 def _choices(values: Sequence[str]) -> str:
@@ -267,6 +278,19 @@ class Framework:
                     "moe_recompute=none")
         return None
 
+    def overlaps(self, config: Mapping[str, Any]) -> Optional[str]:
+        """Why the framework cannot run the MoE dispatch overlaps ``config`` turns on (:data:`MOE_OVERLAPS`), or
+        None: those it runs (:attr:`Runs.moe_overlaps`).
+
+        >>> Framework("any", runs=Runs(moe_overlaps=())).overlaps({"moe_a2a_overlap": True})
+        'moe_a2a_overlap=true under framework=any: it overlaps no MoE dispatch; give moe_a2a_overlap=false'
+        """
+        where = "" if self.name == UNKNOWN else f" under framework={self.name}"
+        for key in MOE_OVERLAPS:
+            if _on(config.get(key)) and key not in self.runs.moe_overlaps:
+                return f"{key}=true{where}: it overlaps no MoE dispatch; give {key}=false"
+        return None
+
     def refuses(self, config: Mapping[str, Any]) -> Optional[str]:
         """Why the framework cannot run ``config`` (a layout or a whole config; a key it lacks is not
         checked), or None: its sharding, precision, recompute mode, MoE dispatcher and recomputed MoE modules
@@ -292,6 +316,9 @@ class Framework:
         why = self.recomputes(config.get("moe_recompute"), config.get("activation_checkpointing"))
         if why:
             return f"moe_recompute={config['moe_recompute']}{where}: {why}"
+        why = self.overlaps(config)
+        if why:
+            return why
         L, pp, vp = _whole(config, "n_layers"), _whole(config, "pp") or 1, _whole(config, "vp") or 1
         why = self.split(L, pp, vp) if L else None
         if why is None and vp > 1:
@@ -395,6 +422,7 @@ def script_command(text: str) -> list[str]:
     return shlex.split("\n".join(line for line in lines if not line.lstrip().startswith("export ")), comments=True)
 
 
-__all__ = ["ALTERNATE_MATMULS", "Baseline", "DISPATCHERS", "ExportError", "Framework", "Launch", "MATMULS", "Physics",
+__all__ = ["ALTERNATE_MATMULS", "Baseline", "DISPATCHERS", "ExportError", "Framework", "Launch", "MATMULS",
+           "MOE_OVERLAPS", "Physics",
            "Recipe", "Runs", "UNKNOWN", "check_expanded", "equal_stages", "script", "script_command", "stage_split",
            "unequal"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from perfzoo.frameworks._base import Framework, Physics, Runs
 
 FRAMEWORK = Framework(name="llm-foundry", phrases=("llm foundry", "llmfoundry", "mosaicml"), read_before=("pytorch",),
-                      runs=Runs(partial_microbatches=True, dispatchers=("alltoall",)),
+                      runs=Runs(partial_microbatches=True, dispatchers=("alltoall",), moe_overlaps=()),
                       physics=Physics(fa2_attention=True))
 
 __all__ = ["FRAMEWORK"]

@@ -23,7 +23,12 @@ The overrides (fields of megatron-bridge 0.3.1's ``ConfigContainer`` and megatro
   ``model.tp_comm_overlap`` (Transformer Engine's userbuffers overlap of the TP communication; a
   recipe's own ``comm_overlap`` block, which the recipes that have one turn on, sets it again) and
   ``ddp.grad_reduce_in_fp32`` (``megatron-bridge``: false, as its performance recipes run;
-  ``nemo``: true, NeMo 2.0's default).
+  ``nemo``: true, NeMo 2.0's default);
+* an MoE layout's MoE fields (:func:`moe_overrides`), its dispatch overlaps written either way as priced (the
+  layout's keys, else the bundle's traits: off): ``model.moe_shared_expert_overlap`` (the DeepSeek, Kimi and GLM
+  providers turn it on, and the recipes off only under the flex dispatcher) and the A2A overlap,
+  ``model.overlap_moe_expert_parallel_comm``, or ``comm_overlap.overlap_moe_expert_parallel_comm`` where the
+  recipe has a ``comm_overlap`` block (:data:`COMM_OVERLAP_RECIPES`), which sets the model's field again.
 
 The model comes from the recipe (:data:`RECIPES`), a Hugging Face ``config.json``'s too where it
 gives a catalog model's shape (:func:`perfzoo.plan.export.catalog_model`); a plan of a model
@@ -74,6 +79,13 @@ def _flag(value: bool) -> str:
 # the shardings Megatron's own data parallelism runs (bf16 parameters, a main-gradient buffer the bundle's
 # grad_reduce_dtype holds); under torch FSDP and DDP's no_shard gradients are fp32 whatever the recipe says
 MEGATRON_DP = ("none", "zero1")
+
+
+# the MoE recipes (0.3.1) with a comm_overlap block of their own, CommOverlapConfig(tp_comm_overlap=False), whose
+# overlap_moe_expert_parallel_comm (unset: off) its setup writes over the model's
+COMM_OVERLAP_RECIPES = ("deepseek_v2_lite_pretrain_config", "deepseek_v2_pretrain_config", "deepseek_v3_pretrain_config",
+                        "kimi_k2_pretrain_config", "olmoe_7b_pretrain_config")
+A2A_FIELD = "overlap_moe_expert_parallel_comm"
 
 
 def _on(value: Any) -> Optional[bool]:
@@ -162,13 +174,29 @@ class MegatronBridge(MegatronCore):
             "model.tp_comm_overlap": _flag(assumed["tp_comm_overlap"]),
             "ddp.grad_reduce_in_fp32": _flag(assumed["grad_reduce_in_fp32"]),
             **({"checkpoint.ckpt_format": "fsdp_dtensor"} if fsdp in FSDP_STRATEGY else {}),
-            **moe_overrides(c),
+            **self.moe_overrides(c),
         }
+
+    def moe_overrides(self, c: Mapping[str, Any]) -> dict[str, str]:
+        """:func:`moe_overrides`, with the dispatch overlaps a layout leaves out at the bundle's traits, written.
+
+        >>> FRAMEWORK.moe_overrides({"n_experts": 8, "moe_a2a_overlap": True})["model.moe_shared_expert_overlap"]
+        'false'
+        """
+        out = moe_overrides(c)
+        if out:
+            for key, flag in megatron_lm.OVERLAP_FLAGS.items():
+                out.setdefault("model." + flag[2:].replace("-", "_"),
+                               _flag(getattr(self.physics, key) and int(c.get("ep") or 1) > 1))
+        return out
 
     def arguments(self, c: Mapping[str, Any], model: Optional[str] = None) -> list[str]:
         if model not in RECIPES:
             raise ExportError(f"Megatron-Bridge has no recipe of {model} in perfzoo's list")
-        return ["--recipe", RECIPES[model], *(f"{k}={v}" for k, v in self.overrides(c).items())]
+        over = self.overrides(c)
+        if RECIPES[model] in COMM_OVERLAP_RECIPES and f"model.{A2A_FIELD}" in over:
+            over[f"comm_overlap.{A2A_FIELD}"] = over.pop(f"model.{A2A_FIELD}")
+        return ["--recipe", RECIPES[model], *(f"{k}={v}" for k, v in over.items())]
 
 
 # Megatron-Core, its performance recipes: TP communication overlapped (tp_comm_overlap=True), gradients reduced in
@@ -181,4 +209,5 @@ FRAMEWORK = MegatronBridge(name="megatron-bridge", phrases=("megatron bridge",),
                                            moe_dispatcher="flex"),
                            entry=("scripts/training/run_recipe.py",), version="0.3.1", models=tuple(RECIPES))
 
-__all__ = ["FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES", "moe_overrides", "priced"]
+__all__ = ["COMM_OVERLAP_RECIPES", "FRAMEWORK", "MIXED_PRECISION", "MegatronBridge", "RECIPES", "moe_overrides",
+           "priced"]

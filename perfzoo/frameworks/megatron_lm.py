@@ -141,10 +141,16 @@ def _given(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and value else None
 
 
+# a config's MoE dispatch overlaps as Megatron-Core's switches (TransformerConfig's fields; off by default)
+OVERLAP_FLAGS = {"moe_a2a_overlap": "--overlap-moe-expert-parallel-comm",
+                 "moe_shared_expert_overlap": "--moe-shared-expert-overlap"}
+
+
 def moe_arguments(c: Mapping[str, Any]) -> list[str]:
     """An MoE layout's flags (none for a dense model): ``--expert-tensor-parallel-size`` as priced (1 unless the
     layout says; Megatron's default is the TP degree), the dispatcher (:data:`DISPATCHER_FLAGS`), grouped GEMMs
-    and fused permutation (what the cost model prices), and token dropping's capacity where the layout drops.
+    and fused permutation (what the cost model prices), token dropping's capacity where the layout drops, and
+    the dispatch overlaps it turns on (:data:`OVERLAP_FLAGS`).
 
     >>> moe_arguments({"n_experts": 8, "etp": 2, "moe_dispatcher": "deepep"})  # doctest: +NORMALIZE_WHITESPACE
     ['--expert-tensor-parallel-size', '2', '--moe-token-dispatcher-type', 'flex', '--moe-flex-dispatcher-backend',
@@ -160,7 +166,7 @@ def moe_arguments(c: Mapping[str, Any]) -> list[str]:
     if str(c.get("moe_token_drop")).lower() in ("true", "1", "yes"):
         factor = c.get("moe_capacity_factor")
         args += ["--moe-expert-capacity-factor", f"{float(factor) if factor == factor and factor else 1.0:g}"]
-    return args
+    return args + [flag for key, flag in OVERLAP_FLAGS.items() if str(c.get(key)).lower() in ("true", "1", "yes")]
 
 
 def environment(c: Mapping[str, Any]) -> dict[str, str]:
@@ -255,6 +261,36 @@ class MegatronCore(Framework):
     def environment(self, layout: Mapping[str, Any]) -> dict[str, str]:
         return environment(layout)
 
+    def overlaps(self, config: Mapping[str, Any]) -> Optional[str]:
+        """Megatron-Core's rules of its MoE dispatch overlaps (``TransformerConfig.__post_init__``), on what
+        ``config`` gives: not both; a dispatcher of the all-to-all kind (alltoall, flex; not allgather); the A2A
+        overlap with virtual stages under a pipeline, no full recompute nor the whole MoE layer recomputed,
+        16-bit weights (not fp32) and at most one MTP layer.
+
+        >>> FRAMEWORK.overlaps({"moe_a2a_overlap": True, "pp": 2, "vp": 1})
+        'moe_a2a_overlap=true under framework=megatron-lm: Megatron-Core overlaps the all-to-alls under a pipeline only with virtual stages; give vp > 1 or moe_a2a_overlap=false'
+        """
+        a2a, shared = (str(config.get(k)).lower() in ("true", "1") for k in ("moe_a2a_overlap",
+                                                                             "moe_shared_expert_overlap"))
+        pp, vp = int(config.get("pp") or 1), int(config.get("vp") or 1)
+        recompute = str(config.get("moe_recompute") or "").split(",")
+        rules = [(shared and a2a, "moe_a2a_overlap", "it runs one MoE overlap at a time",
+                  "moe_shared_expert_overlap=false"),
+                 (config.get("moe_dispatcher") == "allgather", "moe_a2a_overlap" if a2a else "moe_shared_expert_overlap",
+                  "the allgather dispatcher overlaps nothing", "moe_dispatcher=alltoall"),
+                 (pp > 1 and vp == 1, "moe_a2a_overlap", "Megatron-Core overlaps the all-to-alls under a pipeline only "
+                  "with virtual stages", "vp > 1"),
+                 (config.get("activation_checkpointing") == "full" or "moe" in recompute, "moe_a2a_overlap",
+                  "the overlap refuses full recompute and a recomputed MoE layer", "activation_checkpointing=selective"),
+                 (config.get("precision") == "fp32", "moe_a2a_overlap", "the overlap runs 16-bit models only",
+                  "precision=bf16"),
+                 (int(config.get("mtp_layers") or 0) > 1, "moe_a2a_overlap", "the overlap takes at most one MTP layer",
+                  "mtp_layers=1")]
+        for broken, key, why, fix in rules:
+            if broken and (a2a if key == "moe_a2a_overlap" else shared):
+                return f"{key}=true under framework={self.name}: {why}; give {fix} or {key}=false"
+        return super().overlaps(config)
+
 
 @dataclass(frozen=True)
 class MegatronLM(MegatronCore):
@@ -292,7 +328,7 @@ def _parser() -> argparse.ArgumentParser:
     for flag in ("--use-distributed-optimizer", "--use-megatron-fsdp", "--use-torch-fsdp2", "--recompute-activations",
                  "--bf16", "--fp16", "--group-query-attention", "--swiglu", "--untie-embeddings-and-output-weights",
                  "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
-                 "--tp-comm-overlap"):
+                 "--tp-comm-overlap", *OVERLAP_FLAGS.values()):
         p.add_argument(flag, action="store_true")
     return p
 
@@ -317,6 +353,7 @@ def read_arguments(args: Sequence[str], source: str, framework: str = "megatron-
         flex = {"hybridep": "flex", "deepep": "deepep", None: "deepep"}.get(a.moe_flex_dispatcher_backend, "flex")
         layout["moe_dispatcher"] = flex if a.moe_token_dispatcher_type == "flex" else (
             a.moe_token_dispatcher_type or "allgather")
+        layout.update({key: getattr(a, flag[2:].replace("-", "_")) for key, flag in OVERLAP_FLAGS.items()})
     if a.pipeline_model_parallel_layout:  # its stages in model order, pp of them a virtual stage
         layout["vp"] = max(1, len(_unrolled(a.pipeline_model_parallel_layout).split("|")) // pp)
     elif a.virtual_pipeline_model_parallel_size:
@@ -392,6 +429,6 @@ FRAMEWORK = MegatronLM(name="megatron-lm", phrases=("megatron lm", "megatron cor
                        read_before=("pytorch",), runs=RUNS, physics=PHYSICS, entry=("pretrain_gpt.py",),
                        version="core 0.16")
 
-__all__ = ["DISPATCHER_FLAGS", "FRAMEWORK", "MegatronCore", "MegatronLM", "PHYSICS", "RUNS", "environment",
-           "layer_layout", "layout_arguments", "moe_arguments",
+__all__ = ["DISPATCHER_FLAGS", "FRAMEWORK", "MegatronCore", "MegatronLM", "OVERLAP_FLAGS", "PHYSICS", "RUNS",
+           "environment", "layer_layout", "layout_arguments", "moe_arguments",
            "pipeline_arguments", "read_arguments", "read_gpus", "shape_arguments"]

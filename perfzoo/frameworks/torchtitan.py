@@ -352,8 +352,9 @@ FRAMEWORK = Torchtitan(
               # its MoE token dispatcher is the config function's (0.3.0 builds DeepEP only into its debug models'
               # configs, qwen3_moe_deepep; the model spec is no flag, --override.imports replaces no dispatcher of an
               # all-to-all spec): all-to-all, dropless; no MoE module recompute; experts not tensor-parallel (EP
-              # borrows the FSDP and TP ranks, ParallelismConfig.expert_parallel_degree)
-              interleave_rounds=True, dispatchers=("alltoall",), moe_recompute=(), expert_tp=False, token_drop=False),
+              # borrows the FSDP and TP ranks, ParallelismConfig.expert_parallel_degree); no dispatch overlap
+              interleave_rounds=True, dispatchers=("alltoall",), moe_recompute=(), expert_tp=False, token_drop=False,
+              moe_overlaps=()),
     # FlashAttention-2 through SDPA; torchao's float8 all-gather in its FP8 presets; under a pipeline FSDP keeps
     # each stage gathered (reshard_after_forward=False) and reduces after the last micro-batch; fused_rmsnorm;
     # the selective "op" policy; its launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True

@@ -95,6 +95,10 @@ KEYS: dict[str, Key] = dict([
     _k("moe_recompute", "modules", "", "MoE modules recomputed in the backward, comma-separated (Megatron's "
        "--recompute-modules names; none: only what activation_checkpointing recomputes)", choices=MOE_RECOMPUTE,
        family="moe"),
+    _k("moe_a2a_overlap", "bool", "yes/no", "one micro-batch's token dispatch runs under another's compute "
+       "(Megatron-Core's --overlap-moe-expert-parallel-comm; default: the framework's, off)", family="moe"),
+    _k("moe_shared_expert_overlap", "bool", "yes/no", "the shared experts compute while the tokens are dispatched "
+       "(Megatron-Core's --moe-shared-expert-overlap; default: the framework's, off)", family="moe"),
     _k("q_lora_rank", "int", "features", "MLA: the query's low-rank width", low=1, family="mla"),
     _k("kv_lora_rank", "int", "features", "MLA: the compressed key/value width", low=1, family="mla"),
     _k("qk_nope_head_dim", "int", "features", "MLA: a head's query/key width without rotary part", low=1, family="mla"),
