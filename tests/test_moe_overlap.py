@@ -125,4 +125,6 @@ def test_bridge_writes_the_overlaps_as_priced_where_its_recipe_reads_them():
     args = bridge.arguments({**layout, "moe_a2a_overlap": True}, "deepseek-v3")
     assert "comm_overlap.overlap_moe_expert_parallel_comm=true" in args
     assert not any(a.startswith("model.overlap_moe") for a in args)
+    tp2 = bridge.arguments({**layout, "tp": 2, "dp": 4}, "deepseek-v3")  # the block's TP overlap, not the model's
+    assert "comm_overlap.tp_comm_overlap=true" in tp2 and not any(a.startswith("model.tp_comm_overlap") for a in tp2)
     assert bridge.overrides({**layout, "n_experts": None}).get("model.moe_shared_expert_overlap") is None  # dense

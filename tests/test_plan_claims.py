@@ -87,6 +87,20 @@ def test_the_recipes_stated_dispatcher_must_be_the_picks_in_the_backing_run():
     assert claims.verdict((-0.3, -0.5, -0.1), {"ep": 1}, recipe, "m", 8, runs) == "slower"
 
 
+def test_a_gain_resting_on_a_dispatch_overlap_the_recipe_does_not_state_needs_a_run_that_overlaps():
+    """Same EP degree, the pick turns the A2A overlap on: it leaves the recipe's dispatch, and only a published run
+    of the model stating that overlap backs the gain."""
+    runs = pd.DataFrame({"model": ["m"], "placement": ["EP inside one NVLink domain"], "dispatcher": [None],
+                         "overlaps": [()]})
+    pick, recipe = {"ep": 8, "etp": 1, "moe_a2a_overlap": True}, {"ep": 8}
+    assert claims.left(pick, recipe) == "its dispatch without the A2A overlap"
+    assert claims.verdict((0.3, 0.1, 0.6), pick, recipe, "m", 8, runs) == (
+        "unbacked: no published run of m has EP inside one NVLink domain and the A2A overlap")
+    runs.at[0, "overlaps"] = ("moe_a2a_overlap",)
+    assert claims.verdict((0.3, 0.1, 0.6), pick, recipe, "m", 8, runs) == "claimed"
+    assert claims.overlaps({"config.moe_a2a_overlap": "true"}, "config.") == ("moe_a2a_overlap",)
+
+
 def test_without_the_published_tables_a_gain_that_leaves_ep_is_unbacked_and_says_why():
     """The tests run without the external data: nothing can back the claim, and the verdict names the tables."""
     assert claims.verdict((0.3, 0.1, 0.6), {"ep": 1}, {"ep": 16}, "m", 8) == (

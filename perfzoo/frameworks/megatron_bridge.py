@@ -20,8 +20,9 @@ The overrides (fields of megatron-bridge 0.3.1's ``ConfigContainer`` and megatro
 * ``mixed_precision``: ``bf16_mixed`` or ``bf16_with_fp8_current_scaling_mixed``;
 * what the cost model assumes of the framework, as it priced the layout (:func:`priced`, from the
   bundle's declarations and the layout's own keys, as :mod:`perfzoo.analytic` reads them):
-  ``model.tp_comm_overlap`` (Transformer Engine's userbuffers overlap of the TP communication; a
-  recipe's own ``comm_overlap`` block, which the recipes that have one turn on, sets it again) and
+  ``model.tp_comm_overlap`` (Transformer Engine's userbuffers overlap of the TP communication;
+  ``comm_overlap.tp_comm_overlap`` where the recipe has a ``comm_overlap`` block of its own,
+  :data:`COMM_OVERLAP_RECIPES`, whose value its setup writes over the model's) and
   ``ddp.grad_reduce_in_fp32`` (``megatron-bridge``: false, as its performance recipes run;
   ``nemo``: true, NeMo 2.0's default);
 * an MoE layout's MoE fields (:func:`moe_overrides`), its dispatch overlaps written either way as priced (the
@@ -82,7 +83,7 @@ MEGATRON_DP = ("none", "zero1")
 
 
 # the MoE recipes (0.3.1) with a comm_overlap block of their own, CommOverlapConfig(tp_comm_overlap=False), whose
-# overlap_moe_expert_parallel_comm (unset: off) its setup writes over the model's
+# tp_comm_overlap and overlap_moe_expert_parallel_comm (unset: off) its setup writes over the model's
 COMM_OVERLAP_RECIPES = ("deepseek_v2_lite_pretrain_config", "deepseek_v2_pretrain_config", "deepseek_v3_pretrain_config",
                         "kimi_k2_pretrain_config", "olmoe_7b_pretrain_config")
 A2A_FIELD = "overlap_moe_expert_parallel_comm"
@@ -194,8 +195,10 @@ class MegatronBridge(MegatronCore):
         if model not in RECIPES:
             raise ExportError(f"Megatron-Bridge has no recipe of {model} in perfzoo's list")
         over = self.overrides(c)
-        if RECIPES[model] in COMM_OVERLAP_RECIPES and f"model.{A2A_FIELD}" in over:
-            over[f"comm_overlap.{A2A_FIELD}"] = over.pop(f"model.{A2A_FIELD}")
+        if RECIPES[model] in COMM_OVERLAP_RECIPES:  # the block's fields win over the model's: set them there
+            for field in ("tp_comm_overlap", A2A_FIELD):
+                if f"model.{field}" in over:
+                    over[f"comm_overlap.{field}"] = over.pop(f"model.{field}")
         return ["--recipe", RECIPES[model], *(f"{k}={v}" for k, v in over.items())]
 
 

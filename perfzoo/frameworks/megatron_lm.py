@@ -272,6 +272,8 @@ class MegatronCore(Framework):
         """
         a2a, shared = (str(config.get(k)).lower() in ("true", "1") for k in ("moe_a2a_overlap",
                                                                              "moe_shared_expert_overlap"))
+        if not (a2a or shared):  # read nothing else: the plan's rule tables depend on the knobs a check reads
+            return None
         pp, vp = int(config.get("pp") or 1), int(config.get("vp") or 1)
         recompute = str(config.get("moe_recompute") or "").split(",")
         rules = [(shared and a2a, "moe_a2a_overlap", "it runs one MoE overlap at a time",

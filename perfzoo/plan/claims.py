@@ -3,17 +3,20 @@
 A top pick expected faster than a baseline with its 80% interval above zero (:mod:`perfzoo.plan.shrinkage`)
 claims to beat it, but the predictor errs about twice as much on expert-parallel layouts as on dense ones:
 where the baseline runs expert parallelism and the pick leaves its structure (:func:`left`: its EP degree,
-or the dispatcher it states), the gain is claimed only where some published run of the same model, on any
-cluster (the shared tables, :func:`published_runs`), has the pick's structure: its EP placement
-(:func:`placement`: no EP, EP inside one NVLink domain, EP across domains, by the accelerator's NVLink
-domain as :attr:`perfzoo.plan.layouts.Cluster.domain` counts it) and, where the baseline states a
-dispatcher, the pick's. :func:`verdict` says ``claimed``, ``tie`` (the interval holds 0), ``slower``, or
+the dispatcher it states, or its dispatch without an overlap the pick turns on), the gain is claimed only
+where some published run of the same model, on any cluster (the shared tables, :func:`published_runs`), has
+the pick's structure: its EP placement (:func:`placement`: no EP, EP inside one NVLink domain, EP across
+domains, by the accelerator's NVLink domain as :attr:`perfzoo.plan.layouts.Cluster.domain` counts it),
+where the baseline states a dispatcher, the pick's, and the dispatch overlaps the pick turns on
+(:data:`OVERLAPS`: no shared table states one, so a gain that rests on one is not claimed). :func:`verdict` says ``claimed``, ``tie`` (the interval holds 0), ``slower``, or
 ``unbacked: no published run of <model> has <structure>``.
 
 >>> left({"ep": 8, "moe_dispatcher": "deepep"}, {"ep": 16, "moe_dispatcher": "alltoall"})
 'EP 16 and the alltoall dispatcher'
 >>> left({"ep": 16, "moe_dispatcher": "alltoall"}, {"ep": 16, "moe_dispatcher": None}) is None
 True
+>>> left({"ep": 16, "moe_a2a_overlap": True}, {"ep": 16})
+'its dispatch without the A2A overlap'
 >>> placement(16, 1, 8), placement(1, 4, 8), placement(64, 1, 72)
 ('EP across NVLink domains', 'no EP', 'EP inside one NVLink domain')
 >>> runs = pd.DataFrame({"model": ["qwen3-30b-a3b"], "placement": ["EP inside one NVLink domain"], "dispatcher": [None]})
@@ -41,6 +44,16 @@ from perfzoo.plan.recipes import catalog_name
 
 PUBLISHED = "published-llm"  # the shared tables a claim's structure is looked for in
 PLACEMENTS = ("no EP", "EP inside one NVLink domain", "EP across NVLink domains")
+OVERLAPS = {"moe_a2a_overlap": "the A2A overlap", "moe_shared_expert_overlap": "the shared-expert overlap"}
+
+
+def _on(value: Any) -> bool:
+    return str(_given(value)).strip().lower() in ("true", "1", "yes", "on")
+
+
+def overlaps(layout: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]:
+    """The dispatch overlaps (:data:`OVERLAPS` keys) a layout turns on (its keys under ``prefix``)."""
+    return tuple(k for k in OVERLAPS if _on(layout.get(prefix + k)))
 
 
 def _given(value: Any) -> Any:
@@ -57,6 +70,9 @@ def left(pick: Mapping[str, Any], recipe: Mapping[str, Any]) -> Optional[str]:
     said = _given(recipe.get("moe_dispatcher"))
     if said is not None and _given(pick.get("moe_dispatcher")) != said:
         parts.append(f"the {said} dispatcher")
+    added = [OVERLAPS[k] for k in overlaps(pick) if k not in overlaps(recipe)]
+    if added:
+        parts.append(f"its dispatch without {' and '.join(added)}")
     return " and ".join(parts) or None
 
 
@@ -69,16 +85,18 @@ def placement(ep: Any, etp: Any, domain: int) -> str:
     return PLACEMENTS[1] if ep * int(_given(etp) or 1) <= domain else PLACEMENTS[2]
 
 
-def structure(pick: Mapping[str, Any], recipe: Mapping[str, Any], domain: int) -> tuple[str, Optional[str]]:
-    """The pick's placement, and its dispatcher where the recipe states one and the pick moves tokens (EP)."""
+def structure(pick: Mapping[str, Any], recipe: Mapping[str, Any], domain: int) -> tuple[str, Optional[str], tuple]:
+    """The pick's placement, its dispatcher where the recipe states one and the pick moves tokens (EP), and
+    the dispatch overlaps it turns on."""
     where = placement(pick.get("ep"), pick.get("etp"), domain)
     said = _given(recipe.get("moe_dispatcher")) is not None and where != PLACEMENTS[0]
-    return where, (_given(pick.get("moe_dispatcher")) if said else None)
+    return where, (_given(pick.get("moe_dispatcher")) if said else None), overlaps(pick)
 
 
 def structures(frame: pd.DataFrame) -> pd.DataFrame:
     """Each run of a published ``frame`` that ran (``status`` ok): its ``model`` (catalog name), EP
-    ``placement`` on its accelerator's NVLink domains and ``dispatcher`` (None where it states none)."""
+    ``placement`` on its accelerator's NVLink domains, ``dispatcher`` (None where it states none) and
+    ``overlaps`` (:func:`overlaps`, those it states on)."""
     ok = frame[frame["status"] == "ok"] if "status" in frame else frame.iloc[:0]
     domains = {a: _domain(a) for a in ok.get("hardware.accelerator", pd.Series(dtype=object)).dropna().unique()}
     out = []
@@ -87,8 +105,8 @@ def structures(frame: pd.DataFrame) -> pd.DataFrame:
         if model is None or domain is None:
             continue  # a run the catalog or the accelerator table does not know backs no structure
         out.append({"model": model, "placement": placement(row.get("config.ep"), row.get("config.etp"), domain),
-                    "dispatcher": _given(row.get("config.moe_dispatcher"))})
-    return pd.DataFrame(out, columns=["model", "placement", "dispatcher"])
+                    "dispatcher": _given(row.get("config.moe_dispatcher")), "overlaps": overlaps(row, "config.")})
+    return pd.DataFrame(out, columns=["model", "placement", "dispatcher", "overlaps"])
 
 
 def _domain(accelerator: Any) -> Optional[int]:
@@ -116,8 +134,9 @@ def verdict(gain: tuple[float, float, float], pick: Mapping[str, Any], recipe: M
         return "slower"
     if left(pick, recipe) is None:
         return "claimed"
-    where, dispatcher = structure(pick, recipe, domain)
-    said = where + (f" with the {dispatcher} dispatcher" if dispatcher is not None else "")
+    where, dispatcher, on = structure(pick, recipe, domain)
+    said = where + (f" with the {dispatcher} dispatcher" if dispatcher is not None else "") + "".join(
+        f" and {OVERLAPS[k]}" for k in on)
     if runs is None:
         try:
             runs = published_runs()
@@ -126,7 +145,9 @@ def verdict(gain: tuple[float, float, float], pick: Mapping[str, Any], recipe: M
     mine = runs[(runs["model"] == model) & (runs["placement"] == where)]
     if dispatcher is not None:
         mine = mine[mine["dispatcher"] == dispatcher]
+    if on and len(mine):
+        mine = mine[[set(on) <= set(o) for o in mine.get("overlaps", pd.Series([()] * len(mine)))]]
     return "claimed" if len(mine) else f"unbacked: no published run of {model or 'the model'} has {said}"
 
 
-__all__ = ["PLACEMENTS", "PUBLISHED", "left", "placement", "published_runs", "structure", "structures", "verdict"]
+__all__ = ["OVERLAPS", "PLACEMENTS", "PUBLISHED", "left", "overlaps", "placement", "published_runs", "structure", "structures", "verdict"]

@@ -33,8 +33,9 @@ applies to ``predict``, a plan's baselines and its exports:
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and ``ep x etp``
   the ranks of a stage, ``tp x dp x cp`` (the rest is expert data parallelism), inside the NVLink domain
   or across it; an MoE model's layouts also choose the expert TP (1 or ``tp``), the framework's token
-  dispatcher, the MoE modules recomputed and the dispatch overlaps it runs (:func:`moe_dimensions`,
-  :func:`moe_rule`), dropless unless the user allows token dropping; the global batch is a whole number of micro-batches on every data-parallel rank;
+  dispatcher and the MoE modules recomputed (:func:`moe_dimensions`, :func:`moe_rule`), dropless unless the user
+  allows token dropping; the dispatch overlaps stay as the framework runs them by default (off: a baseline or
+  config that sets them is priced and exported with them); the global batch is a whole number of micro-batches on every data-parallel rank;
 * sharding needs more than one data-parallel rank, and ``none`` is for one: with more, Megatron's
   data parallelism runs the distributed optimizer, ``zero1``, which the memory model prices ``none``
   as (:mod:`perfzoo.analytic.memory`), so listing both would list each layout twice; a framework
@@ -87,8 +88,6 @@ MOE_KNOBS = ("etp", "moe_dispatcher", "moe_recompute", "moe_token_drop", "moe_a2
 # kernels); all-to-all everywhere
 PLACED = {"host": ("alltoall", "allgather"), "domain": ("alltoall", "flex"), "across": ("alltoall", "deepep")}
 MOE_RECOMPUTE = ("none", "moe_act")
-OVERLAPS = {"moe_a2a_overlap": "dispatch under another micro-batch's compute",
-            "moe_shared_expert_overlap": "dispatch under the shared experts"}
 DERIVED_KNOBS = ("dp", "grad_accum", "sequence_parallel", "flash_attention")
 
 
@@ -197,9 +196,10 @@ def moe_dimensions(model: dict, framework: frameworks.Framework, tps: Sequence[i
                    token_drop: bool) -> list[Categorical]:
     """An MoE model's knobs beside ``ep`` (none for a dense model): expert TP ``etp`` (1, or the layout's
     ``tp``: :func:`moe_rule`), the framework's token dispatchers, the MoE modules its selective recompute takes
-    (:data:`MOE_RECOMPUTE`), the dispatch overlaps it runs (:data:`OVERLAPS`; the shared experts' only for a model
-    with some), and token dropping only where the user allows it (``token_drop``; it changes the model's maths):
-    dropless otherwise."""
+    (:data:`MOE_RECOMPUTE`), and token dropping only where the user allows it (``token_drop``; it changes the
+    model's maths): dropless otherwise. The dispatch overlaps are no knob of the plan: as two more knobs Megatron-Core's
+    rules read with the pipeline, recompute and precision ones, they double the grid past what the space's rule
+    tables hold (:mod:`perfzoo.spaces.rules`), and every layout is then checked one by one (minutes per plan)."""
     if int(model.get("n_experts") or 1) <= 1:
         return []
     runs = framework.runs
@@ -210,9 +210,6 @@ def moe_dimensions(model: dict, framework: frameworks.Framework, tps: Sequence[i
     dims = [Categorical("etp", "expert tensor-parallel degree", choices=tuple(etps)),
             Categorical("moe_dispatcher", "MoE token dispatcher", choices=tuple(runs.dispatchers)),
             Categorical("moe_recompute", "MoE modules recomputed", choices=tuple(modules))]
-    shared = bool(model.get("n_shared_experts") or model.get("shared_ffn_dim"))
-    overlaps = [k for k in runs.moe_overlaps if shared or k != "moe_shared_expert_overlap"]
-    dims += [Categorical(k, OVERLAPS[k], choices=(False, True)) for k in overlaps]
     dropping = token_drop and runs.token_drop  # a framework whose line runs dropless only keeps to that
     return dims + [Categorical("moe_token_drop", "tokens over capacity dropped", choices=(False, True))] * dropping
 
@@ -224,8 +221,7 @@ def moe_rule(c: dict, cluster: Cluster, dispatchers: Sequence[str]) -> Optional[
     parallelism); with neither EP nor ETP no tokens move, so the first dispatcher stands for all; else the
     dispatchers made for where the EP group lies (:data:`PLACED`: its ``ep x etp`` consecutive ranks, Megatron-Core's
     expert rank order, inside one host, one NVLink domain, or across domains); MoE modules are recomputed by
-    selective checkpointing; a dispatch overlap needs ``ep > 1`` (the framework's own rules of it:
-    :meth:`~perfzoo.frameworks.Framework.overlaps`).
+    selective checkpointing.
 
     >>> moe_rule({"tp": 2, "pp": 2, "cp": 1, "ep": 4, "etp": 2, "moe_dispatcher": "alltoall", "moe_recompute": "none",
     ...           "activation_checkpointing": "none"}, Cluster(8, "H100-SXM-80GB"), ("alltoall",))
@@ -250,8 +246,6 @@ def moe_rule(c: dict, cluster: Cluster, dispatchers: Sequence[str]) -> Optional[
         return "the allgather dispatcher is for expert TP alone (ep = 1)"
     if c.get("moe_recompute", "none") != "none" and c["activation_checkpointing"] != "selective":
         return "MoE modules are recomputed by selective checkpointing"
-    if c["ep"] == 1 and any(c.get(k) for k in OVERLAPS):
-        return "with ep = 1 no dispatch crosses devices to overlap"
     return None
 
 
@@ -299,8 +293,7 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         return why or framework.interleaves(c["pp"], c["vp"], global_batch // (c["micro_batch_size"] * _dp(c, N)))
 
     def experts(c):
-        return degrees(c) or (moe_rule(c, cluster, runs.dispatchers) or framework.overlaps(
-            {**c, "mtp_layers": model.get("mtp_layers")}) if E > 1 else None)
+        return degrees(c) or (moe_rule(c, cluster, runs.dispatchers) if E > 1 else None)
 
     def sharding(c):
         if degrees(c):
@@ -349,5 +342,5 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
 
 
 __all__ = ["CHECKPOINTING", "Cluster", "as_run", "LAYOUT_KNOBS", "MAX_IMBALANCE", "MICRO_BATCHES", "MIN_CP_TOKENS",
-           "MOE_KNOBS", "MOE_RECOMPUTE", "OVERLAPS", "PLACED", "PlanError", "SHARDINGS", "divisors", "layout_space",
+           "MOE_KNOBS", "MOE_RECOMPUTE", "PLACED", "PlanError", "SHARDINGS", "divisors", "layout_space",
            "moe_dimensions", "moe_rule"]
