@@ -13,6 +13,8 @@ net of the winner's curse, beside the published runs of the same job. One module
 :mod:`.recipes`          the published runs of the same job (the baselines) and the slot refitted without
 :mod:`.planner`          :func:`plan` -> :class:`Plan` (exhaustive or REINFORCE), baselines priced alike
 :mod:`.shrinkage`        gains net of the winner's curse: expected throughput, a gain's 80% interval
+:mod:`.claims`           whether a gain over a recipe is a claim (backed by a published run's structure)
+:mod:`.gains`            the priced terms a pick that leaves an MoE recipe gains by
 :mod:`.propose`          ``--propose K``: the layouts worth measuring next, when to stop
 :mod:`.belief`           what a plan believes after each run: a GP over its layouts' log throughput
 :mod:`.report`           the printed table, JSON lines, the plot, configs for ``collect``
