@@ -77,10 +77,11 @@ def deepep_buffer_bytes(hidden_bytes, ranks) -> tuple[np.ndarray, np.ndarray]:
     """(NVLink, RDMA) bytes of the DeepEP buffer a process of an EP group of ``ranks`` allocates for
     tokens of ``hidden_bytes`` (NaN where DeepEP has no config for the group)."""
     h, n = np.broadcast_arrays(np.asarray(hidden_bytes, dtype=float), np.asarray(ranks, dtype=float))
-    pairs = [_buffer(int(a), int(b)) if np.isfinite(a) and np.isfinite(b) and b == int(b) else (np.nan, np.nan)
-             for a, b in zip(h.ravel(), n.ravel())]
-    nvl, rdma = (np.array([p[i] for p in pairs], dtype=float).reshape(h.shape) for i in (0, 1))
-    return nvl, rdma
+    # one lookup per distinct (hidden bytes, ranks): a plan prices many layouts of few shapes
+    keys, where = np.unique(np.stack([h.ravel(), n.ravel()], axis=1), axis=0, return_inverse=True)
+    sizes = np.array([_buffer(int(a), int(b)) if np.isfinite(a) and np.isfinite(b) and b == int(b) else (np.nan, np.nan)
+                      for a, b in keys], dtype=float).reshape(-1, 2)
+    return sizes[where.ravel(), 0].reshape(h.shape), sizes[where.ravel(), 1].reshape(h.shape)
 
 
 def dispatcher_buffer_bytes(cost) -> np.ndarray:

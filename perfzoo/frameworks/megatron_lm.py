@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from perfzoo.frameworks._base import (DISPATCHERS, Baseline, ExportError, Framework, Physics, Runs, check_expanded,
+from perfzoo.frameworks._base import (DISPATCHERS, Baseline, _on, ExportError, Framework, Physics, Runs, check_expanded,
                                       equal_stages, stage_split)
 
 RECOMPUTE = {"full": ["--recompute-granularity", "full", "--recompute-method", "uniform",
@@ -166,7 +166,7 @@ def moe_arguments(c: Mapping[str, Any]) -> list[str]:
     if str(c.get("moe_token_drop")).lower() in ("true", "1", "yes"):
         factor = c.get("moe_capacity_factor")
         args += ["--moe-expert-capacity-factor", f"{float(factor) if factor == factor and factor else 1.0:g}"]
-    return args + [flag for key, flag in OVERLAP_FLAGS.items() if str(c.get(key)).lower() in ("true", "1", "yes")]
+    return args + [flag for key, flag in OVERLAP_FLAGS.items() if _on(c.get(key))]
 
 
 def environment(c: Mapping[str, Any]) -> dict[str, str]:
@@ -270,8 +270,7 @@ class MegatronCore(Framework):
         >>> FRAMEWORK.overlaps({"moe_a2a_overlap": True, "pp": 2, "vp": 1})
         'moe_a2a_overlap=true under framework=megatron-lm: Megatron-Core overlaps the all-to-alls under a pipeline only with virtual stages; give vp > 1 or moe_a2a_overlap=false'
         """
-        a2a, shared = (str(config.get(k)).lower() in ("true", "1") for k in ("moe_a2a_overlap",
-                                                                             "moe_shared_expert_overlap"))
+        a2a, shared = _on(config.get("moe_a2a_overlap")), _on(config.get("moe_shared_expert_overlap"))
         if not (a2a or shared):  # read nothing else: the plan's rule tables depend on the knobs a check reads
             return None
         pp, vp = int(config.get("pp") or 1), int(config.get("vp") or 1)

@@ -41,19 +41,16 @@ from perfzoo import llmconfig
 from perfzoo.datasets import load_dataset
 from perfzoo.plan.layouts import Cluster
 from perfzoo.plan.recipes import catalog_name
+from perfzoo.records.vocabulary import to_bool
 
 PUBLISHED = "published-llm"  # the shared tables a claim's structure is looked for in
 PLACEMENTS = ("no EP", "EP inside one NVLink domain", "EP across NVLink domains")
 OVERLAPS = {"moe_a2a_overlap": "the A2A overlap", "moe_shared_expert_overlap": "the shared-expert overlap"}
 
 
-def _on(value: Any) -> bool:
-    return str(_given(value)).strip().lower() in ("true", "1", "yes", "on")
-
-
 def overlaps(layout: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]:
     """The dispatch overlaps (:data:`OVERLAPS` keys) a layout turns on (its keys under ``prefix``)."""
-    return tuple(k for k in OVERLAPS if _on(layout.get(prefix + k)))
+    return tuple(k for k in OVERLAPS if to_bool(layout.get(prefix + k)) == 1.0)
 
 
 def _given(value: Any) -> Any:

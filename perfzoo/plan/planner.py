@@ -481,7 +481,8 @@ def _baselines(result: Plan, baseline: Optional[tuple[pd.DataFrame, layout_defau
     out["rank"] = [int((best > p).sum()) + 1 if np.isfinite(p) else None for p in pred]
     with np.errstate(divide="ignore", invalid="ignore"):
         out["predicted_gain"] = float(best.iloc[0]) / pred - 1.0
-    gains = np.array([shrinkage.gain(float(best.iloc[0]), p, shrinkage.kind(result.model)) if np.isfinite(p) and p > 0
+    kind = shrinkage.kind(result.model)
+    gains = np.array([shrinkage.gain(float(best.iloc[0]), p, kind) if np.isfinite(p) and p > 0
                       else (np.nan,) * 3 for p in pred]).reshape(-1, 3)
     out["gain"], out["gain_low"], out["gain_high"] = gains.T
     out["within_error"] = (gains[:, 1] <= 0) & (gains[:, 2] >= 0)  # an expected gain whose interval holds 0: a tie
