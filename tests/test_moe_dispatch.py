@@ -187,3 +187,15 @@ def test_routed_copies_are_activations_for_the_nccl_dispatchers():
     mem = LLMCost(pd.DataFrame([DSV3 | {"accelerator": "H100"}])).memory
     more = LLMCost(pd.DataFrame([DSV3 | {"accelerator": "H100", "experts_per_token": 9}])).memory
     assert float(more.layer_bytes()["moe"][0] - mem.layer_bytes()["moe"][0]) == 40_960
+
+
+def test_deepep_over_a_group_it_has_no_config_for_is_refused_by_the_shared_rule():
+    """DeepEP asserts on EP groups it has no config for (256 ranks): refused by the one rule every command
+    applies, not priced with an unknown memory; its buffer tables cover exactly the groups the rule lets through."""
+    from perfzoo import frameworks
+    from perfzoo.analytic import moe_memory
+    assert sorted(moe_memory.DISPATCH) == sorted(moe_memory.COMBINE) == list(frameworks.DEEPEP_GROUPS)
+    why = frameworks.refusal({"moe_dispatcher": "deepep", "ep": 256, "etp": 1})
+    assert why.startswith("moe_dispatcher=deepep over an EP group of 256 ranks (ep x etp)")
+    assert frameworks.refusal({"moe_dispatcher": "deepep", "ep": 64, "etp": 1}) is None
+    assert frameworks.refusal({"moe_dispatcher": "alltoall", "ep": 256, "etp": 1}) is None

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from perfzoo.frameworks import llm_foundry, megatron_bridge, megatron_lm, nemo, pytorch, torchtitan, unknown
-from perfzoo.frameworks._base import (ALTERNATE_MATMULS, DISPATCHERS, MATMULS, UNKNOWN, Baseline, ExportError, Framework, Launch,
+from perfzoo.frameworks._base import (ALTERNATE_MATMULS, DEEPEP_GROUPS, DISPATCHERS, MATMULS, UNKNOWN, Baseline, ExportError, Framework, Launch,
                                       Physics, Recipe, Runs, script, script_command)
 
 if sys.version_info >= (3, 11):
@@ -171,6 +171,6 @@ def read_baseline(path: str | Path) -> Baseline:
     return read_text(words, source)
 
 
-__all__ = ["ALTERNATE_MATMULS", "Baseline", "CODES", "DISPATCHERS", "ExportError", "FRAMEWORKS", "Framework", "Launch", "MATMULS",
+__all__ = ["ALTERNATE_MATMULS", "Baseline", "CODES", "DEEPEP_GROUPS", "DISPATCHERS", "ExportError", "FRAMEWORKS", "Framework", "Launch", "MATMULS",
            "Physics", "READ_ORDER", "REGISTRY", "Recipe", "Runs", "UNKNOWN", "UNPRICED", "get", "read_baseline",
            "read_text", "refusal", "script", "script_command", "writer"]

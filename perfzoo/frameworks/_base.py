@@ -39,6 +39,9 @@ UNKNOWN = "unknown"  # the framework key of a config that names none: priced by 
 MATMULS = "matmuls"  # a selective checkpointing policy that saves every matmul's output (PyTorch's op-level)
 ALTERNATE_MATMULS = "alternate matmuls"  # ... every other matmul's and the attention core's (torchtitan's "op")
 DISPATCHERS = ("alltoall", "allgather", "flex", "deepep")  # MoE token dispatchers a config may name
+# the EP group sizes (ep x etp ranks) DeepEP's kernels have configs for (its Buffer asserts on any other;
+# perfzoo.analytic.moe_memory sizes their buffers)
+DEEPEP_GROUPS = (2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160)
 MOE_OVERLAPS = ("moe_a2a_overlap", "moe_shared_expert_overlap")  # MoE dispatch overlaps a config may turn on
 
 
@@ -310,6 +313,11 @@ class Framework:
         if etp > 1 and not self.runs.expert_tp:
             return (f"etp={etp}{where}: its experts are not tensor-parallel (expert parallelism borrows the tensor "
                     "and data-parallel ranks); give etp=1")
+        if config.get("moe_dispatcher") == "deepep":  # the dispatcher's own kernels, whatever the framework
+            group = (_whole(config, "ep") or 1) * etp
+            if group > 1 and group not in DEEPEP_GROUPS:
+                return (f"moe_dispatcher=deepep over an EP group of {group} ranks (ep x etp): DeepEP has configs for "
+                        f"{', '.join(map(str, DEEPEP_GROUPS))} only; give one of those or moe_dispatcher=alltoall")
         if str(config.get("moe_token_drop")).lower() in ("true", "1") and not self.runs.token_drop:
             return (f"moe_token_drop=true{where}: its MoE layers run dropless (no capacity factor on its line); give "
                     "moe_token_drop=false")
@@ -422,7 +430,7 @@ def script_command(text: str) -> list[str]:
     return shlex.split("\n".join(line for line in lines if not line.lstrip().startswith("export ")), comments=True)
 
 
-__all__ = ["ALTERNATE_MATMULS", "Baseline", "DISPATCHERS", "ExportError", "Framework", "Launch", "MATMULS",
+__all__ = ["ALTERNATE_MATMULS", "Baseline", "DEEPEP_GROUPS", "DISPATCHERS", "ExportError", "Framework", "Launch", "MATMULS",
            "MOE_OVERLAPS", "Physics",
            "Recipe", "Runs", "UNKNOWN", "check_expanded", "equal_stages", "script", "script_command", "stage_split",
            "unequal"]
