@@ -7,10 +7,12 @@ import sys
 import numpy as np
 import pandas as pd
 
-from perfzoo.plan.belief import Belief
+from perfzoo.plan.belief import Belief, for_kind, spread_of
 from perfzoo.plan.cli import main
-from perfzoo.plan.loop_benchmark import random_curve, replay
+from perfzoo.plan.loop_benchmark import markdown, random_curve, replay, replay_group, report
 from perfzoo.plan.propose import choose, launch_keys, stop_rule
+from perfzoo.plan.shrinkage import RESIDUAL_SD
+from perfzoo.zoo.offsets import keys
 
 H100 = "H100-SXM-80GB"
 LAYOUTS = pd.DataFrame({"config.tp": [1, 2, 4, 8, 8], "config.pp": [1, 1, 1, 1, 4], "config.n_gpus": 32,
@@ -62,6 +64,23 @@ def test_the_stopping_rule_stops_only_when_no_unmeasured_layout_can_beat_the_bes
     assert stop_rule(close, 0.5)[0]  # a margin of 50%: nothing can beat the best by that much
 
 
+
+def test_an_moe_plan_keeps_its_untried_layouts_open_longer_than_a_dense_one():
+    # one run at its prediction, a neighbour predicted 13% slower: with a dense model's layout-to-layout
+    # error the rule stops at a 2% margin, with an expert-parallel model's (about twice as wide) it does not
+    prior = np.log([1000.0, 870.0])
+    X = LAYOUTS.head(2)
+    fitted = spread_of(None, 0.005)  # a predictor's own spread, fitted on mostly dense rows: narrow
+    runs, q = keys(X).take(np.array([0])), keys(X)
+    value = np.array([np.log(1000.0), np.nan])
+    dense = Belief.given(prior, q, runs, np.zeros(1), for_kind(fitted, "dense"), value)
+    moe = Belief.given(prior, q, runs, np.zeros(1), for_kind(fitted, "moe"), value)
+    assert for_kind(fitted, "dense").within == RESIDUAL_SD["dense"] ** 2 < for_kind(fitted, "moe").within
+    assert dense.sd[1] < moe.sd[1]
+    assert stop_rule(dense, 0.02)[0] and not stop_rule(moe, 0.02)[0]
+    wide = spread_of(None, 0.2)
+    assert for_kind(wide, "moe").within == 0.2  # a spread wider than the kind's residual is kept as it is
+
 def test_the_loop_replay_finds_the_best_layout_a_biased_predictor_misses():
     measured = np.array([1000.0, 1100.0, 900.0, 1500.0, 950.0])
     pred = np.array([1200.0, 1150.0, 1000.0, 900.0, 1000.0])  # the true best (row 3) is predicted 4th
@@ -71,6 +90,25 @@ def test_the_loop_replay_finds_the_best_layout_a_biased_predictor_misses():
     share, runs = random_curve(measured, 5, 0.02)
     assert np.allclose(share, [0.2, 0.4, 0.6, 0.8, 1.0]) and 1 <= runs <= 5
 
+
+
+def test_the_loop_benchmark_replays_an_moe_group_with_the_wider_prior_and_reports_each_kind():
+    measured = np.array([1000.0, 1100.0, 900.0, 1500.0, 950.0])
+    pred = np.array([1200.0, 1150.0, 1000.0, 900.0, 1000.0])
+    dense_rows = LAYOUTS.assign(measured=measured)
+    moe_rows = dense_rows.assign(**{"config.n_experts": 64, "config.ep": 8})
+    dense, _ = replay_group(dense_rows, pred, 3)
+    moe, _ = replay_group(moe_rows, pred, 3)
+    assert (dense["kind"], moe["kind"]) == ("dense", "moe")
+    assert moe["topk"][0] == dense["topk"][0] == 1000.0 / 1500.0  # the zero-shot pick, run blind
+    # what the replay with each kind's prior does, by hand: the same as replay() given that variance
+    for kind, rec in (("dense", dense), ("moe", moe)):
+        assert np.allclose(rec["ei"], replay(pred, measured, dense_rows, 3, "ei", RESIDUAL_SD[kind] ** 2)["curve"] / 1500.0)
+    table = pd.DataFrame([{"source": "s", "group": "a", **dense}, {"source": "s", "group": "b", **moe}])
+    rep = report({"member": "analytic", "K": 3, "table": table})
+    assert rep["kinds"]["moe"]["groups"] == rep["kinds"]["dense"]["groups"] == 1
+    page = markdown(rep)
+    assert "| moe models | 1 | ei |" in page and "| dense models | 1 | ei |" in page
 
 FAKE_JOB = '''import argparse
 ap = argparse.ArgumentParser()

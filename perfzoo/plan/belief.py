@@ -32,18 +32,31 @@ from perfzoo.zoo.similarity import FITTED, Similarity
 Z80 = 1.2816  # an 80% interval's upper end in standard deviations (Gaussian)
 
 
-def spread_of(predictor, variance: Optional[float] = None) -> Spread:
+def spread_of(predictor, variance: Optional[float] = None, kind: str = "dense") -> Spread:
     """The spread of offsets the anchoring uses for ``predictor`` (an
     :class:`~perfzoo.zoo.interval.Interval`'s ``spread_``, an anchored or calibrated one's, updated
-    by the runs); ``variance`` (log^2) alone where given or where the predictor has none (a dense model's
-    residual, :data:`perfzoo.plan.shrinkage.RESIDUAL_SD`): one model's layouts, no cluster or group level."""
+    by the runs), held to ``kind``'s layout-to-layout error (:func:`for_kind`); ``variance`` (log^2)
+    alone where given, or ``kind``'s residual (:data:`perfzoo.plan.shrinkage.RESIDUAL_SD`) where the
+    predictor has none: one model's layouts, no cluster or group level.
+
+    >>> spread_of(None).within == RESIDUAL_SD["dense"] ** 2, spread_of(None, kind="moe").within == RESIDUAL_SD["moe"] ** 2
+    (True, True)
+    """
     for holder in (predictor, getattr(predictor, "anchored", None)):
         found = getattr(holder, "spread", None) or getattr(holder, "spread_", None)
         if isinstance(found, Spread) and variance is None:
-            return found
-    v = RESIDUAL_SD["dense"] ** 2 if variance is None else float(variance)
+            return for_kind(found, kind)
+    v = RESIDUAL_SD[kind] ** 2 if variance is None else float(variance)
     empty = np.zeros(0)
     return Spread(0.0, 0.0, v, empty, empty, empty, empty, similarity=FITTED)
+
+
+def for_kind(spread: Spread, kind: str) -> Spread:
+    """``spread`` with its scatter between one model's layouts (``within``) no less than ``kind``'s
+    residual: a predictor's spread is fitted on mostly dense rows, and its expert-parallel layouts err
+    about twice as much (:mod:`perfzoo.plan.shrinkage`), so an MoE plan's untried layouts keep the wider
+    prior and its stopping rule waits for the runs that settle them."""
+    return replace(spread, within=max(spread.within, RESIDUAL_SD[kind] ** 2))
 
 
 @dataclass
@@ -80,7 +93,7 @@ class Belief:
            variance: Optional[float] = None, similarity: Similarity = FITTED) -> "Belief":
         """One model's layouts ``X`` (config columns), prior ``mean`` (log, the predictor's), the
         layouts at positions ``runs`` measured at ``measured`` (tokens/s): conditioned on them with
-        the offsets' variance ``variance`` (default: plan's layout-to-layout error)."""
+        the offsets' variance ``variance`` (default: plan's layout-to-layout error of a dense model)."""
         spread = replace(spread_of(None, variance), similarity=similarity)
         q = keys(X)
         runs = np.asarray(list(runs), dtype=int)
@@ -110,4 +123,4 @@ class Belief:
         return cls(prior + shift, C, measured, value)
 
 
-__all__ = ["Belief", "Z80", "spread_of"]
+__all__ = ["Belief", "Z80", "for_kind", "spread_of"]

@@ -242,7 +242,7 @@ def run(config: BenchmarkConfig, log=None) -> dict:
             continue
         rows = groups_of(load_dataset(name, external_dir=config.external_dir))
         for group, g in rows.groupby("group", sort=False):
-            results.append({"dataset": name, "group": group, "kind": _kind(g),
+            results.append({"dataset": name, "group": group, "kind": shrinkage.kind_of_rows(g),
                             **score_group(g, scorer(g["situation"].iloc[0]))})
         log(f"benchmark: {name}: {rows['group'].nunique()} groups ({time.perf_counter() - t0:.0f} s)")
     table = pd.DataFrame(results)
@@ -263,12 +263,6 @@ def run(config: BenchmarkConfig, log=None) -> dict:
         out["recipes"] = recipes(config, scorer, log)
     out["seconds"] = time.perf_counter() - t0
     return out
-
-
-def _kind(rows: pd.DataFrame) -> str:
-    """A group's kind of model for the winner's curse (:func:`perfzoo.plan.shrinkage.kind`)."""
-    experts = pd.to_numeric(rows.get("config.n_experts", pd.Series(dtype=float)), errors="coerce").max()
-    return shrinkage.kind({"n_experts": None if pd.isna(experts) else float(experts)})
 
 
 def _curse_text(curse: dict) -> str:

@@ -39,6 +39,7 @@ from perfzoo.plan.layouts import PlanError, as_run
 from perfzoo.plan.propose import STOP_MARGIN, choose, stop_rule
 from perfzoo.plan.report import layout_text
 from perfzoo.plan.scoring import Scorer
+from perfzoo.plan import shrinkage
 from perfzoo.plan.shrinkage import RESIDUAL_SD
 from perfzoo.search import Formula, Reinforce, propose
 from perfzoo.spaces import Categorical, Space
@@ -151,10 +152,39 @@ def trace(group: str, rows: pd.DataFrame, pred: np.ndarray, r: dict) -> list[str
     return lines
 
 
+def replay_group(rows: pd.DataFrame, pred: np.ndarray, K: int, variance: Optional[float] = None,
+                 traced: bool = False, group: str = "") -> tuple[dict, list[str]]:
+    """One group's row of the table (``rows``: its measured layouts, ``measured`` and config columns;
+    ``pred``: their predictions): the zero-shot top k, random, and each proposer's replay, with the
+    prior variance ``variance`` (None: the residual of the group's kind of model, as plan uses); and,
+    with ``traced``, the default proposer's loop on ``group`` line by line."""
+    m = rows["measured"].to_numpy(dtype=float)
+    rec = {"layouts": len(m), "kind": shrinkage.kind_of_rows(rows)}
+    prior = RESIDUAL_SD[rec["kind"]] ** 2 if variance is None else variance
+    topk = np.maximum.accumulate(m[np.argsort(-pred, kind="stable")])
+    rec["topk"] = np.concatenate([[topk[0]], topk[:K], [topk[-1]] * max(0, K - len(m))])[:K + 1] / m.max()
+    for tol, name in ((0.02, "2"), (0.05, "5")):
+        share, median = random_curve(m, K, tol)
+        rec[f"random_share_{name}"], rec[f"random_runs_{name}"] = share, median
+        rec[f"topk_runs_{name}"] = _runs_to(np.concatenate([[math.nan], topk]), m.max(), tol)
+    lines: list[str] = []
+    for proposer in PROPOSERS:
+        r = replay(pred, m, rows, K, proposer, prior)
+        rec[proposer] = r["curve"] / m.max()
+        for tol, name in ((0.02, "2"), (0.05, "5")):
+            rec[f"{proposer}_runs_{name}"] = _runs_to(np.concatenate([[math.nan], r["curve"][1:]]), m.max(), tol)
+        rec[f"{proposer}_stop"], rec[f"{proposer}_stop_ratio"] = r["stop"], r["at_stop"] / m.max()
+        if traced and proposer == PROPOSERS[0]:
+            lines += trace(group, rows, pred, r)
+    return rec, lines
+
+
 def run(K: int = 5, data: Sequence[str] = (), predictor: str = "best", external_dir: Optional[str] = None,
-        variance: float = RESIDUAL_SD["dense"] ** 2, log=None, traced: bool = False) -> dict:
+        variance: Optional[float] = None, log=None, traced: bool = False) -> dict:
     """Every group replayed (module docstring): ``{"member", "table" (one row per group), "seconds"}``;
-    with ``traced``, ``"traces"``: each group's loop line by line (:func:`trace`)."""
+    with ``traced``, ``"traces"``: each group's loop line by line (:func:`trace`). ``variance``: the
+    offsets' prior variance (None: the residual of the group's kind of model, as plan uses,
+    :data:`perfzoo.plan.shrinkage.RESIDUAL_SD`)."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     member = pricing.shipped_member(pricing.PUBLISHED)[0] if predictor == "best" else predictor
     if member not in zoo.names():
@@ -178,24 +208,9 @@ def run(K: int = 5, data: Sequence[str] = (), predictor: str = "best", external_
             ok = np.isfinite(pred) & (pred > 0)
             if ok.sum() < 3:
                 continue
-            rows, pred = rows[ok].reset_index(drop=True), pred[ok]
-            m = rows["measured"].to_numpy(dtype=float)
-            rec = {"source": source, "group": group, "layouts": len(m)}
-            topk = np.maximum.accumulate(m[np.argsort(-pred, kind="stable")])
-            rec["topk"] = np.concatenate([[topk[0]], topk[:K], [topk[-1]] * max(0, K - len(m))])[:K + 1] / m.max()
-            for tol, name in ((0.02, "2"), (0.05, "5")):
-                share, median = random_curve(m, K, tol)
-                rec[f"random_share_{name}"], rec[f"random_runs_{name}"] = share, median
-                rec[f"topk_runs_{name}"] = _runs_to(np.concatenate([[math.nan], topk]), m.max(), tol)
-            for proposer in PROPOSERS:
-                r = replay(pred, m, rows, K, proposer, variance)
-                rec[proposer] = r["curve"] / m.max()
-                for tol, name in ((0.02, "2"), (0.05, "5")):
-                    rec[f"{proposer}_runs_{name}"] = _runs_to(np.concatenate([[math.nan], r["curve"][1:]]), m.max(), tol)
-                rec[f"{proposer}_stop"], rec[f"{proposer}_stop_ratio"] = r["stop"], r["at_stop"] / m.max()
-                if traced and proposer == PROPOSERS[0]:
-                    traces += trace(group, rows, pred, r)
-            rows_out.append(rec)
+            rec, lines = replay_group(rows[ok].reset_index(drop=True), pred[ok], K, variance, traced, group)
+            traces += lines
+            rows_out.append({"source": source, "group": group, **rec})
         log(f"loop benchmark: {source}: {sum(r['source'] == source for r in rows_out)} groups "
             f"({time.perf_counter() - t0:.0f} s)")
     return {"member": member, "table": pd.DataFrame(rows_out), "K": K, "traces": traces,
@@ -235,10 +250,12 @@ def summary(table: pd.DataFrame, K: int, proposer: str = "ei") -> dict:
 
 
 def report(result: dict, proposer: str = "ei") -> dict:
-    """``--json``'s object: overall, ``large`` (groups of :data:`LARGE` or more layouts), per source."""
+    """``--json``'s object: overall, ``large`` (groups of :data:`LARGE` or more layouts), per kind of
+    model (:data:`perfzoo.plan.shrinkage.KINDS`), per source."""
     t, K = result["table"], result["K"]
     out = {"member": result["member"], "K": K, "proposer": proposer, **summary(t, K, proposer),
-           "large": summary(t[t["layouts"] >= LARGE], K, proposer), "sources": {}}
+           "large": summary(t[t["layouts"] >= LARGE], K, proposer),
+           "kinds": {k: summary(t[t["kind"] == k], K, proposer) for k in shrinkage.KINDS}, "sources": {}}
     for source, g in t.groupby("source", sort=False):
         out["sources"][source] = {**summary(g, K, proposer), "large": summary(g[g["layouts"] >= LARGE], K, proposer)}
     return out
@@ -263,7 +280,7 @@ def markdown(rep: dict) -> str:
     head = ["| source | groups | proposer | " + " | ".join(f"within 2% after {k}" for k in range(K + 1))
             + " | runs to 2% | runs to 5% |", "| --- | ---: | --- | " + " | ".join("---:" for _ in range(K + 3)) + " |"]
     lines += head
-    sets = [("all", rep), (f"all, {LARGE}+ layouts", rep["large"])]
+    sets = [("all", rep), (f"all, {LARGE}+ layouts", rep["large"]), *((f"{k} models", rep["kinds"][k]) for k in rep["kinds"])]
     for source, s in rep["sources"].items():
         sets += [(source, s), (f"{source}, {LARGE}+", s["large"])]
     for label, s in sets:
@@ -324,4 +341,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return guarded("perfzoo.plan benchmark --loop", body)
 
 
-__all__ = ["LARGE", "build_parser", "main", "markdown", "trace", "PROPOSERS", "SEEDS", "groups", "replay", "report", "run", "summary", "within"]
+__all__ = ["LARGE", "build_parser", "main", "markdown", "trace", "PROPOSERS", "SEEDS", "groups", "replay", "replay_group", "report", "run", "summary", "within"]

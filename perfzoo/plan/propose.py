@@ -40,7 +40,8 @@ import pandas as pd
 
 from perfzoo import llmconfig
 from perfzoo.console import InputError
-from perfzoo.plan.belief import Z80, Belief, spread_of
+from perfzoo.plan import shrinkage
+from perfzoo.plan.belief import Z80, Belief, for_kind, spread_of
 from perfzoo.plan.layouts import LAYOUT_KNOBS
 from perfzoo.plan.report import COMMAND, layout_text
 from perfzoo.zoo.calibrate import CALIBRATION_COLUMN
@@ -175,9 +176,12 @@ def plan_belief(plan, runs: Optional[pd.DataFrame] = None) -> tuple[pd.DataFrame
     anchored = getattr(predictor, "anchored", None)
     mean = np.log(rows["predicted_tokens_per_s_per_device"].to_numpy(dtype=float))
     q, measured = keys(X), value.loc[rows.index].to_numpy(dtype=float)
+    kind = shrinkage.kind(plan.model)
     if anchored is None:
-        return rows, Belief.given(mean, q, q.take(np.zeros(0, dtype=int)), np.zeros(0), spread_of(predictor), measured)
-    return rows, Belief.given(mean, q, anchored.keys, anchored.offsets, anchored.spread, measured, shifted=True)
+        return rows, Belief.given(mean, q, q.take(np.zeros(0, dtype=int)), np.zeros(0), spread_of(predictor, kind=kind),
+                                  measured)
+    return rows, Belief.given(mean, q, anchored.keys, anchored.offsets, for_kind(anchored.spread, kind), measured,
+                              shifted=True)
 
 
 def step(plan, k: Optional[int], proposer: str = "ei", margin: float = STOP_MARGIN) -> tuple[Optional[pd.DataFrame], Optional[str]]:

@@ -58,6 +58,16 @@ def kind(model: dict) -> str:
     return "moe" if (model.get("n_experts") or 1) > 1 else "dense"
 
 
+def kind_of_rows(rows: pd.DataFrame) -> str:
+    """The :func:`kind` of the model of some measured rows (their ``config.n_experts``).
+
+    >>> kind_of_rows(pd.DataFrame({"config.n_experts": [64, 64]})), kind_of_rows(pd.DataFrame({"config.tp": [1]}))
+    ('moe', 'dense')
+    """
+    experts = pd.to_numeric(rows.get("config.n_experts", pd.Series(dtype=float)), errors="coerce").max()
+    return kind({"n_experts": None if pd.isna(experts) else float(experts)})
+
+
 def expected(predicted: np.ndarray, contenders: np.ndarray, kind: str) -> np.ndarray:
     """Each of ``predicted`` (tokens/s) with its advantage over the geometric mean of ``contenders``
     shrunk by ``kind``'s :data:`SHRINK`."""
@@ -100,4 +110,4 @@ def fit(groups: pd.DataFrame) -> tuple[float, float]:
     return round(shrink, 6), round(residual, 6)
 
 
-__all__ = ["KINDS", "RESIDUAL_SD", "SHRINK", "centred", "expected", "fit", "gain", "kind", "moments"]
+__all__ = ["KINDS", "RESIDUAL_SD", "SHRINK", "centred", "expected", "fit", "gain", "kind", "kind_of_rows", "moments"]
