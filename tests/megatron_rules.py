@@ -37,7 +37,9 @@ VALUE_FLAGS = {
     "--recompute-granularity": str, "--recompute-method": str, "--recompute-num-layers": int,
     "--recompute-modules": "+", "--data-parallel-sharding-strategy": str, "--ckpt-format": str,
     "--fp8-format": str, "--fp8-recipe": str, "--train-iters": int, "--lr": float, "--log-interval": int,
-    "--eval-iters": int, "--tokenizer-type": str}
+    "--eval-iters": int, "--tokenizer-type": str, "--experimental-attention-variant": str,
+    "--linear-attention-freq": str, "--linear-conv-kernel-dim": int, "--linear-key-head-dim": int,
+    "--linear-value-head-dim": int, "--linear-num-key-heads": int, "--linear-num-value-heads": int}
 SWITCHES = ("--group-query-attention", "--multi-latent-attention", "--moe-grouped-gemm", "--moe-permute-fusion",
             "--swiglu", "--untie-embeddings-and-output-weights", "--disable-bias-linear", "--sequence-parallel",
             "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
@@ -50,6 +52,7 @@ CHOICES = {"--moe-token-dispatcher-type": {"allgather", "alltoall", "flex"},
            "--data-parallel-sharding-strategy": {"no_shard", "optim", "optim_grads", "optim_grads_params"},
            "--ckpt-format": {"torch", "torch_dist", "torch_dcp", "fsdp_dtensor"},
            "--fp8-format": {"e4m3", "hybrid"}, "--fp8-recipe": {"tensorwise", "delayed", "mxfp8", "blockwise", "custom"},
+           "--experimental-attention-variant": {"gdn", "gdn2", "dsa", "gated_delta_net"},
            "--normalization": {"LayerNorm", "RMSNorm"}, "--position-embedding-type": {"learned_absolute", "rope",
                                                                                        "mrope", "relative", "none"}}
 RECOMPUTE_MODULES = {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"}
@@ -124,6 +127,14 @@ def violations(text: str, arch: int) -> list[str]:
     groups = a.num_query_groups or a.num_attention_heads
     if a.num_attention_heads % tp or (groups % tp and tp % groups):
         out.append("tp divides the attention heads, and the query groups are a multiple or divisor of tp")
+    if a.experimental_attention_variant in ("gdn", "gdn2", "gated_delta_net"):  # TransformerConfig.__post_init__
+        keys, values = a.linear_num_key_heads or 16, a.linear_num_value_heads or 32  # its defaults
+        if a.experimental_attention_variant != "gdn2" and a.linear_attention_freq is None:
+            out.append("a gated delta-net model gives its linear-attention pattern")
+        if values % keys:
+            out.append("the gated delta-net's value heads are a multiple of its key heads")
+        if keys % (tp * cp) or values % (tp * cp):
+            out.append("tp x cp divides the gated delta-net's key and value heads")
     out += _pipeline(a)
     interleaved = a.num_layers_per_virtual_pipeline_stage is not None or (
         a.pipeline_model_parallel_layout is not None and len(a.pipeline_model_parallel_layout.split("|")) > pp)

@@ -163,6 +163,28 @@ def test_every_moe_and_hybrid_model_plans_and_exports(name):
             assert cfg.parallelism.expert_parallel_degree == c["ep"] and c["etp"] == 1
 
 
+
+def test_a_gated_delta_net_hybrid_exports_its_linear_layers_and_keeps_tp_x_cp_to_its_heads():
+    """Qwen3-Next's 36 gated delta-net layers of 48 (one full-attention layer every 4) are Megatron-Core's ``gdn``
+    variant on the line, not a transformer of full-attention layers; its 16 key heads bound tp x cp, as
+    TransformerConfig asserts (tp 8 runs, but not with cp 4)."""
+    cluster = Cluster(gpus=64, accelerator=H100)
+    p = plan("qwen3-next-80b-a3b", cluster, seq_len=32768, global_batch=64, framework="megatron-lm", scorer=toy())
+    t = p.layouts
+    choices = {d.name: d.choices for d in p.space.dimensions}
+    assert 8 in choices["tp"] and 4 in choices["cp"]  # the grid holds tp 8 x cp 4 ...
+    assert (t["tp"] * t["cp"]).max() == 16 and (16 % (t["tp"] * t["cp"]) == 0).all()  # ... the rule keeps it out
+    configs = megatron_ok(p, cluster, [*p.configs(5), *diverse(p, 2000)])
+    _, a, _ = parse(scripts(frameworks.writer("megatron-lm"), configs[:1], cluster)[0])
+    assert (a.experimental_attention_variant, a.linear_attention_freq) == ("gdn", "4")
+    assert (a.linear_num_key_heads, a.linear_num_value_heads, a.linear_key_head_dim, a.linear_value_head_dim) == \
+        (16, 32, 128, 128)
+    text = scripts(frameworks.writer("megatron-lm"), [{**configs[0], "tp": 8, "cp": 4, "pp": 1, "vp": 1, "ep": 1, "etp": 1,
+                                                                    "dp": 2, "micro_batch_size": 1}], cluster)[0]
+    assert "tp x cp divides the gated delta-net's key and value heads" in violations(text, 9)
+    with pytest.raises(frameworks.ExportError, match="not one full-attention layer every k"):
+        megatron_lm.shape_arguments({**catalog.get("qwen3-next-80b-a3b"), "n_linear_layers": 37})
+
 def _megatron_case(model, gpus, accelerator, seq, batch, precision):
     cluster = Cluster(gpus=gpus, accelerator=accelerator)
     p = plan(model, cluster, seq_len=seq, global_batch=batch, precisions=(precision,), framework="megatron-lm",

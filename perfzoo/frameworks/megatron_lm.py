@@ -58,7 +58,7 @@ TRAINING = ["--train-iters", "50", "--lr", "1e-4", "--log-interval", "1", "--eva
 
 
 def shape_arguments(m: Mapping[str, Any]) -> list[str]:
-    """A model's shape as Megatron-LM's flags (dense, MoE and MLA transformers)."""
+    """A model's shape as Megatron-LM's flags (dense, MoE and MLA transformers, and gated delta-net hybrids)."""
     if m.get("n_mamba_layers"):
         raise ExportError(f"--export for Megatron-LM: {m.get('model_name')} has Mamba layers, which pretrain_gpt.py "
                           "does not run and perfzoo does not write as a hybrid layer pattern: --framework "
@@ -97,12 +97,41 @@ def shape_arguments(m: Mapping[str, Any]) -> list[str]:
             args += ["--window-attn-skip-freq", str(every) if every * full == layers else  # evenly spread
                      "[" + ",".join("0" if (i + 1) * full // layers > i * full // layers else "1"
                                     for i in range(layers)) + "]"]
+    args += linear_attention_arguments(m)
     if m.get("gated_mlp", True):
         args.append("--swiglu")
     if not m.get("tie_embeddings", False):
         args.append("--untie-embeddings-and-output-weights")
     args += ["--normalization", "RMSNorm", "--position-embedding-type", "rope", "--disable-bias-linear",
              "--vocab-size", str(int(m["vocab_size"]))]
+    return args
+
+
+def linear_attention_arguments(m: Mapping[str, Any]) -> list[str]:
+    """A hybrid's gated delta-net layers (Qwen3-Next) as Megatron-Core's ``gdn`` attention variant: one
+    full-attention layer every ``--linear-attention-freq`` layers (Megatron's integer pattern: the Nth,
+    2Nth, ... layer), the rest linear; the heads, head widths and conv kernel as the model gives them.
+
+    >>> linear_attention_arguments({"n_layers": 8, "n_linear_layers": 6, "linear_key_heads": 4, "linear_value_heads": 8,
+    ...                             "linear_key_head_dim": 64, "linear_value_head_dim": 64})[:4]
+    ['--experimental-attention-variant', 'gdn', '--linear-attention-freq', '4']
+    """
+    linear = int(m.get("n_linear_layers") or 0)
+    if not linear:
+        return []
+    layers = int(m["n_layers"])
+    full = layers - linear
+    if full <= 0 or layers % full:
+        raise ExportError(f"--export for Megatron-LM: {m.get('model_name')} has {linear} linear-attention layers of "
+                          f"{layers}, not one full-attention layer every k (Megatron's --linear-attention-freq); give "
+                          "the pattern in your own script")
+    args = ["--experimental-attention-variant", "gdn", "--linear-attention-freq", str(layers // full),
+            "--linear-key-head-dim", str(int(m["linear_key_head_dim"])),  # values: the keys' where not given
+            "--linear-value-head-dim", str(int(m.get("linear_value_head_dim") or m["linear_key_head_dim"])),
+            "--linear-num-key-heads", str(int(m["linear_key_heads"])),
+            "--linear-num-value-heads", str(int(m.get("linear_value_heads") or m["linear_key_heads"]))]
+    if m.get("linear_conv_kernel"):  # else Megatron's 4, the width perfzoo prices
+        args += ["--linear-conv-kernel-dim", str(int(m["linear_conv_kernel"]))]
     return args
 
 

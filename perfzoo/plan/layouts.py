@@ -29,7 +29,8 @@ applies to ``predict``, a plan's baselines and its exports:
   126 layers into 16 x 8 virtual stages; DeepSeek-V3's 61 fit neither 8 x 4 nor 16 x 2: refused, as
   both frameworks' checks would; :meth:`perfzoo.frameworks.Framework.split`), and a multiple of ``pp``
   micro-batches, as Megatron's and torch.distributed.pipelining's interleaved schedules need;
-* ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank;
+* ``cp`` is a power of two with at least :data:`MIN_CP_TOKENS` tokens per rank; a gated delta-net hybrid's
+  (Qwen3-Next) ``tp x cp`` divides its linear-attention key and value heads, which Megatron-Core shards over both;
 * ``tp x pp x cp`` divides the GPUs (``dp`` is the rest), ``ep`` divides the experts and ``ep x etp``
   the ranks of a stage, ``tp x dp x cp`` (the rest is expert data parallelism), inside the NVLink domain
   or across it; an MoE model's layouts also choose the expert TP (1 or ``tp``), the framework's token
@@ -295,6 +296,14 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     def experts(c):
         return degrees(c) or (moe_rule(c, cluster, runs.dispatchers) if E > 1 else None)
 
+    linear_heads = [int(model[k]) for k in ("linear_key_heads", "linear_value_heads") if model.get("n_linear_layers")
+                    and model.get(k)]
+
+    def linear_attention(c):  # Megatron-Core shards a gated delta-net's heads over TP x CP
+        ranks = c["tp"] * c["cp"]
+        return None if all(h % ranks == 0 for h in linear_heads) else (
+            f"tp x cp = {ranks} does not divide the linear-attention heads ({', '.join(map(str, linear_heads))})")
+
     def sharding(c):
         if degrees(c):
             return degrees(c)
@@ -334,7 +343,8 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
         derived=derived,
         constraints=[Constraint("degrees_divide_gpus", degrees), Constraint("whole_micro_batches", batch),
                      Constraint("interleaving", interleaving), Constraint("experts_over_data_ranks", experts),
-                     Constraint("sharding_needs_data_ranks", sharding)],
+                     Constraint("sharding_needs_data_ranks", sharding),
+                     *([Constraint("linear_heads_over_tp_cp", linear_attention)] if linear_heads else [])],
         world_size_key="n_gpus",
         description=f"layouts of {name} on {cluster.describe()}, {seq_len}-token sequences, global batch {global_batch}",
         runnable=False,
