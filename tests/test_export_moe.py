@@ -179,9 +179,19 @@ def test_a_gated_delta_net_hybrid_exports_its_linear_layers_and_keeps_tp_x_cp_to
     assert (a.experimental_attention_variant, a.linear_attention_freq) == ("gdn", "4")
     assert (a.linear_num_key_heads, a.linear_num_value_heads, a.linear_key_head_dim, a.linear_value_head_dim) == \
         (16, 32, 128, 128)
-    text = scripts(frameworks.writer("megatron-lm"), [{**configs[0], "tp": 8, "cp": 4, "pp": 1, "vp": 1, "ep": 1, "etp": 1,
-                                                                    "dp": 2, "micro_batch_size": 1}], cluster)[0]
-    assert "tp x cp divides the gated delta-net's key and value heads" in violations(text, 9)
+    words = " ".join(megatron_lm.linear_attention_arguments(catalog.get("qwen3-next-80b-a3b")))
+    line = ("torchrun --nnodes 1 --nproc-per-node 32 pretrain_gpt.py --num-layers 48 --hidden-size 2048 "
+            "--num-attention-heads 16 --micro-batch-size 1 --global-batch-size 8 --seq-length 32768 "
+            f"--tensor-model-parallel-size 8 --context-parallel-size 4 {words}")
+    assert violations(line, 10) == ["tp x cp divides the gated delta-net's key and value heads"]  # Megatron's rule
+    with pytest.raises(frameworks.ExportError, match="tp x cp = 32 does not divide the linear-attention heads"):
+        scripts(frameworks.writer("megatron-lm"), [{**configs[0], "tp": 8, "cp": 4, "pp": 1, "vp": 1, "ep": 1, "etp": 1,
+                                                   "dp": 2, "micro_batch_size": 1}], cluster)  # perfzoo's, the same
+    qwen3_next = catalog.get("qwen3-next-80b-a3b")  # the rule predict and baselines share refuses the same layout
+    assert frameworks.refusal({**qwen3_next, "tp": 8, "cp": 4}).startswith("tp x cp = 32 does not divide the "
+                                                                         "linear-attention heads (16, 32)")
+    assert frameworks.refusal({**qwen3_next, "tp": 8, "cp": 2}) is None
+    assert frameworks.refusal({**catalog.get("qwen3-30b-a3b"), "tp": 8, "cp": 4}) is None  # no linear layers
     with pytest.raises(frameworks.ExportError, match="not one full-attention layer every k"):
         megatron_lm.shape_arguments({**catalog.get("qwen3-next-80b-a3b"), "n_linear_layers": 37})
 

@@ -42,7 +42,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from perfzoo.frameworks import llm_foundry, megatron_bridge, megatron_lm, nemo, pytorch, torchtitan, unknown
 from perfzoo.frameworks._base import (ALTERNATE_MATMULS, DEEPEP_GROUPS, DISPATCHERS, MATMULS, UNKNOWN, Baseline, ExportError, Framework, Launch,
-                                      Physics, Recipe, Runs, script, script_command)
+                                      Physics, Recipe, Runs, linear_heads, model_linear_heads, script, script_command)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -172,5 +172,6 @@ def read_baseline(path: str | Path) -> Baseline:
 
 
 __all__ = ["ALTERNATE_MATMULS", "Baseline", "CODES", "DEEPEP_GROUPS", "DISPATCHERS", "ExportError", "FRAMEWORKS", "Framework", "Launch", "MATMULS",
-           "Physics", "READ_ORDER", "REGISTRY", "Recipe", "Runs", "UNKNOWN", "UNPRICED", "get", "read_baseline",
+           "Physics", "READ_ORDER", "REGISTRY", "Recipe", "Runs", "UNKNOWN", "UNPRICED", "get", "linear_heads",
+           "model_linear_heads", "read_baseline",
            "read_text", "refusal", "script", "script_command", "writer"]

@@ -159,6 +159,27 @@ class Recipe:
     stages_per_rank: Optional[int] = None  # of an interleaved schedule whose split a row does not give
 
 
+def linear_heads(heads: Sequence[int], tp: int, cp: int) -> Optional[str]:
+    """Why ``tp x cp`` cannot shard a gated delta-net's key and value ``heads`` (Megatron-Core's
+    TransformerConfig asserts that it divides both: the only stack that runs these layers), or None.
+
+    >>> linear_heads((16, 32), 8, 2) is None, linear_heads((16, 32), 8, 4)
+    (True, 'tp x cp = 32 does not divide the linear-attention heads (16, 32)')
+    """
+    ranks = tp * cp
+    bad = any(h % ranks for h in heads)
+    return f"tp x cp = {ranks} does not divide the linear-attention heads ({', '.join(map(str, heads))})" if bad else None
+
+
+def model_linear_heads(model: Mapping[str, Any]) -> tuple[int, ...]:
+    """A gated delta-net hybrid's key and value heads (the values: the keys' where not given); () for a model
+    without linear-attention layers."""
+    if not _whole(model, "n_linear_layers") or not _whole(model, "linear_key_heads"):
+        return ()
+    keys = _whole(model, "linear_key_heads")
+    return keys, _whole(model, "linear_value_heads") or keys
+
+
 def _whole(config: Mapping[str, Any], key: str) -> Optional[int]:
     """``config[key]`` as an int, None where absent or not a number."""
     value = config.get(key)
@@ -327,6 +348,9 @@ class Framework:
         why = self.overlaps(config)
         if why:
             return why
+        why = linear_heads(model_linear_heads(config), _whole(config, "tp") or 1, _whole(config, "cp") or 1)
+        if why:
+            return f"{why}: give a tp x cp that divides them"
         L, pp, vp = _whole(config, "n_layers"), _whole(config, "pp") or 1, _whole(config, "vp") or 1
         why = self.split(L, pp, vp) if L else None
         if why is None and vp > 1:
@@ -432,5 +456,5 @@ def script_command(text: str) -> list[str]:
 
 __all__ = ["ALTERNATE_MATMULS", "Baseline", "DEEPEP_GROUPS", "DISPATCHERS", "ExportError", "Framework", "Launch", "MATMULS",
            "MOE_OVERLAPS", "Physics",
-           "Recipe", "Runs", "UNKNOWN", "check_expanded", "equal_stages", "script", "script_command", "stage_split",
-           "unequal"]
+           "Recipe", "Runs", "UNKNOWN", "check_expanded", "equal_stages", "linear_heads", "model_linear_heads", "script",
+           "script_command", "stage_split", "unequal"]

@@ -296,13 +296,10 @@ def layout_space(model: dict, cluster: Cluster, seq_len: int, global_batch: int,
     def experts(c):
         return degrees(c) or (moe_rule(c, cluster, runs.dispatchers) if E > 1 else None)
 
-    linear_heads = [int(model[k]) for k in ("linear_key_heads", "linear_value_heads") if model.get("n_linear_layers")
-                    and model.get(k)]
+    linear_heads = frameworks.model_linear_heads(model)
 
-    def linear_attention(c):  # Megatron-Core shards a gated delta-net's heads over TP x CP
-        ranks = c["tp"] * c["cp"]
-        return None if all(h % ranks == 0 for h in linear_heads) else (
-            f"tp x cp = {ranks} does not divide the linear-attention heads ({', '.join(map(str, linear_heads))})")
+    def linear_attention(c):  # the rule Framework.refuses applies: tp x cp shards a gated delta-net's heads
+        return frameworks.linear_heads(linear_heads, c["tp"], c["cp"])
 
     def sharding(c):
         if degrees(c):
