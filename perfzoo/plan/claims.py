@@ -41,7 +41,7 @@ from perfzoo import llmconfig
 from perfzoo.datasets import load_dataset
 from perfzoo.plan.layouts import Cluster
 from perfzoo.plan.recipes import catalog_name
-from perfzoo.records.vocabulary import to_bool
+from perfzoo.records.vocabulary import given, to_bool
 
 PUBLISHED = "published-llm"  # the shared tables a claim's structure is looked for in
 PLACEMENTS = ("no EP", "EP inside one NVLink domain", "EP across NVLink domains")
@@ -53,19 +53,15 @@ def overlaps(layout: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]:
     return tuple(k for k in OVERLAPS if to_bool(layout.get(prefix + k)) == 1.0)
 
 
-def _given(value: Any) -> Any:
-    return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
-
-
 def left(pick: Mapping[str, Any], recipe: Mapping[str, Any]) -> Optional[str]:
     """What of an EP ``recipe`` the ``pick`` leaves (its EP degree, the dispatcher the recipe states), or None."""
-    if int(_given(recipe.get("ep")) or 1) <= 1:
+    if int(given(recipe.get("ep")) or 1) <= 1:
         return None
     parts = []
-    if int(_given(pick.get("ep")) or 1) != int(recipe["ep"]):
+    if int(given(pick.get("ep")) or 1) != int(recipe["ep"]):
         parts.append(f"EP {int(recipe['ep'])}")
-    said = _given(recipe.get("moe_dispatcher"))
-    if said is not None and _given(pick.get("moe_dispatcher")) != said:
+    said = given(recipe.get("moe_dispatcher"))
+    if said is not None and given(pick.get("moe_dispatcher")) != said:
         parts.append(f"the {said} dispatcher")
     added = [OVERLAPS[k] for k in overlaps(pick) if k not in overlaps(recipe)]
     if added:
@@ -76,18 +72,18 @@ def left(pick: Mapping[str, Any], recipe: Mapping[str, Any]) -> Optional[str]:
 def placement(ep: Any, etp: Any, domain: int) -> str:
     """Where a layout's EP group (``ep x etp`` consecutive ranks, as :func:`perfzoo.plan.layouts.moe_rule`
     places it) lies: one of :data:`PLACEMENTS`, for NVLink domains of ``domain`` GPUs."""
-    ep = int(_given(ep) or 1)
+    ep = int(given(ep) or 1)
     if ep <= 1:
         return PLACEMENTS[0]
-    return PLACEMENTS[1] if ep * int(_given(etp) or 1) <= domain else PLACEMENTS[2]
+    return PLACEMENTS[1] if ep * int(given(etp) or 1) <= domain else PLACEMENTS[2]
 
 
 def structure(pick: Mapping[str, Any], recipe: Mapping[str, Any], domain: int) -> tuple[str, Optional[str], tuple]:
     """The pick's placement, its dispatcher where the recipe states one and the pick moves tokens (EP), and
     the dispatch overlaps it turns on."""
     where = placement(pick.get("ep"), pick.get("etp"), domain)
-    said = _given(recipe.get("moe_dispatcher")) is not None and where != PLACEMENTS[0]
-    return where, (_given(pick.get("moe_dispatcher")) if said else None), overlaps(pick)
+    said = given(recipe.get("moe_dispatcher")) is not None and where != PLACEMENTS[0]
+    return where, (given(pick.get("moe_dispatcher")) if said else None), overlaps(pick)
 
 
 def structures(frame: pd.DataFrame) -> pd.DataFrame:
@@ -102,7 +98,7 @@ def structures(frame: pd.DataFrame) -> pd.DataFrame:
         if model is None or domain is None:
             continue  # a run the catalog or the accelerator table does not know backs no structure
         out.append({"model": model, "placement": placement(row.get("config.ep"), row.get("config.etp"), domain),
-                    "dispatcher": _given(row.get("config.moe_dispatcher")), "overlaps": overlaps(row, "config.")})
+                    "dispatcher": given(row.get("config.moe_dispatcher")), "overlaps": overlaps(row, "config.")})
     return pd.DataFrame(out, columns=["model", "placement", "dispatcher", "overlaps"])
 
 

@@ -12,25 +12,21 @@ what it rests on (whether a published run backs it: :mod:`perfzoo.plan.claims`).
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
-import numpy as np
 import pandas as pd
 
 from perfzoo import analytic, llmconfig
 from perfzoo.plan.claims import left
 from perfzoo.plan.layouts import LAYOUT_KNOBS, MOE_KNOBS
 from perfzoo.plan.planner import Plan, baseline_frame
+from perfzoo.records.vocabulary import given
 
 GAIN = 0.10  # a predicted gain over an MoE recipe above this names its terms
 # the analytic step's terms, as the plan's notes name them (seconds per step)
 TERMS = {"compute": "compute_time_s", "softmax": "softmax_time_s", "memory traffic": "memory_time_s",
          "TP communication": "tp_time_s", "EP dispatch and combine": "ep_time_s", "pipeline sends": "pp_time_s",
          "optimizer": "optimizer_time_s", "host": "host_time_s"}
-
-
-def _given(value: Any) -> Any:
-    return None if value is None or (isinstance(value, float) and np.isnan(value)) else value
 
 
 def terms(frame: pd.DataFrame) -> pd.DataFrame:
@@ -53,11 +49,11 @@ def faster_by(plan: Plan) -> list[Optional[str]]:
     out: list[Optional[str]] = []
     for row in plan.baselines.to_dict("records"):
         what = left(pick, row)
-        gain = _given(row.get("predicted_gain"))
-        if what is None or gain is None or gain <= GAIN or _given(row.get("refused")) is not None:
+        gain = given(row.get("predicted_gain"))
+        if what is None or gain is None or gain <= GAIN or given(row.get("refused")) is not None:
             out.append(None)
             continue
-        knobs = {k: _given(row.get(k)) for k in LAYOUT_KNOBS + MOE_KNOBS if _given(row.get(k)) is not None}
+        knobs = {k: given(row.get(k)) for k in LAYOUT_KNOBS + MOE_KNOBS if given(row.get(k)) is not None}
         knobs = {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in knobs.items()}
         frame, _ = baseline_frame(plan.model, plan.cluster, plan.seq_len, plan.global_batch, knobs,
                                   str(knobs.get("precision", plan.precisions[0])), plan.scorer.rule, refuse=False)

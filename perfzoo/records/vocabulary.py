@@ -48,6 +48,15 @@ def is_missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA or (isinstance(v, str) and not v.strip())
 
 
+def given(v: Any) -> Any:
+    """``v``, or None where it :func:`is_missing` (a table's blank cell read as "not given").
+
+    >>> given(8), given(float("nan")), given("")
+    (8, None, None)
+    """
+    return None if is_missing(v) else v
+
+
 def normalize_precision(v: Any) -> str:
     """Precision class: ``fp32``, ``bf16`` (also fp16 / amp), ``fp8`` (fp8, mxfp8), ``fp4``.
 
